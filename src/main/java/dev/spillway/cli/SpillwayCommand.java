@@ -1,0 +1,5 @@
+package dev.spillway.cli;
+
+public class SpillwayCommand {
+  public static void main(String[] args) {}
+}
