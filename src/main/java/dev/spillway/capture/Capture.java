@@ -1,0 +1,128 @@
+package dev.spillway.capture;
+
+import dev.spillway.event.TopicProvisioner;
+import dev.spillway.jdbc.Databases;
+import java.io.IOException;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.Set;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Change capture for every source database of a {@link CapturePlan}: one Debezium engine each, one
+ * shared idempotent producer. Every database is checked before anything is changed in any of them.
+ */
+public final class Capture implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Capture.class);
+  public static final Duration DEFAULT_START_TIMEOUT = Duration.ofSeconds(60);
+
+  private final List<CaptureEngine> engines = new ArrayList<>();
+  private final Producer<byte[], byte[]> producer;
+  private final CaptureStats stats;
+
+  private Capture(Producer<byte[], byte[]> producer, CaptureStats stats) {
+    this.producer = producer;
+    this.stats = stats;
+  }
+
+  /**
+   * Checks and prepares each source database of the plan and starts its capture; returns once all
+   * stream. On failure, whatever started is stopped again.
+   *
+   * @throws CaptureSetupException when a database cannot be captured as planned
+   */
+  public static Capture start(
+      CapturePlan plan,
+      Databases databases,
+      CaptureSettings settings,
+      CaptureStats stats,
+      Clock clock)
+      throws InterruptedException {
+    for (String db : plan.databases()) {
+      SourcePreparation.check(db, databases.dataSource(db), plan.tables(db));
+    }
+    Set<String> topics = new LinkedHashSet<>();
+    plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));
+    TopicProvisioner.ensure(
+        settings.bootstrapServers(),
+        settings.kafkaProperties(),
+        topics,
+        settings.partitions(),
+        settings.replicationFactor());
+    Capture capture = new Capture(newProducer(settings), stats);
+    try {
+      for (String db : plan.databases()) {
+        CaptureEngine engine =
+            new CaptureEngine(
+                databases.endpoint(db),
+                databases.dataSource(db),
+                plan,
+                settings,
+                capture.producer,
+                stats,
+                clock);
+        capture.engines.add(engine);
+        engine.start(DEFAULT_START_TIMEOUT);
+      }
+      return capture;
+    } catch (SQLException e) {
+      capture.close();
+      throw new CaptureSetupException("Could not prepare capture: " + e.getMessage(), e);
+    } catch (RuntimeException | InterruptedException e) {
+      capture.close();
+      throw e;
+    }
+  }
+
+  public CaptureStats stats() {
+    return stats;
+  }
+
+  /** The first error that stopped a capture engine, if any did. */
+  public Optional<String> failure() {
+    for (CaptureEngine e : engines) {
+      Throwable t = e.failure();
+      if (t != null) {
+        return Optional.of("Capture of database " + e.database() + " stopped: " + t.getMessage());
+      }
+    }
+    return Optional.empty();
+  }
+
+  private static Producer<byte[], byte[]> newProducer(CaptureSettings settings) {
+    Properties p = new Properties();
+    p.putAll(settings.kafkaProperties());
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
+    p.put(ProducerConfig.CLIENT_ID_CONFIG, "spillway-capture");
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 1);
+    p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
+    p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+  }
+
+  @Override
+  public void close() {
+    for (CaptureEngine e : engines) {
+      try {
+        e.close();
+      } catch (IOException | RuntimeException ex) {
+        log.warn("Stopping capture of database {} failed: {}", e.database(), ex.getMessage());
+      }
+    }
+    engines.clear();
+    producer.close(Duration.ofSeconds(30));
+  }
+}

@@ -1,0 +1,264 @@
+package dev.spillway.capture;
+
+import dev.spillway.event.TableName;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import io.debezium.embedded.Connect;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import io.debezium.engine.format.ChangeEventFormat;
+import java.io.IOException;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.connect.source.SourceRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One Debezium embedded engine reading one source database's logical replication stream. A batch of
+ * changes is acknowledged to Debezium (and so, at the next offset flush, to the replication slot)
+ * only after Kafka has acknowledged every record of it: a crash at any point leaves each change
+ * either in Kafka or still in the slot.
+ */
+final class CaptureEngine implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(CaptureEngine.class);
+
+  private final DatabaseEndpoint endpoint;
+  private final DataSource dataSource;
+  private final CapturePlan plan;
+  private final CaptureSettings settings;
+  private final Producer<byte[], byte[]> producer;
+  private final CaptureStats stats;
+  private final ChangeMapper mapper;
+  private final Clock clock;
+  private final AtomicReference<Throwable> failure = new AtomicReference<>();
+  private final ExecutorService executor;
+  private volatile boolean stopping;
+  private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
+
+  CaptureEngine(
+      DatabaseEndpoint endpoint,
+      DataSource dataSource,
+      CapturePlan plan,
+      CaptureSettings settings,
+      Producer<byte[], byte[]> producer,
+      CaptureStats stats,
+      Clock clock) {
+    this.endpoint = endpoint;
+    this.dataSource = dataSource;
+    this.plan = plan;
+    this.settings = settings;
+    this.producer = producer;
+    this.stats = stats;
+    this.clock = clock;
+    this.mapper = new ChangeMapper(endpoint.name(), plan, clock);
+    this.executor =
+        Executors.newSingleThreadExecutor(
+            r -> {
+              Thread t = new Thread(r, "spillway-capture-" + endpoint.name());
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  String database() {
+    return endpoint.name();
+  }
+
+  /**
+   * Prepares the source, starts the engine and returns once the replication slot streams to it, so
+   * every change committed after this returns is captured.
+   */
+  void start(Duration timeout) throws SQLException, InterruptedException {
+    String slot = settings.slotName(endpoint.name());
+    SourcePreparation.prepare(slot, dataSource, plan.tables(endpoint.name()));
+    plan.routes(endpoint.name()).forEach(stats::register);
+    engine =
+        DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
+            .using(debeziumProperties(slot))
+            .using(clock)
+            .using(
+                (success, message, error) -> {
+                  if (!success && !stopping) {
+                    failure.compareAndSet(
+                        null, error != null ? error : new IllegalStateException(message));
+                    log.error(
+                        "Capture of database {} stopped: {}", endpoint.name(), message, error);
+                  }
+                })
+            .notifying(this::handleBatch)
+            .build();
+    executor.execute(engine);
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (!SourcePreparation.slotActive(dataSource, slot)) {
+      Throwable f = failure.get();
+      if (f != null) {
+        throw new CaptureSetupException(
+            "Capture of database " + endpoint.name() + " could not start: " + rootMessage(f), f);
+      }
+      if (System.nanoTime() > deadline) {
+        throw new CaptureSetupException(
+            "Capture of database "
+                + endpoint.name()
+                + " did not start streaming within "
+                + timeout.toSeconds()
+                + " s.");
+      }
+      Thread.sleep(20);
+    }
+    log.info(
+        "Capturing {} from database {} (slot {})",
+        plan.routes(endpoint.name()).stream()
+            .map(r -> r.kind() + " " + r.table())
+            .collect(Collectors.joining(", ")),
+        endpoint.name(),
+        slot);
+  }
+
+  /** The error that stopped this engine, or null while it runs. */
+  Throwable failure() {
+    return failure.get();
+  }
+
+  private void handleBatch(
+      List<RecordChangeEvent<SourceRecord>> batch,
+      DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer)
+      throws InterruptedException {
+    List<Future<RecordMetadata>> sends = new ArrayList<>(batch.size());
+    List<CaptureRoute> routes = new ArrayList<>(batch.size());
+    for (RecordChangeEvent<SourceRecord> change : batch) {
+      mapper
+          .map(change.record())
+          .ifPresent(
+              m -> {
+                sends.add(producer.send(m.record()));
+                routes.add(m.route());
+              });
+    }
+    // Closing the engine interrupts the batch in hand. Records already sent are finished and
+    // acknowledged anyway: releasing them would publish them a second time after a restart.
+    boolean interrupted = Thread.interrupted();
+    for (Future<RecordMetadata> send : sends) {
+      while (true) {
+        try {
+          send.get();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
+          throw new IllegalStateException(
+              "Kafka refused "
+                  + sends.size()
+                  + " captured changes of database "
+                  + endpoint.name()
+                  + ": "
+                  + e.getCause().getMessage(),
+              e.getCause());
+        }
+      }
+    }
+    routes.forEach(stats::published);
+    try {
+      for (RecordChangeEvent<SourceRecord> change : batch) {
+        committer.markProcessed(change);
+      }
+      committer.markBatchFinished();
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private Properties debeziumProperties(String slot) {
+    Properties p = new Properties();
+    p.putAll(settings.kafkaProperties());
+    p.setProperty("name", "spillway-capture-" + endpoint.name());
+    p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
+    p.setProperty("topic.prefix", "spillway-" + endpoint.name());
+    p.setProperty("database.hostname", endpoint.host());
+    p.setProperty("database.port", String.valueOf(endpoint.port()));
+    p.setProperty("database.dbname", endpoint.databaseName());
+    p.setProperty("database.user", endpoint.username());
+    if (endpoint.password() != null) {
+      p.setProperty("database.password", endpoint.password());
+    }
+    p.setProperty("plugin.name", "pgoutput");
+    p.setProperty("slot.name", slot);
+    p.setProperty("slot.drop.on.stop", "false");
+    p.setProperty("publication.name", slot);
+    // The publication is ours (SourcePreparation): inserts and deletes only, via partition root.
+    p.setProperty("publication.autocreate.mode", "disabled");
+    p.setProperty("snapshot.mode", "no_data");
+    p.setProperty("table.include.list", includeList());
+    p.setProperty("skipped.operations", "u,t");
+    p.setProperty("tombstones.on.delete", "false");
+    p.setProperty("decimal.handling.mode", "string");
+    p.setProperty("time.precision.mode", "adaptive_time_microseconds");
+    p.setProperty("poll.interval.ms", String.valueOf(settings.pollInterval().toMillis()));
+    p.setProperty("max.batch.size", String.valueOf(settings.maxBatchSize()));
+    p.setProperty("max.queue.size", String.valueOf(settings.maxBatchSize() * 4));
+    p.setProperty("heartbeat.interval.ms", String.valueOf(settings.heartbeatInterval().toMillis()));
+    p.setProperty("heartbeat.action.query", CaptureStatements.HEARTBEAT_ACTION);
+    p.setProperty("offset.storage", "org.apache.kafka.connect.storage.KafkaOffsetBackingStore");
+    p.setProperty("offset.storage.topic", settings.topics().captureOffsets());
+    p.setProperty("offset.storage.partitions", "1");
+    p.setProperty(
+        "offset.storage.replication.factor", String.valueOf(settings.replicationFactor()));
+    p.setProperty(
+        "offset.flush.interval.ms", String.valueOf(settings.offsetFlushInterval().toMillis()));
+    p.setProperty("bootstrap.servers", settings.bootstrapServers());
+    return p;
+  }
+
+  private String includeList() {
+    List<String> patterns = new ArrayList<>();
+    for (TableName t : plan.tables(endpoint.name())) {
+      patterns.add(regex(t.toString()));
+    }
+    patterns.add(regex(CaptureStatements.HEARTBEAT_TABLE));
+    return String.join(",", patterns);
+  }
+
+  private static String regex(String table) {
+    return table.replace(".", "\\.");
+  }
+
+  private static String rootMessage(Throwable t) {
+    Throwable root = t;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    return root.getMessage();
+  }
+
+  @Override
+  public void close() throws IOException {
+    stopping = true;
+    if (engine != null) {
+      engine.close();
+    }
+    executor.shutdown();
+    try {
+      if (!executor.awaitTermination(30, TimeUnit.SECONDS)) {
+        log.warn("Capture of database {} did not stop within 30 s", endpoint.name());
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

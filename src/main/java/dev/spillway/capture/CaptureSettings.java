@@ -1,0 +1,46 @@
+package dev.spillway.capture;
+
+import dev.spillway.event.Topics;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * How capture talks to Kafka and paces Debezium.
+ *
+ * @param bootstrapServers Kafka to publish to and keep source offsets in
+ * @param topics topic names (offsets go to {@link Topics#captureOffsets()})
+ * @param partitions of the topics capture creates
+ * @param replicationFactor of the topics capture creates, the offsets topic included
+ * @param kafkaProperties passed as is to every Kafka client (security settings and the like)
+ * @param pollInterval how long Debezium waits for more changes before handing over a batch
+ * @param heartbeatInterval how often an idle source still moves its slot forward
+ * @param maxBatchSize most changes handed over at once
+ * @param offsetFlushInterval how often acknowledged positions are stored and confirmed to the slot
+ */
+public record CaptureSettings(
+    String bootstrapServers,
+    Topics topics,
+    int partitions,
+    short replicationFactor,
+    Map<String, String> kafkaProperties,
+    Duration pollInterval,
+    Duration heartbeatInterval,
+    int maxBatchSize,
+    Duration offsetFlushInterval) {
+  public static final Duration DEFAULT_POLL_INTERVAL = Duration.ofMillis(10);
+  public static final Duration DEFAULT_HEARTBEAT_INTERVAL = Duration.ofSeconds(10);
+  public static final int DEFAULT_MAX_BATCH_SIZE = 2048;
+  public static final Duration DEFAULT_OFFSET_FLUSH_INTERVAL = Duration.ofSeconds(1);
+
+  public CaptureSettings {
+    Objects.requireNonNull(bootstrapServers, "bootstrapServers");
+    Objects.requireNonNull(topics, "topics");
+    kafkaProperties = Map.copyOf(kafkaProperties);
+  }
+
+  /** Replication slot and publication name for one database: lower-case, [a-z0-9_]. */
+  public String slotName(String database) {
+    return (topics.prefix() + "_" + database).toLowerCase().replaceAll("[^a-z0-9_]", "_");
+  }
+}

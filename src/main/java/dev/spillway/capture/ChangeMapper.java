@@ -1,0 +1,136 @@
+package dev.spillway.capture;
+
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.util.Date;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Optional;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.connect.data.Field;
+import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.source.SourceRecord;
+
+/**
+ * Turns a Debezium change record into the Kafka record Spillway publishes, or nothing when the
+ * change is not routed (heartbeats, deletes of buffer rows, tables captured for another kind).
+ * Stateless and thread-safe.
+ */
+final class ChangeMapper {
+  private final String database;
+  private final CapturePlan plan;
+  private final Clock clock;
+
+  ChangeMapper(String database, CapturePlan plan, Clock clock) {
+    this.database = database;
+    this.plan = plan;
+    this.clock = clock;
+  }
+
+  /** A captured change before serialization, for counting and routing. */
+  record Mapped(CaptureRoute route, ProducerRecord<byte[], byte[]> record) {}
+
+  Optional<Mapped> map(SourceRecord record) {
+    if (!(record.value() instanceof Struct envelope) || envelope.schema().field("op") == null) {
+      return Optional.empty(); // heartbeat or schema-change records
+    }
+    ChangeKind kind = ChangeKind.ofDebeziumOp(envelope.getString("op"));
+    if (kind == null) {
+      return Optional.empty();
+    }
+    Struct source = envelope.getStruct("source");
+    TableName table = new TableName(source.getString("schema"), source.getString("table"));
+    Optional<CaptureRoute> route = plan.route(database, table, kind);
+    if (route.isEmpty()) {
+      return Optional.empty();
+    }
+    long lsn = longOrZero(source, "lsn");
+    long commitMicros = commitMicros(source);
+    long now = clock.millis();
+    byte[] key = table.toString().getBytes(StandardCharsets.UTF_8);
+    byte[] value =
+        switch (kind) {
+          case DELETE ->
+              EventSerdes.encode(
+                  new DeletedRecord(
+                      database, table, columns((Struct) record.key()), commitMicros, lsn, now));
+          case INSERT ->
+              EventSerdes.encode(
+                  new BufferEvent(
+                      database,
+                      table,
+                      columns(envelope.getStruct("after")),
+                      commitMicros,
+                      lsn,
+                      now));
+        };
+    return Optional.of(
+        new Mapped(route.get(), new ProducerRecord<>(route.get().topic(), key, value)));
+  }
+
+  private static long commitMicros(Struct source) {
+    if (source.schema().field("ts_us") != null && source.getInt64("ts_us") != null) {
+      return source.getInt64("ts_us");
+    }
+    return source.getInt64("ts_ms") * 1000;
+  }
+
+  private static long longOrZero(Struct s, String field) {
+    if (s.schema().field(field) == null) {
+      return 0;
+    }
+    Long v = s.getInt64(field);
+    return v == null ? 0 : v;
+  }
+
+  /** Struct columns → event values: null, Boolean, Integer, Long, Float, Double, String, byte[]. */
+  static Map<String, Object> columns(Struct struct) {
+    Map<String, Object> out = new LinkedHashMap<>();
+    if (struct == null) {
+      return out;
+    }
+    for (Field f : struct.schema().fields()) {
+      out.put(f.name(), value(struct.get(f)));
+    }
+    return out;
+  }
+
+  private static Object value(Object v) {
+    if (v == null
+        || v instanceof Boolean
+        || v instanceof Integer
+        || v instanceof Long
+        || v instanceof Float
+        || v instanceof Double
+        || v instanceof String) {
+      return v;
+    }
+    if (v instanceof Short s) {
+      return s.intValue();
+    }
+    if (v instanceof Byte b) {
+      return b.intValue();
+    }
+    if (v instanceof byte[] bytes) {
+      return bytes;
+    }
+    if (v instanceof ByteBuffer buffer) {
+      byte[] bytes = new byte[buffer.remaining()];
+      buffer.duplicate().get(bytes);
+      return bytes;
+    }
+    if (v instanceof BigDecimal d) {
+      return d.toPlainString();
+    }
+    if (v instanceof Date d) {
+      return d.getTime();
+    }
+    return v.toString();
+  }
+}

@@ -1,0 +1,123 @@
+package dev.spillway.event;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.util.function.Function;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.serialization.Deserializer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.Serializer;
+
+/**
+ * Kafka serdes for events: Avro single-object encoding (a fingerprint of the writer schema, then
+ * the binary body), so records are self-describing without a schema registry. A value that does not
+ * decode raises {@link SerializationException}, which error handlers route to the dead-letter
+ * topic.
+ */
+public final class EventSerdes {
+  static {
+    // Avro 1.12 refuses to instantiate generated classes outside trusted packages.
+    String trusted = System.getProperty("org.apache.avro.SERIALIZABLE_PACKAGES", "");
+    if (!trusted.contains("dev.spillway.event.avro")) {
+      System.setProperty(
+          "org.apache.avro.SERIALIZABLE_PACKAGES",
+          trusted.isEmpty() ? "dev.spillway.event.avro" : trusted + ",dev.spillway.event.avro");
+    }
+  }
+
+  private EventSerdes() {}
+
+  public static Serde<DeletedRecord> deletedRecord() {
+    return of(EventSerdes::encode, EventSerdes::decodeDeletedRecord);
+  }
+
+  public static Serde<BufferEvent> bufferEvent() {
+    return of(EventSerdes::encode, EventSerdes::decodeBufferEvent);
+  }
+
+  public static byte[] encode(DeletedRecord r) {
+    var avro =
+        dev.spillway.event.avro.DeletedRecord.newBuilder()
+            .setDatabase(r.database())
+            .setTable(r.table().toString())
+            .setKey(Columns.toAvro(r.key()))
+            .setCommitTimeUs(r.commitTimeMicros())
+            .setLsn(r.lsn())
+            .setCapturedAtMs(r.capturedAtMillis())
+            .build();
+    return bytes(() -> avro.toByteBuffer());
+  }
+
+  public static DeletedRecord decodeDeletedRecord(byte[] data) {
+    var avro = decode(() -> dev.spillway.event.avro.DeletedRecord.fromByteBuffer(wrap(data)));
+    return new DeletedRecord(
+        avro.getDatabase(),
+        TableName.parse(avro.getTable()),
+        Columns.fromAvro(avro.getKey()),
+        avro.getCommitTimeUs(),
+        avro.getLsn(),
+        avro.getCapturedAtMs());
+  }
+
+  public static byte[] encode(BufferEvent e) {
+    var avro =
+        dev.spillway.event.avro.BufferEvent.newBuilder()
+            .setDatabase(e.database())
+            .setTable(e.table().toString())
+            .setRow(Columns.toAvro(e.row()))
+            .setCommitTimeUs(e.commitTimeMicros())
+            .setLsn(e.lsn())
+            .setCapturedAtMs(e.capturedAtMillis())
+            .build();
+    return bytes(() -> avro.toByteBuffer());
+  }
+
+  public static BufferEvent decodeBufferEvent(byte[] data) {
+    var avro = decode(() -> dev.spillway.event.avro.BufferEvent.fromByteBuffer(wrap(data)));
+    return new BufferEvent(
+        avro.getDatabase(),
+        TableName.parse(avro.getTable()),
+        Columns.fromAvro(avro.getRow()),
+        avro.getCommitTimeUs(),
+        avro.getLsn(),
+        avro.getCapturedAtMs());
+  }
+
+  private static <T> Serde<T> of(Function<T, byte[]> encode, Function<byte[], T> decode) {
+    Serializer<T> serializer = (topic, value) -> value == null ? null : encode.apply(value);
+    Deserializer<T> deserializer = (topic, data) -> data == null ? null : decode.apply(data);
+    return Serdes.serdeFrom(serializer, deserializer);
+  }
+
+  private interface IoSupplier<T> {
+    T get() throws IOException;
+  }
+
+  private static byte[] bytes(IoSupplier<ByteBuffer> encoded) {
+    try {
+      ByteBuffer b = encoded.get();
+      byte[] out = new byte[b.remaining()];
+      b.get(out);
+      return out;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static <T> T decode(IoSupplier<T> decoder) {
+    try {
+      return decoder.get();
+    } catch (IOException | RuntimeException e) {
+      throw new SerializationException("Not a Spillway event: " + e.getMessage(), e);
+    }
+  }
+
+  private static ByteBuffer wrap(byte[] data) {
+    if (data == null) {
+      throw new SerializationException("Not a Spillway event: null payload");
+    }
+    return ByteBuffer.wrap(data);
+  }
+}

@@ -1,0 +1,62 @@
+package dev.spillway.event;
+
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.errors.TopicExistsException;
+
+/**
+ * Creates the topics Spillway needs when they are missing; existing topics are left as they are.
+ */
+public final class TopicProvisioner {
+  private TopicProvisioner() {}
+
+  /**
+   * @param clientProperties passed to the admin client as is (security settings and the like)
+   */
+  public static void ensure(
+      String bootstrapServers,
+      Map<String, String> clientProperties,
+      Collection<String> topics,
+      int partitions,
+      short replicationFactor)
+      throws InterruptedException {
+    Map<String, Object> props = new HashMap<>(clientProperties);
+    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    props.put(AdminClientConfig.CLIENT_ID_CONFIG, "spillway-topics");
+    try (Admin admin = Admin.create(props)) {
+      Set<String> existing = admin.listTopics().names().get();
+      List<NewTopic> missing = new ArrayList<>();
+      for (String t : Set.copyOf(topics)) {
+        if (!existing.contains(t)) {
+          missing.add(new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)));
+        }
+      }
+      if (missing.isEmpty()) {
+        return;
+      }
+      try {
+        admin.createTopics(missing).all().get();
+      } catch (ExecutionException e) {
+        // Another instance may have created them in between; that is fine.
+        if (!(e.getCause() instanceof TopicExistsException)) {
+          throw new IllegalStateException(
+              "Could not create topics " + missing + ": " + e.getCause().getMessage(),
+              e.getCause());
+        }
+      }
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(
+          "Could not list topics at " + bootstrapServers + ": " + e.getCause().getMessage(),
+          e.getCause());
+    }
+  }
+}

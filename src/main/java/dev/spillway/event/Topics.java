@@ -1,0 +1,68 @@
+package dev.spillway.event;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.regex.Pattern;
+
+/**
+ * Every topic name Spillway uses, in one place: {@code <prefix>.<pipeline>.<entity>}. Nothing else
+ * builds a topic name.
+ */
+public final class Topics {
+  public static final String DEFAULT_PREFIX = "spillway";
+  private static final Pattern LEGAL = Pattern.compile("[a-zA-Z0-9._-]+");
+
+  private final String prefix;
+
+  public Topics(String prefix) {
+    if (!LEGAL.matcher(Objects.requireNonNull(prefix)).matches()) {
+      throw new IllegalArgumentException("Illegal topic prefix '" + prefix + "'");
+    }
+    this.prefix = prefix;
+  }
+
+  public String prefix() {
+    return prefix;
+  }
+
+  /** Deletes of loose-foreign-key parents, keyed by parent table. */
+  public String deletedRecords() {
+    return name(Pipeline.LFK, "deleted-records");
+  }
+
+  /** Inserts into one buffer table. */
+  public String bufferEvents(String buffer) {
+    return name(Pipeline.BUFFERS, checked(buffer) + ".events");
+  }
+
+  /** Records a pipeline could not process, with the reason in headers. */
+  public String dlq(Pipeline pipeline) {
+    return name(pipeline, "dlq");
+  }
+
+  /** Debezium's source offsets (one partition, compacted). */
+  public String captureOffsets() {
+    return prefix + ".capture.offsets";
+  }
+
+  /** The dead-letter topics of every pipeline. */
+  public List<String> deadLetterTopics() {
+    List<String> topics = new ArrayList<>();
+    for (Pipeline p : Pipeline.values()) {
+      topics.add(dlq(p));
+    }
+    return topics;
+  }
+
+  private String name(Pipeline pipeline, String entity) {
+    return prefix + "." + pipeline.id() + "." + entity;
+  }
+
+  private static String checked(String part) {
+    if (!LEGAL.matcher(part).matches()) {
+      throw new IllegalArgumentException("Illegal topic name part '" + part + "'");
+    }
+    return part;
+  }
+}

@@ -1,0 +1,49 @@
+package dev.spillway.jdbc;
+
+import java.util.Objects;
+import java.util.Properties;
+import org.postgresql.Driver;
+
+/**
+ * Where one Spillway database lives.
+ *
+ * @param name Spillway's name for it ({@code main}, {@code ci}, …)
+ * @param url JDBC URL, {@code jdbc:postgresql://host:port/dbname}
+ * @param username login role
+ * @param password may be null
+ * @param poolSize connections in its pool
+ */
+public record DatabaseEndpoint(
+    String name, String url, String username, String password, int poolSize) {
+  public DatabaseEndpoint {
+    Objects.requireNonNull(name, "name");
+    Objects.requireNonNull(url, "url");
+    Objects.requireNonNull(username, "username");
+  }
+
+  /** Host, port and database name as the PostgreSQL driver reads them from the URL. */
+  public Properties parsedUrl() {
+    Properties p = Driver.parseURL(url, new Properties());
+    if (p == null) {
+      throw new IllegalArgumentException("Not a PostgreSQL JDBC URL: " + url);
+    }
+    return p;
+  }
+
+  public String host() {
+    return parsedUrl().getProperty("PGHOST", "localhost").split(",")[0];
+  }
+
+  public int port() {
+    return Integer.parseInt(parsedUrl().getProperty("PGPORT", "5432").split(",")[0]);
+  }
+
+  public String databaseName() {
+    return parsedUrl().getProperty("PGDBNAME");
+  }
+
+  @Override
+  public String toString() {
+    return name + " (" + url + " as " + username + ")";
+  }
+}

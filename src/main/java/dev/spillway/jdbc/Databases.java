@@ -1,0 +1,63 @@
+package dev.spillway.jdbc;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.metrics.micrometer.MicrometerMetricsTrackerFactory;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Collection;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import javax.sql.DataSource;
+
+/** One HikariCP pool per Spillway database, opened lazily, closed together. Thread-safe. */
+public final class Databases implements AutoCloseable {
+  private final Map<String, DatabaseEndpoint> endpoints;
+  private final Map<String, HikariDataSource> pools = new LinkedHashMap<>();
+  private final MeterRegistry registry;
+
+  public Databases(Collection<DatabaseEndpoint> endpoints, MeterRegistry registry) {
+    this.endpoints = new LinkedHashMap<>();
+    endpoints.forEach(e -> this.endpoints.put(e.name(), e));
+    this.registry = registry;
+  }
+
+  public Collection<DatabaseEndpoint> endpoints() {
+    return endpoints.values();
+  }
+
+  public DatabaseEndpoint endpoint(String name) {
+    DatabaseEndpoint e = endpoints.get(name);
+    if (e == null) {
+      throw new NoSuchElementException("No database named " + name);
+    }
+    return e;
+  }
+
+  public synchronized DataSource dataSource(String name) {
+    return pools.computeIfAbsent(name, n -> open(endpoint(n)));
+  }
+
+  private HikariDataSource open(DatabaseEndpoint e) {
+    HikariConfig c = new HikariConfig();
+    c.setPoolName("spillway-" + e.name());
+    c.setJdbcUrl(e.url());
+    c.setUsername(e.username());
+    c.setPassword(e.password());
+    c.setMaximumPoolSize(e.poolSize());
+    c.setMinimumIdle(1);
+    c.addDataSourceProperty("ApplicationName", "spillway");
+    // Fail fast at start-up when the database is unreachable rather than on first use.
+    c.setInitializationFailTimeout(10_000);
+    if (registry != null) {
+      c.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(registry));
+    }
+    return new HikariDataSource(c);
+  }
+
+  @Override
+  public synchronized void close() {
+    pools.values().forEach(HikariDataSource::close);
+    pools.clear();
+  }
+}

@@ -1,0 +1,275 @@
+package dev.spillway.capture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.Infra;
+import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Capture against a real PostgreSQL and a real broker; subclasses say which ones. */
+abstract class CaptureContract {
+  private static final Duration TIMEOUT = Duration.ofSeconds(60);
+  private static final String DB = "capture";
+
+  protected abstract Infra infra();
+
+  private Databases databases;
+  private DataSource ds;
+  private String schema;
+  private Topics topics;
+  private CaptureSettings settings;
+
+  @BeforeEach
+  void setUp() {
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+    schema = "s" + id;
+    topics = new Topics("t" + id);
+    databases = infra().databases(DB);
+    ds = databases.dataSource(DB);
+    settings =
+        new CaptureSettings(
+            infra().bootstrapServers(),
+            topics,
+            3,
+            (short) 1,
+            Map.of(),
+            CaptureSettings.DEFAULT_POLL_INTERVAL,
+            CaptureSettings.DEFAULT_HEARTBEAT_INTERVAL,
+            CaptureSettings.DEFAULT_MAX_BATCH_SIZE,
+            Duration.ofMillis(200));
+    TestSql.exec(ds, "CREATE SCHEMA " + schema);
+  }
+
+  @AfterEach
+  void tearDown() {
+    TestSql.dropCapture(ds, settings.slotName(DB));
+    TestSql.exec(ds, "DROP SCHEMA " + schema + " CASCADE");
+    databases.close();
+  }
+
+  private TableName table(String name) {
+    return new TableName(schema, name);
+  }
+
+  private Capture start(CaptureRoute... routes) throws InterruptedException {
+    return Capture.start(
+        new CapturePlan(List.of(routes)),
+        databases,
+        settings,
+        new CaptureStats(new SimpleMeterRegistry()),
+        Clock.systemUTC());
+  }
+
+  @Test
+  void should_capture_parent_deletes_and_buffer_inserts_with_keys_and_values() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY, name text)",
+        "CREATE TABLE "
+            + schema
+            + ".events (id bigserial PRIMARY KEY, contact_id int, kind text, amount numeric(10,2),"
+            + " happened_at timestamptz)",
+        "INSERT INTO " + schema + ".projects SELECT g, 'p' || g FROM generate_series(1, 5) g");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute inserts =
+        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+
+    try (Capture capture = start(deletes, inserts)) {
+      TestSql.exec(
+          ds,
+          "DELETE FROM " + schema + ".projects WHERE id IN (2, 4)",
+          "UPDATE " + schema + ".projects SET name = 'renamed'",
+          "INSERT INTO "
+              + schema
+              + ".events (contact_id, kind, amount, happened_at)"
+              + " VALUES (7, 'call', 12.50, '2026-01-02T03:04:05Z')",
+          "DELETE FROM " + schema + ".events");
+
+      List<ConsumerRecord<byte[], byte[]>> deleted =
+          TopicReader.readAtLeast(infra().bootstrapServers(), topics.deletedRecords(), 2, TIMEOUT);
+      assertThat(deleted).hasSize(2);
+      assertThat(new String(deleted.get(0).key(), StandardCharsets.UTF_8))
+          .isEqualTo(schema + ".projects");
+      List<DeletedRecord> records =
+          deleted.stream().map(r -> EventSerdes.decodeDeletedRecord(r.value())).toList();
+      assertThat(records).extracting(DeletedRecord::table).containsOnly(table("projects"));
+      assertThat(records).extracting(DeletedRecord::database).containsOnly(DB);
+      assertThat(records)
+          .extracting(r -> r.key())
+          .containsExactly(Map.of("id", 2L), Map.of("id", 4L));
+      assertThat(records).allSatisfy(r -> assertThat(r.commitTimeMicros()).isPositive());
+
+      List<ConsumerRecord<byte[], byte[]>> inserted =
+          TopicReader.readAtLeast(
+              infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+      assertThat(inserted).hasSize(1);
+      BufferEvent event = EventSerdes.decodeBufferEvent(inserted.get(0).value());
+      assertThat(event.table()).isEqualTo(table("events"));
+      assertThat(event.row())
+          .containsEntry("id", 1L)
+          .containsEntry("contact_id", 7)
+          .containsEntry("kind", "call")
+          .containsEntry("amount", "12.50")
+          .containsKey("happened_at");
+      assertThat(capture.stats().snapshot())
+          .extracting(
+              CaptureStats.Count::table, CaptureStats.Count::kind, CaptureStats.Count::changes)
+          .contains(
+              org.assertj.core.groups.Tuple.tuple(table("projects"), ChangeKind.DELETE, 2L),
+              org.assertj.core.groups.Tuple.tuple(table("events"), ChangeKind.INSERT, 1L));
+    }
+  }
+
+  @Test
+  void should_resume_after_restart_with_nothing_lost_and_nothing_duplicated() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    CaptureRoute inserts =
+        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    String topic = topics.bufferEvents("events");
+    try (Capture capture = start(inserts)) {
+      insertRange(1, 3000);
+      // Stop while changes are still streaming in.
+      TopicReader.readAtLeast(infra().bootstrapServers(), topic, 1, TIMEOUT);
+    }
+    insertRange(3001, 6000); // committed while capture is down: kept by the slot
+    try (Capture capture = start(inserts)) {
+      insertRange(6001, 7000);
+      List<ConsumerRecord<byte[], byte[]>> all =
+          TopicReader.readUntil(
+              infra().bootstrapServers(),
+              topic,
+              read -> ids(read).contains(7000L), // one partition per table: 7000 comes last
+              TIMEOUT);
+      Set<Long> distinct = ids(all);
+      assertThat(distinct.size()).as("distinct changes").isEqualTo(7000);
+      assertThat(all.size()).as("no change published twice").isEqualTo(7000);
+    }
+  }
+
+  @Test
+  void should_report_a_partition_delete_as_its_root_table() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE "
+            + schema
+            + ".builds (id bigint, part int, PRIMARY KEY (id, part))"
+            + " PARTITION BY LIST (part)",
+        "CREATE TABLE " + schema + ".builds_1 PARTITION OF " + schema + ".builds FOR VALUES IN (1)",
+        "CREATE TABLE " + schema + ".builds_2 PARTITION OF " + schema + ".builds FOR VALUES IN (2)",
+        "INSERT INTO " + schema + ".builds VALUES (10, 1), (20, 2)");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("builds"), ChangeKind.DELETE, topics.deletedRecords());
+    try (Capture capture = start(deletes)) {
+      TestSql.exec(ds, "DELETE FROM " + schema + ".builds_2 WHERE id = 20");
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readAtLeast(infra().bootstrapServers(), topics.deletedRecords(), 1, TIMEOUT);
+      DeletedRecord r = EventSerdes.decodeDeletedRecord(read.get(0).value());
+      assertThat(r.table()).isEqualTo(table("builds"));
+      assertThat(r.key()).isEqualTo(Map.of("id", 20L, "part", 2));
+    }
+  }
+
+  @Test
+  void should_refuse_a_missing_table_in_one_sentence() {
+    CaptureRoute route =
+        new CaptureRoute(DB, table("nope"), ChangeKind.DELETE, topics.deletedRecords());
+    assertThatThrownBy(() -> start(route))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage("Table " + schema + ".nope does not exist in database capture.");
+  }
+
+  @Test
+  void should_refuse_a_table_without_primary_key() {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".loose (id bigint)");
+    CaptureRoute route =
+        new CaptureRoute(DB, table("loose"), ChangeKind.INSERT, topics.bufferEvents("loose"));
+    assertThatThrownBy(() -> start(route))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage(
+            "Table "
+                + schema
+                + ".loose in database capture has no primary key; captured tables need one.");
+  }
+
+  @Test
+  void should_refuse_a_role_without_replication_rights() {
+    String role = "r" + schema;
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
+        "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'");
+    try {
+      var endpoint = databases.endpoint(DB);
+      try (Databases limited =
+          new Databases(
+              List.of(new dev.spillway.jdbc.DatabaseEndpoint(DB, endpoint.url(), role, "pw", 2)),
+              new SimpleMeterRegistry())) {
+        CaptureRoute route =
+            new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+        assertThatThrownBy(
+                () ->
+                    Capture.start(
+                        new CapturePlan(List.of(route)),
+                        limited,
+                        settings,
+                        new CaptureStats(null),
+                        Clock.systemUTC()))
+            .isInstanceOf(CaptureSetupException.class)
+            .hasMessage(
+                "Role "
+                    + role
+                    + " of database capture may not stream changes; grant it with ALTER ROLE \""
+                    + role
+                    + "\" REPLICATION.");
+      }
+    } finally {
+      TestSql.exec(ds, "DROP ROLE " + role);
+    }
+  }
+
+  private void insertRange(int from, int to) {
+    // Small transactions, as an application would commit them.
+    for (int start = from; start <= to; start += 100) {
+      int end = Math.min(to, start + 99);
+      TestSql.exec(
+          ds,
+          "INSERT INTO "
+              + schema
+              + ".events SELECT g, 'v' FROM generate_series("
+              + start
+              + ", "
+              + end
+              + ") g");
+    }
+  }
+
+  private static Set<Long> ids(List<ConsumerRecord<byte[], byte[]>> records) {
+    Set<Long> ids = new HashSet<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      ids.add((Long) EventSerdes.decodeBufferEvent(r.value()).row().get("id"));
+    }
+    return ids;
+  }
+}

@@ -1,0 +1,45 @@
+package dev.spillway.testing;
+
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import javax.sql.DataSource;
+
+/** Plain SQL for test set-up and checks. */
+public final class TestSql {
+  private TestSql() {}
+
+  public static void exec(DataSource ds, String... statements) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      for (String sql : statements) {
+        s.execute(sql);
+      }
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  public static long count(DataSource ds, String query) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(query)) {
+      rs.next();
+      return rs.getLong(1);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
+  public static void dropCapture(DataSource ds, String slot) {
+    exec(
+        ds,
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+            + " WHERE slot_name = '"
+            + slot
+            + "' AND NOT active",
+        "DROP PUBLICATION IF EXISTS \"" + slot + "\"");
+  }
+}
