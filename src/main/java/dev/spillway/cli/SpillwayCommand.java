@@ -1,5 +1,64 @@
 package dev.spillway.cli;
 
-public class SpillwayCommand {
-  public static void main(String[] args) {}
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ScopeType;
+
+/**
+ * {@code bin/spillway}: the entry point. Exit codes: 0 done, 1 runtime failure, 2 usage or
+ * configuration error.
+ */
+@Command(
+    name = "spillway",
+    mixinStandardHelpOptions = true,
+    versionProvider = Version.class,
+    description = "Background data work for PostgreSQL, run as one Kafka-driven pipeline.",
+    subcommands = {
+      QuickstartCommand.class,
+      RunCommand.class,
+      StatusCommand.class,
+      BenchCommand.class,
+      CommandLine.HelpCommand.class
+    })
+public final class SpillwayCommand implements Runnable {
+  @Option(
+      names = {"-c", "--config"},
+      paramLabel = "FILE",
+      scope = ScopeType.INHERIT,
+      description = "Configuration file (default: spillway.yml in the current directory, if any).")
+  Path config;
+
+  @Option(
+      names = "--verbose",
+      scope = ScopeType.INHERIT,
+      description = "Show stack traces and debug logging.")
+  boolean verbose;
+
+  @CommandLine.Spec CommandLine.Model.CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  public static void main(String[] args) {
+    PrintWriter out = new PrintWriter(System.out, true);
+    PrintWriter err = new PrintWriter(System.err, true);
+    System.exit(execute(out, err, args));
+  }
+
+  /** Runs a command line with the given output and returns its exit code. */
+  public static int execute(PrintWriter out, PrintWriter err, String... args) {
+    CommandLine cli = new CommandLine(new SpillwayCommand());
+    cli.setOut(out);
+    cli.setErr(err);
+    ErrorHandler handler = new ErrorHandler();
+    cli.setExecutionExceptionHandler(handler);
+    cli.setParameterExceptionHandler(handler);
+    cli.setExecutionStrategy(new CommandLine.RunLast());
+    return cli.execute(args);
+  }
 }

@@ -1,0 +1,4 @@
+-- Runs once when the compose PostgreSQL starts with an empty volume.
+CREATE ROLE spillway LOGIN REPLICATION PASSWORD 'spillway';
+GRANT ALL ON DATABASE app TO spillway;
+ALTER DATABASE app OWNER TO spillway;

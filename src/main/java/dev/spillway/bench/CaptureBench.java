@@ -1,0 +1,184 @@
+package dev.spillway.bench;
+
+import dev.spillway.capture.CaptureRoute;
+import dev.spillway.capture.ChangeKind;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.ops.TopicTail;
+import dev.spillway.runtime.SpillwayRuntime;
+import java.io.PrintWriter;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+
+/**
+ * {@code bench capture}: (1) one {@code DELETE} of many rows, timed from its commit until every
+ * delete is in Kafka; (2) a steady rate of committed inserts, with the commit → Kafka latency of
+ * each change (its commit timestamp against the moment a consumer receives it).
+ */
+public final class CaptureBench {
+  /** Sizes of one run. */
+  public record Options(int rows, int rate, Duration duration) {}
+
+  private static final TableName PARENT = new TableName("public", "bench_capture_parent");
+  private static final TableName EVENTS = new TableName("public", "bench_capture_events");
+  private static final String BUFFER = "bench_capture_events";
+  private static final int TICKS_PER_SECOND = 100;
+
+  private final SpillwayRuntime runtime;
+  private final PrintWriter out;
+
+  public CaptureBench(SpillwayRuntime runtime, PrintWriter out) {
+    this.runtime = runtime;
+    this.out = out;
+  }
+
+  public void run(Options options) throws SQLException, InterruptedException {
+    DataSource ds = runtime.databases().dataSource(SpillwayRuntime.MAIN);
+    Topics topics = runtime.topics();
+    exec(
+        ds,
+        "DROP TABLE IF EXISTS " + PARENT.quoted(),
+        "DROP TABLE IF EXISTS " + EVENTS.quoted(),
+        "CREATE TABLE " + PARENT.quoted() + " (id bigint PRIMARY KEY, payload text)",
+        "CREATE TABLE "
+            + EVENTS.quoted()
+            + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text)",
+        "INSERT INTO "
+            + PARENT.quoted()
+            + " SELECT g, 'row ' || g FROM generate_series(1, "
+            + options.rows()
+            + ") g",
+        "VACUUM ANALYZE " + PARENT.quoted());
+    runtime.startCapture(
+        List.of(
+            new CaptureRoute(
+                SpillwayRuntime.MAIN, PARENT, ChangeKind.DELETE, topics.deletedRecords()),
+            new CaptureRoute(
+                SpillwayRuntime.MAIN, EVENTS, ChangeKind.INSERT, topics.bufferEvents(BUFFER))));
+    bulkDelete(ds, topics, options);
+    steadyInserts(ds, topics, options);
+  }
+
+  private void bulkDelete(DataSource ds, Topics topics, Options options) throws SQLException {
+    try (TopicTail tail =
+        new TopicTail(
+            runtime.bootstrapServers(),
+            runtime.config().kafka().properties(),
+            List.of(topics.deletedRecords()))) {
+      long start = System.nanoTime();
+      exec(ds, "DELETE FROM " + PARENT.quoted());
+      long committed = System.nanoTime();
+      long received = 0;
+      long deadline = committed + Duration.ofMinutes(5).toNanos();
+      while (received < options.rows() && System.nanoTime() < deadline) {
+        received += tail.poll(Duration.ofMillis(100)).size();
+      }
+      long last = System.nanoTime();
+      double toKafka = (last - committed) / 1e9;
+      out.printf("1) One DELETE of %,d rows%n", options.rows());
+      out.printf("   statement (in SQL)          %8.2f s%n", (committed - start) / 1e9);
+      out.printf(
+          "   commit -> all in Kafka      %8.2f s   %,.0f events/s   (%,d of %,d received)%n",
+          toKafka, received / toKafka, received, options.rows());
+      out.printf(
+          "   bar <= 3 s: %s%n", received == options.rows() && toKafka <= 3 ? "met" : "NOT met");
+      out.flush();
+    }
+  }
+
+  private void steadyInserts(DataSource ds, Topics topics, Options options)
+      throws SQLException, InterruptedException {
+    int perTick = Math.max(1, options.rate() / TICKS_PER_SECOND);
+    AtomicLong inserted = new AtomicLong();
+    AtomicReference<Exception> failure = new AtomicReference<>();
+    Samples latency = new Samples();
+    try (TopicTail tail =
+            new TopicTail(
+                runtime.bootstrapServers(),
+                runtime.config().kafka().properties(),
+                List.of(topics.bufferEvents(BUFFER)));
+        Connection c = ds.getConnection();
+        PreparedStatement insert =
+            c.prepareStatement(
+                "INSERT INTO "
+                    + EVENTS.quoted()
+                    + " (payload) SELECT 'event' FROM generate_series(1, ?)")) {
+      ScheduledExecutorService writer = Executors.newSingleThreadScheduledExecutor();
+      long start = System.nanoTime();
+      writer.scheduleAtFixedRate(
+          () -> {
+            try {
+              insert.setInt(1, perTick);
+              inserted.addAndGet(insert.executeUpdate());
+            } catch (SQLException e) {
+              failure.compareAndSet(null, e);
+            }
+          },
+          0,
+          1_000_000 / TICKS_PER_SECOND,
+          TimeUnit.MICROSECONDS);
+      long stopAt = start + options.duration().toNanos();
+      while (System.nanoTime() < stopAt) {
+        receive(tail, latency);
+      }
+      writer.shutdown();
+      writer.awaitTermination(10, TimeUnit.SECONDS);
+      double elapsed = (System.nanoTime() - start) / 1e9;
+      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+      while (latency.size() < inserted.get() && System.nanoTime() < deadline) {
+        receive(tail, latency);
+      }
+      if (failure.get() != null) {
+        throw new IllegalStateException(
+            "The insert load failed: " + failure.get().getMessage(), failure.get());
+      }
+      out.printf(
+          "2) Steady inserts: %,d committed in %.0f s (%,.0f changes/s, %d-row transactions)%n",
+          inserted.get(), elapsed, inserted.get() / elapsed, perTick);
+      out.printf(
+          "   commit -> Kafka latency     p50 %d ms   p95 %d ms   p99 %d ms   max %d ms"
+              + "   (%,d received)%n",
+          latency.percentile(50) / 1000,
+          latency.percentile(95) / 1000,
+          latency.percentile(99) / 1000,
+          latency.max() / 1000,
+          latency.size());
+      out.printf(
+          "   bar p99 <= 50 ms: %s%n",
+          latency.size() == inserted.get() && latency.percentile(99) <= 50_000 ? "met" : "NOT met");
+      out.flush();
+    }
+  }
+
+  private static void receive(TopicTail tail, Samples latency) {
+    List<ConsumerRecord<byte[], byte[]>> records = tail.poll(Duration.ofMillis(50));
+    Instant now = Instant.now();
+    long nowMicros = now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      long commit = EventSerdes.decodeBufferEvent(r.value()).commitTimeMicros();
+      latency.add(Math.max(0, nowMicros - commit));
+    }
+  }
+
+  private static void exec(DataSource ds, String... statements) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      for (String sql : statements) {
+        s.execute(sql);
+      }
+    }
+  }
+}

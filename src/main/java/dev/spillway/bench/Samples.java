@@ -1,0 +1,38 @@
+package dev.spillway.bench;
+
+import java.util.Arrays;
+
+/** Latency samples in microseconds and their percentiles. Not thread-safe. */
+public final class Samples {
+  private long[] values = new long[1024];
+  private int size;
+
+  public void add(long micros) {
+    if (size == values.length) {
+      values = Arrays.copyOf(values, size * 2);
+    }
+    values[size++] = micros;
+  }
+
+  public int size() {
+    return size;
+  }
+
+  /**
+   * @param p between 0 and 100
+   * @return the nearest-rank percentile, or 0 without samples
+   */
+  public long percentile(double p) {
+    if (size == 0) {
+      return 0;
+    }
+    long[] sorted = Arrays.copyOf(values, size);
+    Arrays.sort(sorted);
+    int rank = (int) Math.ceil(p / 100.0 * size);
+    return sorted[Math.max(0, Math.min(size - 1, rank - 1))];
+  }
+
+  public long max() {
+    return percentile(100);
+  }
+}

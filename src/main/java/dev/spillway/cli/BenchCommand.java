@@ -1,0 +1,111 @@
+package dev.spillway.cli;
+
+import dev.spillway.bench.CaptureBench;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.runtime.WorkingDirectory;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/** {@code spillway bench <pipeline>}: benchmarks on embedded parts, printed as figures. */
+@Command(
+    name = "bench",
+    description = "Measure a pipeline on embedded PostgreSQL and Kafka.",
+    subcommands = {BenchCommand.Capture.class})
+final class BenchCommand implements Runnable {
+  @ParentCommand SpillwayCommand root;
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
+  /**
+   * A fresh embedded runtime in {@code <working-dir>/bench/<name>}, so figures never depend on what
+   * an earlier run left behind.
+   */
+  static SpillwayRuntime freshRuntime(SpillwayCommand root, String name, PrintWriter out)
+      throws IOException, InterruptedException {
+    SpillwayConfig base = Launch.config(root).embedded();
+    Path dir = base.workingDir().resolve("bench").resolve(name);
+    if (WorkingDirectory.running(dir).isPresent()) {
+      throw new IllegalStateException("Another benchmark is running in " + dir + ".");
+    }
+    deleteRecursively(dir.resolve("kafka"));
+    deleteRecursively(dir.resolve("postgres").resolve("data"));
+    out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", dir);
+    out.flush();
+    return SpillwayRuntime.start(
+        base.withWorkingDir(dir).withHttpPort(0), Set.of(), Clock.systemUTC());
+  }
+
+  private static void deleteRecursively(Path root) throws IOException {
+    if (!Files.exists(root)) {
+      return;
+    }
+    try (Stream<Path> paths = Files.walk(root)) {
+      for (Path p : paths.sorted(Comparator.reverseOrder()).toList()) {
+        Files.delete(p);
+      }
+    }
+  }
+
+  @Command(
+      name = "capture",
+      description =
+          "One DELETE of many rows until all are in Kafka; then a steady insert rate and its"
+              + " commit -> Kafka latency.")
+  static final class Capture implements Callable<Integer> {
+    @ParentCommand BenchCommand bench;
+    @Spec CommandSpec spec;
+
+    @Option(
+        names = "--rows",
+        defaultValue = "100000",
+        description = "Rows deleted at once (default ${DEFAULT-VALUE}).")
+    int rows;
+
+    @Option(
+        names = "--rate",
+        defaultValue = "5000",
+        description = "Changes per second in the steady phase (default ${DEFAULT-VALUE}).")
+    int rate;
+
+    @Option(
+        names = "--seconds",
+        defaultValue = "30",
+        description = "Length of the steady phase (default ${DEFAULT-VALUE}).")
+    int seconds;
+
+    @Override
+    public Integer call() throws Exception {
+      if (rows < 1 || rate < 1 || seconds < 1) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), "--rows, --rate and --seconds must be positive");
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      try (SpillwayRuntime runtime = freshRuntime(bench.root, "capture", out)) {
+        out.printf(
+            "Capture benchmark: embedded PostgreSQL and Kafka, %d cores%n",
+            Runtime.getRuntime().availableProcessors());
+        new CaptureBench(runtime, out)
+            .run(new CaptureBench.Options(rows, rate, Duration.ofSeconds(seconds)));
+      }
+      return ErrorHandler.OK;
+    }
+  }
+}

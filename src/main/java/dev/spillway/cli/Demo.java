@@ -1,0 +1,96 @@
+package dev.spillway.cli;
+
+import dev.spillway.capture.CaptureRoute;
+import dev.spillway.capture.ChangeKind;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.runtime.SpillwayRuntime;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.List;
+import javax.sql.DataSource;
+
+/**
+ * The quickstart's demo data in the embedded {@code main} database: projects (a loose-foreign-key
+ * parent whose deletes are captured) with merge requests, and a buffer table of contact activity
+ * events whose inserts are captured. Re-running adds new rows; nothing is dropped.
+ */
+final class Demo {
+  static final TableName PROJECTS = new TableName("public", "projects");
+  static final TableName MERGE_REQUESTS = new TableName("public", "merge_requests");
+  static final TableName EVENTS = new TableName("public", "contact_activity_events");
+  static final String BUFFER = "contact_activity_events";
+  static final int PROJECTS_CREATED = 5;
+  static final int PROJECTS_DELETED = 3;
+  static final int EVENTS_INSERTED = 10;
+
+  private final DataSource main;
+
+  Demo(DataSource main) {
+    this.main = main;
+  }
+
+  void createSchema() throws SQLException {
+    try (Connection c = main.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "CREATE TABLE IF NOT EXISTS public.projects"
+              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL)");
+      s.execute(
+          "CREATE TABLE IF NOT EXISTS public.merge_requests"
+              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+              + " project_id bigint NOT NULL, title text NOT NULL)");
+      s.execute(
+          "CREATE INDEX IF NOT EXISTS merge_requests_project_id"
+              + " ON public.merge_requests (project_id)");
+      s.execute(
+          "CREATE TABLE IF NOT EXISTS public.contact_activity_events"
+              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, contact_id bigint NOT NULL,"
+              + " activity text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())");
+    }
+  }
+
+  static List<CaptureRoute> routes(Topics topics) {
+    return List.of(
+        new CaptureRoute(
+            SpillwayRuntime.MAIN, PROJECTS, ChangeKind.DELETE, topics.deletedRecords()),
+        new CaptureRoute(
+            SpillwayRuntime.MAIN, EVENTS, ChangeKind.INSERT, topics.bufferEvents(BUFFER)));
+  }
+
+  /** Single-row inserts, one transaction each, as an application would write them. */
+  void insertEvents() throws SQLException {
+    String[] activities = {"call", "email", "meeting", "note"};
+    try (Connection c = main.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "INSERT INTO public.contact_activity_events (contact_id, activity) VALUES (?, ?)")) {
+      for (int i = 0; i < EVENTS_INSERTED; i++) {
+        ps.setLong(1, 100 + i % 3);
+        ps.setString(2, activities[i % activities.length]);
+        ps.executeUpdate();
+      }
+    }
+  }
+
+  /** Creates projects with merge requests, then deletes some of the projects. */
+  void createAndDeleteProjects() throws SQLException {
+    try (Connection c = main.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(
+          "WITH p AS (INSERT INTO public.projects (name)"
+              + " SELECT 'demo project ' || g FROM generate_series(1, "
+              + PROJECTS_CREATED
+              + ") g RETURNING id)"
+              + " INSERT INTO public.merge_requests (project_id, title)"
+              + " SELECT p.id, 'merge request ' || g FROM p, generate_series(1, 4) g");
+      s.execute(
+          "DELETE FROM public.projects WHERE id IN (SELECT id FROM public.projects"
+              + " ORDER BY id DESC LIMIT "
+              + PROJECTS_DELETED
+              + ")");
+    }
+  }
+}

@@ -1,0 +1,82 @@
+package dev.spillway.cli;
+
+import dev.spillway.capture.CaptureSetupException;
+import dev.spillway.config.ConfigException;
+import java.io.PrintWriter;
+import picocli.CommandLine;
+import picocli.CommandLine.IExecutionExceptionHandler;
+import picocli.CommandLine.IParameterExceptionHandler;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParseResult;
+
+/**
+ * Maps every failure to an exit code and one sentence on stderr: 2 for usage and configuration
+ * errors (including a source database not set up for capture), 1 for anything else. Stack traces
+ * only with {@code --verbose}.
+ */
+final class ErrorHandler implements IExecutionExceptionHandler, IParameterExceptionHandler {
+  static final int OK = 0;
+  static final int FAILURE = 1;
+  static final int USAGE = 2;
+
+  @Override
+  public int handleExecutionException(Exception e, CommandLine cli, ParseResult parsed) {
+    PrintWriter err = cli.getErr();
+    Throwable cause = configurationCause(e);
+    if (verbose(parsed)) {
+      e.printStackTrace(err);
+    }
+    if (cause != null) {
+      err.println(cause.getMessage());
+      err.flush();
+      return USAGE;
+    }
+    err.println(sentence(e));
+    err.flush();
+    return FAILURE;
+  }
+
+  @Override
+  public int handleParseException(ParameterException e, String[] args) {
+    PrintWriter err = e.getCommandLine().getErr();
+    err.println(
+        e.getMessage()
+            + " (see '"
+            + e.getCommandLine().getCommandSpec().qualifiedName()
+            + " --help').");
+    err.flush();
+    return USAGE;
+  }
+
+  private static Throwable configurationCause(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConfigException || t instanceof CaptureSetupException) {
+        return t;
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return null;
+  }
+
+  /** The message of the outermost exception that has one, as a sentence. */
+  static String sentence(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      String m = t.getMessage();
+      if (m != null && !m.isBlank()) {
+        return m.endsWith(".") ? m : m + ".";
+      }
+    }
+    return e.getClass().getSimpleName() + " (run with --verbose for details).";
+  }
+
+  private static boolean verbose(ParseResult parsed) {
+    for (ParseResult p = parsed; p != null; p = p.hasSubcommand() ? p.subcommand() : null) {
+      if (p.hasMatchedOption("--verbose")) {
+        return true;
+      }
+    }
+    return false;
+  }
+}

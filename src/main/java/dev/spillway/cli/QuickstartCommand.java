@@ -1,0 +1,124 @@
+package dev.spillway.cli;
+
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Topics;
+import dev.spillway.ops.TopicTail;
+import dev.spillway.runtime.SpillwayRuntime;
+import java.io.PrintWriter;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code spillway quickstart}: everything embedded, demo data, the captured records shown per
+ * topic. Uses the configuration's working directory and HTTP port but never its Kafka or databases:
+ * the demo writes only to embedded ones.
+ */
+@Command(
+    name = "quickstart",
+    description = "Start embedded PostgreSQL and Kafka, run the demo and show what was captured.")
+final class QuickstartCommand implements Callable<Integer> {
+  private static final Duration DEADLINE = Duration.ofSeconds(60);
+
+  @ParentCommand SpillwayCommand root;
+  @Spec CommandSpec spec;
+
+  @Option(names = "--keep-running", description = "Keep running after the demo until stopped.")
+  boolean keepRunning;
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    SpillwayConfig config = Launch.config(root).embedded();
+    long t0 = System.nanoTime();
+    out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
+    out.flush();
+    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    try {
+      out.printf("  ready in %.1f s: Kafka at %s%n", seconds(t0), runtime.bootstrapServers());
+      Demo demo = new Demo(runtime.databases().dataSource(SpillwayRuntime.MAIN));
+      demo.createSchema();
+      Topics topics = runtime.topics();
+      long t1 = System.nanoTime();
+      runtime.startCapture(Demo.routes(topics));
+      out.printf("Capture streaming from database main in %.1f s%n", seconds(t1));
+      out.flush();
+      List<String> shown = List.of(topics.deletedRecords(), topics.bufferEvents(Demo.BUFFER));
+      try (TopicTail tail =
+          new TopicTail(runtime.bootstrapServers(), config.kafka().properties(), shown)) {
+        out.printf(
+            "Demo: %d single-row inserts into %s; %d projects created, %d of them deleted%n",
+            Demo.EVENTS_INSERTED, Demo.EVENTS, Demo.PROJECTS_CREATED, Demo.PROJECTS_DELETED);
+        out.flush();
+        demo.insertEvents();
+        demo.createAndDeleteProjects();
+        show(tail, topics, out);
+      }
+      if (keepRunning) {
+        return UntilStopped.await(runtime, out);
+      }
+      out.println("Done. 'bin/spillway quickstart --keep-running' keeps it up for 'status'.");
+      return ErrorHandler.OK;
+    } finally {
+      if (!keepRunning) {
+        runtime.close();
+      }
+    }
+  }
+
+  private static void show(TopicTail tail, Topics topics, PrintWriter out) {
+    List<ConsumerRecord<byte[], byte[]>> deletes = new ArrayList<>();
+    List<ConsumerRecord<byte[], byte[]>> inserts = new ArrayList<>();
+    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    while ((deletes.size() < Demo.PROJECTS_DELETED || inserts.size() < Demo.EVENTS_INSERTED)
+        && System.nanoTime() < deadline) {
+      for (ConsumerRecord<byte[], byte[]> r : tail.poll(Duration.ofMillis(200))) {
+        (r.topic().equals(topics.deletedRecords()) ? deletes : inserts).add(r);
+      }
+    }
+    out.printf("%nTopic %s: %d records%n", topics.deletedRecords(), deletes.size());
+    for (ConsumerRecord<byte[], byte[]> r : deletes) {
+      DeletedRecord d = EventSerdes.decodeDeletedRecord(r.value());
+      out.printf(
+          "  %s deleted %s  (in Kafka %d ms after commit)%n",
+          d.table(), d.key(), latencyMillis(r, d.commitTimeMicros()));
+    }
+    out.printf("%nTopic %s: %d records%n", topics.bufferEvents(Demo.BUFFER), inserts.size());
+    for (ConsumerRecord<byte[], byte[]> r : inserts) {
+      BufferEvent e = EventSerdes.decodeBufferEvent(r.value());
+      out.printf(
+          "  %s inserted id=%s contact_id=%s activity=%s  (in Kafka %d ms after commit)%n",
+          e.table(),
+          e.row().get("id"),
+          e.row().get("contact_id"),
+          e.row().get("activity"),
+          latencyMillis(r, e.commitTimeMicros()));
+    }
+    out.println();
+    out.flush();
+    if (deletes.size() < Demo.PROJECTS_DELETED || inserts.size() < Demo.EVENTS_INSERTED) {
+      throw new IllegalStateException(
+          "The demo's changes did not all reach Kafka within " + DEADLINE.toSeconds() + " s.");
+    }
+  }
+
+  private static long latencyMillis(ConsumerRecord<?, ?> r, long commitMicros) {
+    return Math.max(0, r.timestamp() - commitMicros / 1000);
+  }
+
+  private static double seconds(long since) {
+    return (System.nanoTime() - since) / 1e9;
+  }
+}

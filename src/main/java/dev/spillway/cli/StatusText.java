@@ -1,0 +1,60 @@
+package dev.spillway.cli;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spillway.ops.StatusReport;
+import java.io.UncheckedIOException;
+
+/** Renders a status report for people, or as JSON for scripts. */
+final class StatusText {
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+  private StatusText() {}
+
+  static String json(StatusReport report) {
+    try {
+      return JSON.writeValueAsString(report);
+    } catch (JsonProcessingException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  static String render(StatusReport r) {
+    StringBuilder b = new StringBuilder();
+    b.append(String.format("Spillway pid %d, running since %s%n", r.pid(), r.startedAt()));
+    if (r.failure() != null) {
+      b.append("FAILED: ").append(r.failure()).append(System.lineSeparator());
+    }
+    b.append(
+        String.format(
+            "Kafka     %s%s%n",
+            r.kafka().bootstrapServers(), r.kafka().embedded() ? " (embedded)" : ""));
+    for (StatusReport.DatabaseStatus d : r.databases()) {
+      b.append(
+          String.format(
+              "Database  %-8s %s%s%n", d.name(), d.url(), d.embedded() ? " (embedded)" : ""));
+      if (d.error() != null) {
+        b.append("          slots unreadable: ").append(d.error()).append(System.lineSeparator());
+      }
+      for (StatusReport.SlotStatus s : d.slots()) {
+        b.append(
+            String.format(
+                "          slot %-24s %-8s WAL held %s%n",
+                s.slot(), s.active() ? "active" : "inactive", Bytes.human(s.walHeldBytes())));
+      }
+    }
+    if (r.capture().isEmpty()) {
+      b.append("Capture   nothing configured to capture").append(System.lineSeparator());
+    } else {
+      b.append("Captured changes since start").append(System.lineSeparator());
+      for (StatusReport.CaptureCount c : r.capture()) {
+        b.append(
+            String.format(
+                "  %-8s %-40s %-7s %,12d%n", c.database(), c.table(), c.operation(), c.changes()));
+      }
+    }
+    return b.toString();
+  }
+}

@@ -1,0 +1,96 @@
+package dev.spillway.ops;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.function.Supplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The HTTP port: Prometheus text at {@code /metrics}, the status report as JSON at {@code
+ * /api/status}. Read-only; each request is served on a small pool so a slow scrape does not block
+ * the status API.
+ */
+public final class HttpEndpoint implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(HttpEndpoint.class);
+  static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+  private final HttpServer server;
+  private final ExecutorService executor;
+
+  private HttpEndpoint(HttpServer server, ExecutorService executor) {
+    this.server = server;
+    this.executor = executor;
+  }
+
+  /**
+   * @param port 0 for a free port
+   */
+  public static HttpEndpoint start(
+      int port, PrometheusMeterRegistry registry, Supplier<StatusReport> status)
+      throws IOException {
+    HttpServer server;
+    try {
+      server = HttpServer.create(new InetSocketAddress(port), 0);
+    } catch (java.net.BindException e) {
+      throw new IllegalStateException(
+          "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one).",
+          e);
+    }
+    ExecutorService executor =
+        Executors.newFixedThreadPool(
+            2,
+            r -> {
+              Thread t = new Thread(r, "spillway-http");
+              t.setDaemon(true);
+              return t;
+            });
+    server.setExecutor(executor);
+    server.createContext(
+        "/metrics",
+        ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
+    server.createContext(
+        "/api/status",
+        ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(status.get())));
+    server.createContext(
+        "/",
+        ex ->
+            respond(
+                ex,
+                "/".equals(ex.getRequestURI().getPath()) ? 200 : 404,
+                "text/plain; charset=utf-8",
+                "Spillway\n  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"));
+    server.start();
+    log.info("HTTP endpoint on port {} (/metrics, /api/status)", server.getAddress().getPort());
+    return new HttpEndpoint(server, executor);
+  }
+
+  public int port() {
+    return server.getAddress().getPort();
+  }
+
+  private static void respond(HttpExchange ex, int code, String type, String body)
+      throws IOException {
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    ex.getResponseHeaders().set("Content-Type", type);
+    ex.sendResponseHeaders(code, bytes.length);
+    try (OutputStream out = ex.getResponseBody()) {
+      out.write(bytes);
+    }
+  }
+
+  @Override
+  public void close() {
+    server.stop(0);
+    executor.shutdownNow();
+  }
+}

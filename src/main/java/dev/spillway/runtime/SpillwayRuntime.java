@@ -1,0 +1,246 @@
+package dev.spillway.runtime;
+
+import dev.spillway.capture.Capture;
+import dev.spillway.capture.CapturePlan;
+import dev.spillway.capture.CaptureRoute;
+import dev.spillway.capture.CaptureSettings;
+import dev.spillway.capture.CaptureStats;
+import dev.spillway.capture.SlotState;
+import dev.spillway.config.DatabaseConfig;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.TopicProvisioner;
+import dev.spillway.event.Topics;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.ops.HttpEndpoint;
+import dev.spillway.ops.StatusReport;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.io.IOException;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Everything one Spillway process runs, started in dependency order and closed in reverse:
+ * working-directory lock, embedded PostgreSQL and Kafka (when not configured), connection pools,
+ * metrics and the HTTP port, then capture. Closing stops capture first, so every change it
+ * acknowledged is in Kafka before the broker stops.
+ */
+public final class SpillwayRuntime implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(SpillwayRuntime.class);
+
+  /** The embedded database when none is configured. */
+  public static final String MAIN = "main";
+
+  private final SpillwayConfig config;
+  private final Clock clock;
+  private final Instant startedAt;
+  private final Deque<AutoCloseable> started = new ArrayDeque<>();
+  private final PrometheusMeterRegistry registry =
+      new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+  private final CaptureStats captureStats = new CaptureStats(registry);
+  private WorkingDirectory workingDir;
+  private String bootstrapServers;
+  private Databases databases;
+  private HttpEndpoint http;
+  private Capture capture;
+
+  private SpillwayRuntime(SpillwayConfig config, Clock clock) {
+    this.config = config;
+    this.clock = clock;
+    this.startedAt = clock.instant();
+  }
+
+  /**
+   * Starts the infrastructure: lock, embedded servers where needed, pools, topics shared by every
+   * pipeline, and the HTTP port. Capture starts separately ({@link #startCapture}) once the
+   * pipelines know their routes.
+   *
+   * @param extraEmbeddedDatabases databases to create in the embedded server besides {@code main}
+   */
+  public static SpillwayRuntime start(
+      SpillwayConfig config, Set<String> extraEmbeddedDatabases, Clock clock)
+      throws IOException, InterruptedException {
+    SpillwayRuntime runtime = new SpillwayRuntime(config, clock);
+    try {
+      runtime.startInfrastructure(extraEmbeddedDatabases);
+      return runtime;
+    } catch (IOException | InterruptedException | RuntimeException e) {
+      runtime.close();
+      throw e;
+    }
+  }
+
+  private void startInfrastructure(Set<String> extraEmbeddedDatabases)
+      throws IOException, InterruptedException {
+    workingDir = WorkingDirectory.acquire(config.workingDir());
+    started.push(workingDir);
+    log.info("Configuration: {}", config.describe());
+
+    List<DatabaseEndpoint> endpoints = new ArrayList<>();
+    if (config.embeddedDatabases()) {
+      List<String> names = new ArrayList<>(List.of(MAIN));
+      extraEmbeddedDatabases.stream().filter(n -> !names.contains(n)).forEach(names::add);
+      EmbeddedPostgresServer postgres =
+          EmbeddedPostgresServer.start(workingDir.resolve("postgres"), 0, names);
+      started.push(postgres);
+      for (String name : names) {
+        endpoints.add(
+            new DatabaseEndpoint(
+                name,
+                postgres.jdbcUrl(name),
+                EmbeddedPostgresServer.SUPERUSER,
+                null,
+                DatabaseConfig.DEFAULT_POOL_SIZE));
+      }
+    } else {
+      for (DatabaseConfig d : config.databases().values()) {
+        endpoints.add(
+            new DatabaseEndpoint(d.name(), d.url(), d.username(), d.password(), d.poolSize()));
+      }
+    }
+
+    if (config.kafka().embedded()) {
+      EmbeddedKafka kafka = EmbeddedKafka.start(workingDir.resolve("kafka"), 0);
+      started.push(kafka);
+      bootstrapServers = kafka.bootstrapServers();
+    } else {
+      bootstrapServers = config.kafka().bootstrapServers().orElseThrow();
+    }
+
+    databases = new Databases(endpoints, registry);
+    started.push(databases);
+    TopicProvisioner.ensure(
+        bootstrapServers,
+        config.kafka().properties(),
+        topics().deadLetterTopics(),
+        config.kafka().partitions(),
+        config.kafka().replicationFactor());
+
+    http = HttpEndpoint.start(config.http().port(), registry, this::status);
+    started.push(http);
+    Map<String, String> urls = new LinkedHashMap<>();
+    endpoints.forEach(e -> urls.put(e.name(), e.url()));
+    workingDir.publish(
+        new RuntimeInfo(ProcessHandle.current().pid(), http.port(), bootstrapServers, urls));
+  }
+
+  /** Starts change capture for the routes the pipelines contribute; returns once it streams. */
+  public void startCapture(List<CaptureRoute> routes) throws InterruptedException {
+    if (routes.isEmpty()) {
+      log.info("Nothing to capture: no pipeline declares captured tables");
+      return;
+    }
+    capture =
+        Capture.start(new CapturePlan(routes), databases, captureSettings(), captureStats, clock);
+    started.push(capture);
+  }
+
+  public CaptureSettings captureSettings() {
+    var kafka = config.kafka();
+    var c = config.capture();
+    return new CaptureSettings(
+        bootstrapServers,
+        topics(),
+        kafka.partitions(),
+        kafka.replicationFactor(),
+        kafka.properties(),
+        c.pollInterval(),
+        c.heartbeatInterval(),
+        c.maxBatchSize(),
+        c.offsetFlushInterval());
+  }
+
+  public Topics topics() {
+    return new Topics(config.kafka().topicPrefix());
+  }
+
+  public SpillwayConfig config() {
+    return config;
+  }
+
+  public String bootstrapServers() {
+    return bootstrapServers;
+  }
+
+  public Databases databases() {
+    return databases;
+  }
+
+  public PrometheusMeterRegistry registry() {
+    return registry;
+  }
+
+  public int httpPort() {
+    return http.port();
+  }
+
+  public CaptureStats captureStats() {
+    return captureStats;
+  }
+
+  /** Why a part stopped on its own, if one did; the process should then exit with 1. */
+  public java.util.Optional<String> failure() {
+    return capture == null ? java.util.Optional.empty() : capture.failure();
+  }
+
+  /** The report served at {@code /api/status}. Reads slot state from each database. */
+  public StatusReport status() {
+    List<StatusReport.DatabaseStatus> dbs = new ArrayList<>();
+    for (DatabaseEndpoint e : databases.endpoints()) {
+      List<StatusReport.SlotStatus> slots = new ArrayList<>();
+      String error = null;
+      try {
+        for (SlotState s : SlotState.read(e.name(), databases.dataSource(e.name()))) {
+          slots.add(new StatusReport.SlotStatus(s.slot(), s.active(), s.heldBytes()));
+        }
+      } catch (SQLException | RuntimeException ex) {
+        error = ex.getMessage();
+      }
+      dbs.add(
+          new StatusReport.DatabaseStatus(
+              e.name(), e.url(), config.embeddedDatabases(), slots, error));
+    }
+    List<StatusReport.CaptureCount> counts = new ArrayList<>();
+    captureStats
+        .snapshot()
+        .forEach(
+            c ->
+                counts.add(
+                    new StatusReport.CaptureCount(
+                        c.database(),
+                        c.table().toString(),
+                        c.kind().name().toLowerCase(),
+                        c.changes())));
+    return new StatusReport(
+        ProcessHandle.current().pid(),
+        startedAt.toString(),
+        new StatusReport.KafkaStatus(bootstrapServers, config.kafka().embedded()),
+        dbs,
+        counts,
+        failure().orElse(null));
+  }
+
+  /** Stops everything in reverse start order; safe to call twice. */
+  @Override
+  public synchronized void close() {
+    while (!started.isEmpty()) {
+      AutoCloseable part = started.pop();
+      try {
+        part.close();
+      } catch (Exception e) {
+        log.warn("Stopping {} failed: {}", part.getClass().getSimpleName(), e.getMessage());
+      }
+    }
+  }
+}

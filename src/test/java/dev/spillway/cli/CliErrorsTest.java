@@ -1,0 +1,66 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.testing.Cli;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Exit codes and the one-sentence errors users and scripts rely on. */
+class CliErrorsTest {
+
+  @Test
+  void should_exit_2_naming_file_line_and_key_for_an_unknown_key(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n");
+    Cli.Result r = Cli.run("status", "--config", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .startsWith(config + ":4:")
+        .contains("kafka.bootstrap-server")
+        .doesNotContain("Exception")
+        .doesNotContain("\n");
+  }
+
+  @Test
+  void should_accept_the_config_option_before_the_command(@TempDir Path dir) throws Exception {
+    Path config = dir.resolve("bad.yml");
+    Files.writeString(config, "http:\n  port: eighty\n");
+    Cli.Result r = Cli.run("-c", config.toString(), "status");
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err()).startsWith(config + ":2:").contains("http.port");
+  }
+
+  @Test
+  void should_exit_2_when_the_named_config_file_does_not_exist(@TempDir Path dir) {
+    Cli.Result r = Cli.run("status", "-c", dir.resolve("missing.yml").toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err()).contains("missing.yml").doesNotContain("Exception");
+  }
+
+  @Test
+  void should_exit_2_for_an_unknown_command() {
+    Cli.Result r = Cli.run("frobnicate");
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err()).contains("frobnicate");
+  }
+
+  @Test
+  void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Cli.Result r = Cli.run("status", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(1);
+    assertThat(r.err().strip()).isEqualTo("Spillway is not running in " + dir.resolve("wd") + ".");
+  }
+
+  @Test
+  void should_list_the_commands_in_help() {
+    Cli.Result r = Cli.run("--help");
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.out()).contains("quickstart", "run", "status", "bench");
+  }
+}

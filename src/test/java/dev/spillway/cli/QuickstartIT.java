@@ -1,0 +1,33 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.testing.Cli;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The quickstart as a new user runs it: its own embedded PostgreSQL and Kafka. */
+class QuickstartIT {
+
+  @Test
+  void should_capture_the_demo_changes_and_exit_0_twice_in_a_row(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\nhttp:\n  port: 0\n");
+
+    Cli.Result first = Cli.run("quickstart", "-c", config.toString());
+    assertThat(first.exitCode()).as(first.err()).isZero();
+    assertThat(first.out())
+        .contains("Topic spillway.lfk.deleted-records: 3 records")
+        .contains("Topic spillway.buffers.contact_activity_events.events: 10 records")
+        .contains("public.projects deleted {id=")
+        .contains("public.contact_activity_events inserted id=");
+
+    // A second run continues on the same data: the captured tables and slot are reused.
+    Cli.Result second = Cli.run("quickstart", "-c", config.toString());
+    assertThat(second.exitCode()).as(second.err()).isZero();
+    assertThat(second.out()).contains("Topic spillway.lfk.deleted-records: 3 records");
+  }
+}

@@ -1,0 +1,246 @@
+package dev.spillway.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ConfigLoaderTest {
+  private static final Path BASE = Path.of("/srv/app");
+  private static final Function<String, String> NO_ENV = name -> null;
+
+  private static SpillwayConfig parse(String yaml) {
+    return parse(yaml, NO_ENV);
+  }
+
+  private static SpillwayConfig parse(String yaml, Function<String, String> env) {
+    return ConfigLoader.parse(yaml, "spillway.yml", BASE.resolve("spillway.yml"), BASE, env);
+  }
+
+  private static String error(String yaml) {
+    try {
+      parse(yaml);
+    } catch (ConfigException e) {
+      return e.getMessage();
+    }
+    throw new AssertionError("expected a configuration error for:\n" + yaml);
+  }
+
+  @Test
+  void should_embed_everything_when_there_is_no_file(@TempDir Path dir) {
+    SpillwayConfig c = ConfigLoader.loadDefault(dir, NO_ENV);
+    assertThat(c.source()).isNull();
+    assertThat(c.workingDir()).isEqualTo(dir.toAbsolutePath().resolve(".spillway"));
+    assertThat(c.kafka().embedded()).isTrue();
+    assertThat(c.embeddedDatabases()).isTrue();
+    assertThat(c.databaseNames()).containsExactly("main");
+    assertThat(c.http().port()).isEqualTo(8088);
+    assertThat(c.capture().pollInterval()).isEqualTo(Duration.ofMillis(10));
+  }
+
+  @Test
+  void should_treat_an_empty_file_as_all_defaults() {
+    SpillwayConfig c = parse("");
+    assertThat(c.kafka().embedded()).isTrue();
+    assertThat(c.workingDir()).isEqualTo(BASE.resolve(".spillway"));
+  }
+
+  @Test
+  void should_read_every_section() {
+    SpillwayConfig c =
+        parse(
+            """
+            working-dir: data/spillway
+            http:
+              port: 9090
+            kafka:
+              bootstrap-servers: k1:9092,k2:9092
+              topic-prefix: acme
+              partitions: 12
+              replication-factor: 3
+              properties:
+                security.protocol: SASL_SSL
+            databases:
+              main: { url: "jdbc:postgresql://db1/app", username: app, password: pw, pool-size: 20 }
+              ci:
+                url: jdbc:postgresql://db2/ci
+                username: ci
+            tables:
+              ci_pipelines: ci
+            capture:
+              poll-interval: 5ms
+              heartbeat-interval: 1m
+              max-batch-size: 512
+              offset-flush-interval: PT2S
+            """);
+    assertThat(c.workingDir()).isEqualTo(BASE.resolve("data/spillway"));
+    assertThat(c.http().port()).isEqualTo(9090);
+    assertThat(c.kafka().bootstrapServers()).contains("k1:9092,k2:9092");
+    assertThat(c.kafka().topicPrefix()).isEqualTo("acme");
+    assertThat(c.kafka().partitions()).isEqualTo(12);
+    assertThat(c.kafka().replicationFactor()).isEqualTo((short) 3);
+    assertThat(c.kafka().properties()).isEqualTo(Map.of("security.protocol", "SASL_SSL"));
+    assertThat(c.databases()).containsOnlyKeys("main", "ci");
+    assertThat(c.databases().get("main").poolSize()).isEqualTo(20);
+    assertThat(c.databases().get("ci").password()).isNull();
+    assertThat(c.databaseOf("ci_pipelines")).isEqualTo("ci");
+    assertThat(c.databaseOf("public.ci_pipelines")).isEqualTo("ci");
+    assertThat(c.databaseOf("projects")).isEqualTo("main");
+    assertThat(c.capture().pollInterval()).isEqualTo(Duration.ofMillis(5));
+    assertThat(c.capture().heartbeatInterval()).isEqualTo(Duration.ofMinutes(1));
+    assertThat(c.capture().maxBatchSize()).isEqualTo(512);
+    assertThat(c.capture().offsetFlushInterval()).isEqualTo(Duration.ofSeconds(2));
+  }
+
+  @Test
+  void should_substitute_environment_variables_in_values() {
+    SpillwayConfig c =
+        parse(
+            "databases:\n  main:\n    url: jdbc:postgresql://${env:DB_HOST}:5432/app\n"
+                + "    username: app\n    password: ${env:MAIN_PW}\n",
+            Map.of("DB_HOST", "db1", "MAIN_PW", "s3cret")::get);
+    assertThat(c.databases().get("main").url()).isEqualTo("jdbc:postgresql://db1:5432/app");
+    assertThat(c.databases().get("main").password()).isEqualTo("s3cret");
+  }
+
+  @Test
+  void should_reject_an_unset_environment_variable_with_file_line_and_key() {
+    assertThat(
+            error(
+                "databases:\n  main:\n    url: jdbc:postgresql://db/app\n    username: app\n"
+                    + "    password: \"${env:MAIN_PW}\"\n"))
+        .isEqualTo(
+            "spillway.yml:5: databases.main.password refers to environment variable MAIN_PW,"
+                + " which is not set.");
+  }
+
+  @Test
+  void should_reject_unknown_key_with_file_line_and_suggestion() {
+    assertThat(error("http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n"))
+        .isEqualTo(
+            "spillway.yml:4: kafka.bootstrap-server is not a known key"
+                + " (did you mean bootstrap-servers?).");
+  }
+
+  @Test
+  void should_reject_unknown_top_level_key_listing_known_keys() {
+    assertThat(error("frobnicate: true\n"))
+        .startsWith("spillway.yml:1: frobnicate is not a known key (known keys: ")
+        .contains("kafka");
+  }
+
+  @Test
+  void should_reject_a_wrong_type_naming_the_key() {
+    assertThat(error("http:\n  port: eighty\n"))
+        .isEqualTo("spillway.yml:2: http.port must be a whole number, not 'eighty'.");
+    assertThat(error("kafka:\n  bootstrap-servers: [a, b]\n"))
+        .isEqualTo("spillway.yml:2: kafka.bootstrap-servers must be a string, not a list.");
+    assertThat(error("kafka: yes\n"))
+        .isEqualTo("spillway.yml:1: kafka must be a mapping, not 'yes'.");
+  }
+
+  @Test
+  void should_reject_a_value_out_of_range() {
+    assertThat(error("http:\n  port: 70000\n"))
+        .isEqualTo("spillway.yml:2: http.port must be between 0 and 65535, not 70000.");
+  }
+
+  @Test
+  void should_reject_a_missing_required_value_at_its_mapping() {
+    assertThat(error("databases:\n  main:\n    username: app\n"))
+        .isEqualTo("spillway.yml:3: databases.main.url is required.");
+  }
+
+  @Test
+  void should_reject_a_url_that_is_not_postgresql() {
+    assertThat(error("databases:\n  main: { url: 'jdbc:mysql://x/y', username: a }\n"))
+        .isEqualTo(
+            "spillway.yml:2: databases.main.url must be a PostgreSQL JDBC URL starting with"
+                + " jdbc:postgresql:.");
+  }
+
+  @Test
+  void should_reject_a_duplicate_key_at_its_second_line() {
+    assertThat(error("http:\n  port: 1\n  port: 2\n"))
+        .isEqualTo("spillway.yml:3: http.port appears twice in the same mapping.");
+  }
+
+  @Test
+  void should_reject_a_bad_duration() {
+    assertThat(error("capture:\n  poll-interval: 10\n"))
+        .isEqualTo(
+            "spillway.yml:2: capture.poll-interval must be a duration such as 2s or 500ms,"
+                + " not '10'.");
+    assertThat(error("capture:\n  poll-interval: 0s\n"))
+        .isEqualTo("spillway.yml:2: capture.poll-interval must be longer than zero.");
+  }
+
+  @Test
+  void should_reject_a_bad_database_name() {
+    assertThat(error("databases:\n  Main-DB: { url: 'jdbc:postgresql://x/y', username: a }\n"))
+        .isEqualTo(
+            "spillway.yml:2: databases.Main-DB is not a valid database name"
+                + " (use lower-case letters, digits and '_').");
+  }
+
+  @Test
+  void should_reject_a_table_mapped_to_an_unknown_database() {
+    assertThat(error("tables:\n  ci_pipelines: ci\n"))
+        .isEqualTo(
+            "spillway.yml:2: tables.ci_pipelines names database 'ci', which is not configured"
+                + " (known: main).");
+  }
+
+  @Test
+  void should_reject_bad_yaml_syntax_with_its_line() {
+    assertThat(error("http:\n  port: 1\n bad: [\n"))
+        .startsWith("spillway.yml:")
+        .contains("is not valid YAML");
+  }
+
+  @Test
+  void should_reject_a_root_that_is_not_a_mapping() {
+    assertThat(error("- a\n- b\n"))
+        .isEqualTo("spillway.yml:1: must be a YAML mapping of settings.");
+  }
+
+  @Test
+  void should_reject_a_bad_topic_prefix() {
+    assertThat(error("kafka:\n  topic-prefix: 'a b'\n"))
+        .isEqualTo(
+            "spillway.yml:2: kafka.topic-prefix may contain only letters, digits, '_' and '-',"
+                + " not 'a b'.");
+  }
+
+  @Test
+  void should_refuse_a_named_file_that_does_not_exist(@TempDir Path dir) {
+    Path missing = dir.resolve("nope.yml");
+    assertThatThrownBy(() -> ConfigLoader.load(missing, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(missing + ": config file does not exist.");
+  }
+
+  @Test
+  void should_resolve_working_dir_relative_to_the_config_file(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("conf").resolve("spillway.yml");
+    Files.createDirectories(file.getParent());
+    Files.writeString(file, "working-dir: ../state\n");
+    assertThat(ConfigLoader.load(file, NO_ENV).workingDir())
+        .isEqualTo(dir.toAbsolutePath().resolve("state"));
+  }
+
+  @Test
+  void should_mask_passwords_when_described() {
+    SpillwayConfig c =
+        parse(
+            "databases:\n  main: { url: 'jdbc:postgresql://x/y', username: a, password: hunter2 }\n");
+    assertThat(c.describe()).doesNotContain("hunter2").contains("****");
+    assertThat(c.databases().get("main").toString()).doesNotContain("hunter2");
+  }
+}
