@@ -26,6 +26,7 @@ final class ChangeMapper {
   private final String database;
   private final CapturePlan plan;
   private final Clock clock;
+  private final Map<TableName, byte[]> keys = new java.util.concurrent.ConcurrentHashMap<>();
 
   ChangeMapper(String database, CapturePlan plan, Clock clock) {
     this.database = database;
@@ -53,7 +54,7 @@ final class ChangeMapper {
     long lsn = longOrZero(source, "lsn");
     long commitMicros = commitMicros(source);
     long now = clock.millis();
-    byte[] key = table.toString().getBytes(StandardCharsets.UTF_8);
+    byte[] key = keys.computeIfAbsent(table, t -> t.toString().getBytes(StandardCharsets.UTF_8));
     byte[] value =
         switch (kind) {
           case DELETE ->

@@ -24,6 +24,13 @@ final class Columns {
   }
 
   static Map<String, Object> toAvro(Map<String, Object> columns) {
+    boolean hasBytes = false;
+    for (Object v : columns.values()) {
+      hasBytes |= v instanceof byte[];
+    }
+    if (!hasBytes) {
+      return columns; // the common case: nothing to convert, no copy
+    }
     Map<String, Object> out = new LinkedHashMap<>();
     columns.forEach((k, v) -> out.put(k, v instanceof byte[] b ? ByteBuffer.wrap(b) : v));
     return out;

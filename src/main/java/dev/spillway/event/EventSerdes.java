@@ -38,15 +38,16 @@ public final class EventSerdes {
   }
 
   public static byte[] encode(DeletedRecord r) {
+    // The all-arguments constructor skips the builder's per-field validation: this runs once per
+    // captured change.
     var avro =
-        dev.spillway.event.avro.DeletedRecord.newBuilder()
-            .setDatabase(r.database())
-            .setTable(r.table().toString())
-            .setKey(Columns.toAvro(r.key()))
-            .setCommitTimeUs(r.commitTimeMicros())
-            .setLsn(r.lsn())
-            .setCapturedAtMs(r.capturedAtMillis())
-            .build();
+        new dev.spillway.event.avro.DeletedRecord(
+            r.database(),
+            r.table().toString(),
+            Columns.toAvro(r.key()),
+            r.commitTimeMicros(),
+            r.lsn(),
+            r.capturedAtMillis());
     return bytes(() -> avro.toByteBuffer());
   }
 
@@ -63,14 +64,13 @@ public final class EventSerdes {
 
   public static byte[] encode(BufferEvent e) {
     var avro =
-        dev.spillway.event.avro.BufferEvent.newBuilder()
-            .setDatabase(e.database())
-            .setTable(e.table().toString())
-            .setRow(Columns.toAvro(e.row()))
-            .setCommitTimeUs(e.commitTimeMicros())
-            .setLsn(e.lsn())
-            .setCapturedAtMs(e.capturedAtMillis())
-            .build();
+        new dev.spillway.event.avro.BufferEvent(
+            e.database(),
+            e.table().toString(),
+            Columns.toAvro(e.row()),
+            e.commitTimeMicros(),
+            e.lsn(),
+            e.capturedAtMillis());
     return bytes(() -> avro.toByteBuffer());
   }
 

@@ -18,6 +18,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  */
 public final class TopicTail implements AutoCloseable {
   private final KafkaConsumer<byte[], byte[]> consumer;
+  private final Map<TopicPartition, Long> opened = new java.util.HashMap<>();
 
   public TopicTail(
       String bootstrapServers, Map<String, String> clientProperties, List<String> topics) {
@@ -36,7 +37,20 @@ public final class TopicTail implements AutoCloseable {
     consumer.assign(partitions);
     consumer.seekToEnd(partitions);
     // Resolve the end positions now, so records appended from here on are all read.
-    partitions.forEach(consumer::position);
+    partitions.forEach(p -> opened.put(p, consumer.position(p)));
+  }
+
+  /**
+   * Records appended to the topics since this tail was opened, from the brokers' log end offsets:
+   * what is in Kafka, without fetching it.
+   */
+  public long appendedSinceOpen() {
+    long appended = 0;
+    for (Map.Entry<TopicPartition, Long> e :
+        consumer.endOffsets(opened.keySet(), Duration.ofSeconds(10)).entrySet()) {
+      appended += e.getValue() - opened.get(e.getKey());
+    }
+    return appended;
   }
 
   public List<ConsumerRecord<byte[], byte[]>> poll(Duration timeout) {

@@ -243,4 +243,12 @@ class ConfigLoaderTest {
     assertThat(c.describe()).doesNotContain("hunter2").contains("****");
     assertThat(c.databases().get("main").toString()).doesNotContain("hunter2");
   }
+
+  @Test
+  void should_read_the_shipped_example_configuration() {
+    Map<String, String> env = Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c");
+    SpillwayConfig c = ConfigLoader.load(Path.of("config", "spillway.example.yml"), env::get);
+    assertThat(c.databaseOf("ci_builds")).isEqualTo("ci");
+    assertThat(c.kafka().properties().get("sasl.jaas.config")).contains("password=\"k\"");
+  }
 }
