@@ -36,6 +36,26 @@ public final class Topics {
     return name(Pipeline.BUFFERS, checked(buffer) + ".events");
   }
 
+  /** Batches a sink worker takes and runs; the consumer group is the claim. */
+  public String batches(Pipeline pipeline, String entity) {
+    return name(pipeline, checked(entity));
+  }
+
+  /** Batches waiting for their consume-after time before they return to the batches topic. */
+  public String delayed(Pipeline pipeline) {
+    return name(pipeline, "delayed");
+  }
+
+  /** The consumer group of a pipeline's sink workers. */
+  public String sinkGroup(Pipeline pipeline) {
+    return name(pipeline, "sink");
+  }
+
+  /** The consumer group releasing a pipeline's delayed batches. */
+  public String delayGroup(Pipeline pipeline) {
+    return name(pipeline, "delay");
+  }
+
   /** Records a pipeline could not process, with the reason in headers. */
   public String dlq(Pipeline pipeline) {
     return name(pipeline, "dlq");

@@ -1,0 +1,238 @@
+package dev.spillway.health;
+
+import dev.spillway.event.TableName;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.sql.Connection;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Samples the indicators of each database at an interval and publishes NORMAL / THROTTLE / STOP per
+ * database and per table being worked on, with hysteresis. Sampling runs on its own thread ({@link
+ * #start()}) or by {@link #runOnce()} for tests; {@link #state} never blocks.
+ */
+public final class HealthMonitor implements HealthGate, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(HealthMonitor.class);
+
+  /**
+   * @param interval time between samples
+   * @param hold how long samples must be better before the state improves
+   */
+  public record Settings(Duration interval, Duration hold, HealthThresholds thresholds) {
+    public static final Duration DEFAULT_INTERVAL = Duration.ofSeconds(1);
+    public static final Duration DEFAULT_HOLD = Duration.ofSeconds(30);
+
+    public static Settings defaults() {
+      return new Settings(DEFAULT_INTERVAL, DEFAULT_HOLD, HealthThresholds.defaults());
+    }
+  }
+
+  /** One indicator's last reading, for status and metrics. */
+  public record Reading(String database, TableName table, String indicator, Health health) {}
+
+  private record Key(String database, TableName table) {}
+
+  private final Settings settings;
+  private final Clock clock;
+  private final Map<String, DataSource> databases;
+  private final Map<String, List<HealthIndicator>> indicators = new ConcurrentHashMap<>();
+  private final Set<Key> watched = ConcurrentHashMap.newKeySet();
+  private final Map<Key, Hysteresis> hysteresis = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> gauges = new ConcurrentHashMap<>();
+  private final MeterRegistry registry;
+  private final Timer sampleTimer;
+  private volatile Map<Key, Health> published = Map.of();
+  private volatile List<Reading> readings = List.of();
+  private ScheduledExecutorService executor;
+
+  /**
+   * @param databases database name → pool to sample through
+   */
+  public HealthMonitor(
+      Settings settings, Map<String, DataSource> databases, Clock clock, MeterRegistry registry) {
+    this.settings = settings;
+    this.databases = new LinkedHashMap<>(databases);
+    this.clock = clock;
+    this.registry = registry;
+    this.sampleTimer =
+        Timer.builder("spillway_health_sample")
+            .description("Time spent sampling health indicators")
+            .register(registry);
+    databases
+        .keySet()
+        .forEach(db -> indicators.put(db, new java.util.concurrent.CopyOnWriteArrayList<>()));
+  }
+
+  /** Adds indicators for one database (the standard set, or a custom one). */
+  public void addIndicators(String database, List<HealthIndicator> more) {
+    indicators
+        .computeIfAbsent(database, d -> new java.util.concurrent.CopyOnWriteArrayList<>())
+        .addAll(more);
+  }
+
+  /** Samples every database now and publishes the new states. */
+  public void runOnce() {
+    long start = System.nanoTime();
+    Map<Key, Health> next = new LinkedHashMap<>();
+    List<Reading> nextReadings = new ArrayList<>();
+    for (Map.Entry<String, DataSource> db : databases.entrySet()) {
+      sampleDatabase(db.getKey(), db.getValue(), next, nextReadings);
+    }
+    published = Map.copyOf(next);
+    readings = List.copyOf(nextReadings);
+    sampleTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
+  }
+
+  private void sampleDatabase(String db, DataSource ds, Map<Key, Health> next, List<Reading> out) {
+    List<HealthIndicator> all = indicators.getOrDefault(db, List.of());
+    List<TableName> tables = new ArrayList<>();
+    watched.stream().filter(k -> k.database().equals(db)).forEach(k -> tables.add(k.table()));
+    Health dbRaw = Health.NORMAL;
+    Map<TableName, Health> tableRaw = new LinkedHashMap<>();
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(true);
+      for (HealthIndicator i : all) {
+        if (i.perTable()) {
+          for (TableName t : tables) {
+            Health h = sample(i, c, t);
+            out.add(new Reading(db, t, i.name(), h));
+            tableRaw.merge(t, h, Health::worst);
+          }
+        } else {
+          Health h = sample(i, c, null);
+          out.add(new Reading(db, null, i.name(), h));
+          dbRaw = Health.worst(dbRaw, h);
+        }
+      }
+    } catch (Exception e) {
+      dbRaw = new Health.Unknown("database " + db + " unreachable: " + e.getMessage());
+      out.add(new Reading(db, null, "connection", dbRaw));
+    }
+    java.time.Instant now = clock.instant();
+    Health dbState = stable(new Key(db, null), dbRaw, now);
+    next.put(new Key(db, null), dbState);
+    for (TableName t : tables) {
+      Health raw = Health.worst(dbRaw, tableRaw.getOrDefault(t, Health.NORMAL));
+      next.put(new Key(db, t), stable(new Key(db, t), raw, now));
+    }
+    out.forEach(r -> gauge(r.database(), r.table(), r.indicator(), r.health()));
+  }
+
+  private Health sample(HealthIndicator i, Connection c, TableName t) {
+    try {
+      return i.sample(c, t);
+    } catch (Exception e) {
+      // An indicator that cannot be read never stops work nor lets it run at full speed.
+      log.debug("Health indicator {} failed: {}", i.name(), e.getMessage());
+      return new Health.Unknown(i.name() + " could not be read: " + e.getMessage());
+    }
+  }
+
+  private Health stable(Key key, Health raw, java.time.Instant now) {
+    Hysteresis h = hysteresis.computeIfAbsent(key, k -> new Hysteresis(settings.hold()));
+    Health before = h.current();
+    Health after = h.update(raw, now);
+    if (!before.label().equals(after.label())) {
+      log.info(
+          "Health of {}{} is now {}{}",
+          key.database(),
+          key.table() == null ? "" : " table " + key.table(),
+          after.label(),
+          after.reason().isEmpty() ? "" : ": " + after.reason());
+    }
+    gauge(key.database(), key.table(), "combined", after);
+    return after;
+  }
+
+  private void gauge(String db, TableName table, String indicator, Health h) {
+    String id = db + "|" + table + "|" + indicator;
+    gauges
+        .computeIfAbsent(
+            id,
+            k -> {
+              AtomicInteger v = new AtomicInteger();
+              Gauge.builder("spillway_health_state", v, AtomicInteger::get)
+                  .description("0 normal, 1 throttle, 2 unknown (acts as throttle), 3 stop")
+                  .tag("database", db)
+                  .tag("table", table == null ? "" : table.toString())
+                  .tag("indicator", indicator)
+                  .register(registry);
+              return v;
+            })
+        .set(h.severity());
+  }
+
+  @Override
+  public Health state(String database, TableName table) {
+    Key key = new Key(database, table);
+    Health h = published.get(key);
+    if (h != null) {
+      return h;
+    }
+    if (table != null && databases.containsKey(database)) {
+      watched.add(key);
+      return published.getOrDefault(new Key(database, null), Health.NORMAL);
+    }
+    return Health.NORMAL;
+  }
+
+  /** The last reading of every indicator. */
+  public List<Reading> readings() {
+    return readings;
+  }
+
+  /** The combined state of each database and watched table. */
+  public Map<String, Health> states() {
+    Map<String, Health> out = new LinkedHashMap<>();
+    published.forEach(
+        (k, v) -> out.put(k.table() == null ? k.database() : k.database() + " " + k.table(), v));
+    return out;
+  }
+
+  public Settings settings() {
+    return settings;
+  }
+
+  /** Samples at the configured interval on a daemon thread until closed. */
+  public void start() {
+    executor =
+        Executors.newSingleThreadScheduledExecutor(
+            r -> {
+              Thread t = new Thread(r, "spillway-health");
+              t.setDaemon(true);
+              return t;
+            });
+    executor.scheduleWithFixedDelay(
+        this::runOnceLogged, 0, settings.interval().toMillis(), TimeUnit.MILLISECONDS);
+  }
+
+  private void runOnceLogged() {
+    try {
+      runOnce();
+    } catch (RuntimeException e) {
+      log.warn("Health sampling failed: {}", e.getMessage());
+    }
+  }
+
+  @Override
+  public void close() {
+    if (executor != null) {
+      executor.shutdownNow();
+    }
+  }
+}

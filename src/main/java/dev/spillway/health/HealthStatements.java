@@ -1,0 +1,47 @@
+package dev.spillway.health;
+
+/** Every query the health monitor runs; all read PostgreSQL's own statistics views. */
+final class HealthStatements {
+  private HealthStatements() {}
+
+  /**
+   * 1: quoted table. Autovacuum workers on the table; the second column is true when one runs to
+   * prevent transaction ID wraparound.
+   */
+  static final String AUTOVACUUM =
+      "SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%')"
+          + " FROM pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
+          + " WHERE v.relid = to_regclass(?) AND a.backend_type = 'autovacuum worker'";
+
+  /** WAL segments written but not yet archived. Needs pg_monitor or superuser. */
+  static final String WAL_ARCHIVE_READY =
+      "SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'";
+
+  /** Current WAL position in bytes since the start of WAL. */
+  static final String WAL_POSITION = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint";
+
+  /** Worst replay lag of any standby, in seconds and bytes; no rows without standbys. */
+  static final String REPLICATION_LAG =
+      "SELECT COALESCE(max(EXTRACT(EPOCH FROM replay_lag)), 0),"
+          + " COALESCE(max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)), 0)::bigint"
+          + " FROM pg_stat_replication";
+
+  /** 1: slot name. WAL kept by that slot. */
+  static final String SLOT_WAL =
+      "SELECT COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint"
+          + " FROM pg_replication_slots WHERE slot_name = ?";
+
+  static final String CONNECTIONS =
+      "SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity";
+
+  /**
+   * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table, and transactions
+   * older than the threshold holding one. Spillway's own sessions are left out.
+   */
+  static final String LOCKS =
+      "SELECT count(*) FILTER (WHERE NOT l.granted),"
+          + " count(*) FILTER (WHERE l.granted AND a.xact_start < now() - make_interval(secs => ?))"
+          + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+          + " WHERE l.relation = to_regclass(?) AND a.pid <> pg_backend_pid()"
+          + " AND a.application_name <> 'spillway'";
+}

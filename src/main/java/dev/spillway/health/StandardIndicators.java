@@ -1,0 +1,320 @@
+package dev.spillway.health;
+
+import dev.spillway.event.TableName;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
+import java.util.List;
+import java.util.function.Supplier;
+
+/** The indicators Spillway samples from PostgreSQL's own views. */
+public final class StandardIndicators {
+  private StandardIndicators() {}
+
+  /**
+   * A fresh set for one database.
+   *
+   * @param slot Spillway's replication slot in that database, or null when it has none
+   * @param latencyP95 the pipelines' recent sub-batch p95 in seconds on this database, NaN if none
+   */
+  public static List<HealthIndicator> forDatabase(
+      HealthThresholds t, String slot, Clock clock, Supplier<Double> latencyP95) {
+    return List.of(
+        new Autovacuum(),
+        new WalArchive(t),
+        new WalRate(t, clock),
+        new ReplicationLag(t),
+        new SlotWal(t, slot),
+        new Connections(t),
+        new Locks(t),
+        new Latency(t, latencyP95));
+  }
+
+  /** Autovacuum on the table: throttles; one preventing wraparound stops. */
+  static final class Autovacuum implements HealthIndicator {
+    @Override
+    public String name() {
+      return "autovacuum";
+    }
+
+    @Override
+    public boolean perTable() {
+      return true;
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement(HealthStatements.AUTOVACUUM)) {
+        ps.setString(1, table.quoted());
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getLong(1) == 0) {
+            return Health.NORMAL;
+          }
+          return rs.getBoolean(2)
+              ? new Health.Stop("autovacuum to prevent wraparound runs on " + table)
+              : new Health.Throttle("autovacuum runs on " + table);
+        }
+      }
+    }
+  }
+
+  /** WAL segments waiting to be archived. */
+  static final class WalArchive implements HealthIndicator {
+    private final HealthThresholds t;
+
+    WalArchive(HealthThresholds t) {
+      this.t = t;
+    }
+
+    @Override
+    public String name() {
+      return "wal-archive";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      long ready = single(c, HealthStatements.WAL_ARCHIVE_READY);
+      String why = ready + " WAL segments wait to be archived";
+      if (ready > t.walArchiveStop()) {
+        return new Health.Stop(why + " (stop above " + t.walArchiveStop() + ")");
+      }
+      if (ready > t.walArchiveThrottle()) {
+        return new Health.Throttle(why + " (throttle above " + t.walArchiveThrottle() + ")");
+      }
+      return Health.NORMAL;
+    }
+  }
+
+  /** Bytes of WAL written per second since the previous sample. */
+  static final class WalRate implements HealthIndicator {
+    private final HealthThresholds t;
+    private final Clock clock;
+    private long lastPosition = -1;
+    private long lastMillis;
+
+    WalRate(HealthThresholds t, Clock clock) {
+      this.t = t;
+      this.clock = clock;
+    }
+
+    @Override
+    public String name() {
+      return "wal-rate";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      long position = single(c, HealthStatements.WAL_POSITION);
+      long now = clock.millis();
+      long previous = lastPosition;
+      long previousMillis = lastMillis;
+      lastPosition = position;
+      lastMillis = now;
+      if (previous < 0 || now <= previousMillis) {
+        return Health.NORMAL;
+      }
+      double perSecond = (position - previous) * 1000.0 / (now - previousMillis);
+      String why = String.format("WAL written at %.1f MB/s", perSecond / (1 << 20));
+      if (perSecond > t.walRateStop()) {
+        return new Health.Stop(why);
+      }
+      if (perSecond > t.walRateThrottle()) {
+        return new Health.Throttle(why);
+      }
+      return Health.NORMAL;
+    }
+  }
+
+  /** Replay lag of the slowest standby. */
+  static final class ReplicationLag implements HealthIndicator {
+    private final HealthThresholds t;
+
+    ReplicationLag(HealthThresholds t) {
+      this.t = t;
+    }
+
+    @Override
+    public String name() {
+      return "replication-lag";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery(HealthStatements.REPLICATION_LAG)) {
+        rs.next();
+        double seconds = rs.getDouble(1);
+        long bytes = rs.getLong(2);
+        String why = String.format("standby replay lag %.1f s, %d MB", seconds, bytes >> 20);
+        if (seconds > t.replicationLagStop().toSeconds() || bytes > t.replicationLagBytesStop()) {
+          return new Health.Stop(why);
+        }
+        if (seconds > t.replicationLagThrottle().toSeconds()
+            || bytes > t.replicationLagBytesThrottle()) {
+          return new Health.Throttle(why);
+        }
+        return Health.NORMAL;
+      }
+    }
+  }
+
+  /** WAL held back by Spillway's own replication slot: capture is falling behind. */
+  static final class SlotWal implements HealthIndicator {
+    private final HealthThresholds t;
+    private final String slot;
+
+    SlotWal(HealthThresholds t, String slot) {
+      this.t = t;
+      this.slot = slot;
+    }
+
+    @Override
+    public String name() {
+      return "slot-wal";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      if (slot == null) {
+        return Health.NORMAL;
+      }
+      long held;
+      try (PreparedStatement ps = c.prepareStatement(HealthStatements.SLOT_WAL)) {
+        ps.setString(1, slot);
+        try (ResultSet rs = ps.executeQuery()) {
+          held = rs.next() ? rs.getLong(1) : 0;
+        }
+      }
+      String why = "slot " + slot + " holds " + (held >> 20) + " MB of WAL";
+      if (held > t.slotWalStop()) {
+        return new Health.Stop(why);
+      }
+      if (held > t.slotWalThrottle()) {
+        return new Health.Throttle(why);
+      }
+      return Health.NORMAL;
+    }
+  }
+
+  /** Connections in use against max_connections. */
+  static final class Connections implements HealthIndicator {
+    private final HealthThresholds t;
+
+    Connections(HealthThresholds t) {
+      this.t = t;
+    }
+
+    @Override
+    public String name() {
+      return "connections";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery(HealthStatements.CONNECTIONS)) {
+        rs.next();
+        double share = rs.getDouble(1) / rs.getDouble(2);
+        String why = String.format("%.0f%% of max_connections in use", share * 100);
+        if (share >= t.connectionsStop()) {
+          return new Health.Stop(why);
+        }
+        if (share >= t.connectionsThrottle()) {
+          return new Health.Throttle(why);
+        }
+        return Health.NORMAL;
+      }
+    }
+  }
+
+  /** Others waiting for locks on the table, and long transactions holding them. */
+  static final class Locks implements HealthIndicator {
+    private final HealthThresholds t;
+
+    Locks(HealthThresholds t) {
+      this.t = t;
+    }
+
+    @Override
+    public String name() {
+      return "locks";
+    }
+
+    @Override
+    public boolean perTable() {
+      return true;
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      try (PreparedStatement ps = c.prepareStatement(HealthStatements.LOCKS)) {
+        ps.setDouble(1, t.longTransaction().toMillis() / 1000.0);
+        ps.setString(2, table.quoted());
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          long waiting = rs.getLong(1);
+          long longHolders = rs.getLong(2);
+          if (longHolders > 0) {
+            return new Health.Stop(
+                longHolders
+                    + " transaction(s) older than "
+                    + t.longTransaction().toSeconds()
+                    + " s hold locks on "
+                    + table);
+          }
+          if (waiting > 0) {
+            return new Health.Throttle(waiting + " session(s) wait for locks on " + table);
+          }
+          return Health.NORMAL;
+        }
+      }
+    }
+  }
+
+  /** The pipelines' own sub-batch latency (p95 over a recent window) against the target. */
+  static final class Latency implements HealthIndicator {
+    private final HealthThresholds t;
+    private final Supplier<Double> p95Seconds;
+
+    Latency(HealthThresholds t, Supplier<Double> p95Seconds) {
+      this.t = t;
+      this.p95Seconds = p95Seconds;
+    }
+
+    @Override
+    public String name() {
+      return "sub-batch-latency";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) {
+      double p95 = p95Seconds.get();
+      if (Double.isNaN(p95)) {
+        return Health.NORMAL;
+      }
+      double target = t.latencyTarget().toMillis() / 1000.0;
+      String why =
+          String.format(
+              "sub-batch p95 %.0f ms against a %.0f ms target", p95 * 1000, target * 1000);
+      if (p95 > 4 * target) {
+        return new Health.Stop(why);
+      }
+      if (p95 > target) {
+        return new Health.Throttle(why);
+      }
+      return Health.NORMAL;
+    }
+  }
+
+  private static long single(Connection c, String sql) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+}

@@ -1,0 +1,25 @@
+package dev.spillway.sink;
+
+import java.util.Optional;
+
+/**
+ * What a pipeline runs for one batch: decode it, then modify rows in sub-batches, calling {@link
+ * RunContext#checkpoint()} before each one so health, limits and shutdown can end the run between
+ * sub-batches. Every statement must be idempotent: a batch may run again after a crash, a STOP or a
+ * limit.
+ *
+ * <p>Called from the sink's worker threads, one batch per thread at a time.
+ */
+public interface BatchHandler {
+  /**
+   * The database and table the batch works on, read from the record; empty when the record is
+   * malformed ({@link #execute} then reports the problem).
+   */
+  Optional<Target> target(SinkRecord record);
+
+  /**
+   * Runs the batch. Exceptions are classified like failures ({@link SqlErrors}); returning an
+   * outcome says more.
+   */
+  Outcome execute(SinkRecord record, RunContext context) throws Exception;
+}

@@ -1,0 +1,43 @@
+package dev.spillway.sink;
+
+import java.util.Objects;
+
+/** How one run of a batch ended; the sink worker decides what happens to its record from this. */
+public sealed interface Outcome {
+  /** Everything done: the offset is committed. */
+  record Done(long rows) implements Outcome {}
+
+  /**
+   * A per-run limit (rows or runtime) stopped the run with work left: the batch goes back behind
+   * other work with one more attempt, or to the delay topic after the configured attempts.
+   */
+  record LimitReached(long rows, String limit) implements Outcome {
+    public LimitReached {
+      Objects.requireNonNull(limit);
+    }
+  }
+
+  /**
+   * Health said STOP, or the worker is stopping: the run ended between sub-batches, nothing is
+   * committed, and the batch runs again from the start (statements are idempotent).
+   */
+  record Paused(String reason) implements Outcome {
+    public Paused {
+      Objects.requireNonNull(reason);
+    }
+  }
+
+  /** Worth trying again after a pause (a deadlock, a lost connection, a timeout). */
+  record RetryableFailure(Throwable error) implements Outcome {
+    public RetryableFailure {
+      Objects.requireNonNull(error);
+    }
+  }
+
+  /** Will fail again however often it runs: the record goes to the dead-letter topic. */
+  record PermanentFailure(Throwable error) implements Outcome {
+    public PermanentFailure {
+      Objects.requireNonNull(error);
+    }
+  }
+}

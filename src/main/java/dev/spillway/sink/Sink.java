@@ -1,0 +1,219 @@
+package dev.spillway.sink;
+
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TopicProvisioner;
+import dev.spillway.event.Topics;
+import dev.spillway.health.HealthGate;
+import dev.spillway.health.LatencyWindow;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A pipeline's sink in this process: its worker consumers on the batches topic, and the releaser of
+ * its delay topic. Every pipeline that executes SQL runs through one of these.
+ */
+public final class Sink implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Sink.class);
+
+  /** Where a sink connects and what it shares with the rest of the process. */
+  public record Wiring(
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      Topics topics,
+      int partitions,
+      short replicationFactor,
+      HealthGate gate,
+      Function<String, DataSource> dataSources,
+      Function<String, LatencyWindow> latency,
+      MeterRegistry registry,
+      Clock clock) {}
+
+  private final Pipeline pipeline;
+  private final List<SinkWorker> workers = new ArrayList<>();
+  private final DelayedReleaser releaser;
+  private final Producer<byte[], byte[]> producer;
+  private final SinkMetrics metrics;
+  private final Thread releaserThread;
+  private volatile boolean running = true;
+
+  private Sink(
+      Pipeline pipeline,
+      Producer<byte[], byte[]> producer,
+      DelayedReleaser releaser,
+      SinkMetrics metrics) {
+    this.pipeline = pipeline;
+    this.producer = producer;
+    this.releaser = releaser;
+    this.metrics = metrics;
+    this.releaserThread = new Thread(this::releaseLoop, "spillway-" + pipeline.id() + "-delay");
+    this.releaserThread.setDaemon(true);
+  }
+
+  /**
+   * Creates the pipeline's batches, delay and dead-letter topics if missing and starts its workers.
+   */
+  public static Sink start(
+      Pipeline pipeline, String batchesTopic, BatchHandler handler, SinkSettings settings, Wiring w)
+      throws InterruptedException {
+    Topics topics = w.topics();
+    TopicProvisioner.ensure(
+        w.bootstrapServers(),
+        w.kafkaProperties(),
+        List.of(batchesTopic, topics.delayed(pipeline), topics.dlq(pipeline)),
+        w.partitions(),
+        w.replicationFactor());
+    Producer<byte[], byte[]> producer = producer(w, pipeline);
+    SinkMetrics metrics = new SinkMetrics(w.registry(), pipeline);
+    Requeuer requeuer =
+        new Requeuer(
+            producer, batchesTopic, topics.delayed(pipeline), topics.dlq(pipeline), w.clock());
+    UnitOfWork unit =
+        new UnitOfWork(
+            handler,
+            settings,
+            w.gate(),
+            requeuer,
+            metrics,
+            w.clock(),
+            w.dataSources(),
+            w.latency());
+    DelayedReleaser releaser =
+        new DelayedReleaser(
+            consumer(w, topics.delayGroup(pipeline), 500),
+            producer,
+            topics.delayed(pipeline),
+            batchesTopic,
+            w.clock(),
+            Duration.ofMillis(200));
+    Sink sink = new Sink(pipeline, producer, releaser, metrics);
+    for (int i = 0; i < settings.consumers(); i++) {
+      SinkWorker worker =
+          new SinkWorker(
+              "spillway-" + pipeline.id() + "-sink-" + i,
+              consumer(w, topics.sinkGroup(pipeline), settings.maxInFlight()),
+              batchesTopic,
+              handler,
+              unit,
+              w.gate(),
+              settings,
+              metrics);
+      sink.workers.add(worker);
+      worker.start();
+    }
+    sink.releaserThread.start();
+    log.info(
+        "Sink of {} consumes {} with {} worker(s), {} batch(es) in flight each",
+        pipeline.id(),
+        batchesTopic,
+        settings.consumers(),
+        settings.maxInFlight());
+    return sink;
+  }
+
+  public SinkMetrics metrics() {
+    return metrics;
+  }
+
+  /** The first error that stopped a worker, if any did. */
+  public Optional<String> failure() {
+    for (SinkWorker worker : workers) {
+      if (worker.failure() != null) {
+        return Optional.of(
+            "A sink worker of " + pipeline.id() + " stopped: " + worker.failure().getMessage());
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** Delayed batches returned to the batches topic so far. */
+  public long released() {
+    return releaser.released();
+  }
+
+  /** Turns of the delay releaser, for tests that wait on progress rather than time. */
+  public long releaserLoops() {
+    return releaser.loops();
+  }
+
+  /** Loop iterations of all workers, for tests that wait on progress rather than time. */
+  public int loops() {
+    return workers.stream().mapToInt(SinkWorker::loops).sum();
+  }
+
+  private void releaseLoop() {
+    while (running) {
+      try {
+        releaser.runOnce();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (ExecutionException | RuntimeException e) {
+        if (running) {
+          log.warn("Releasing delayed batches of {} failed: {}", pipeline.id(), e.getMessage());
+        }
+      }
+    }
+  }
+
+  /** Closes the workers with the given grace; zero abandons batches in hand like a crash. */
+  public void close(Duration grace) {
+    workers.forEach(worker -> worker.close(grace));
+    running = false;
+    try {
+      releaserThread.join(5_000);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    releaser.close();
+    producer.close(Duration.ofSeconds(10));
+  }
+
+  @Override
+  public void close() {
+    close(SinkSettings.DEFAULT_SHUTDOWN_GRACE);
+  }
+
+  private static KafkaConsumer<byte[], byte[]> consumer(Wiring w, String group, int maxPoll) {
+    Map<String, Object> p = new HashMap<>(w.kafkaProperties());
+    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrapServers());
+    p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    // Claim no more than can run: the rest stays in Kafka for other workers.
+    p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPoll);
+    p.put(
+        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+    return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+  }
+
+  private static Producer<byte[], byte[]> producer(Wiring w, Pipeline pipeline) {
+    Properties p = new Properties();
+    p.putAll(w.kafkaProperties());
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrapServers());
+    p.put(ProducerConfig.CLIENT_ID_CONFIG, "spillway-" + pipeline.id() + "-sink");
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+  }
+}

@@ -1,0 +1,62 @@
+package dev.spillway.sink;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.Headers;
+
+/** The headers the sink adds to records it re-enqueues, delays or dead-letters. */
+public final class SinkHeaders {
+  private SinkHeaders() {}
+
+  /** Runs that ended with a limit reached (cleanup attempts). */
+  public static final String ATTEMPTS = "spillway.attempts";
+
+  /** Epoch milliseconds before which a delayed batch must not run. */
+  public static final String CONSUME_AFTER = "spillway.consume-after";
+
+  public static final String ERROR_CLASS = "spillway.error.class";
+  public static final String ERROR_MESSAGE = "spillway.error.message";
+
+  /** topic-partition@offset the record was read from when it failed. */
+  public static final String SOURCE = "spillway.source";
+
+  public static final String FAILED_AT = "spillway.failed-at";
+
+  static Map<String, byte[]> toMap(Headers headers) {
+    Map<String, byte[]> out = new LinkedHashMap<>();
+    for (Header h : headers) {
+      out.put(h.key(), h.value());
+    }
+    return out;
+  }
+
+  static int attempts(Map<String, byte[]> headers) {
+    byte[] v = headers.get(ATTEMPTS);
+    return v == null || v.length != Integer.BYTES ? 0 : ByteBuffer.wrap(v).getInt();
+  }
+
+  static long consumeAfter(Headers headers) {
+    Header h = headers.lastHeader(CONSUME_AFTER);
+    return h == null || h.value().length != Long.BYTES ? 0 : ByteBuffer.wrap(h.value()).getLong();
+  }
+
+  static byte[] intValue(int v) {
+    return ByteBuffer.allocate(Integer.BYTES).putInt(v).array();
+  }
+
+  static byte[] longValue(long v) {
+    return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
+  }
+
+  static byte[] text(String s) {
+    return (s == null ? "" : s).getBytes(StandardCharsets.UTF_8);
+  }
+
+  /** A header value as text, for tools that show dead letters. */
+  public static String text(byte[] value) {
+    return value == null ? null : new String(value, StandardCharsets.UTF_8);
+  }
+}

@@ -1,0 +1,352 @@
+package dev.spillway.sink;
+
+import dev.spillway.health.HealthGate;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One consumer of a pipeline's batches topic and the threads running its batches. The consumer
+ * group is the claim: a batch belongs to whoever owns its partition. Per partition one batch runs
+ * at a time, so offsets are committed in order and only after the batch's outcome is settled (done,
+ * re-enqueued, delayed or dead-lettered). A partition holding work, or whose next batch targets a
+ * table at STOP, is paused: Kafka keeps the backlog and the worker claims only what it can run.
+ *
+ * <p>The consumer is touched only by the worker's loop thread.
+ */
+final class SinkWorker implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(SinkWorker.class);
+
+  private static final class PartitionWork {
+    final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
+    boolean busy;
+    volatile boolean revoked;
+  }
+
+  private final String name;
+  private final Consumer<byte[], byte[]> consumer;
+  private final String topic;
+  private final BatchHandler handler;
+  private final UnitOfWork unit;
+  private final HealthGate gate;
+  private final SinkSettings settings;
+  private final SinkMetrics metrics;
+  private final ExecutorService executor;
+  private final BlockingQueue<Completed> completions = new LinkedBlockingQueue<>();
+  private final Map<TopicPartition, PartitionWork> partitions = new LinkedHashMap<>();
+  private final Set<TopicPartition> paused = new HashSet<>();
+  private final AtomicInteger loops = new AtomicInteger();
+  private volatile boolean running = true;
+  private volatile boolean stopping;
+  private volatile Duration grace;
+  private volatile Throwable failure;
+  private int inFlight;
+  private Thread thread;
+
+  private record Completed(TopicPartition partition, UnitOfWork.Result result) {}
+
+  SinkWorker(
+      String name,
+      Consumer<byte[], byte[]> consumer,
+      String topic,
+      BatchHandler handler,
+      UnitOfWork unit,
+      HealthGate gate,
+      SinkSettings settings,
+      SinkMetrics metrics) {
+    this.name = name;
+    this.consumer = consumer;
+    this.topic = topic;
+    this.handler = handler;
+    this.unit = unit;
+    this.gate = gate;
+    this.settings = settings;
+    this.metrics = metrics;
+    this.grace = settings.shutdownGrace();
+    this.executor =
+        Executors.newFixedThreadPool(
+            settings.maxInFlight(),
+            r -> {
+              Thread t = new Thread(r, name + "-batch");
+              t.setDaemon(true);
+              return t;
+            });
+  }
+
+  void start() {
+    consumer.subscribe(List.of(topic), new Rebalance());
+    thread = new Thread(this::loop, name);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  /** Loop iterations so far; tests wait on it instead of sleeping. */
+  int loops() {
+    return loops.get();
+  }
+
+  Throwable failure() {
+    return failure;
+  }
+
+  private void loop() {
+    try {
+      while (running) {
+        runOnce();
+      }
+    } catch (WakeupException e) {
+      // close() woke the poll
+    } catch (RuntimeException e) {
+      failure = e;
+      log.error("Sink worker {} stopped: {}", name, e.getMessage(), e);
+    } finally {
+      shutdown();
+    }
+  }
+
+  /** One turn: settle finished batches, start what may start, claim what fits, poll. */
+  void runOnce() {
+    settle(drain());
+    dispatch();
+    adjustPauses();
+    ConsumerRecords<byte[], byte[]> records = consumer.poll(settings.pollTimeout());
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      partitions
+          .computeIfAbsent(new TopicPartition(r.topic(), r.partition()), p -> new PartitionWork())
+          .pending
+          .addLast(r);
+    }
+    if (!records.isEmpty()) {
+      dispatch();
+      adjustPauses();
+    }
+    loops.incrementAndGet();
+  }
+
+  private List<Completed> drain() {
+    List<Completed> done = new ArrayList<>();
+    completions.drainTo(done);
+    return done;
+  }
+
+  private void settle(List<Completed> done) {
+    Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
+    for (Completed c : done) {
+      PartitionWork w = partitions.get(c.partition());
+      if (w == null) {
+        continue; // revoked meanwhile (counted out then); its new owner runs the batch again
+      }
+      inFlight--;
+      w.busy = false;
+      if (c.result().commit()) {
+        w.pending.pollFirst();
+        commits.put(c.partition(), new OffsetAndMetadata(c.result().record().offset() + 1));
+      }
+    }
+    if (!commits.isEmpty()) {
+      consumer.commitSync(commits);
+    }
+  }
+
+  private void dispatch() {
+    if (stopping) {
+      return;
+    }
+    for (Map.Entry<TopicPartition, PartitionWork> e : partitions.entrySet()) {
+      if (inFlight >= settings.maxInFlight()) {
+        return;
+      }
+      PartitionWork w = e.getValue();
+      if (w.busy || w.pending.isEmpty()) {
+        continue;
+      }
+      SinkRecord record = toSinkRecord(w.pending.peekFirst());
+      if (targetStopped(record)) {
+        continue; // stays at the head, its partition paused, until health allows
+      }
+      w.busy = true;
+      inFlight++;
+      TopicPartition tp = e.getKey();
+      executor.execute(
+          () -> completions.add(new Completed(tp, unit.run(record, () -> stopping || w.revoked))));
+    }
+  }
+
+  private boolean targetStopped(SinkRecord record) {
+    try {
+      Optional<Target> t = handler.target(record);
+      return t.isPresent() && gate.state(t.get().database(), t.get().table()).isStop();
+    } catch (RuntimeException e) {
+      return false; // malformed: the unit of work dead-letters it
+    }
+  }
+
+  private void adjustPauses() {
+    Set<TopicPartition> assigned = consumer.assignment();
+    Set<TopicPartition> wanted = new HashSet<>();
+    boolean full = inFlight >= settings.maxInFlight();
+    for (TopicPartition tp : assigned) {
+      PartitionWork w = partitions.get(tp);
+      boolean holding = w != null && (w.busy || !w.pending.isEmpty());
+      if (full || holding) {
+        wanted.add(tp);
+      }
+    }
+    Set<TopicPartition> toPause = new HashSet<>(wanted);
+    toPause.removeAll(paused);
+    Set<TopicPartition> toResume = new HashSet<>(paused);
+    toResume.removeAll(wanted);
+    toResume.retainAll(assigned);
+    if (!toPause.isEmpty()) {
+      consumer.pause(toPause);
+      paused.addAll(toPause);
+      metrics.pausedPartitions(toPause.size());
+    }
+    if (!toResume.isEmpty()) {
+      consumer.resume(toResume);
+      paused.removeAll(toResume);
+      metrics.pausedPartitions(-toResume.size());
+    }
+    int stale = paused.size();
+    paused.retainAll(assigned);
+    metrics.pausedPartitions(paused.size() - stale);
+  }
+
+  private static SinkRecord toSinkRecord(ConsumerRecord<byte[], byte[]> r) {
+    Map<String, byte[]> headers = SinkHeaders.toMap(r.headers());
+    return new SinkRecord(
+        r.topic(),
+        r.partition(),
+        r.offset(),
+        r.key(),
+        r.value(),
+        SinkHeaders.attempts(headers),
+        headers);
+  }
+
+  /**
+   * Stops claiming, lets batches in hand end at their next checkpoint (released, not committed),
+   * commits what finished, and closes the consumer. With a zero grace nothing in hand is waited
+   * for: like a crash, those batches are redelivered to whoever takes their partitions.
+   */
+  void close(Duration grace) {
+    this.grace = grace;
+    stopping = true;
+    running = false;
+    consumer.wakeup();
+    if (thread != null && Thread.currentThread() != thread) {
+      try {
+        thread.join(grace.toMillis() + 30_000);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  @Override
+  public void close() {
+    close(settings.shutdownGrace());
+  }
+
+  private void shutdown() {
+    stopping = true;
+    try {
+      if (!grace.isZero()) {
+        long deadline = System.nanoTime() + grace.toNanos();
+        while (inFlight > 0 && System.nanoTime() < deadline) {
+          Completed c = completions.poll(50, TimeUnit.MILLISECONDS);
+          if (c != null) {
+            List<Completed> batch = new ArrayList<>(List.of(c));
+            batch.addAll(drain());
+            settle(batch);
+          }
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      log.warn("Sink worker {} could not commit while stopping: {}", name, e.getMessage());
+    } finally {
+      executor.shutdownNow();
+      consumer.close(Duration.ofSeconds(5));
+    }
+  }
+
+  /**
+   * Revoked partitions: let their batches end (released at the next checkpoint), then forget them.
+   */
+  private final class Rebalance implements ConsumerRebalanceListener {
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+      List<PartitionWork> busy = new ArrayList<>();
+      for (TopicPartition tp : revoked) {
+        PartitionWork w = partitions.get(tp);
+        if (w != null) {
+          w.revoked = true;
+          if (w.busy) {
+            busy.add(w);
+          }
+        }
+      }
+      long deadline = System.nanoTime() + settings.shutdownGrace().toNanos();
+      try {
+        while (busy.stream().anyMatch(w -> w.busy) && System.nanoTime() < deadline) {
+          Completed c = completions.poll(50, TimeUnit.MILLISECONDS);
+          if (c != null) {
+            List<Completed> batch = new ArrayList<>(List.of(c));
+            batch.addAll(drain());
+            settle(batch);
+          }
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      forget(revoked);
+    }
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> assigned) {}
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> lost) {
+      lost.forEach(tp -> Optional.ofNullable(partitions.get(tp)).ifPresent(w -> w.revoked = true));
+      forget(lost);
+    }
+
+    private void forget(Collection<TopicPartition> gone) {
+      for (TopicPartition tp : gone) {
+        PartitionWork w = partitions.remove(tp);
+        if (w != null && w.busy) {
+          inFlight--; // its completion, if it comes, is ignored
+        }
+        if (paused.remove(tp)) {
+          metrics.pausedPartitions(-1);
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,41 @@
+package dev.spillway.sink;
+
+import java.sql.SQLException;
+import java.sql.SQLTransientException;
+
+/** Which failures are worth retrying, by PostgreSQL's SQLSTATE class. */
+public final class SqlErrors {
+  private SqlErrors() {}
+
+  /**
+   * Retryable: connection problems (08), serialization failures and deadlocks (40), insufficient
+   * resources (53), operator intervention such as a statement timeout or cancel (57), and lock
+   * timeouts (55P03). Everything else (syntax, missing table or column, constraint violations, data
+   * errors) fails the same way again and is permanent.
+   */
+  public static Outcome classify(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause()) {
+      if (t instanceof SQLTransientException) {
+        return new Outcome.RetryableFailure(error);
+      }
+      if (t instanceof SQLException sql && sql.getSQLState() != null) {
+        String state = sql.getSQLState();
+        if (state.startsWith("08")
+            || state.startsWith("40")
+            || state.startsWith("53")
+            || state.startsWith("57")
+            || state.equals("55P03")) {
+          return new Outcome.RetryableFailure(error);
+        }
+        return new Outcome.PermanentFailure(error);
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    if (error instanceof IllegalArgumentException) {
+      return new Outcome.PermanentFailure(error);
+    }
+    return new Outcome.RetryableFailure(error);
+  }
+}

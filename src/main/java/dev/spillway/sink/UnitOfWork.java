@@ -1,0 +1,177 @@
+package dev.spillway.sink;
+
+import dev.failsafe.Failsafe;
+import dev.failsafe.FailsafeException;
+import dev.failsafe.RetryPolicy;
+import dev.spillway.health.HealthGate;
+import dev.spillway.health.LatencyWindow;
+import java.time.Clock;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.function.BooleanSupplier;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One batch, run to an outcome and acted on: retryable failures are retried with backoff; a limit
+ * re-enqueues or delays the batch; exhausted and permanent failures go to the dead-letter topic.
+ * The result says whether the offset may be committed.
+ */
+final class UnitOfWork {
+  private static final Logger log = LoggerFactory.getLogger(UnitOfWork.class);
+
+  /** What the worker loop does with the record once the unit ends. */
+  record Result(SinkRecord record, Outcome outcome, boolean commit) {}
+
+  private final BatchHandler handler;
+  private final SinkSettings settings;
+  private final HealthGate gate;
+  private final Requeuer requeuer;
+  private final SinkMetrics metrics;
+  private final Clock clock;
+  private final Function<String, DataSource> dataSources;
+  private final Function<String, LatencyWindow> latency;
+
+  UnitOfWork(
+      BatchHandler handler,
+      SinkSettings settings,
+      HealthGate gate,
+      Requeuer requeuer,
+      SinkMetrics metrics,
+      Clock clock,
+      Function<String, DataSource> dataSources,
+      Function<String, LatencyWindow> latency) {
+    this.handler = handler;
+    this.settings = settings;
+    this.gate = gate;
+    this.requeuer = requeuer;
+    this.metrics = metrics;
+    this.clock = clock;
+    this.dataSources = dataSources;
+    this.latency = latency;
+  }
+
+  Result run(SinkRecord record, BooleanSupplier stopping) {
+    Outcome outcome = execute(record, stopping);
+    metrics.outcome(outcome);
+    try {
+      return act(record, outcome);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new Result(record, new Outcome.Paused("interrupted"), false);
+    } catch (ExecutionException | RuntimeException e) {
+      // Kafka did not take the batch: leave the offset where it is, it will run again.
+      log.warn("Could not re-route batch {}: {}", record.position(), e.getMessage());
+      return new Result(record, new Outcome.RetryableFailure(e), false);
+    }
+  }
+
+  private Outcome execute(SinkRecord record, BooleanSupplier stopping) {
+    Optional<Target> target;
+    try {
+      target = handler.target(record);
+    } catch (RuntimeException e) {
+      return new Outcome.PermanentFailure(e);
+    }
+    if (target.isEmpty()) {
+      return new Outcome.PermanentFailure(
+          new IllegalArgumentException("Malformed batch at " + record.position()));
+    }
+    RetryPolicy<Outcome> retry =
+        RetryPolicy.<Outcome>builder()
+            .handleResultIf(o -> o instanceof Outcome.RetryableFailure)
+            .abortIf(o -> stopping.getAsBoolean())
+            .withBackoff(settings.retryBackoff(), settings.retryBackoffMax())
+            .withJitter(0.2)
+            .withMaxRetries(settings.maxRetries())
+            .onRetry(
+                e ->
+                    log.info(
+                        "Retrying batch {} (retry {}): {}",
+                        record.position(),
+                        e.getAttemptCount(),
+                        describe(e.getLastResult())))
+            .build();
+    try {
+      return Failsafe.with(retry).get(() -> once(record, target.get(), stopping));
+    } catch (FailsafeException e) {
+      if (e.getCause() instanceof InterruptedException) {
+        Thread.currentThread().interrupt();
+        return new Outcome.Paused("interrupted");
+      }
+      return new Outcome.RetryableFailure(e.getCause() == null ? e : e.getCause());
+    }
+  }
+
+  private Outcome once(SinkRecord record, Target target, BooleanSupplier stopping) {
+    RunContext context =
+        new RunContext(
+            target,
+            settings,
+            gate,
+            clock,
+            stopping,
+            dataSources.apply(target.database()),
+            latency.apply(target.database()),
+            metrics);
+    try {
+      return handler.execute(record, context);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new Outcome.Paused("interrupted");
+    } catch (Exception e) {
+      return SqlErrors.classify(e);
+    }
+  }
+
+  private Result act(SinkRecord record, Outcome outcome)
+      throws InterruptedException, ExecutionException {
+    if (outcome instanceof Outcome.Done || outcome instanceof Outcome.Paused) {
+      // Done: commit. Paused: leave the offset, the batch runs again once allowed.
+      return new Result(record, outcome, outcome instanceof Outcome.Done);
+    }
+    if (outcome instanceof Outcome.LimitReached l) {
+      int attempts = record.attempts() + 1;
+      if (attempts >= settings.maxAttempts()) {
+        long after = clock.millis() + settings.consumeAfter().toMillis();
+        requeuer.delay(record, attempts, after);
+        metrics.delayed();
+        log.info(
+            "Batch {} reached {} on attempt {}: delayed by {}",
+            record.position(),
+            l.limit(),
+            attempts,
+            settings.consumeAfter());
+      } else {
+        requeuer.requeue(record, attempts);
+        metrics.requeued();
+      }
+      return new Result(record, outcome, true);
+    }
+    Throwable error =
+        outcome instanceof Outcome.RetryableFailure f
+            ? f.error()
+            : ((Outcome.PermanentFailure) outcome).error();
+    return deadLetter(record, outcome, error);
+  }
+
+  private Result deadLetter(SinkRecord record, Outcome outcome, Throwable error)
+      throws InterruptedException, ExecutionException {
+    requeuer.deadLetter(record, error);
+    metrics.deadLettered();
+    log.warn("Batch {} dead-lettered: {}", record.position(), describe(outcome));
+    return new Result(record, outcome, true);
+  }
+
+  private static String describe(Outcome o) {
+    if (o instanceof Outcome.RetryableFailure f) {
+      return f.error().getClass().getSimpleName() + ": " + f.error().getMessage();
+    }
+    if (o instanceof Outcome.PermanentFailure f) {
+      return f.error().getClass().getSimpleName() + ": " + f.error().getMessage();
+    }
+    return String.valueOf(o);
+  }
+}
