@@ -45,6 +45,25 @@ final class StatusText {
                 s.slot(), s.active() ? "active" : "inactive", Bytes.human(s.walHeldBytes())));
       }
     }
+    for (StatusReport.HealthStatus h : r.health()) {
+      b.append(
+          String.format(
+              "Health    %-40s %-8s %s%n",
+              h.table() == null ? h.database() : h.database() + " " + h.table(),
+              h.state(),
+              h.reason()));
+    }
+    for (StatusReport.SinkStatus s : r.sinks()) {
+      b.append(
+          String.format(
+              "Sink      %-10s rows %,d  requeued %,d  delayed %,d  dead-lettered %,d  paused partitions %d%n",
+              s.pipeline(),
+              s.rows(),
+              s.requeued(),
+              s.delayed(),
+              s.deadLettered(),
+              s.pausedPartitions()));
+    }
     if (r.capture().isEmpty()) {
       b.append("Capture   nothing configured to capture").append(System.lineSeparator());
     } else {

@@ -31,6 +31,7 @@ import org.yaml.snakeyaml.nodes.SequenceNode;
 public final class ConfigNode {
   private static final Pattern ENV = Pattern.compile("\\$\\{env:([A-Za-z_][A-Za-z0-9_]*)}");
   private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
+  private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kKmMgGtT]?[bB])");
 
   private final String source;
   private final String path;
@@ -139,6 +140,48 @@ public final class ConfigNode {
       throw error(key, "must be between " + min + " and " + max + ", not " + v);
     }
     return v;
+  }
+
+  /** A ratio or factor: a decimal number within [min, max]. */
+  public double decimal(String key, double dflt, double min, double max) {
+    Node n = value(key);
+    if (n == null) {
+      return dflt;
+    }
+    String s = scalar(key, n, "a number");
+    double v;
+    try {
+      v = Double.parseDouble(s);
+    } catch (NumberFormatException e) {
+      throw error(key, "must be a number, not '" + s + "'");
+    }
+    if (!(v >= min && v <= max)) {
+      throw error(key, "must be between " + min + " and " + max + ", not " + s);
+    }
+    return v;
+  }
+
+  /** A size in bytes: {@code 512B}, {@code 64kB}, {@code 100MB}, {@code 4GB}, {@code 1TB}. */
+  public long bytes(String key, long dflt) {
+    Node n = value(key);
+    if (n == null) {
+      return dflt;
+    }
+    String s = scalar(key, n, "a size such as 100MB").trim();
+    Matcher m = SIZE.matcher(s);
+    if (!m.matches()) {
+      throw error(key, "must be a size such as 100MB or 4GB, not '" + s + "'");
+    }
+    long amount = Long.parseLong(m.group(1));
+    int shift =
+        switch (m.group(2).toUpperCase(Locale.ROOT)) {
+          case "B" -> 0;
+          case "KB" -> 10;
+          case "MB" -> 20;
+          case "GB" -> 30;
+          default -> 40;
+        };
+    return amount << shift;
   }
 
   public boolean bool(String key, boolean dflt) {

@@ -1,6 +1,8 @@
 package dev.spillway.config;
 
 import dev.spillway.event.TableName;
+import dev.spillway.health.HealthMonitor;
+import dev.spillway.sink.SinkSettings;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -15,6 +17,8 @@ import java.util.Set;
  * @param workingDir embedded broker and database data, state stores
  * @param databases empty: one embedded PostgreSQL database named {@code main}
  * @param tables table ({@code schema.table}) → database name; unlisted tables are in {@code main}
+ * @param health sampling interval, hold and thresholds of the health monitor
+ * @param sink how pipelines claim and run batches, unless a pipeline says otherwise
  */
 public record SpillwayConfig(
     Path source,
@@ -23,7 +27,9 @@ public record SpillwayConfig(
     KafkaConfig kafka,
     Map<String, DatabaseConfig> databases,
     Map<String, String> tables,
-    CaptureConfig capture) {
+    CaptureConfig capture,
+    HealthMonitor.Settings health,
+    SinkSettings sink) {
   public static final String DEFAULT_WORKING_DIR = ".spillway";
   public static final String MAIN = "main";
 
@@ -32,6 +38,8 @@ public record SpillwayConfig(
     Objects.requireNonNull(http, "http");
     Objects.requireNonNull(kafka, "kafka");
     Objects.requireNonNull(capture, "capture");
+    Objects.requireNonNull(health, "health");
+    Objects.requireNonNull(sink, "sink");
     databases = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(databases));
     tables = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(tables));
   }
@@ -45,7 +53,9 @@ public record SpillwayConfig(
         KafkaConfig.embeddedDefaults(),
         Map.of(),
         Map.of(),
-        CaptureConfig.defaults());
+        CaptureConfig.defaults(),
+        HealthMonitor.Settings.defaults(),
+        SinkSettings.defaults());
   }
 
   /** Builds the configuration from the root mapping; one line per section. */
@@ -82,8 +92,11 @@ public record SpillwayConfig(
       tables.put(TableName.parse(e.getKey()).toString(), e.getValue());
     }
     CaptureConfig capture = CaptureConfig.from(root.section("capture"));
+    HealthMonitor.Settings health = HealthSection.from(root.section("health"));
+    SinkSettings sink = SinkSection.from(root.section("sink"), SinkSettings.defaults());
     root.finish();
-    return new SpillwayConfig(source, workingDir, http, kafka, databases, tables, capture);
+    return new SpillwayConfig(
+        source, workingDir, http, kafka, databases, tables, capture, health, sink);
   }
 
   public boolean embeddedDatabases() {
@@ -109,16 +122,17 @@ public record SpillwayConfig(
             kafka.partitions(),
             KafkaConfig.DEFAULT_REPLICATION_FACTOR,
             Map.of());
-    return new SpillwayConfig(source, workingDir, http, k, Map.of(), Map.of(), capture);
+    return new SpillwayConfig(
+        source, workingDir, http, k, Map.of(), Map.of(), capture, health, sink);
   }
 
   public SpillwayConfig withWorkingDir(Path dir) {
-    return new SpillwayConfig(source, dir, http, kafka, databases, tables, capture);
+    return new SpillwayConfig(source, dir, http, kafka, databases, tables, capture, health, sink);
   }
 
   public SpillwayConfig withHttpPort(int port) {
     return new SpillwayConfig(
-        source, workingDir, new HttpConfig(port), kafka, databases, tables, capture);
+        source, workingDir, new HttpConfig(port), kafka, databases, tables, capture, health, sink);
   }
 
   /** One line for the start-up log; passwords masked. */

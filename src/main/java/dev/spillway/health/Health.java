@@ -28,6 +28,20 @@ public sealed interface Health {
     return b.severity() > a.severity() ? b : a;
   }
 
+  /** The same state with its reason prefixed by the indicator that gave it. */
+  default Health from(String indicator) {
+    if (this instanceof Throttle t) {
+      return new Throttle(indicator + ": " + t.reason());
+    }
+    if (this instanceof Unknown u) {
+      return new Unknown(indicator + ": " + u.reason());
+    }
+    if (this instanceof Stop s) {
+      return new Stop(indicator + ": " + s.reason());
+    }
+    return this;
+  }
+
   /** The name used in metrics and status: NORMAL, THROTTLE, UNKNOWN or STOP. */
   default String label() {
     return getClass().getSimpleName().toUpperCase(java.util.Locale.ROOT);

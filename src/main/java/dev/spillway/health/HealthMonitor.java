@@ -135,7 +135,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
 
   private Health sample(HealthIndicator i, Connection c, TableName t) {
     try {
-      return i.sample(c, t);
+      return i.sample(c, t).from(i.name());
     } catch (Exception e) {
       // An indicator that cannot be read never stops work nor lets it run at full speed.
       log.debug("Health indicator {} failed: {}", i.name(), e.getMessage());

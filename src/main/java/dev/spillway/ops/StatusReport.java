@@ -12,6 +12,8 @@ public record StatusReport(
     KafkaStatus kafka,
     List<DatabaseStatus> databases,
     List<CaptureCount> capture,
+    List<HealthStatus> health,
+    List<SinkStatus> sinks,
     String failure) {
 
   public record KafkaStatus(String bootstrapServers, boolean embedded) {}
@@ -25,4 +27,19 @@ public record StatusReport(
   public record SlotStatus(String slot, boolean active, long walHeldBytes) {}
 
   public record CaptureCount(String database, String table, String operation, long changes) {}
+
+  /**
+   * @param table null for the database as a whole
+   * @param state NORMAL, THROTTLE, UNKNOWN or STOP
+   * @param reason the indicator and what it saw; empty when NORMAL
+   */
+  public record HealthStatus(String database, String table, String state, String reason) {}
+
+  public record SinkStatus(
+      String pipeline,
+      long rows,
+      long requeued,
+      long delayed,
+      long deadLettered,
+      int pausedPartitions) {}
 }

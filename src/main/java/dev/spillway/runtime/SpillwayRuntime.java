@@ -8,12 +8,19 @@ import dev.spillway.capture.CaptureStats;
 import dev.spillway.capture.SlotState;
 import dev.spillway.config.DatabaseConfig;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.Pipeline;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.Topics;
+import dev.spillway.health.HealthMonitor;
+import dev.spillway.health.LatencyWindow;
+import dev.spillway.health.StandardIndicators;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.StatusReport;
+import dev.spillway.sink.BatchHandler;
+import dev.spillway.sink.Sink;
+import dev.spillway.sink.SinkSettings;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -27,6 +34,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,6 +62,9 @@ public final class SpillwayRuntime implements AutoCloseable {
   private Databases databases;
   private HttpEndpoint http;
   private Capture capture;
+  private HealthMonitor health;
+  private final Map<String, LatencyWindow> latency = new java.util.concurrent.ConcurrentHashMap<>();
+  private final Map<Pipeline, Sink> sinks = new java.util.concurrent.ConcurrentHashMap<>();
 
   private SpillwayRuntime(SpillwayConfig config, Clock clock) {
     this.config = config;
@@ -120,6 +131,7 @@ public final class SpillwayRuntime implements AutoCloseable {
 
     databases = new Databases(endpoints, registry);
     started.push(databases);
+    startHealth(endpoints);
     TopicProvisioner.ensure(
         bootstrapServers,
         config.kafka().properties(),
@@ -133,6 +145,58 @@ public final class SpillwayRuntime implements AutoCloseable {
     endpoints.forEach(e -> urls.put(e.name(), e.url()));
     workingDir.publish(
         new RuntimeInfo(ProcessHandle.current().pid(), http.port(), bootstrapServers, urls));
+  }
+
+  private void startHealth(List<DatabaseEndpoint> endpoints) {
+    Map<String, DataSource> pools = new LinkedHashMap<>();
+    endpoints.forEach(e -> pools.put(e.name(), databases.dataSource(e.name())));
+    health = new HealthMonitor(config.health(), pools, clock, registry);
+    for (DatabaseEndpoint e : endpoints) {
+      health.addIndicators(
+          e.name(),
+          StandardIndicators.forDatabase(
+              config.health().thresholds(),
+              captureSettings().slotName(e.name()),
+              clock,
+              latency(e.name())::p95Seconds));
+    }
+    health.start();
+    started.push(health);
+  }
+
+  /** Recent sub-batch latencies of one database, shared by its sinks and its health monitor. */
+  public LatencyWindow latency(String database) {
+    return latency.computeIfAbsent(
+        database, d -> new LatencyWindow(clock, LatencyWindow.DEFAULT_WINDOW));
+  }
+
+  public HealthMonitor health() {
+    return health;
+  }
+
+  /** What a pipeline's sink needs from this process. */
+  public Sink.Wiring sinkWiring() {
+    return new Sink.Wiring(
+        bootstrapServers,
+        config.kafka().properties(),
+        topics(),
+        config.kafka().partitions(),
+        config.kafka().replicationFactor(),
+        health,
+        databases::dataSource,
+        this::latency,
+        registry,
+        clock);
+  }
+
+  /** Starts a pipeline's sink; it stops before capture does when the runtime closes. */
+  public Sink startSink(
+      Pipeline pipeline, String batchesTopic, BatchHandler handler, SinkSettings settings)
+      throws InterruptedException {
+    Sink sink = Sink.start(pipeline, batchesTopic, handler, settings, sinkWiring());
+    sinks.put(pipeline, sink);
+    started.push(sink);
+    return sink;
   }
 
   /** Starts change capture for the routes the pipelines contribute; returns once it streams. */
@@ -191,7 +255,15 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /** Why a part stopped on its own, if one did; the process should then exit with 1. */
   public java.util.Optional<String> failure() {
-    return capture == null ? java.util.Optional.empty() : capture.failure();
+    if (capture != null && capture.failure().isPresent()) {
+      return capture.failure();
+    }
+    for (Sink sink : sinks.values()) {
+      if (sink.failure().isPresent()) {
+        return sink.failure();
+      }
+    }
+    return java.util.Optional.empty();
   }
 
   /** The report served at {@code /api/status}. Reads slot state from each database. */
@@ -222,12 +294,38 @@ public final class SpillwayRuntime implements AutoCloseable {
                         c.table().toString(),
                         c.kind().name().toLowerCase(),
                         c.changes())));
+    List<StatusReport.HealthStatus> healthStatus = new ArrayList<>();
+    health
+        .states()
+        .forEach(
+            (key, h) -> {
+              int space = key.indexOf(' ');
+              healthStatus.add(
+                  new StatusReport.HealthStatus(
+                      space < 0 ? key : key.substring(0, space),
+                      space < 0 ? null : key.substring(space + 1),
+                      h.label(),
+                      h.reason()));
+            });
+    List<StatusReport.SinkStatus> sinkStatus = new ArrayList<>();
+    sinks.forEach(
+        (p, sink) ->
+            sinkStatus.add(
+                new StatusReport.SinkStatus(
+                    p.id(),
+                    sink.metrics().rowsCount(),
+                    sink.metrics().requeuedCount(),
+                    sink.metrics().delayedCount(),
+                    sink.metrics().deadLetteredCount(),
+                    sink.metrics().pausedPartitionCount())));
     return new StatusReport(
         ProcessHandle.current().pid(),
         startedAt.toString(),
         new StatusReport.KafkaStatus(bootstrapServers, config.kafka().embedded()),
         dbs,
         counts,
+        healthStatus,
+        sinkStatus,
         failure().orElse(null));
   }
 

@@ -251,4 +251,52 @@ class ConfigLoaderTest {
     assertThat(c.databaseOf("ci_builds")).isEqualTo("ci");
     assertThat(c.kafka().properties().get("sasl.jaas.config")).contains("password=\"k\"");
   }
+
+  @Test
+  void should_read_health_and_sink_sections() {
+    SpillwayConfig c =
+        parse(
+            """
+            health:
+              interval: 500ms
+              hold: 10s
+              wal-archive-stop: 50
+              slot-wal-stop: 8GB
+              connections-throttle: 0.7
+              long-transaction: 5s
+            sink:
+              consumers: 2
+              max-attempts: 5
+              consume-after: 5m
+              max-rows-per-run: 1000
+              throttle-factor: 0.5
+            """);
+    assertThat(c.health().interval()).isEqualTo(Duration.ofMillis(500));
+    assertThat(c.health().hold()).isEqualTo(Duration.ofSeconds(10));
+    assertThat(c.health().thresholds().walArchiveStop()).isEqualTo(50);
+    assertThat(c.health().thresholds().walArchiveThrottle()).isEqualTo(21);
+    assertThat(c.health().thresholds().slotWalStop()).isEqualTo(8L << 30);
+    assertThat(c.health().thresholds().connectionsThrottle()).isEqualTo(0.7);
+    assertThat(c.health().thresholds().longTransaction()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(c.sink().consumers()).isEqualTo(2);
+    assertThat(c.sink().maxAttempts()).isEqualTo(5);
+    assertThat(c.sink().consumeAfter()).isEqualTo(Duration.ofMinutes(5));
+    assertThat(c.sink().maxRowsPerRun()).isEqualTo(1000);
+    assertThat(c.sink().throttleFactor()).isEqualTo(0.5);
+    assertThat(c.sink().maxRetries()).isEqualTo(5);
+  }
+
+  @Test
+  void should_reject_bad_health_and_sink_values() {
+    assertThat(error("health:\n  slot-wal-stop: lots\n"))
+        .isEqualTo(
+            "spillway.yml:2: health.slot-wal-stop must be a size such as 100MB or 4GB, not 'lots'.");
+    assertThat(error("health:\n  connections-stop: 1.5\n"))
+        .isEqualTo("spillway.yml:2: health.connections-stop must be between 0.0 and 1.0, not 1.5.");
+    assertThat(error("sink:\n  max-attempts: 0\n"))
+        .isEqualTo("spillway.yml:2: sink.max-attempts must be between 1 and 1000, not 0.");
+    assertThat(error("sink:\n  retry-backoff: 10s\n  retry-backoff-max: 1s\n"))
+        .isEqualTo(
+            "spillway.yml:3: sink.retry-backoff-max must not be shorter than retry-backoff.");
+  }
 }

@@ -1,0 +1,32 @@
+package dev.spillway.sink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.sql.SQLException;
+import org.junit.jupiter.api.Test;
+
+class SqlErrorsTest {
+  private static Outcome classify(String sqlState) {
+    return SqlErrors.classify(new RuntimeException(new SQLException("x", sqlState)));
+  }
+
+  @Test
+  void should_retry_deadlocks_timeouts_and_lost_connections() {
+    assertThat(classify("40P01")).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("40001")).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("57014")).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("08006")).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("55P03")).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("53300")).isInstanceOf(Outcome.RetryableFailure.class);
+  }
+
+  @Test
+  void should_not_retry_what_fails_the_same_way_again() {
+    assertThat(classify("42P01")).isInstanceOf(Outcome.PermanentFailure.class);
+    assertThat(classify("42703")).isInstanceOf(Outcome.PermanentFailure.class);
+    assertThat(classify("23503")).isInstanceOf(Outcome.PermanentFailure.class);
+    assertThat(classify("22P02")).isInstanceOf(Outcome.PermanentFailure.class);
+    assertThat(SqlErrors.classify(new IllegalArgumentException("bad")))
+        .isInstanceOf(Outcome.PermanentFailure.class);
+  }
+}
