@@ -32,6 +32,12 @@ public final class Samples {
     return sorted[Math.max(0, Math.min(size - 1, rank - 1))];
   }
 
+  public void forEach(java.util.function.LongConsumer action) {
+    for (int i = 0; i < size; i++) {
+      action.accept(values[i]);
+    }
+  }
+
   public long max() {
     return percentile(100);
   }

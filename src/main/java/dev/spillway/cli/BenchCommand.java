@@ -24,7 +24,7 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "bench",
     description = "Measure a pipeline on embedded PostgreSQL and Kafka.",
-    subcommands = {BenchCommand.Capture.class})
+    subcommands = {BenchCommand.Capture.class, BenchCommand.SinkWork.class})
 final class BenchCommand implements Runnable {
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
@@ -104,6 +104,57 @@ final class BenchCommand implements Runnable {
             Runtime.getRuntime().availableProcessors());
         new CaptureBench(runtime, out)
             .run(new CaptureBench.Options(rows, rate, Duration.ofSeconds(seconds)));
+      }
+      return ErrorHandler.OK;
+    }
+  }
+
+  @Command(
+      name = "sink",
+      description =
+          "A sink deleting rows beside a foreground probe; a STOP signal timed until no sub-batch"
+              + " starts; the cost of health sampling.")
+  static final class SinkWork implements Callable<Integer> {
+    @ParentCommand BenchCommand bench;
+    @Spec CommandSpec spec;
+
+    @Option(
+        names = "--rows",
+        defaultValue = "300000",
+        description = "Rows the sink deletes (default ${DEFAULT-VALUE}).")
+    int rows;
+
+    @Option(
+        names = "--batch-size",
+        defaultValue = "5000",
+        description = "Rows per batch (default ${DEFAULT-VALUE}).")
+    int batchSize;
+
+    @Option(
+        names = "--sub-batch",
+        defaultValue = "500",
+        description = "Rows per sub-batch (default ${DEFAULT-VALUE}).")
+    int subBatch;
+
+    @Option(
+        names = "--clients",
+        defaultValue = "4",
+        description = "Foreground probe clients (default ${DEFAULT-VALUE}).")
+    int clients;
+
+    @Override
+    public Integer call() throws Exception {
+      if (rows < 1 || batchSize < 1 || subBatch < 1 || clients < 1) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), "--rows, --batch-size, --sub-batch and --clients must be positive");
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      try (SpillwayRuntime runtime = freshRuntime(bench.root, "sink", out)) {
+        out.printf(
+            "Sink benchmark: embedded PostgreSQL and Kafka, %d cores%n",
+            Runtime.getRuntime().availableProcessors());
+        new dev.spillway.bench.SinkBench(runtime, out)
+            .run(new dev.spillway.bench.SinkBench.Options(rows, batchSize, subBatch, clients));
       }
       return ErrorHandler.OK;
     }

@@ -1,0 +1,66 @@
+package dev.spillway.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.ops.StatusClient;
+import dev.spillway.ops.StatusReport;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A whole runtime on embedded parts: status and metrics name what stopped work and why. */
+class RuntimeStatusIT {
+
+  @Test
+  void should_name_the_indicator_that_stopped_work_in_status_and_metrics(@TempDir Path dir)
+      throws Exception {
+    SpillwayConfig config =
+        ConfigLoader.parse(
+            "http:\n  port: 0\nhealth:\n  interval: 100ms\n  connections-throttle: 0.001\n"
+                + "  connections-stop: 0.002\n",
+            "test.yml",
+            null,
+            dir,
+            name -> null);
+    try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> runtime.health().state("main", null).isStop());
+
+      StatusReport status = StatusClient.fetch(runtime.httpPort());
+      assertThat(status.health())
+          .anySatisfy(
+              h -> {
+                assertThat(h.database()).isEqualTo("main");
+                assertThat(h.state()).isEqualTo("STOP");
+                assertThat(h.reason())
+                    .startsWith("connections: ")
+                    .contains("of max_connections in use");
+              });
+
+      HttpResponse<String> metrics =
+          HttpClient.newHttpClient()
+              .send(
+                  HttpRequest.newBuilder(
+                          URI.create("http://localhost:" + runtime.httpPort() + "/metrics"))
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString());
+      assertThat(metrics.body())
+          .contains(
+              "spillway_health_state{database=\"main\",indicator=\"connections\",table=\"\"} 3.0")
+          .contains(
+              "spillway_health_state{database=\"main\",indicator=\"combined\",table=\"\"} 3.0")
+          .contains("hikaricp_connections");
+    }
+  }
+}
