@@ -2,6 +2,7 @@ package dev.spillway.config;
 
 import dev.spillway.capture.CaptureSettings;
 import java.time.Duration;
+import java.util.Objects;
 
 /**
  * Pacing of change capture.
@@ -23,6 +24,20 @@ public record CaptureConfig(
   public static final int DEFAULT_MAX_BATCH_SIZE = CaptureSettings.DEFAULT_MAX_BATCH_SIZE;
   public static final Duration DEFAULT_OFFSET_FLUSH_INTERVAL =
       CaptureSettings.DEFAULT_OFFSET_FLUSH_INTERVAL;
+  static final int MAX_BATCH_SIZE = 1_000_000;
+
+  /**
+   * @throws IllegalArgumentException when a duration is not positive or the batch size is outside
+   *     1..1,000,000
+   */
+  public CaptureConfig {
+    positive(pollInterval, "pollInterval");
+    positive(heartbeatInterval, "heartbeatInterval");
+    positive(offsetFlushInterval, "offsetFlushInterval");
+    if (maxBatchSize < 1 || maxBatchSize > MAX_BATCH_SIZE) {
+      throw new IllegalArgumentException("maxBatchSize must be between 1 and " + MAX_BATCH_SIZE);
+    }
+  }
 
   public static CaptureConfig defaults() {
     return new CaptureConfig(
@@ -32,22 +47,22 @@ public record CaptureConfig(
         DEFAULT_OFFSET_FLUSH_INTERVAL);
   }
 
+  /** The {@code capture:} section. */
   static CaptureConfig from(ConfigNode n) {
     CaptureConfig c =
         new CaptureConfig(
-            positive(n, "poll-interval", DEFAULT_POLL_INTERVAL),
-            positive(n, "heartbeat-interval", DEFAULT_HEARTBEAT_INTERVAL),
-            n.integer("max-batch-size", DEFAULT_MAX_BATCH_SIZE, 1, 1_000_000),
-            positive(n, "offset-flush-interval", DEFAULT_OFFSET_FLUSH_INTERVAL));
+            n.positiveDuration("poll-interval", DEFAULT_POLL_INTERVAL),
+            n.positiveDuration("heartbeat-interval", DEFAULT_HEARTBEAT_INTERVAL),
+            n.integer("max-batch-size", DEFAULT_MAX_BATCH_SIZE, 1, MAX_BATCH_SIZE),
+            n.positiveDuration("offset-flush-interval", DEFAULT_OFFSET_FLUSH_INTERVAL));
     n.finish();
     return c;
   }
 
-  private static Duration positive(ConfigNode n, String key, Duration dflt) {
-    Duration d = n.duration(key, dflt);
-    if (d.isZero() || d.isNegative()) {
-      throw n.error(key, "must be longer than zero");
+  private static void positive(Duration d, String name) {
+    Objects.requireNonNull(d, name);
+    if (d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(name + " must be longer than zero: " + d);
     }
-    return d;
   }
 }

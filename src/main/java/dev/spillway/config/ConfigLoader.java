@@ -2,6 +2,7 @@ package dev.spillway.config;
 
 import java.io.IOException;
 import java.io.StringReader;
+import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,36 +14,71 @@ import org.yaml.snakeyaml.error.YAMLException;
 import org.yaml.snakeyaml.nodes.MappingNode;
 import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.Tag;
 
-/** Reads the configuration file. Every problem is a {@link ConfigException}, never a stack. */
+/**
+ * Reads the configuration file. Every problem is a {@link ConfigException} with one sentence, never
+ * a stack trace; nothing is started or changed before the whole file has been checked.
+ *
+ * <p>{@code env} looks up environment variables for {@code ${env:NAME}}: {@code System::getenv} in
+ * production, a map's {@code get} in tests; null means unset.
+ */
 public final class ConfigLoader {
+  /** Read from the current directory when no file is named. */
   public static final String DEFAULT_FILE = "spillway.yml";
+
+  // Aliases are for sharing a block, not for building the exponential documents of a "billion
+  // laughs"; the limit stops those long before they cost memory.
+  private static final int MAX_ALIASES = 50;
 
   private ConfigLoader() {}
 
-  /** Reads a file the user named; it must exist. */
+  /**
+   * Reads a file the user named; it must exist. Messages name the file as given, and relative paths
+   * in it (working-dir) resolve against its directory.
+   */
   public static SpillwayConfig load(Path file, Function<String, String> env) {
+    String name = file.toString();
+    if (!Files.exists(file)) {
+      throw ConfigException.file(name, "config file " + name + " does not exist", null);
+    }
     if (!Files.isRegularFile(file)) {
-      throw new ConfigException(file.toString(), null, null, "config file does not exist");
+      throw ConfigException.file(name, "config file " + name + " is not a regular file", null);
     }
     String yaml;
     try {
       yaml = Files.readString(file, StandardCharsets.UTF_8);
+    } catch (CharacterCodingException e) {
+      throw ConfigException.file(name, "config file " + name + " is not UTF-8 text", e);
     } catch (IOException e) {
-      throw new ConfigException(
-          file.toString(), null, null, "could not be read: " + e.getMessage());
+      throw ConfigException.file(
+          name, "config file " + name + " could not be read (" + e.getMessage() + ")", e);
     }
-    Path base = file.toAbsolutePath().getParent();
-    return parse(yaml, file.toString(), file.toAbsolutePath(), base, env);
+    Path absolute = file.toAbsolutePath();
+    return parse(yaml, name, absolute, absolute.getParent(), env);
   }
 
-  /** Reads {@code spillway.yml} in {@code cwd} when present; otherwise everything is embedded. */
+  /**
+   * Reads {@code spillway.yml} in {@code cwd} when present; otherwise everything is embedded and
+   * the working directory is {@code cwd/.spillway}.
+   */
   public static SpillwayConfig loadDefault(Path cwd, Function<String, String> env) {
     Path file = cwd.resolve(DEFAULT_FILE);
     if (Files.exists(file)) {
       return load(file, env);
     }
     return SpillwayConfig.defaults(cwd.toAbsolutePath());
+  }
+
+  /**
+   * Parses YAML text that did not come from a file ({@link SpillwayConfig#source()} is null).
+   *
+   * @param sourceName how messages name the text, such as {@code spillway.yml}
+   * @param baseDir relative paths (working-dir) resolve against it
+   */
+  public static SpillwayConfig parse(
+      String yaml, String sourceName, Path baseDir, Function<String, String> env) {
+    return parse(yaml, sourceName, null, baseDir, env);
   }
 
   /**
@@ -54,28 +90,52 @@ public final class ConfigLoader {
    */
   public static SpillwayConfig parse(
       String yaml, String sourceName, Path source, Path baseDir, Function<String, String> env) {
+    return SpillwayConfig.from(root(yaml, sourceName, env), source, baseDir);
+  }
+
+  /**
+   * The root mapping of YAML text, for building the configuration or a section of it. Empty text,
+   * only comments, or a null document give an empty root.
+   */
+  static ConfigNode root(String yaml, String sourceName, Function<String, String> env) {
     LoaderOptions options = new LoaderOptions();
-    options.setAllowDuplicateKeys(false);
-    options.setMaxAliasesForCollections(50);
+    options.setMaxAliasesForCollections(MAX_ALIASES);
     Node root;
     try {
+      // compose() keeps every scalar as written, with its line: "010" stays "010", "yes" stays
+      // "yes", and each section decides what a value means.
       root = new Yaml(options).compose(new StringReader(yaml));
     } catch (MarkedYAMLException e) {
-      int line = e.getProblemMark() != null ? e.getProblemMark().getLine() + 1 : 1;
-      String problem = e.getProblem() == null ? "is not valid YAML" : e.getProblem();
-      throw new ConfigException(sourceName, line, null, "is not valid YAML: " + problem);
+      Integer line = e.getProblemMark() == null ? null : e.getProblemMark().getLine() + 1;
+      throw ConfigException.sentence(
+          sourceName, line, null, "invalid YAML: " + problem(e.getProblem(), e), e);
     } catch (YAMLException e) {
-      throw new ConfigException(sourceName, null, null, "is not valid YAML: " + e.getMessage());
+      throw ConfigException.sentence(
+          sourceName, null, null, "invalid YAML: " + problem(e.getMessage(), e), e);
     }
-    MappingNode mapping;
-    if (root == null || (root instanceof ScalarNode s && s.getValue().isBlank())) {
-      mapping = null;
-    } else if (root instanceof MappingNode m) {
-      mapping = m;
-    } else {
-      throw new ConfigException(sourceName, 1, null, "must be a YAML mapping of settings");
+    if (root == null || Tag.NULL.equals(root.getTag())) {
+      return ConfigNode.root(sourceName, null, env);
     }
-    ConfigNode node = new ConfigNode(sourceName, "", mapping, env);
-    return SpillwayConfig.from(node, source, baseDir);
+    if (!(root instanceof MappingNode mapping)) {
+      String found = root instanceof ScalarNode ? "a single value" : "a list";
+      throw ConfigException.sentence(
+          sourceName,
+          ConfigNode.lineOf(root),
+          null,
+          "the file must be a mapping of settings such as 'http:', not " + found,
+          null);
+    }
+    return ConfigNode.root(sourceName, mapping, env);
+  }
+
+  /** SnakeYAML's problem text on one line, without its own full stop. */
+  private static String problem(String text, YAMLException e) {
+    String s = text == null ? e.getClass().getSimpleName() : text;
+    if (s.contains("(TAB)")) {
+      // SnakeYAML's own text is two sentences that both show the tab as an escape.
+      return "a tab cannot start a token, indent with spaces";
+    }
+    s = s.strip().replaceAll("\\s+", " ");
+    return s.endsWith(".") ? s.substring(0, s.length() - 1) : s;
   }
 }

@@ -1,10 +1,11 @@
 package dev.spillway.config;
 
 import java.time.Duration;
-import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -19,51 +20,69 @@ import org.yaml.snakeyaml.nodes.Node;
 import org.yaml.snakeyaml.nodes.NodeTuple;
 import org.yaml.snakeyaml.nodes.ScalarNode;
 import org.yaml.snakeyaml.nodes.SequenceNode;
+import org.yaml.snakeyaml.nodes.Tag;
 
 /**
- * A read-only view of one YAML mapping of the configuration, with its dotted path and source. It
- * hands out typed values, substitutes {@code ${env:NAME}} in scalars, and remembers which keys were
- * read so that {@link #finish()} rejects every key nobody asked for. Each problem is a {@link
- * ConfigException} naming file, line and key.
+ * A read-only view of one YAML mapping of the configuration, with its dotted path (such as {@code
+ * databases.main}) and source. It hands out typed values, substitutes {@code ${env:NAME}} in
+ * scalars, and remembers which keys were read, so that {@link #finish()} rejects every key nobody
+ * asked for. Every problem is a {@link ConfigException} naming file, line and key.
  *
- * <p>Not thread-safe; used once while the configuration is built.
+ * <p>Keys a section reads are kebab-case ({@code poll-interval}); keys the user chooses (database
+ * names, table names, Kafka properties) are read with {@link #children}, {@link #stringMap} or
+ * {@link #keys} and may be anything. An absent key and a key with an empty value ({@code key:} or
+ * {@code key: ~}) mean the same: the default applies. YAML merge keys ({@code <<: *defaults}) are
+ * honoured; keys written in the mapping itself win over merged ones.
+ *
+ * <p>A section reads its keys, builds its record and calls {@link #finish()}:
+ *
+ * <pre>{@code
+ * static HttpConfig from(ConfigNode n) {
+ *   HttpConfig c = new HttpConfig(n.integer("port", DEFAULT_PORT, 0, 65535));
+ *   n.finish();
+ *   return c;
+ * }
+ * }</pre>
+ *
+ * <p>Not thread-safe; used once, while the configuration is built.
  */
 public final class ConfigNode {
-  private static final Pattern ENV = Pattern.compile("\\$\\{env:([A-Za-z_][A-Za-z0-9_]*)}");
-  private static final Pattern DURATION = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
+  private static final Pattern ENV = Pattern.compile("\\$\\{env:([^}]*)}");
+  private static final Pattern ENV_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");
   private static final Pattern SIZE = Pattern.compile("(\\d+)\\s*([kKmMgGtT]?[bB])");
+  private static final Pattern CAMEL_HUMP = Pattern.compile("([a-z0-9])([A-Z])");
+  private static final String ENV_START = "${env:";
+  private static final int MAX_SUGGESTION_DISTANCE = 2;
+  private static final int MAX_QUOTED_LENGTH = 40;
 
   private final String source;
   private final String path;
   private final int line;
-  private final Map<String, NodeTuple> entries = new LinkedHashMap<>();
-  private final Set<String> read = new java.util.HashSet<>();
+  private final Map<String, NodeTuple> entries;
+  private final Set<String> read = new LinkedHashSet<>();
   private final Function<String, String> env;
 
-  ConfigNode(String source, String path, MappingNode node, Function<String, String> env) {
+  /**
+   * @param line 1-based line that errors about absent keys point at
+   * @param node null for an absent section
+   */
+  ConfigNode(String source, String path, int line, MappingNode node, Function<String, String> env) {
     this.source = source;
     this.path = path;
+    this.line = line;
     this.env = env;
-    this.line = node == null ? 1 : node.getStartMark().getLine() + 1;
-    if (node != null) {
-      for (NodeTuple t : node.getValue()) {
-        if (!(t.getKeyNode() instanceof ScalarNode k)) {
-          throw new ConfigException(
-              source, lineOf(t.getKeyNode()), pathOr("(root)"), "has a key that is not a string");
-        }
-        if (entries.putIfAbsent(k.getValue(), t) != null) {
-          throw new ConfigException(
-              source, lineOf(k), qualified(k.getValue()), "appears twice in the same mapping");
-        }
-      }
-    }
+    this.entries =
+        node == null
+            ? Map.of()
+            : entriesOf(node, Collections.newSetFromMap(new IdentityHashMap<>()));
   }
 
-  /** A node with no keys at all, for a missing section. */
-  static ConfigNode empty(String source, String path, Function<String, String> env) {
-    return new ConfigNode(source, path, null, env);
+  /** The root of a file: errors about absent top-level keys point at its first line. */
+  static ConfigNode root(String source, MappingNode node, Function<String, String> env) {
+    return new ConfigNode(source, "", node == null ? 1 : lineOf(node), node, env);
   }
 
+  /** The file as messages name it. */
   public String source() {
     return source;
   }
@@ -73,73 +92,87 @@ public final class ConfigNode {
     return path;
   }
 
-  /** 1-based line of this mapping. */
+  /** 1-based line of this mapping's key in its parent (line 1 or the first key for the root). */
   public int line() {
     return line;
   }
 
-  /** 1-based line of a key, or of this mapping when the key is absent. */
+  /** 1-based line of a key, or {@link #line()} when the key is absent. */
   public int line(String key) {
     NodeTuple t = entries.get(key);
     return t == null ? line : lineOf(t.getKeyNode());
   }
 
+  /** Whether the key is present with a value; does not count as reading it. */
   public boolean has(String key) {
-    return entries.containsKey(key) && !isNull(entries.get(key).getValueNode());
+    NodeTuple t = entries.get(key);
+    return t != null && !isNull(t.getValueNode());
   }
 
-  /** Every key present, in file order. */
+  /** Every key present, in file order; does not count as reading them. */
   public List<String> keys() {
-    return new ArrayList<>(entries.keySet());
+    return List.copyOf(entries.keySet());
   }
 
-  /** The full dotted name of a key of this mapping. */
+  /** The full dotted name of a key of this mapping, as messages show it. */
   public String qualified(String key) {
     return path.isEmpty() ? key : path + "." + key;
   }
 
-  /** An error about a key of this mapping, located at its line. */
+  /**
+   * An error about a key of this mapping, at the key's line (or this mapping's when absent), for
+   * checks a section makes itself: {@code throw n.error("url", "must start with
+   * jdbc:postgresql:")}.
+   *
+   * @param problem the sentence after the key, such as {@code must be at least 2}
+   */
   public ConfigException error(String key, String problem) {
     return new ConfigException(source, line(key), qualified(key), problem);
+  }
+
+  /**
+   * An error about this mapping as a whole, at its line: {@code buffers.events.handler must name
+   * exactly one of http, sql and class.}
+   */
+  public ConfigException invalid(String problem) {
+    return new ConfigException(source, line, path.isEmpty() ? null : path, problem);
   }
 
   public String string(String key, String dflt) {
     return optionalString(key).orElse(dflt);
   }
 
+  /** A string that must be present: {@code databases.main.url is required.} otherwise. */
   public String requiredString(String key) {
-    return optionalString(key).orElseThrow(() -> missing(key));
+    return optionalString(key).orElseThrow(() -> error(key, "is required"));
   }
 
   public Optional<String> optionalString(String key) {
     Node n = value(key);
-    if (n == null) {
-      return Optional.empty();
-    }
-    return Optional.of(scalar(key, n, "a string"));
+    return n == null ? Optional.empty() : Optional.of(scalar(key, n, "a string"));
   }
 
   public int integer(String key, int dflt) {
     return integer(key, dflt, Integer.MIN_VALUE, Integer.MAX_VALUE);
   }
 
-  /** An integer within [min, max]. */
+  /** A whole number within [min, max]; {@code 1_000} is accepted. */
   public int integer(String key, int dflt, int min, int max) {
     Node n = value(key);
     if (n == null) {
       return dflt;
     }
     String s = scalar(key, n, "a whole number");
-    int v;
+    long v;
     try {
-      v = Integer.parseInt(s.replace("_", ""));
+      v = Long.parseLong(s.trim().replace("_", ""));
     } catch (NumberFormatException e) {
-      throw error(key, "must be a whole number, not '" + s + "'");
+      throw error(key, "must be a whole number, not " + quote(s));
     }
     if (v < min || v > max) {
       throw error(key, "must be between " + min + " and " + max + ", not " + v);
     }
-    return v;
+    return (int) v;
   }
 
   /** A ratio or factor: a decimal number within [min, max]. */
@@ -151,12 +184,12 @@ public final class ConfigNode {
     String s = scalar(key, n, "a number");
     double v;
     try {
-      v = Double.parseDouble(s);
+      v = Double.parseDouble(s.trim());
     } catch (NumberFormatException e) {
-      throw error(key, "must be a number, not '" + s + "'");
+      throw error(key, "must be a number, not " + quote(s));
     }
     if (!(v >= min && v <= max)) {
-      throw error(key, "must be between " + min + " and " + max + ", not " + s);
+      throw error(key, "must be between " + min + " and " + max + ", not " + s.trim());
     }
     return v;
   }
@@ -167,12 +200,11 @@ public final class ConfigNode {
     if (n == null) {
       return dflt;
     }
-    String s = scalar(key, n, "a size such as 100MB").trim();
-    Matcher m = SIZE.matcher(s);
+    String s = scalar(key, n, "a size such as 100MB");
+    Matcher m = SIZE.matcher(s.trim());
     if (!m.matches()) {
-      throw error(key, "must be a size such as 100MB or 4GB, not '" + s + "'");
+      throw error(key, "must be a size such as 100MB or 4GB, not " + quote(s));
     }
-    long amount = Long.parseLong(m.group(1));
     int shift =
         switch (m.group(2).toUpperCase(Locale.ROOT)) {
           case "B" -> 0;
@@ -181,81 +213,118 @@ public final class ConfigNode {
           case "GB" -> 30;
           default -> 40;
         };
-    return amount << shift;
+    try {
+      long amount = Long.parseLong(m.group(1));
+      if (amount > Long.MAX_VALUE >> shift) {
+        throw new NumberFormatException();
+      }
+      return amount << shift;
+    } catch (NumberFormatException e) {
+      throw error(key, "is too large: " + s.trim());
+    }
   }
 
+  /** {@code true}/{@code false}, also {@code yes}/{@code no} and {@code on}/{@code off}. */
   public boolean bool(String key, boolean dflt) {
     Node n = value(key);
     if (n == null) {
       return dflt;
     }
-    String s = scalar(key, n, "true or false").toLowerCase(Locale.ROOT);
-    return switch (s) {
+    String s = scalar(key, n, "true or false");
+    return switch (s.trim().toLowerCase(Locale.ROOT)) {
       case "true", "yes", "on" -> true;
       case "false", "no", "off" -> false;
-      default -> throw error(key, "must be true or false, not '" + s + "'");
+      default -> throw error(key, "must be true or false, not " + quote(s));
     };
   }
 
-  /** {@code 500ms}, {@code 2s}, {@code 10m}, {@code 1h}, {@code 1d} or ISO-8601 {@code PT2S}. */
+  /**
+   * A duration of zero or more: {@code 500ms}, {@code 2s}, {@code 10m}, {@code 1h}, {@code 1d} or
+   * ISO-8601 such as {@code PT2S}. A bare number is refused, since its unit would be a guess.
+   */
   public Duration duration(String key, Duration dflt) {
     Node n = value(key);
     if (n == null) {
       return dflt;
     }
-    String s = scalar(key, n, "a duration such as 2s").trim();
-    Matcher m = DURATION.matcher(s);
-    if (m.matches()) {
-      long amount = Long.parseLong(m.group(1));
-      return switch (m.group(2)) {
-        case "ms" -> Duration.ofMillis(amount);
-        case "s" -> Duration.ofSeconds(amount);
-        case "m" -> Duration.ofMinutes(amount);
-        case "h" -> Duration.ofHours(amount);
-        default -> Duration.ofDays(amount);
-      };
+    String s = scalar(key, n, "a duration such as 2s");
+    Duration d =
+        DurationText.parse(s)
+            .orElseThrow(
+                () -> error(key, "must be a duration such as 2s or 500ms, not " + quote(s)));
+    if (d.isNegative()) {
+      throw error(key, "must not be negative");
     }
-    if (s.startsWith("P") || s.startsWith("p")) {
-      try {
-        return Duration.parse(s);
-      } catch (DateTimeParseException e) {
-        // fall through to the common message
-      }
-    }
-    throw error(key, "must be a duration such as 2s or 500ms, not '" + s + "'");
+    return d;
   }
 
-  /** A sub-mapping, if present. */
+  /** A {@link #duration} that must be longer than zero. */
+  public Duration positiveDuration(String key, Duration dflt) {
+    Duration d = duration(key, dflt);
+    if (d.isZero()) {
+      throw error(key, "must be longer than zero");
+    }
+    return d;
+  }
+
+  /** A sub-mapping, if present; its unknown keys are rejected by its own {@link #finish()}. */
   public Optional<ConfigNode> child(String key) {
     Node n = value(key);
     if (n == null) {
       return Optional.empty();
     }
-    if (!(n instanceof MappingNode m)) {
-      throw error(key, "must be a mapping, not " + kind(n));
-    }
-    return Optional.of(new ConfigNode(source, qualified(key), m, env));
+    return Optional.of(new ConfigNode(source, qualified(key), line(key), mapping(key, n), env));
   }
 
-  /** A sub-mapping, or an empty one when absent; unknown keys inside are still rejected. */
+  /** A sub-mapping, or an empty one when absent, so a section always reads its defaults. */
   public ConfigNode section(String key) {
-    return child(key).orElseGet(() -> empty(source, qualified(key), env));
+    return child(key).orElseGet(() -> new ConfigNode(source, qualified(key), line, null, env));
   }
 
-  /** A free-form mapping of scalars (keys are not checked for kebab-case). */
+  /**
+   * A mapping of user-named sub-mappings, such as {@code databases: { main: {...}, ci: {...} }}, in
+   * file order. The names are not checked; each value must be a mapping.
+   */
+  public Map<String, ConfigNode> children(String key) {
+    Optional<ConfigNode> parent = child(key);
+    if (parent.isEmpty()) {
+      return Map.of();
+    }
+    ConfigNode p = parent.get();
+    Map<String, ConfigNode> out = new LinkedHashMap<>();
+    for (String name : p.keys()) {
+      Node n = p.value(name);
+      if (n == null) {
+        throw p.error(name, "must be a mapping, not empty");
+      }
+      out.put(
+          name, new ConfigNode(source, p.qualified(name), p.line(name), p.mapping(name, n), env));
+    }
+    return Collections.unmodifiableMap(out);
+  }
+
+  /**
+   * A free-form mapping of strings in file order, such as Kafka client properties; its keys are
+   * taken as written ({@code security.protocol}), its values substituted.
+   */
   public Map<String, String> stringMap(String key) {
+    Optional<ConfigNode> parent = child(key);
+    if (parent.isEmpty()) {
+      return Map.of();
+    }
+    ConfigNode p = parent.get();
     Map<String, String> out = new LinkedHashMap<>();
-    Optional<ConfigNode> m = child(key);
-    if (m.isEmpty()) {
-      return out;
-    }
-    ConfigNode p = m.get();
     for (String k : p.keys()) {
-      out.put(k, p.requiredString(k));
+      Node n = p.value(k);
+      if (n == null) {
+        throw p.error(k, "must have a value");
+      }
+      out.put(k, p.scalar(k, n, "a string"));
     }
-    return out;
+    return Collections.unmodifiableMap(out);
   }
 
+  /** A list of strings; a single string is not taken for a list of one. */
   public List<String> stringList(String key) {
     Node n = value(key);
     if (n == null) {
@@ -266,28 +335,19 @@ public final class ConfigNode {
     }
     List<String> out = new ArrayList<>();
     for (Node item : seq.getValue()) {
-      out.add(scalar(key, item, "a list of strings"));
-    }
-    return out;
-  }
-
-  /**
-   * Rejects any key of this mapping that was not read, suggesting a known key when one is close.
-   */
-  public void finish() {
-    for (String key : entries.keySet()) {
-      if (!read.contains(key)) {
-        String suggestion = closest(key);
-        throw error(
-            key,
-            suggestion == null
-                ? "is not a known key"
-                    + (read.isEmpty()
-                        ? ""
-                        : " (known keys: " + String.join(", ", new TreeSet<>(read)) + ")")
-                : "is not a known key (did you mean " + suggestion + "?)");
+      if (isNull(item)) {
+        throw new ConfigException(source, lineOf(item), qualified(key), "has an empty item");
       }
+      if (!(item instanceof ScalarNode s)) {
+        throw new ConfigException(
+            source,
+            lineOf(item),
+            qualified(key),
+            "must be a list of strings, not of " + kind(item));
+      }
+      out.add(substitute(key, lineOf(item), s.getValue()));
     }
+    return List.copyOf(out);
   }
 
   /** Marks keys as known without reading them, so {@link #finish()} accepts them. */
@@ -295,17 +355,48 @@ public final class ConfigNode {
     Collections.addAll(read, keys);
   }
 
-  private String closest(String key) {
+  /**
+   * Rejects the first key of this mapping that was not read, suggesting a known key when one is
+   * close: {@code spillway.yml:3: unknown key kafka.bootstrap-server (did you mean
+   * bootstrap-servers?).} Call it after reading every key the section knows.
+   */
+  public void finish() {
+    for (String key : entries.keySet()) {
+      if (!read.contains(key)) {
+        String hint =
+            suggestion(key)
+                .map(s -> " (did you mean " + s + "?)")
+                .orElse(
+                    read.isEmpty()
+                        ? ""
+                        : " (known keys: " + String.join(", ", new TreeSet<>(read)) + ")");
+        throw ConfigException.sentence(
+            source, line(key), qualified(key), "unknown key " + qualified(key) + hint, null);
+      }
+    }
+  }
+
+  /**
+   * The known key the user most likely meant: the kebab-case spelling of {@code pollInterval} or
+   * {@code poll_interval}, else the closest key within a small edit distance.
+   */
+  private Optional<String> suggestion(String key) {
+    String kebab =
+        CAMEL_HUMP.matcher(key).replaceAll("$1-$2").replace('_', '-').toLowerCase(Locale.ROOT);
+    if (read.contains(kebab)) {
+      return Optional.of(kebab);
+    }
     String best = null;
-    int bestDistance = 3;
+    int bestDistance = MAX_SUGGESTION_DISTANCE + 1;
     for (String k : read) {
       int d = distance(key, k);
-      if (d < bestDistance) {
+      // Two edits turn "ab" into anything of two letters; that is a guess, not a suggestion.
+      if (d < bestDistance && d < key.length()) {
         best = k;
         bestDistance = d;
       }
     }
-    return best;
+    return Optional.ofNullable(best);
   }
 
   private Node value(String key) {
@@ -317,49 +408,115 @@ public final class ConfigNode {
     return t.getValueNode();
   }
 
-  private String scalar(String key, Node n, String expected) {
-    if (!(n instanceof ScalarNode s)) {
-      throw new ConfigException(
-          source, lineOf(n), qualified(key), "must be " + expected + ", not " + kind(n));
+  private MappingNode mapping(String key, Node n) {
+    if (!(n instanceof MappingNode m)) {
+      throw error(key, "must be a mapping, not " + kind(n));
     }
-    return substitute(key, n, s.getValue());
+    return m;
   }
 
-  private String substitute(String key, Node n, String value) {
+  private String scalar(String key, Node n, String expected) {
+    if (!(n instanceof ScalarNode s)) {
+      throw error(key, "must be " + expected + ", not " + kind(n));
+    }
+    return substitute(key, line(key), s.getValue());
+  }
+
+  /** Replaces every {@code ${env:NAME}}; the result is not scanned again. */
+  private String substitute(String key, int at, String value) {
     Matcher m = ENV.matcher(value);
     StringBuilder out = new StringBuilder();
+    int end = 0;
     while (m.find()) {
       String name = m.group(1);
+      if (!ENV_NAME.matcher(name).matches()) {
+        throw new ConfigException(
+            source,
+            at,
+            qualified(key),
+            "refers to environment variable "
+                + quote(name)
+                + ", which is not a valid name (letters, digits and '_')");
+      }
       String v = env.apply(name);
       if (v == null) {
         throw new ConfigException(
             source,
-            lineOf(n),
+            at,
             qualified(key),
             "refers to environment variable " + name + ", which is not set");
       }
       m.appendReplacement(out, Matcher.quoteReplacement(v));
+      end = m.end();
+    }
+    if (value.indexOf(ENV_START, end) >= 0) {
+      throw new ConfigException(
+          source, at, qualified(key), "has a " + ENV_START + " reference without its closing }");
     }
     m.appendTail(out);
     return out.toString();
   }
 
-  private ConfigException missing(String key) {
-    return new ConfigException(source, line, qualified(key), "is required");
-  }
-
-  private String pathOr(String dflt) {
-    return path.isEmpty() ? dflt : path;
+  /**
+   * The keys of a mapping, with merge keys ({@code <<}) expanded. {@code visiting} guards against a
+   * mapping that merges itself through an alias.
+   */
+  private Map<String, NodeTuple> entriesOf(MappingNode node, Set<Node> visiting) {
+    if (!visiting.add(node)) {
+      throw new ConfigException(
+          source, lineOf(node), path.isEmpty() ? null : path, "merges itself through <<");
+    }
+    Map<String, NodeTuple> own = new LinkedHashMap<>();
+    List<Node> merged = new ArrayList<>();
+    for (NodeTuple t : node.getValue()) {
+      Node k = t.getKeyNode();
+      if (Tag.MERGE.equals(k.getTag())) {
+        merged.add(t.getValueNode());
+        continue;
+      }
+      if (!(k instanceof ScalarNode s)) {
+        throw new ConfigException(
+            source,
+            lineOf(k),
+            path.isEmpty() ? null : path,
+            "has a key that is " + kind(k) + ", not a string");
+      }
+      NodeTuple first = own.putIfAbsent(s.getValue(), t);
+      if (first != null) {
+        throw new ConfigException(
+            source,
+            lineOf(k),
+            qualified(s.getValue()),
+            "appears twice in the same mapping (first on line " + lineOf(first.getKeyNode()) + ")");
+      }
+    }
+    // YAML's merge rule: keys of the mapping itself win, then earlier merged mappings.
+    for (Node m : merged) {
+      List<Node> sources = m instanceof SequenceNode seq ? seq.getValue() : List.of(m);
+      for (Node s : sources) {
+        if (!(s instanceof MappingNode sm)) {
+          throw new ConfigException(
+              source,
+              lineOf(s),
+              path.isEmpty() ? null : path,
+              "can merge (<<) only mappings, not " + kind(s));
+        }
+        entriesOf(sm, visiting).forEach(own::putIfAbsent);
+      }
+    }
+    visiting.remove(node);
+    return own;
   }
 
   private static boolean isNull(Node n) {
-    return n instanceof ScalarNode s && "tag:yaml.org,2002:null".equals(s.getTag().getValue());
+    return n instanceof ScalarNode && Tag.NULL.equals(n.getTag());
   }
 
-  private static int lineOf(Node n) {
+  static int lineOf(Node n) {
     return n.getStartMark().getLine() + 1;
   }
 
+  /** How messages name what was found instead: {@code a list}, {@code a mapping}, {@code 'yes'}. */
   private static String kind(Node n) {
     if (n instanceof MappingNode) {
       return "a mapping";
@@ -367,9 +524,19 @@ public final class ConfigNode {
     if (n instanceof SequenceNode) {
       return "a list";
     }
-    return "'" + ((ScalarNode) n).getValue() + "'";
+    return quote(((ScalarNode) n).getValue());
   }
 
+  /** A value quoted on one line and cut short, so a message stays one sentence. */
+  private static String quote(String value) {
+    String s = value.strip().replaceAll("\\s+", " ");
+    if (s.length() > MAX_QUOTED_LENGTH) {
+      s = s.substring(0, MAX_QUOTED_LENGTH).stripTrailing() + "...";
+    }
+    return "'" + s + "'";
+  }
+
+  /** Levenshtein distance. */
   private static int distance(String a, String b) {
     int[] prev = new int[b.length() + 1];
     int[] cur = new int[b.length() + 1];

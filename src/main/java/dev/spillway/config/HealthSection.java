@@ -9,7 +9,7 @@ final class HealthSection {
   private HealthSection() {}
 
   static HealthMonitor.Settings from(ConfigNode n) {
-    Duration interval = positive(n, "interval", HealthMonitor.Settings.DEFAULT_INTERVAL);
+    Duration interval = n.positiveDuration("interval", HealthMonitor.Settings.DEFAULT_INTERVAL);
     Duration hold = n.duration("hold", HealthMonitor.Settings.DEFAULT_HOLD);
     HealthThresholds t =
         new HealthThresholds(
@@ -33,17 +33,9 @@ final class HealthSection {
             n.bytes("slot-wal-stop", HealthThresholds.DEFAULT_SLOT_WAL_STOP),
             n.decimal("connections-throttle", HealthThresholds.DEFAULT_CONNECTIONS_THROTTLE, 0, 1),
             n.decimal("connections-stop", HealthThresholds.DEFAULT_CONNECTIONS_STOP, 0, 1),
-            positive(n, "long-transaction", HealthThresholds.DEFAULT_LONG_TRANSACTION),
-            positive(n, "latency-target", HealthThresholds.DEFAULT_LATENCY_TARGET));
+            n.positiveDuration("long-transaction", HealthThresholds.DEFAULT_LONG_TRANSACTION),
+            n.positiveDuration("latency-target", HealthThresholds.DEFAULT_LATENCY_TARGET));
     n.finish();
     return new HealthMonitor.Settings(interval, hold, t);
-  }
-
-  static Duration positive(ConfigNode n, String key, Duration dflt) {
-    Duration d = n.duration(key, dflt);
-    if (d.isZero() || d.isNegative()) {
-      throw n.error(key, "must be longer than zero");
-    }
-    return d;
   }
 }

@@ -7,15 +7,24 @@ package dev.spillway.config;
  */
 public record HttpConfig(int port) {
   public static final int DEFAULT_PORT = 8088;
+  static final int MAX_PORT = 65535;
 
+  /**
+   * @throws IllegalArgumentException when the port is outside 0..65535
+   */
   public HttpConfig {
-    if (port < 0 || port > 65535) {
-      throw new IllegalArgumentException("port " + port);
+    if (port < 0 || port > MAX_PORT) {
+      throw new IllegalArgumentException("port must be between 0 and " + MAX_PORT + ": " + port);
     }
   }
 
+  public static HttpConfig defaults() {
+    return new HttpConfig(DEFAULT_PORT);
+  }
+
+  /** The {@code http:} section. */
   static HttpConfig from(ConfigNode n) {
-    HttpConfig c = new HttpConfig(n.integer("port", DEFAULT_PORT, 0, 65535));
+    HttpConfig c = new HttpConfig(n.integer("port", DEFAULT_PORT, 0, MAX_PORT));
     n.finish();
     return c;
   }

@@ -1,5 +1,7 @@
 package dev.spillway.config;
 
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -9,10 +11,11 @@ import java.util.regex.Pattern;
  * Which Kafka to use and how Spillway names and sizes its topics.
  *
  * @param bootstrapServers absent: an embedded in-process broker
- * @param topicPrefix first part of every topic name
- * @param partitions of the topics Spillway creates
- * @param replicationFactor of the topics Spillway creates
- * @param properties passed as is to every Kafka client
+ * @param topicPrefix first part of every topic name, {@code [a-zA-Z0-9_-]+}
+ * @param partitions of the topics Spillway creates, at least 1
+ * @param replicationFactor of the topics Spillway creates, at least 1
+ * @param properties passed as is to every Kafka client (security settings and the like); they may
+ *     hold secrets, so only their names are ever logged
  */
 public record KafkaConfig(
     Optional<String> bootstrapServers,
@@ -23,11 +26,27 @@ public record KafkaConfig(
   public static final String DEFAULT_TOPIC_PREFIX = "spillway";
   public static final int DEFAULT_PARTITIONS = 6;
   public static final short DEFAULT_REPLICATION_FACTOR = 1;
+  static final int MAX_PARTITIONS = 10_000;
+  static final int MAX_REPLICATION_FACTOR = 32;
   private static final Pattern PREFIX = Pattern.compile("[a-zA-Z0-9_-]+");
 
+  /**
+   * @throws IllegalArgumentException when a value is out of range; the configuration file reports
+   *     the same rules with file, line and key before this runs
+   */
   public KafkaConfig {
     Objects.requireNonNull(bootstrapServers, "bootstrapServers");
-    properties = Map.copyOf(properties);
+    Objects.requireNonNull(topicPrefix, "topicPrefix");
+    if (bootstrapServers.isPresent() && bootstrapServers.get().isBlank()) {
+      throw new IllegalArgumentException("bootstrapServers must not be blank");
+    }
+    if (!PREFIX.matcher(topicPrefix).matches()) {
+      throw new IllegalArgumentException("topicPrefix must match " + PREFIX + ": " + topicPrefix);
+    }
+    if (partitions < 1 || replicationFactor < 1) {
+      throw new IllegalArgumentException("partitions and replicationFactor must be at least 1");
+    }
+    properties = Collections.unmodifiableMap(new LinkedHashMap<>(properties));
   }
 
   public static KafkaConfig embeddedDefaults() {
@@ -39,10 +58,28 @@ public record KafkaConfig(
         Map.of());
   }
 
+  /** Whether Spillway runs its own in-process broker. */
   public boolean embedded() {
     return bootstrapServers.isEmpty();
   }
 
+  /** Shows the names of the client properties only; their values often carry credentials. */
+  @Override
+  public String toString() {
+    return "KafkaConfig[bootstrapServers="
+        + bootstrapServers.orElse("embedded")
+        + ", topicPrefix="
+        + topicPrefix
+        + ", partitions="
+        + partitions
+        + ", replicationFactor="
+        + replicationFactor
+        + ", properties="
+        + properties.keySet()
+        + "]";
+  }
+
+  /** The {@code kafka:} section. */
   static KafkaConfig from(ConfigNode n) {
     Optional<String> bootstrap = n.optionalString("bootstrap-servers");
     if (bootstrap.isPresent() && bootstrap.get().isBlank()) {
@@ -55,10 +92,12 @@ public record KafkaConfig(
     }
     KafkaConfig c =
         new KafkaConfig(
-            bootstrap,
+            bootstrap.map(String::strip),
             prefix,
-            n.integer("partitions", DEFAULT_PARTITIONS, 1, 10_000),
-            (short) n.integer("replication-factor", DEFAULT_REPLICATION_FACTOR, 1, 32),
+            n.integer("partitions", DEFAULT_PARTITIONS, 1, MAX_PARTITIONS),
+            (short)
+                n.integer(
+                    "replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR),
             n.stringMap("properties"));
     n.finish();
     return c;

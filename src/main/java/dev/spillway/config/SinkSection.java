@@ -17,19 +17,19 @@ public final class SinkSection {
             n.integer("max-attempts", base.maxAttempts(), 1, 1000),
             n.duration("consume-after", base.consumeAfter()),
             n.integer("max-retries", base.maxRetries(), 0, 1000),
-            HealthSection.positive(n, "retry-backoff", base.retryBackoff()),
-            HealthSection.positive(n, "retry-backoff-max", base.retryBackoffMax()),
+            n.positiveDuration("retry-backoff", base.retryBackoff()),
+            n.positiveDuration("retry-backoff-max", base.retryBackoffMax()),
             n.integer(
                 "max-rows-per-run",
                 (int) Math.min(Integer.MAX_VALUE, base.maxRowsPerRun()),
                 1,
                 Integer.MAX_VALUE),
-            HealthSection.positive(n, "max-runtime-per-run", base.maxRuntimePerRun()),
+            n.positiveDuration("max-runtime-per-run", base.maxRuntimePerRun()),
             n.duration("sub-batch-pause", base.subBatchPause()),
             n.duration("throttle-pause", base.throttlePause()),
             n.decimal("throttle-factor", base.throttleFactor(), 0.01, 1),
             n.integer("sub-batch-floor", base.subBatchFloor(), 1, 1_000_000),
-            HealthSection.positive(n, "poll-timeout", base.pollTimeout()),
+            n.positiveDuration("poll-timeout", base.pollTimeout()),
             n.duration("shutdown-grace", base.shutdownGrace()));
     n.finish();
     if (s.retryBackoffMax().compareTo(s.retryBackoff()) < 0) {

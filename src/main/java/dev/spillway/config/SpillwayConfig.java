@@ -3,19 +3,30 @@ package dev.spillway.config;
 import dev.spillway.event.TableName;
 import dev.spillway.health.HealthMonitor;
 import dev.spillway.sink.SinkSettings;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
+import java.util.StringJoiner;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
- * The whole configuration, built once from YAML (or defaults) and checked eagerly.
+ * The whole configuration, built once from YAML (or defaults) and checked eagerly: once a {@code
+ * SpillwayConfig} exists, every value in it is valid. Immutable.
+ *
+ * <p>Each top-level section is a record (or settings class) with {@code DEFAULT_*} constants and a
+ * {@code static from(ConfigNode)}. Adding a section means a component here, one line in {@link
+ * #from}, and passing the component on in {@link #embedded()} and the {@code with…} methods.
  *
  * @param source the file it was read from, or null when there was none
- * @param workingDir embedded broker and database data, state stores
- * @param databases empty: one embedded PostgreSQL database named {@code main}
+ * @param workingDir absolute; embedded broker and database data, state stores
+ * @param databases in file order; empty: one embedded PostgreSQL database named {@code main}
  * @param tables table ({@code schema.table}) → database name; unlisted tables are in {@code main}
  * @param health sampling interval, hold and thresholds of the health monitor
  * @param sink how pipelines claim and run batches, unless a pipeline says otherwise
@@ -31,7 +42,12 @@ public record SpillwayConfig(
     HealthMonitor.Settings health,
     SinkSettings sink) {
   public static final String DEFAULT_WORKING_DIR = ".spillway";
+
+  /** The database that holds every table not listed under {@code tables:}. */
   public static final String MAIN = "main";
+
+  // table or schema.table; quoting rules are PostgreSQL's business, dots and blanks are ours.
+  private static final Pattern TABLE = Pattern.compile("[^.\\s]+(\\.[^.\\s]+)?");
 
   public SpillwayConfig {
     Objects.requireNonNull(workingDir, "workingDir");
@@ -40,57 +56,34 @@ public record SpillwayConfig(
     Objects.requireNonNull(capture, "capture");
     Objects.requireNonNull(health, "health");
     Objects.requireNonNull(sink, "sink");
-    databases = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(databases));
-    tables = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(tables));
+    databases = Collections.unmodifiableMap(new LinkedHashMap<>(databases));
+    tables = Collections.unmodifiableMap(new LinkedHashMap<>(tables));
+  }
+
+  /** Everything embedded, data under {@code .spillway} in the current directory. */
+  public static SpillwayConfig defaults() {
+    return defaults(Path.of(""));
   }
 
   /** Everything embedded, data under {@code baseDir/.spillway}. */
   public static SpillwayConfig defaults(Path baseDir) {
-    return new SpillwayConfig(
-        null,
-        baseDir.resolve(DEFAULT_WORKING_DIR).normalize(),
-        new HttpConfig(HttpConfig.DEFAULT_PORT),
-        KafkaConfig.embeddedDefaults(),
-        Map.of(),
-        Map.of(),
-        CaptureConfig.defaults(),
-        HealthMonitor.Settings.defaults(),
-        SinkSettings.defaults());
+    // The same path as an empty file, so the two can never disagree.
+    return from(ConfigNode.root("(defaults)", null, name -> null), null, baseDir);
   }
 
-  /** Builds the configuration from the root mapping; one line per section. */
+  /**
+   * Builds the configuration from the root mapping, one line per section, then rejects any
+   * top-level key no section read.
+   *
+   * @param source the file, or null
+   * @param baseDir a relative working-dir resolves against it
+   */
   static SpillwayConfig from(ConfigNode root, Path source, Path baseDir) {
-    Path workingDir = baseDir.resolve(root.string("working-dir", DEFAULT_WORKING_DIR)).normalize();
+    Path workingDir = workingDir(root, baseDir);
     HttpConfig http = HttpConfig.from(root.section("http"));
     KafkaConfig kafka = KafkaConfig.from(root.section("kafka"));
-    Map<String, DatabaseConfig> databases = new LinkedHashMap<>();
-    ConfigNode dbs = root.section("databases");
-    for (String name : dbs.keys()) {
-      if (!DatabaseConfig.NAME.matcher(name).matches()) {
-        throw dbs.error(
-            name, "is not a valid database name (use lower-case letters, digits and '_')");
-      }
-      ConfigNode node =
-          dbs.child(name)
-              .orElseThrow(() -> dbs.error(name, "must be a mapping with url and username"));
-      databases.put(name, DatabaseConfig.from(name, node));
-    }
-    dbs.finish();
-    Map<String, String> tables = new LinkedHashMap<>();
-    ConfigNode tablesNode = root.section("tables");
-    Set<String> known = databases.isEmpty() ? Set.of(MAIN) : databases.keySet();
-    for (Map.Entry<String, String> e : root.stringMap("tables").entrySet()) {
-      if (!known.contains(e.getValue())) {
-        throw tablesNode.error(
-            e.getKey(),
-            "names database '"
-                + e.getValue()
-                + "', which is not configured (known: "
-                + String.join(", ", known)
-                + ")");
-      }
-      tables.put(TableName.parse(e.getKey()).toString(), e.getValue());
-    }
+    Map<String, DatabaseConfig> databases = DatabaseConfig.allFrom(root.children("databases"));
+    Map<String, String> tables = tables(root, namesOf(databases));
     CaptureConfig capture = CaptureConfig.from(root.section("capture"));
     HealthMonitor.Settings health = HealthSection.from(root.section("health"));
     SinkSettings sink = SinkSection.from(root.section("sink"), SinkSettings.defaults());
@@ -99,16 +92,71 @@ public record SpillwayConfig(
         source, workingDir, http, kafka, databases, tables, capture, health, sink);
   }
 
+  private static Path workingDir(ConfigNode root, Path baseDir) {
+    String dir = root.string("working-dir", DEFAULT_WORKING_DIR);
+    if (dir.isBlank()) {
+      throw root.error("working-dir", "must not be empty");
+    }
+    try {
+      return baseDir.toAbsolutePath().resolve(dir).normalize();
+    } catch (InvalidPathException e) {
+      throw root.error("working-dir", "is not a valid path (" + e.getReason() + ")");
+    }
+  }
+
+  /** {@code tables:}: keys normalized to {@code schema.table}, values checked against databases. */
+  private static Map<String, String> tables(ConfigNode root, Set<String> known) {
+    Map<String, String> written = root.stringMap("tables");
+    if (written.isEmpty()) {
+      return Map.of();
+    }
+    ConfigNode node = root.section("tables");
+    Map<String, String> out = new LinkedHashMap<>();
+    Map<String, String> firstSpelling = new HashMap<>();
+    for (Map.Entry<String, String> e : written.entrySet()) {
+      String key = e.getKey();
+      if (!TABLE.matcher(key).matches()) {
+        throw node.error(key, "is not a table name (write table or schema.table)");
+      }
+      if (!known.contains(e.getValue())) {
+        throw node.error(
+            key,
+            "names database '"
+                + e.getValue()
+                + "', which is not configured (known: "
+                + String.join(", ", known)
+                + ")");
+      }
+      String table = TableName.parse(key).toString();
+      String first = firstSpelling.putIfAbsent(table, key);
+      if (first != null) {
+        throw node.error(key, "is the same table as " + first);
+      }
+      out.put(table, e.getValue());
+    }
+    return out;
+  }
+
+  private static Set<String> namesOf(Map<String, DatabaseConfig> databases) {
+    return databases.isEmpty() ? Set.of(MAIN) : databases.keySet();
+  }
+
+  /** Whether Spillway runs its own PostgreSQL with the one database {@code main}. */
   public boolean embeddedDatabases() {
     return databases.isEmpty();
   }
 
-  /** The names of every database, just {@code main} when embedded. */
+  /** The names of every database in file order, just {@code main} when embedded. */
   public Set<String> databaseNames() {
-    return embeddedDatabases() ? Set.of(MAIN) : new LinkedHashSet<>(databases.keySet());
+    return namesOf(databases);
   }
 
-  /** The database holding a table ({@code table} or {@code schema.table}); unlisted → main. */
+  /**
+   * The database holding a table.
+   *
+   * @param table {@code table} (meaning {@code public.table}) or {@code schema.table}
+   * @return its database from {@code tables:}, or {@code main} when unlisted
+   */
   public String databaseOf(String table) {
     return tables.getOrDefault(TableName.parse(table).toString(), MAIN);
   }
@@ -117,7 +165,7 @@ public record SpillwayConfig(
   public SpillwayConfig embedded() {
     KafkaConfig k =
         new KafkaConfig(
-            java.util.Optional.empty(),
+            Optional.empty(),
             kafka.topicPrefix(),
             kafka.partitions(),
             KafkaConfig.DEFAULT_REPLICATION_FACTOR,
@@ -135,18 +183,71 @@ public record SpillwayConfig(
         source, workingDir, new HttpConfig(port), kafka, databases, tables, capture, health, sink);
   }
 
-  /** One line for the start-up log; passwords masked. */
+  /**
+   * A short summary for the start-up log, one section per line after the first; passwords are
+   * masked and Kafka properties show only their names, since they often carry credentials.
+   */
   public String describe() {
+    String nl = System.lineSeparator() + "  ";
     StringBuilder b = new StringBuilder();
-    b.append("file=").append(source == null ? "(none)" : source);
-    b.append(", working-dir=").append(workingDir);
-    b.append(", http.port=").append(http.port());
-    b.append(", kafka=").append(kafka.bootstrapServers().orElse("embedded"));
-    b.append(", topic-prefix=").append(kafka.topicPrefix());
-    b.append(", databases=").append(embeddedDatabases() ? "embedded main" : databases.values());
-    if (!tables.isEmpty()) {
-      b.append(", tables=").append(tables);
+    b.append(source == null ? "no config file" : "file " + source)
+        .append(", working-dir ")
+        .append(workingDir)
+        .append(", http port ")
+        .append(http.port() == 0 ? "any free" : String.valueOf(http.port()));
+    b.append(nl)
+        .append("kafka: ")
+        .append(kafka.bootstrapServers().orElse("embedded"))
+        .append(", topic-prefix ")
+        .append(kafka.topicPrefix())
+        .append(", partitions ")
+        .append(kafka.partitions())
+        .append(", replication-factor ")
+        .append(kafka.replicationFactor());
+    if (!kafka.properties().isEmpty()) {
+      b.append(", properties ").append(String.join(", ", kafka.properties().keySet()));
     }
+    b.append(nl).append("databases: ");
+    if (embeddedDatabases()) {
+      b.append("embedded ").append(MAIN);
+    } else {
+      StringJoiner dbs = new StringJoiner("; ");
+      databases.values().forEach(d -> dbs.add(d.toString()));
+      b.append(dbs);
+    }
+    if (!tables.isEmpty()) {
+      b.append(nl)
+          .append("tables: ")
+          .append(
+              tables.entrySet().stream()
+                  .map(e -> e.getKey() + " in " + e.getValue())
+                  .collect(Collectors.joining(", ")));
+    }
+    b.append(nl)
+        .append("capture: poll-interval ")
+        .append(DurationText.format(capture.pollInterval()))
+        .append(", heartbeat-interval ")
+        .append(DurationText.format(capture.heartbeatInterval()))
+        .append(", max-batch-size ")
+        .append(capture.maxBatchSize())
+        .append(", offset-flush-interval ")
+        .append(DurationText.format(capture.offsetFlushInterval()));
+    b.append(nl)
+        .append("health: interval ")
+        .append(DurationText.format(health.interval()))
+        .append(", hold ")
+        .append(DurationText.format(health.hold()));
+    b.append(nl)
+        .append("sink: consumers ")
+        .append(sink.consumers())
+        .append(", max-in-flight ")
+        .append(sink.maxInFlight())
+        .append(", max-attempts ")
+        .append(sink.maxAttempts())
+        .append(", max-rows-per-run ")
+        .append(sink.maxRowsPerRun())
+        .append(", max-runtime-per-run ")
+        .append(DurationText.format(sink.maxRuntimePerRun()));
     return b.toString();
   }
 }
