@@ -1,0 +1,96 @@
+package dev.spillway.streams;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Properties;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class BatcherTest {
+  private TopologyTestDriver driver;
+  private TestInputTopic<String, byte[]> in;
+  private TestOutputTopic<String, byte[]> out;
+
+  @BeforeEach
+  void setUp() {
+    Topology t = new Topology();
+    t.addSource("source-in", new StringDeserializer(), new ByteArrayDeserializer(), "in");
+    t.addProcessor(
+        "batcher",
+        () ->
+            new Batcher(
+                "pending",
+                3,
+                Duration.ofSeconds(2),
+                (key, values) -> {
+                  StringBuilder b = new StringBuilder();
+                  values.forEach(v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
+                  return b.toString().getBytes(StandardCharsets.UTF_8);
+                }),
+        "source-in");
+    t.addStateStore(Batcher.store("pending"), "batcher");
+    t.addSink("sink-out", "out", new StringSerializer(), new ByteArraySerializer(), "batcher");
+    Properties p = new Properties();
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "batcher-test");
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+    driver = new TopologyTestDriver(t, p, Instant.parse("2026-01-01T00:00:00Z"));
+    in = driver.createInputTopic("in", new StringSerializer(), new ByteArraySerializer());
+    out = driver.createOutputTopic("out", new StringDeserializer(), new ByteArrayDeserializer());
+  }
+
+  @AfterEach
+  void tearDown() {
+    driver.close();
+  }
+
+  private void send(String key, String value) {
+    in.pipeInput(key, value.getBytes(StandardCharsets.UTF_8));
+  }
+
+  private List<String> emitted() {
+    return out.readRecordsToList().stream()
+        .map(
+            (TestRecord<String, byte[]> r) ->
+                r.key() + "=" + new String(r.value(), StandardCharsets.UTF_8))
+        .toList();
+  }
+
+  @Test
+  void should_close_a_batch_when_it_reaches_its_size() {
+    send("a", "1");
+    send("b", "x");
+    send("a", "2");
+    send("a", "3");
+    send("a", "4");
+    assertThat(emitted()).containsExactly("a=1,2,3,");
+  }
+
+  @Test
+  void should_close_a_batch_when_its_first_value_has_waited_max_wait() {
+    send("a", "1");
+    send("b", "x");
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+    assertThat(emitted()).isEmpty();
+    send("a", "2");
+    driver.advanceWallClockTime(Duration.ofMillis(1500));
+    assertThat(emitted()).containsExactlyInAnyOrder("a=1,2,", "b=x,");
+    send("a", "3");
+    driver.advanceWallClockTime(Duration.ofSeconds(3));
+    assertThat(emitted()).containsExactly("a=3,");
+  }
+}
