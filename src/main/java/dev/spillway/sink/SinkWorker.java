@@ -276,15 +276,7 @@ final class SinkWorker implements AutoCloseable {
     stopping = true;
     try {
       if (!grace.isZero()) {
-        long deadline = System.nanoTime() + grace.toNanos();
-        while (inFlight > 0 && System.nanoTime() < deadline) {
-          Completed c = completions.poll(50, TimeUnit.MILLISECONDS);
-          if (c != null) {
-            List<Completed> batch = new ArrayList<>(List.of(c));
-            batch.addAll(drain());
-            settle(batch);
-          }
-        }
+        settleUntil(() -> inFlight == 0, grace);
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -293,6 +285,20 @@ final class SinkWorker implements AutoCloseable {
     } finally {
       executor.shutdownNow();
       consumer.close(Duration.ofSeconds(5));
+    }
+  }
+
+  /** Settles batches as they finish until {@code done} holds or {@code within} has passed. */
+  private void settleUntil(java.util.function.BooleanSupplier done, Duration within)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + within.toNanos();
+    while (!done.getAsBoolean() && System.nanoTime() < deadline) {
+      Completed c = completions.poll(50, TimeUnit.MILLISECONDS);
+      if (c != null) {
+        List<Completed> batch = new ArrayList<>(List.of(c));
+        batch.addAll(drain());
+        settle(batch);
+      }
     }
   }
 
@@ -312,16 +318,8 @@ final class SinkWorker implements AutoCloseable {
           }
         }
       }
-      long deadline = System.nanoTime() + settings.shutdownGrace().toNanos();
       try {
-        while (busy.stream().anyMatch(w -> w.busy) && System.nanoTime() < deadline) {
-          Completed c = completions.poll(50, TimeUnit.MILLISECONDS);
-          if (c != null) {
-            List<Completed> batch = new ArrayList<>(List.of(c));
-            batch.addAll(drain());
-            settle(batch);
-          }
-        }
+        settleUntil(() -> busy.stream().noneMatch(w -> w.busy), settings.shutdownGrace());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
