@@ -11,7 +11,6 @@ import java.io.PrintWriter;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -48,7 +47,7 @@ public final class CaptureBench {
   public void run(Options options) throws SQLException, InterruptedException {
     DataSource ds = runtime.databases().dataSource(SpillwayRuntime.MAIN);
     Topics topics = runtime.topics();
-    exec(
+    BenchSql.exec(
         ds,
         "DROP TABLE IF EXISTS " + PARENT.quoted(),
         "DROP TABLE IF EXISTS " + EVENTS.quoted(),
@@ -80,7 +79,7 @@ public final class CaptureBench {
             runtime.config().kafka().properties(),
             List.of(topics.deletedRecords()))) {
       long start = System.nanoTime();
-      exec(ds, "DELETE FROM " + PARENT.quoted());
+      BenchSql.exec(ds, "DELETE FROM " + PARENT.quoted());
       long committed = System.nanoTime();
       long received = 0;
       long deadline = committed + Duration.ofMinutes(5).toNanos();
@@ -174,15 +173,6 @@ public final class CaptureBench {
     for (ConsumerRecord<byte[], byte[]> r : records) {
       long commit = EventSerdes.decodeBufferEvent(r.value()).commitTimeMicros();
       latency.add(Math.max(0, nowMicros - commit));
-    }
-  }
-
-  private static void exec(DataSource ds, String... statements) throws SQLException {
-    try (Connection c = ds.getConnection();
-        Statement s = c.createStatement()) {
-      for (String sql : statements) {
-        s.execute(sql);
-      }
     }
   }
 }

@@ -104,7 +104,7 @@ public final class SinkBench {
 
   public void run(Options o) throws Exception {
     DataSource ds = runtime.databases().dataSource(SpillwayRuntime.MAIN);
-    exec(
+    BenchSql.exec(
         ds,
         "DROP TABLE IF EXISTS " + TABLE.quoted(),
         "CREATE TABLE " + TABLE.quoted() + " (id bigint PRIMARY KEY, pad text)",
@@ -153,11 +153,11 @@ public final class SinkBench {
     Thread.sleep(3_000);
     long lastStart = handler.subBatchStarts.stream().mapToLong(Long::longValue).max().orElse(0);
     long startedAfter = handler.subBatchStarts.stream().filter(t -> t > published).count();
-    long rowsLeftAtStop = count(ds, "SELECT count(*) FROM " + TABLE.quoted());
+    long rowsLeftAtStop = BenchSql.single(ds, "SELECT count(*) FROM " + TABLE.quoted());
     manual.set(Health.NORMAL);
 
     long deadline = System.nanoTime() + Duration.ofMinutes(10).toNanos();
-    while (count(ds, "SELECT count(*) FROM " + TABLE.quoted()) > 0
+    while (BenchSql.single(ds, "SELECT count(*) FROM " + TABLE.quoted()) > 0
         && System.nanoTime() < deadline) {
       Thread.sleep(100);
     }
@@ -231,24 +231,6 @@ public final class SinkBench {
               "SELECT active_time::bigint FROM pg_stat_database WHERE datname = current_database()")) {
         rs.next();
         return rs.getLong(1);
-      }
-    }
-  }
-
-  private static long count(DataSource ds, String sql) throws SQLException {
-    try (Connection c = ds.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery(sql)) {
-      rs.next();
-      return rs.getLong(1);
-    }
-  }
-
-  private static void exec(DataSource ds, String... statements) throws SQLException {
-    try (Connection c = ds.getConnection();
-        Statement s = c.createStatement()) {
-      for (String sql : statements) {
-        s.execute(sql);
       }
     }
   }

@@ -196,11 +196,13 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     return readings;
   }
 
+  /** The combined state of a database ({@code table} null) or of a watched table in it. */
+  public record State(String database, TableName table, Health health) {}
+
   /** The combined state of each database and watched table. */
-  public Map<String, Health> states() {
-    Map<String, Health> out = new LinkedHashMap<>();
-    published.forEach(
-        (k, v) -> out.put(k.table() == null ? k.database() : k.database() + " " + k.table(), v));
+  public List<State> states() {
+    List<State> out = new ArrayList<>();
+    published.forEach((k, v) -> out.add(new State(k.database(), k.table(), v)));
     return out;
   }
 

@@ -78,14 +78,16 @@ public final class StandardIndicators {
     @Override
     public Health sample(Connection c, TableName table) throws SQLException {
       long ready = single(c, HealthStatements.WAL_ARCHIVE_READY);
-      String why = ready + " WAL segments wait to be archived";
-      if (ready > t.walArchiveStop()) {
-        return new Health.Stop(why + " (stop above " + t.walArchiveStop() + ")");
-      }
-      if (ready > t.walArchiveThrottle()) {
-        return new Health.Throttle(why + " (throttle above " + t.walArchiveThrottle() + ")");
-      }
-      return Health.NORMAL;
+      return grade(
+          ready,
+          t.walArchiveThrottle(),
+          t.walArchiveStop(),
+          ready
+              + " WAL segments wait to be archived (throttle above "
+              + t.walArchiveThrottle()
+              + ", stop above "
+              + t.walArchiveStop()
+              + ")");
     }
   }
 
@@ -118,14 +120,11 @@ public final class StandardIndicators {
         return Health.NORMAL;
       }
       double perSecond = (position - previous) * 1000.0 / (now - previousMillis);
-      String why = String.format("WAL written at %.1f MB/s", perSecond / (1 << 20));
-      if (perSecond > t.walRateStop()) {
-        return new Health.Stop(why);
-      }
-      if (perSecond > t.walRateThrottle()) {
-        return new Health.Throttle(why);
-      }
-      return Health.NORMAL;
+      return grade(
+          perSecond,
+          t.walRateThrottle(),
+          t.walRateStop(),
+          String.format("WAL written at %.1f MB/s", perSecond / (1 << 20)));
     }
   }
 
@@ -150,14 +149,13 @@ public final class StandardIndicators {
         double seconds = rs.getDouble(1);
         long bytes = rs.getLong(2);
         String why = String.format("standby replay lag %.1f s, %d MB", seconds, bytes >> 20);
-        if (seconds > t.replicationLagStop().toSeconds() || bytes > t.replicationLagBytesStop()) {
-          return new Health.Stop(why);
-        }
-        if (seconds > t.replicationLagThrottle().toSeconds()
-            || bytes > t.replicationLagBytesThrottle()) {
-          return new Health.Throttle(why);
-        }
-        return Health.NORMAL;
+        return Health.worst(
+            grade(
+                seconds,
+                t.replicationLagThrottle().toSeconds(),
+                t.replicationLagStop().toSeconds(),
+                why),
+            grade(bytes, t.replicationLagBytesThrottle(), t.replicationLagBytesStop(), why));
       }
     }
   }
@@ -189,14 +187,11 @@ public final class StandardIndicators {
           held = rs.next() ? rs.getLong(1) : 0;
         }
       }
-      String why = "slot " + slot + " holds " + (held >> 20) + " MB of WAL";
-      if (held > t.slotWalStop()) {
-        return new Health.Stop(why);
-      }
-      if (held > t.slotWalThrottle()) {
-        return new Health.Throttle(why);
-      }
-      return Health.NORMAL;
+      return grade(
+          held,
+          t.slotWalThrottle(),
+          t.slotWalStop(),
+          "slot " + slot + " holds " + (held >> 20) + " MB of WAL");
     }
   }
 
@@ -219,14 +214,11 @@ public final class StandardIndicators {
           ResultSet rs = s.executeQuery(HealthStatements.CONNECTIONS)) {
         rs.next();
         double share = rs.getDouble(1) / rs.getDouble(2);
-        String why = String.format("%.0f%% of max_connections in use", share * 100);
-        if (share >= t.connectionsStop()) {
-          return new Health.Stop(why);
-        }
-        if (share >= t.connectionsThrottle()) {
-          return new Health.Throttle(why);
-        }
-        return Health.NORMAL;
+        return grade(
+            share,
+            t.connectionsThrottle(),
+            t.connectionsStop(),
+            String.format("%.0f%% of max_connections in use", share * 100));
       }
     }
   }
@@ -297,17 +289,24 @@ public final class StandardIndicators {
         return Health.NORMAL;
       }
       double target = t.latencyTarget().toMillis() / 1000.0;
-      String why =
+      return grade(
+          p95,
+          target,
+          4 * target,
           String.format(
-              "sub-batch p95 %.0f ms against a %.0f ms target", p95 * 1000, target * 1000);
-      if (p95 > 4 * target) {
-        return new Health.Stop(why);
-      }
-      if (p95 > target) {
-        return new Health.Throttle(why);
-      }
-      return Health.NORMAL;
+              "sub-batch p95 %.0f ms against a %.0f ms target", p95 * 1000, target * 1000));
     }
+  }
+
+  /** STOP above {@code stop}, THROTTLE above {@code throttle}, otherwise NORMAL. */
+  static Health grade(double value, double throttle, double stop, String why) {
+    if (value > stop) {
+      return new Health.Stop(why);
+    }
+    if (value > throttle) {
+      return new Health.Throttle(why);
+    }
+    return Health.NORMAL;
   }
 
   private static long single(Connection c, String sql) throws SQLException {

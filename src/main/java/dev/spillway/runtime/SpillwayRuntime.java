@@ -295,18 +295,14 @@ public final class SpillwayRuntime implements AutoCloseable {
                         c.kind().name().toLowerCase(),
                         c.changes())));
     List<StatusReport.HealthStatus> healthStatus = new ArrayList<>();
-    health
-        .states()
-        .forEach(
-            (key, h) -> {
-              int space = key.indexOf(' ');
-              healthStatus.add(
-                  new StatusReport.HealthStatus(
-                      space < 0 ? key : key.substring(0, space),
-                      space < 0 ? null : key.substring(space + 1),
-                      h.label(),
-                      h.reason()));
-            });
+    for (HealthMonitor.State h : health.states()) {
+      healthStatus.add(
+          new StatusReport.HealthStatus(
+              h.database(),
+              h.table() == null ? null : h.table().toString(),
+              h.health().label(),
+              h.health().reason()));
+    }
     List<StatusReport.SinkStatus> sinkStatus = new ArrayList<>();
     sinks.forEach(
         (p, sink) ->

@@ -1,0 +1,37 @@
+package dev.spillway.health;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.time.Clock;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+class StandardIndicatorsTest {
+  @Test
+  void should_grade_above_each_threshold() {
+    assertThat(StandardIndicators.grade(5, 10, 20, "x")).isEqualTo(Health.NORMAL);
+    assertThat(StandardIndicators.grade(10, 10, 20, "x")).isEqualTo(Health.NORMAL);
+    assertThat(StandardIndicators.grade(11, 10, 20, "x")).isEqualTo(new Health.Throttle("x"));
+    assertThat(StandardIndicators.grade(21, 10, 20, "x")).isEqualTo(new Health.Stop("x"));
+  }
+
+  @Test
+  void should_grade_sub_batch_latency_against_its_target() throws Exception {
+    AtomicReference<Double> p95 = new AtomicReference<>(Double.NaN);
+    HealthIndicator latency =
+        StandardIndicators.forDatabase(
+                HealthThresholds.defaults(), null, Clock.systemUTC(), p95::get)
+            .stream()
+            .filter(i -> i.name().equals("sub-batch-latency"))
+            .findFirst()
+            .orElseThrow();
+    assertThat(latency.sample(null, null)).isEqualTo(Health.NORMAL);
+    p95.set(0.5);
+    assertThat(latency.sample(null, null)).isEqualTo(Health.NORMAL);
+    p95.set(1.5);
+    assertThat(latency.sample(null, null)).isInstanceOf(Health.Throttle.class);
+    p95.set(4.5);
+    assertThat(latency.sample(null, null))
+        .isEqualTo(new Health.Stop("sub-batch p95 4500 ms against a 1000 ms target"));
+  }
+}
