@@ -61,6 +61,7 @@ public final class ConfigNode {
   private final Map<String, NodeTuple> entries;
   private final Set<String> read = new LinkedHashSet<>();
   private final Function<String, String> env;
+  private final MappingNode node;
 
   /**
    * @param line 1-based line that errors about absent keys point at
@@ -71,6 +72,7 @@ public final class ConfigNode {
     this.path = path;
     this.line = line;
     this.env = env;
+    this.node = node;
     this.entries =
         node == null
             ? Map.of()
@@ -80,6 +82,14 @@ public final class ConfigNode {
   /** The root of a file: errors about absent top-level keys point at its first line. */
   static ConfigNode root(String source, MappingNode node, Function<String, String> env) {
     return new ConfigNode(source, "", node == null ? 1 : lineOf(node), node, env);
+  }
+
+  /**
+   * The same mapping with nothing read yet, for a section read later than the rest of the file
+   * (pipeline sections: the configuration keeps them, each pipeline reads its own).
+   */
+  public ConfigNode fresh() {
+    return new ConfigNode(source, path, line, node, env);
   }
 
   /** The file as messages name it. */

@@ -30,6 +30,8 @@ import java.util.stream.Collectors;
  * @param tables table ({@code schema.table}) → database name; unlisted tables are in {@code main}
  * @param health sampling interval, hold and thresholds of the health monitor
  * @param sink how pipelines claim and run batches, unless a pipeline says otherwise
+ * @param pipelineSections the pipelines' own top-level sections ({@link #PIPELINE_SECTIONS}) as
+ *     written, read by each pipeline with {@link #pipelineSection}
  */
 public record SpillwayConfig(
     Path source,
@@ -40,8 +42,16 @@ public record SpillwayConfig(
     Map<String, String> tables,
     CaptureConfig capture,
     HealthMonitor.Settings health,
-    SinkSettings sink) {
+    SinkSettings sink,
+    Map<String, ConfigNode> pipelineSections) {
   public static final String DEFAULT_WORKING_DIR = ".spillway";
+
+  /**
+   * Top-level sections that belong to pipelines. The configuration keeps them as written, so it
+   * knows nothing of pipeline code; each pipeline reads and checks its own section at start-up.
+   */
+  public static final java.util.List<String> PIPELINE_SECTIONS =
+      java.util.List.of("loose-foreign-keys", "buffers", "operations", "migrations", "scheduler");
 
   /** The database that holds every table not listed under {@code tables:}. */
   public static final String MAIN = "main";
@@ -58,6 +68,7 @@ public record SpillwayConfig(
     Objects.requireNonNull(sink, "sink");
     databases = Collections.unmodifiableMap(new LinkedHashMap<>(databases));
     tables = Collections.unmodifiableMap(new LinkedHashMap<>(tables));
+    pipelineSections = Map.copyOf(pipelineSections);
   }
 
   /** Everything embedded, data under {@code .spillway} in the current directory. */
@@ -87,9 +98,22 @@ public record SpillwayConfig(
     CaptureConfig capture = CaptureConfig.from(root.section("capture"));
     HealthMonitor.Settings health = HealthSection.from(root.section("health"));
     SinkSettings sink = SinkSection.from(root.section("sink"), SinkSettings.defaults());
+    Map<String, ConfigNode> pipelineSections = new HashMap<>();
+    for (String key : PIPELINE_SECTIONS) {
+      pipelineSections.put(key, root.section(key));
+    }
     root.finish();
     return new SpillwayConfig(
-        source, workingDir, http, kafka, databases, tables, capture, health, sink);
+        source,
+        workingDir,
+        http,
+        kafka,
+        databases,
+        tables,
+        capture,
+        health,
+        sink,
+        pipelineSections);
   }
 
   private static Path workingDir(ConfigNode root, Path baseDir) {
@@ -141,6 +165,20 @@ public record SpillwayConfig(
     return databases.isEmpty() ? Set.of(MAIN) : databases.keySet();
   }
 
+  /**
+   * A pipeline's section, unread, for the pipeline to read and {@link ConfigNode#finish()}; an
+   * empty mapping when the file has none. Errors still name the file and line.
+   *
+   * @param key one of {@link #PIPELINE_SECTIONS}
+   */
+  public ConfigNode pipelineSection(String key) {
+    ConfigNode n = pipelineSections.get(key);
+    if (n == null) {
+      throw new IllegalArgumentException("Not a pipeline section: " + key);
+    }
+    return n.fresh();
+  }
+
   /** Whether Spillway runs its own PostgreSQL with the one database {@code main}. */
   public boolean embeddedDatabases() {
     return databases.isEmpty();
@@ -171,16 +209,26 @@ public record SpillwayConfig(
             KafkaConfig.DEFAULT_REPLICATION_FACTOR,
             Map.of());
     return new SpillwayConfig(
-        source, workingDir, http, k, Map.of(), Map.of(), capture, health, sink);
+        source, workingDir, http, k, Map.of(), Map.of(), capture, health, sink, pipelineSections);
   }
 
   public SpillwayConfig withWorkingDir(Path dir) {
-    return new SpillwayConfig(source, dir, http, kafka, databases, tables, capture, health, sink);
+    return new SpillwayConfig(
+        source, dir, http, kafka, databases, tables, capture, health, sink, pipelineSections);
   }
 
   public SpillwayConfig withHttpPort(int port) {
     return new SpillwayConfig(
-        source, workingDir, new HttpConfig(port), kafka, databases, tables, capture, health, sink);
+        source,
+        workingDir,
+        new HttpConfig(port),
+        kafka,
+        databases,
+        tables,
+        capture,
+        health,
+        sink,
+        pipelineSections);
   }
 
   /**

@@ -56,6 +56,14 @@ public final class Topics {
     return name(pipeline, "delay");
   }
 
+  /**
+   * The application id of a pipeline's Kafka Streams application: its consumer group, and the
+   * prefix of its changelog and repartition topics.
+   */
+  public String streamsApplication(Pipeline pipeline, String name) {
+    return name(pipeline, checked(name));
+  }
+
   /** Records a pipeline could not process, with the reason in headers. */
   public String dlq(Pipeline pipeline) {
     return name(pipeline, "dlq");

@@ -21,6 +21,7 @@ import dev.spillway.ops.StatusReport;
 import dev.spillway.sink.BatchHandler;
 import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
+import dev.spillway.streams.StreamsApp;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -35,6 +36,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import javax.sql.DataSource;
+import org.apache.kafka.streams.Topology;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -49,6 +51,10 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /** The embedded database when none is configured. */
   public static final String MAIN = "main";
+
+  // Emitted batches reach their topic at the latest one commit interval after they close.
+  private static final java.time.Duration STREAMS_COMMIT_INTERVAL =
+      java.time.Duration.ofMillis(100);
 
   private final SpillwayConfig config;
   private final Clock clock;
@@ -65,6 +71,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private HealthMonitor health;
   private final Map<String, LatencyWindow> latency = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<Pipeline, Sink> sinks = new java.util.concurrent.ConcurrentHashMap<>();
+  private final List<StreamsApp> streamsApps = new java.util.concurrent.CopyOnWriteArrayList<>();
 
   private SpillwayRuntime(SpillwayConfig config, Clock clock) {
     this.config = config;
@@ -199,6 +206,39 @@ public final class SpillwayRuntime implements AutoCloseable {
     return sink;
   }
 
+  /** Creates topics that do not exist yet, with the configured partitions and replication. */
+  public void ensureTopics(List<String> names) throws InterruptedException {
+    TopicProvisioner.ensure(
+        bootstrapServers,
+        config.kafka().properties(),
+        names,
+        config.kafka().partitions(),
+        config.kafka().replicationFactor());
+  }
+
+  /**
+   * Starts a pipeline's Kafka Streams application (its state under the working directory); it stops
+   * after the sinks and before capture when the runtime closes. Returns once it runs.
+   *
+   * @param name the application's name within the pipeline, such as {@code batcher}
+   */
+  public StreamsApp startStreams(Pipeline pipeline, String name, Topology topology)
+      throws InterruptedException {
+    String id = topics().streamsApplication(pipeline, name);
+    StreamsApp app =
+        StreamsApp.start(
+            id,
+            topology,
+            bootstrapServers,
+            config.kafka().properties(),
+            workingDir.resolve("streams"),
+            STREAMS_COMMIT_INTERVAL,
+            config.kafka().replicationFactor());
+    streamsApps.add(app);
+    started.push(app);
+    return app;
+  }
+
   /** Starts change capture for the routes the pipelines contribute; returns once it streams. */
   public void startCapture(List<CaptureRoute> routes) throws InterruptedException {
     if (routes.isEmpty()) {
@@ -261,6 +301,11 @@ public final class SpillwayRuntime implements AutoCloseable {
     for (Sink sink : sinks.values()) {
       if (sink.failure().isPresent()) {
         return sink.failure();
+      }
+    }
+    for (StreamsApp app : streamsApps) {
+      if (app.failure().isPresent()) {
+        return app.failure();
       }
     }
     return java.util.Optional.empty();

@@ -131,8 +131,9 @@ class ConfigLoaderTest {
   void should_reject_unknown_top_level_key_listing_known_keys() {
     assertThat(error("frobnicate: true\n"))
         .isEqualTo(
-            "spillway.yml:1: unknown key frobnicate (known keys: capture, databases, health, http,"
-                + " kafka, sink, tables, working-dir).");
+            "spillway.yml:1: unknown key frobnicate (known keys: buffers, capture, databases,"
+                + " health, http, kafka, loose-foreign-keys, migrations, operations, scheduler,"
+                + " sink, tables, working-dir).");
   }
 
   @Test

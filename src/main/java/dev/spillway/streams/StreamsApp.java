@@ -1,0 +1,106 @@
+package dev.spillway.streams;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One pipeline's Kafka Streams application in this process: its topology, an application id that
+ * names its consumer group and changelogs, and a state directory under the working directory. More
+ * processes with the same id share the input partitions.
+ */
+public final class StreamsApp implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(StreamsApp.class);
+  private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
+  private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+
+  private final String applicationId;
+  private final KafkaStreams streams;
+  private volatile String failure;
+
+  private StreamsApp(String applicationId, KafkaStreams streams) {
+    this.applicationId = applicationId;
+    this.streams = streams;
+  }
+
+  /**
+   * Starts the application and returns once it is RUNNING.
+   *
+   * @param commitInterval how often results are committed; also bounds how long an emitted batch
+   *     can wait in the producer's hands
+   * @throws IllegalStateException when it does not reach RUNNING within a minute
+   */
+  public static StreamsApp start(
+      String applicationId,
+      Topology topology,
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      Path stateDir,
+      Duration commitInterval,
+      short replicationFactor)
+      throws InterruptedException {
+    Properties p = new Properties();
+    p.putAll(kafkaProperties);
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
+    p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitInterval.toMillis());
+    p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, (int) replicationFactor);
+    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
+    p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+    p.put(StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG), "all");
+    p.put(StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), 5);
+    KafkaStreams streams = new KafkaStreams(topology, p);
+    StreamsApp app = new StreamsApp(applicationId, streams);
+    CountDownLatch running = new CountDownLatch(1);
+    streams.setStateListener(
+        (now, before) -> {
+          if (now == KafkaStreams.State.RUNNING) {
+            running.countDown();
+          }
+          if (now == KafkaStreams.State.ERROR && app.failure == null) {
+            app.failure = "Streams application " + applicationId + " stopped with an error";
+          }
+        });
+    streams.setUncaughtExceptionHandler(
+        e -> {
+          log.error("Streams application {} failed", applicationId, e);
+          app.failure = "Streams application " + applicationId + " failed: " + e.getMessage();
+          return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+        });
+    streams.start();
+    if (!running.await(START_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+      app.close();
+      throw new IllegalStateException(
+          "Streams application " + applicationId + " did not start within " + START_TIMEOUT);
+    }
+    log.info("Streams application {} running", applicationId);
+    return app;
+  }
+
+  public String applicationId() {
+    return applicationId;
+  }
+
+  /** Why the application stopped on its own, if it did. */
+  public Optional<String> failure() {
+    return Optional.ofNullable(failure);
+  }
+
+  @Override
+  public void close() {
+    streams.close(CLOSE_TIMEOUT);
+  }
+}
