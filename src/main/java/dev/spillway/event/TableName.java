@@ -33,6 +33,11 @@ public record TableName(String schema, String table) {
     return "\"" + identifier.replace("\"", "\"\"") + "\"";
   }
 
+  /** How messages name it: without {@code public.}, with any other schema. */
+  public String displayName() {
+    return schema.equals("public") ? table : toString();
+  }
+
   @Override
   public String toString() {
     return schema + "." + table;
