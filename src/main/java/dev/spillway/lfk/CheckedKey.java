@@ -1,0 +1,35 @@
+package dev.spillway.lfk;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * A loose foreign key after its tables were found in the catalogs of the databases that hold them:
+ * everything cleanup needs to build its statements.
+ *
+ * @param childDatabase the database {@code tables:} maps the child table to
+ * @param parentDatabase the database {@code tables:} maps the parent table to
+ * @param childPrimaryKey the child's primary key columns (several for partitioned children)
+ * @param columnType the child column's type as {@code format_type} gives it, such as {@code
+ *     bigint}, so deleted parent ids can be cast to it: {@code = ANY(CAST(? AS bigint[]))}
+ * @param parentPrimaryKey the parent's single primary key column, the key captured deletes carry
+ */
+public record CheckedKey(
+    LooseForeignKey key,
+    String childDatabase,
+    String parentDatabase,
+    List<String> childPrimaryKey,
+    String columnType,
+    String parentPrimaryKey) {
+  public CheckedKey {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(childDatabase, "childDatabase");
+    Objects.requireNonNull(parentDatabase, "parentDatabase");
+    Objects.requireNonNull(columnType, "columnType");
+    Objects.requireNonNull(parentPrimaryKey, "parentPrimaryKey");
+    childPrimaryKey = List.copyOf(childPrimaryKey);
+    if (childPrimaryKey.isEmpty()) {
+      throw new IllegalArgumentException("child without primary key: " + key.describe());
+    }
+  }
+}
