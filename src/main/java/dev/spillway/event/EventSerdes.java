@@ -85,6 +85,26 @@ public final class EventSerdes {
         avro.getCapturedAtMs());
   }
 
+  public static byte[] encode(CleanupBatch b) {
+    var avro =
+        new dev.spillway.event.avro.CleanupBatch(
+            b.database(), b.table().toString(), b.ids(), b.oldestCommitTimeMicros());
+    return bytes(() -> avro.toByteBuffer());
+  }
+
+  /**
+   * @throws SerializationException when the bytes are not a cleanup batch
+   * @throws IllegalArgumentException when it decodes but carries no ids
+   */
+  public static CleanupBatch decodeCleanupBatch(byte[] data) {
+    var avro = decode(() -> dev.spillway.event.avro.CleanupBatch.fromByteBuffer(wrap(data)));
+    return new CleanupBatch(
+        avro.getDatabase(),
+        TableName.parse(avro.getTable()),
+        avro.getIds(),
+        avro.getOldestCommitTimeUs());
+  }
+
   private static <T> Serde<T> of(Function<T, byte[]> encode, Function<byte[], T> decode) {
     Serializer<T> serializer = (topic, value) -> value == null ? null : encode.apply(value);
     Deserializer<T> deserializer = (topic, data) -> data == null ? null : decode.apply(data);

@@ -17,7 +17,34 @@ import org.apache.kafka.common.errors.TopicExistsException;
  * Creates the topics Spillway needs when they are missing; existing topics are left as they are.
  */
 public final class TopicProvisioner {
+  private static final long LEADER_WAIT_MILLIS = 30_000;
+
   private TopicProvisioner() {}
+
+  /**
+   * Waits until every partition of new topics has a leader: a client that subscribes right after
+   * creation (a Streams application checking its source topics) must find them.
+   */
+  private static void awaitLeaders(Admin admin, List<String> names) throws InterruptedException {
+    long deadline = System.currentTimeMillis() + LEADER_WAIT_MILLIS;
+    while (true) {
+      try {
+        boolean ready =
+            admin.describeTopics(names).allTopicNames().get().values().stream()
+                .flatMap(d -> d.partitions().stream())
+                .allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+        if (ready) {
+          return;
+        }
+      } catch (ExecutionException e) {
+        // Not known to the broker yet: try again.
+      }
+      if (System.currentTimeMillis() > deadline) {
+        throw new IllegalStateException("Topics " + names + " have no leader after 30 s");
+      }
+      Thread.sleep(50);
+    }
+  }
 
   /**
    * @param clientProperties passed to the admin client as is (security settings and the like)
@@ -53,6 +80,7 @@ public final class TopicProvisioner {
               e.getCause());
         }
       }
+      awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
     } catch (ExecutionException e) {
       throw new IllegalStateException(
           "Could not list topics at " + bootstrapServers + ": " + e.getCause().getMessage(),

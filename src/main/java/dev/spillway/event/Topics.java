@@ -31,6 +31,11 @@ public final class Topics {
     return name(Pipeline.LFK, "deleted-records");
   }
 
+  /** Deleted parent rows grouped per parent table, claimed by the cleanup workers. */
+  public String cleanupBatches() {
+    return name(Pipeline.LFK, "cleanup-batches");
+  }
+
   /** Inserts into one buffer table. */
   public String bufferEvents(String buffer) {
     return name(Pipeline.BUFFERS, checked(buffer) + ".events");

@@ -206,6 +206,11 @@ public final class SpillwayRuntime implements AutoCloseable {
     return sink;
   }
 
+  /** The pipeline's sink in this process, if it started one. */
+  public java.util.Optional<Sink> sink(Pipeline pipeline) {
+    return java.util.Optional.ofNullable(sinks.get(pipeline));
+  }
+
   /** Creates topics that do not exist yet, with the configured partitions and replication. */
   public void ensureTopics(List<String> names) throws InterruptedException {
     TopicProvisioner.ensure(

@@ -22,4 +22,12 @@ public interface BatchHandler {
    * outcome says more.
    */
   Outcome execute(SinkRecord record, RunContext context) throws Exception;
+
+  /**
+   * Told after a run that reached a limit was put back: behind other work ({@code delayed} false)
+   * or on the delay topic after the configured attempts. For a pipeline's own metrics.
+   *
+   * @param attempts the attempts the batch now carries
+   */
+  default void requeued(SinkRecord record, int attempts, boolean delayed) {}
 }

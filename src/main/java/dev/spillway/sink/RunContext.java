@@ -7,6 +7,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.function.BooleanSupplier;
+import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
@@ -19,12 +20,21 @@ public final class RunContext {
   private final HealthGate gate;
   private final Clock clock;
   private final BooleanSupplier stopping;
-  private final DataSource dataSource;
-  private final LatencyWindow latency;
+  private final Function<String, DataSource> dataSources;
+  private final Function<String, LatencyWindow> latencies;
   private final SinkMetrics metrics;
-  private final long startMillis;
-  private long rows;
-  private int subBatches;
+  private final Run run;
+
+  /** What every view of one run shares: its limits count rows and time across targets. */
+  private static final class Run {
+    final long startMillis;
+    long rows;
+    int subBatches;
+
+    Run(long startMillis) {
+      this.startMillis = startMillis;
+    }
+  }
 
   RunContext(
       Target target,
@@ -32,18 +42,50 @@ public final class RunContext {
       HealthGate gate,
       Clock clock,
       BooleanSupplier stopping,
-      DataSource dataSource,
-      LatencyWindow latency,
+      Function<String, DataSource> dataSources,
+      Function<String, LatencyWindow> latencies,
       SinkMetrics metrics) {
+    this(
+        target,
+        settings,
+        gate,
+        clock,
+        stopping,
+        dataSources,
+        latencies,
+        metrics,
+        new Run(clock.millis()));
+  }
+
+  private RunContext(
+      Target target,
+      SinkSettings settings,
+      HealthGate gate,
+      Clock clock,
+      BooleanSupplier stopping,
+      Function<String, DataSource> dataSources,
+      Function<String, LatencyWindow> latencies,
+      SinkMetrics metrics,
+      Run run) {
     this.target = target;
     this.settings = settings;
     this.gate = gate;
     this.clock = clock;
     this.stopping = stopping;
-    this.dataSource = dataSource;
-    this.latency = latency;
+    this.dataSources = dataSources;
+    this.latencies = latencies;
     this.metrics = metrics;
-    this.startMillis = clock.millis();
+    this.run = run;
+  }
+
+  /**
+   * The same run working on another table, perhaps in another database: checkpoints gate on that
+   * table's health and {@link #dataSource()} is its database's pool, while rows, sub-batches and
+   * runtime still count toward this run's limits. For batches that modify several tables.
+   */
+  public RunContext forTarget(Target other) {
+    return new RunContext(
+        other, settings, gate, clock, stopping, dataSources, latencies, metrics, run);
   }
 
   public Target target() {
@@ -52,7 +94,7 @@ public final class RunContext {
 
   /** The pool of the target's database. */
   public DataSource dataSource() {
-    return dataSource;
+    return dataSources.apply(target.database());
   }
 
   /**
@@ -62,7 +104,7 @@ public final class RunContext {
    */
   public Optional<Outcome> checkpoint() throws InterruptedException {
     Optional<Outcome> end = mustEnd();
-    if (end.isPresent() || subBatches == 0) {
+    if (end.isPresent() || run.subBatches == 0) {
       return end;
     }
     Duration pause = health().slowsDown() ? settings.throttlePause() : settings.subBatchPause();
@@ -81,13 +123,14 @@ public final class RunContext {
     if (h.isStop()) {
       return Optional.of(new Outcome.Paused(h.reason()));
     }
-    if (rows >= settings.maxRowsPerRun()) {
+    if (run.rows >= settings.maxRowsPerRun()) {
       return Optional.of(
-          new Outcome.LimitReached(rows, settings.maxRowsPerRun() + " rows per run"));
+          new Outcome.LimitReached(run.rows, settings.maxRowsPerRun() + " rows per run"));
     }
-    if (clock.millis() - startMillis >= settings.maxRuntimePerRun().toMillis()) {
+    if (clock.millis() - run.startMillis >= settings.maxRuntimePerRun().toMillis()) {
       return Optional.of(
-          new Outcome.LimitReached(rows, settings.maxRuntimePerRun().toSeconds() + " s per run"));
+          new Outcome.LimitReached(
+              run.rows, settings.maxRuntimePerRun().toSeconds() + " s per run"));
     }
     return Optional.empty();
   }
@@ -106,15 +149,15 @@ public final class RunContext {
 
   /** Records a committed sub-batch: rows count toward the per-run limit, latency toward health. */
   public void subBatchDone(long rowsModified, long nanos) {
-    rows += rowsModified;
-    subBatches++;
-    latency.record(Duration.ofNanos(nanos));
+    run.rows += rowsModified;
+    run.subBatches++;
+    latencies.apply(target.database()).record(Duration.ofNanos(nanos));
     metrics.subBatch(rowsModified, nanos);
   }
 
   /** Rows modified so far in this run. */
   public long rows() {
-    return rows;
+    return run.rows;
   }
 
   private Health health() {

@@ -107,15 +107,7 @@ final class UnitOfWork {
 
   private Outcome once(SinkRecord record, Target target, BooleanSupplier stopping) {
     RunContext context =
-        new RunContext(
-            target,
-            settings,
-            gate,
-            clock,
-            stopping,
-            dataSources.apply(target.database()),
-            latency.apply(target.database()),
-            metrics);
+        new RunContext(target, settings, gate, clock, stopping, dataSources, latency, metrics);
     try {
       return handler.execute(record, context);
     } catch (InterruptedException e) {
@@ -138,6 +130,7 @@ final class UnitOfWork {
         long after = clock.millis() + settings.consumeAfter().toMillis();
         requeuer.delay(record, attempts, after);
         metrics.delayed();
+        handler.requeued(record, attempts, true);
         log.info(
             "Batch {} reached {} on attempt {}: delayed by {}",
             record.position(),
@@ -147,6 +140,7 @@ final class UnitOfWork {
       } else {
         requeuer.requeue(record, attempts);
         metrics.requeued();
+        handler.requeued(record, attempts, false);
       }
       return new Result(record, outcome, true);
     }

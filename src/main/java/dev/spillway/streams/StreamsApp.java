@@ -12,6 +12,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.MissingSourceTopicException;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -76,6 +77,13 @@ public final class StreamsApp implements AutoCloseable {
         });
     streams.setUncaughtExceptionHandler(
         e -> {
+          if (e instanceof MissingSourceTopicException
+              || e.getCause() instanceof MissingSourceTopicException) {
+            // Topics are created before the application starts; a consumer whose metadata is not
+            // fresh yet can still miss them once. A new thread asks again.
+            log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+          }
           log.error("Streams application {} failed", applicationId, e);
           app.failure = "Streams application " + applicationId + " failed: " + e.getMessage();
           return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;

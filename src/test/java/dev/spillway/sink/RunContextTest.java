@@ -23,6 +23,8 @@ class RunContextTest {
           .withLimits(100, Duration.ofSeconds(30))
           .withThrottle(Duration.ZERO, 0.25, 10);
 
+  private final LatencyWindow latency = new LatencyWindow(clock, Duration.ofMinutes(1));
+
   private RunContext context() {
     return new RunContext(
         new Target("main", TableName.parse("t")),
@@ -30,8 +32,8 @@ class RunContextTest {
         (db, table) -> health.get(),
         clock,
         stopping::get,
-        null,
-        new LatencyWindow(clock, Duration.ofMinutes(1)),
+        db -> null,
+        db -> latency,
         new SinkMetrics(new SimpleMeterRegistry(), Pipeline.LFK));
   }
 

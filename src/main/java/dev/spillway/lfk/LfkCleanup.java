@@ -1,0 +1,148 @@
+package dev.spillway.lfk;
+
+import dev.spillway.event.CleanupBatch;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
+import dev.spillway.sink.BatchHandler;
+import dev.spillway.sink.Outcome;
+import dev.spillway.sink.RunContext;
+import dev.spillway.sink.SinkRecord;
+import dev.spillway.sink.Target;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * Runs a cleanup batch through the sink: for every loose foreign key of the batch's parent table,
+ * child rows referencing the deleted ids are deleted or updated in statements of at most the
+ * definition's limit, first skipping locked rows, then waiting for them. Each statement commits on
+ * its own. A run ends early at the per-run delete or update limit (GitLab's 100,000 and 50,000),
+ * the runtime limit, a STOP of the child table's database, or shutdown; the batch then runs again
+ * later and finds only what is left.
+ */
+final class LfkCleanup implements BatchHandler {
+  private final Map<TableName, List<Child>> byParent = new LinkedHashMap<>();
+  private final LfkSettings settings;
+  private final LfkMetrics metrics;
+
+  private record Child(CheckedKey key, CleanupStatements sql, Target target, int limit) {}
+
+  LfkCleanup(List<CheckedKey> keys, LfkSettings settings, LfkMetrics metrics) {
+    this.settings = settings;
+    this.metrics = metrics;
+    for (CheckedKey k : keys) {
+      byParent
+          .computeIfAbsent(k.key().parent(), p -> new ArrayList<>())
+          .add(
+              new Child(
+                  k,
+                  new CleanupStatements(k),
+                  new Target(k.childDatabase(), k.key().child()),
+                  settings.statementLimit(k.key())));
+    }
+  }
+
+  @Override
+  public Optional<Target> target(SinkRecord record) {
+    CleanupBatch batch = EventSerdes.decodeCleanupBatch(record.value());
+    List<Child> children = byParent.getOrDefault(batch.table(), List.of());
+    return Optional.of(
+        children.isEmpty()
+            ? new Target(batch.database(), batch.table())
+            : children.get(0).target());
+  }
+
+  @Override
+  public Outcome execute(SinkRecord record, RunContext context) throws Exception {
+    CleanupBatch batch = EventSerdes.decodeCleanupBatch(record.value());
+    Counts counts = new Counts();
+    for (Child child : byParent.getOrDefault(batch.table(), List.of())) {
+      Optional<Outcome> ended = clean(batch, child, context.forTarget(child.target()), counts);
+      if (ended.isPresent()) {
+        return ended.get();
+      }
+    }
+    metrics.processed(batch.database(), batch.table(), batch.ids().size());
+    return new Outcome.Done(counts.deletes + counts.updates);
+  }
+
+  @Override
+  public void requeued(SinkRecord record, int attempts, boolean delayed) {
+    CleanupBatch batch = EventSerdes.decodeCleanupBatch(record.value());
+    metrics.incremented(batch.database(), batch.table(), batch.ids().size());
+    if (delayed) {
+      metrics.rescheduled(batch.database(), batch.table(), batch.ids().size());
+    }
+  }
+
+  private static final class Counts {
+    long deletes;
+    long updates;
+  }
+
+  /** Cleans one child table; returns the outcome when the run must end before it is clean. */
+  private Optional<Outcome> clean(
+      CleanupBatch batch, Child child, RunContext context, Counts counts)
+      throws SQLException, InterruptedException {
+    boolean updates = child.key().key().onDelete().updates();
+    for (boolean skipLocked : new boolean[] {true, false}) {
+      while (true) {
+        Optional<Outcome> end = context.checkpoint();
+        if (end.isPresent()) {
+          return end;
+        }
+        Optional<Outcome> limit = limitReached(counts);
+        if (limit.isPresent()) {
+          return limit;
+        }
+        int n = context.subBatchSize(child.limit());
+        long started = System.nanoTime();
+        int modified = run(context, child, batch.ids(), skipLocked, n);
+        context.subBatchDone(modified, System.nanoTime() - started);
+        if (updates) {
+          counts.updates += modified;
+          metrics.updates(child.target().database(), child.target().table(), modified);
+        } else {
+          counts.deletes += modified;
+          metrics.deletions(child.target().database(), child.target().table(), modified);
+        }
+        if (modified < n) {
+          break;
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  private Optional<Outcome> limitReached(Counts counts) {
+    if (counts.deletes >= settings.maxDeletesPerRun()) {
+      return Optional.of(
+          new Outcome.LimitReached(
+              counts.deletes + counts.updates, settings.maxDeletesPerRun() + " deletes per run"));
+    }
+    if (counts.updates >= settings.maxUpdatesPerRun()) {
+      return Optional.of(
+          new Outcome.LimitReached(
+              counts.deletes + counts.updates, settings.maxUpdatesPerRun() + " updates per run"));
+    }
+    return Optional.empty();
+  }
+
+  private static int run(
+      RunContext context, Child child, List<String> ids, boolean skipLocked, int limit)
+      throws SQLException {
+    try (Connection c = context.dataSource().getConnection();
+        PreparedStatement ps = c.prepareStatement(child.sql().sql(skipLocked))) {
+      c.setAutoCommit(true);
+      Array array = c.createArrayOf("text", ids.toArray());
+      child.sql().bind(ps, array, limit);
+      return ps.executeUpdate();
+    }
+  }
+}

@@ -1,0 +1,134 @@
+package dev.spillway.lfk;
+
+import dev.spillway.event.CleanupBatch;
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.Topics;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.streams.Batcher;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+
+/**
+ * Deleted parent rows → cleanup batches: each parent table's deletes are grouped into batches of at
+ * most {@code batch-size} ids, each emitted no later than {@code max-wait} after its first delete,
+ * on the cleanup-batches topic keyed by parent table. A record that is not a deleted row of a
+ * parent with a one-column key goes to the pipeline's dead-letter topic with the reason. Pure: no
+ * SQL.
+ */
+public final class LfkTopology {
+  public static final String SOURCE = "lfk-deleted-records";
+  public static final String CHECK = "lfk-check";
+  public static final String BATCH = "lfk-batch";
+  public static final String PENDING_STORE = "lfk-pending";
+  public static final String OUT = "lfk-cleanup-batches";
+  public static final String MALFORMED = "lfk-malformed";
+
+  private LfkTopology() {}
+
+  public static Topology build(Topics topics, LfkSettings settings) {
+    Topology t = new Topology();
+    t.addSource(
+        SOURCE,
+        Serdes.String().deserializer(),
+        Serdes.ByteArray().deserializer(),
+        topics.deletedRecords());
+    t.addProcessor(CHECK, Check::new, SOURCE);
+    t.addProcessor(
+        BATCH,
+        () ->
+            new Batcher(
+                PENDING_STORE, settings.batchSize(), settings.maxWait(), LfkTopology::toBatch),
+        CHECK);
+    t.addStateStore(Batcher.store(PENDING_STORE), BATCH);
+    t.addSink(
+        OUT,
+        topics.cleanupBatches(),
+        Serdes.String().serializer(),
+        Serdes.ByteArray().serializer(),
+        BATCH);
+    t.addSink(
+        MALFORMED,
+        topics.dlq(Pipeline.LFK),
+        Serdes.String().serializer(),
+        Serdes.ByteArray().serializer(),
+        CHECK);
+    return t;
+  }
+
+  /** Builds the batch from validated deleted records of one parent table. */
+  static byte[] toBatch(String parent, List<byte[]> deletedRecords) {
+    List<String> ids = new ArrayList<>(deletedRecords.size());
+    String database = null;
+    long oldest = Long.MAX_VALUE;
+    for (byte[] value : deletedRecords) {
+      DeletedRecord d = EventSerdes.decodeDeletedRecord(value);
+      database = d.database();
+      oldest = Math.min(oldest, d.commitTimeMicros());
+      ids.add(idText(d.key().values().iterator().next()));
+    }
+    return EventSerdes.encode(
+        new CleanupBatch(
+            database, dev.spillway.event.TableName.parse(parent), List.copyOf(ids), oldest));
+  }
+
+  /** A primary key value as text that PostgreSQL casts back to the column's type. */
+  static String idText(Object value) {
+    if (value instanceof byte[] bytes) {
+      return "\\x" + HexFormat.of().formatHex(bytes);
+    }
+    return String.valueOf(value);
+  }
+
+  /** Passes on deleted rows with a one-column, non-null key, keyed by parent; the rest to DLQ. */
+  private static final class Check implements Processor<String, byte[], String, byte[]> {
+    private ProcessorContext<String, byte[]> context;
+
+    @Override
+    public void init(ProcessorContext<String, byte[]> context) {
+      this.context = context;
+    }
+
+    @Override
+    public void process(Record<String, byte[]> record) {
+      String problem;
+      try {
+        if (record.value() == null) {
+          problem = "empty value";
+        } else {
+          DeletedRecord d = EventSerdes.decodeDeletedRecord(record.value());
+          Map<String, Object> key = d.key();
+          if (key.size() != 1 || key.values().iterator().next() == null) {
+            problem =
+                "parent "
+                    + d.table()
+                    + " has a key of "
+                    + key.size()
+                    + " columns "
+                    + key.keySet()
+                    + "; loose foreign keys need a one-column primary key";
+          } else {
+            context.forward(record.withKey(d.table().toString()), BATCH);
+            return;
+          }
+        }
+      } catch (RuntimeException e) {
+        problem = "not a deleted record: " + e.getMessage();
+      }
+      Record<String, byte[]> dead = record;
+      dead.headers()
+          .add(SinkHeaders.ERROR_CLASS, "MalformedDeletedRecord".getBytes(StandardCharsets.UTF_8))
+          .add(SinkHeaders.ERROR_MESSAGE, problem.getBytes(StandardCharsets.UTF_8));
+      context.forward(dead, MALFORMED);
+    }
+  }
+}

@@ -1,0 +1,131 @@
+package dev.spillway.lfk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.CleanupBatch;
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.sink.SinkSettings;
+import dev.spillway.testing.TopologyGolden;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class LfkTopologyTest {
+  private static final Topics TOPICS = new Topics("spillway");
+  private static final TableName PROJECTS = TableName.parse("projects");
+  private static final TableName USERS = TableName.parse("users");
+
+  private final LfkSettings settings =
+      new LfkSettings(
+          3, Duration.ofSeconds(2), 1000, 500, 100_000, 50_000, SinkSettings.defaults());
+  private TopologyTestDriver driver;
+  private TestInputTopic<String, byte[]> in;
+  private TestOutputTopic<String, byte[]> out;
+  private TestOutputTopic<String, byte[]> dlq;
+
+  @BeforeEach
+  void setUp() {
+    Properties p = new Properties();
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "lfk-topology-test");
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+    driver =
+        new TopologyTestDriver(
+            LfkTopology.build(TOPICS, settings), p, Instant.parse("2026-01-01T00:00:00Z"));
+    in =
+        driver.createInputTopic(
+            TOPICS.deletedRecords(), new StringSerializer(), new ByteArraySerializer());
+    out =
+        driver.createOutputTopic(
+            TOPICS.cleanupBatches(), new StringDeserializer(), new ByteArrayDeserializer());
+    dlq =
+        driver.createOutputTopic(
+            TOPICS.dlq(Pipeline.LFK), new StringDeserializer(), new ByteArrayDeserializer());
+  }
+
+  @AfterEach
+  void tearDown() {
+    driver.close();
+  }
+
+  private void deleted(TableName table, Object id, long commitMicros) {
+    DeletedRecord r = new DeletedRecord("main", table, Map.of("id", id), commitMicros, 1, 0);
+    in.pipeInput(table.toString(), EventSerdes.encode(r));
+  }
+
+  private List<String> batches() {
+    return out.readRecordsToList().stream()
+        .map(
+            (TestRecord<String, byte[]> r) -> {
+              CleanupBatch b = EventSerdes.decodeCleanupBatch(r.value());
+              return r.key() + "=" + b.table() + " " + b.ids() + " @" + b.oldestCommitTimeMicros();
+            })
+        .toList();
+  }
+
+  @Test
+  void should_match_the_committed_topology_description() {
+    TopologyGolden.assertMatches(LfkTopology.build(TOPICS, settings), "lfk");
+  }
+
+  @Test
+  void should_group_deleted_ids_per_parent_table_up_to_the_batch_size() {
+    deleted(PROJECTS, 1L, 30);
+    deleted(USERS, 7L, 10);
+    deleted(PROJECTS, 2L, 20);
+    deleted(PROJECTS, 3L, 40);
+    deleted(PROJECTS, 4L, 50);
+    assertThat(batches()).containsExactly("public.projects=public.projects [1, 2, 3] @20");
+  }
+
+  @Test
+  void should_send_a_partial_batch_after_the_wait() {
+    deleted(USERS, "8f1c", 10);
+    driver.advanceWallClockTime(Duration.ofMillis(1500));
+    assertThat(batches()).isEmpty();
+    driver.advanceWallClockTime(Duration.ofMillis(600));
+    assertThat(batches()).containsExactly("public.users=public.users [8f1c] @10");
+  }
+
+  @Test
+  void should_dead_letter_records_that_are_not_deleted_rows_with_a_one_column_key() {
+    in.pipeInput("public.projects", "garbage".getBytes(StandardCharsets.UTF_8));
+    DeletedRecord composite =
+        new DeletedRecord("main", PROJECTS, Map.of("id", 1L, "tenant", 2L), 5, 1, 0);
+    in.pipeInput("public.projects", EventSerdes.encode(composite));
+    List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(2);
+    assertThat(
+            new String(
+                dead.get(1).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value(),
+                StandardCharsets.UTF_8))
+        .contains("one-column primary key");
+    driver.advanceWallClockTime(Duration.ofSeconds(5));
+    assertThat(batches()).isEmpty();
+  }
+
+  @Test
+  void should_write_binary_keys_as_bytea_text() {
+    assertThat(LfkTopology.idText(new byte[] {1, (byte) 0xab})).isEqualTo("\\x01ab");
+    assertThat(LfkTopology.idText(42L)).isEqualTo("42");
+  }
+}
