@@ -20,6 +20,7 @@ import picocli.CommandLine.ScopeType;
       QuickstartCommand.class,
       RunCommand.class,
       StatusCommand.class,
+      LfkCommand.class,
       BenchCommand.class,
       CommandLine.HelpCommand.class
     })

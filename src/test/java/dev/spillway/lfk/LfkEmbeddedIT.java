@@ -8,6 +8,8 @@ import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
+import dev.spillway.health.Health;
+import dev.spillway.health.ManualIndicator;
 import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.testing.EmbeddedInfra;
@@ -195,6 +197,65 @@ class LfkEmbeddedIT {
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk1");
     }
+  }
+
+  @Test
+  void should_report_the_backlog_per_parent_while_cleanup_is_stopped() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    try (var main = infra.databases("lfk_main")) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS f CASCADE",
+          "CREATE SCHEMA f",
+          "CREATE TABLE f.boards (id bigint PRIMARY KEY)",
+          "CREATE TABLE f.lists (id bigserial PRIMARY KEY, board_id bigint)",
+          "INSERT INTO f.boards SELECT g FROM generate_series(1, 30) g",
+          "INSERT INTO f.lists (board_id) SELECT 1 + g % 30 FROM generate_series(1, 300) g");
+    }
+    CheckedKey k =
+        key("f.lists", "board_id", "f.boards", OnDelete.ASYNC_DELETE, "main", "main", "bigint");
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk6", dbs, Map.of(), defaults(), List.of(k))) {
+      ManualIndicator stop = new ManualIndicator();
+      stop.set(new Health.Stop("manual: held for the test"));
+      h.runtime.health().addIndicators("main", List.of(stop));
+      await().atMost(WAIT).until(() -> h.runtime.health().state("main", null).isStop());
+      TestSql.exec(h.db("main"), "DELETE FROM f.boards WHERE id <= 12");
+      long deletedAt = System.currentTimeMillis();
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                List<LfkBacklog.Parent> backlog = backlog(h);
+                assertThat(backlog)
+                    .singleElement()
+                    .satisfies(
+                        p -> {
+                          assertThat(p.table()).isEqualTo("f.boards");
+                          assertThat(p.database()).isEqualTo("main");
+                          assertThat(p.pending()).isEqualTo(12);
+                          assertThat(p.rescheduled()).isZero();
+                          assertThat(p.oldestCommitMicros() / 1000)
+                              .isBetween(deletedAt - 10_000, deletedAt + 1_000);
+                        });
+              });
+      assertThat(h.count("main", "SELECT count(*) FROM f.lists")).isEqualTo(300);
+
+      stop.set(Health.NORMAL);
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(h.count("main", "SELECT count(*) FROM f.lists")).isEqualTo(180));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(backlog(h)).allSatisfy(p -> assertThat(p.pending()).isZero()));
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk6");
+    }
+  }
+
+  private List<LfkBacklog.Parent> backlog(LfkHarness h) throws InterruptedException {
+    return LfkBacklog.read(infra.bootstrapServers(), Map.of(), h.runtime.topics());
   }
 
   private static long processed(LfkMetrics metrics, String parent) {

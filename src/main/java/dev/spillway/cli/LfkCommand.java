@@ -1,0 +1,21 @@
+package dev.spillway.cli;
+
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/** {@code spillway lfk …}: loose foreign keys. */
+@Command(
+    name = "lfk",
+    description = "Loose foreign keys: backlog status.",
+    subcommands = {LfkStatusCommand.class})
+final class LfkCommand implements Runnable {
+  @ParentCommand SpillwayCommand root;
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+}

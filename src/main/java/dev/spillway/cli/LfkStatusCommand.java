@@ -1,0 +1,187 @@
+package dev.spillway.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.Topics;
+import dev.spillway.lfk.LfkBacklog;
+import dev.spillway.runtime.RuntimeInfo;
+import dev.spillway.runtime.WorkingDirectory;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeMap;
+import java.util.concurrent.Callable;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code spillway lfk status}: per parent table, deleted records whose cleanup is pending, the age
+ * of the oldest, how many of them are delayed after repeated attempts, and how many the running
+ * process finished since it started.
+ */
+@Command(name = "status", description = "Show the loose-foreign-key backlog per parent table.")
+final class LfkStatusCommand implements Callable<Integer> {
+  private static final Pattern PROCESSED =
+      Pattern.compile(
+          "^loose_foreign_key_processed_deleted_records_total\\{database=\"([^\"]*)\",table=\"([^\"]*)\"} ([0-9.E]+)$",
+          Pattern.MULTILINE);
+
+  @ParentCommand LfkCommand lfk;
+  @Spec CommandSpec spec;
+
+  @Option(names = "--json", description = "Print the backlog as JSON.")
+  boolean json;
+
+  /** One parent table's line. */
+  record Row(
+      String database,
+      String table,
+      long pending,
+      String oldestPending,
+      Long oldestPendingSeconds,
+      long rescheduled,
+      Long processed) {}
+
+  @Override
+  public Integer call() throws Exception {
+    SpillwayConfig config = Launch.config(lfk.root);
+    Optional<RuntimeInfo> running = WorkingDirectory.running(config.workingDir());
+    String bootstrap =
+        config
+            .kafka()
+            .bootstrapServers()
+            .or(() -> running.map(RuntimeInfo::bootstrapServers))
+            .orElseThrow(
+                () ->
+                    new IllegalStateException(
+                        "Spillway is not running in "
+                            + config.workingDir()
+                            + ", and its embedded Kafka holding the backlog runs only with it."));
+    List<LfkBacklog.Parent> backlog =
+        LfkBacklog.read(
+            bootstrap, config.kafka().properties(), new Topics(config.kafka().topicPrefix()));
+    Map<String, Long> processed =
+        running.isPresent() ? processed(running.get().httpPort()) : Map.of();
+    List<Row> rows = rows(backlog, processed, Instant.now());
+    PrintWriter out = spec.commandLine().getOut();
+    if (json) {
+      out.println(
+          new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
+    } else {
+      out.print(render(rows, running.isPresent()));
+    }
+    out.flush();
+    return ErrorHandler.OK;
+  }
+
+  static List<Row> rows(List<LfkBacklog.Parent> backlog, Map<String, Long> processed, Instant now) {
+    Map<String, Row> rows = new TreeMap<>();
+    for (LfkBacklog.Parent p : backlog) {
+      Long age =
+          p.pending() == 0
+              ? null
+              : Math.max(0, now.getEpochSecond() - p.oldestCommitMicros() / 1_000_000);
+      rows.put(
+          p.database() + "/" + p.table(),
+          new Row(
+              p.database(),
+              p.table(),
+              p.pending(),
+              age == null ? "-" : age(age),
+              age,
+              p.rescheduled(),
+              processed.get(p.database() + "/" + p.table())));
+    }
+    processed.forEach(
+        (key, n) -> {
+          if (!rows.containsKey(key)) {
+            int slash = key.indexOf('/');
+            rows.put(
+                key,
+                new Row(key.substring(0, slash), key.substring(slash + 1), 0, "-", null, 0, n));
+          }
+        });
+    return new ArrayList<>(rows.values());
+  }
+
+  static String render(List<Row> rows, boolean running) {
+    StringBuilder b = new StringBuilder();
+    if (rows.isEmpty()) {
+      return "No deleted parent rows captured yet.\n";
+    }
+    String format = "%-32s %-10s %10s %16s %12s %10s%n";
+    b.append(
+        String.format(
+            format,
+            "PARENT TABLE",
+            "DATABASE",
+            "PENDING",
+            "OLDEST PENDING",
+            "RESCHEDULED",
+            "PROCESSED"));
+    for (Row r : rows) {
+      b.append(
+          String.format(
+              format,
+              r.table(),
+              r.database(),
+              r.pending(),
+              r.oldestPending(),
+              r.rescheduled(),
+              r.processed() == null ? "-" : r.processed()));
+    }
+    if (!running) {
+      b.append("PROCESSED counts come from a running process; none runs here.\n");
+    } else {
+      b.append("PROCESSED counts since the running process started.\n");
+    }
+    return b.toString();
+  }
+
+  /** {@code 45s}, {@code 3m 12s}, {@code 2h 05m}, {@code 3d 04h}. */
+  static String age(long seconds) {
+    if (seconds < 60) {
+      return seconds + "s";
+    }
+    if (seconds < 3600) {
+      return String.format("%dm %02ds", seconds / 60, seconds % 60);
+    }
+    if (seconds < 86_400) {
+      return String.format("%dh %02dm", seconds / 3600, seconds % 3600 / 60);
+    }
+    return String.format("%dd %02dh", seconds / 86_400, seconds % 86_400 / 3600);
+  }
+
+  /** The processed counters from the running process's metrics, by database/table. */
+  private static Map<String, Long> processed(int port) throws IOException, InterruptedException {
+    HttpResponse<String> metrics =
+        HttpClient.newHttpClient()
+            .send(
+                HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/metrics"))
+                    .timeout(Duration.ofSeconds(10))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+    Map<String, Long> out = new LinkedHashMap<>();
+    Matcher m = PROCESSED.matcher(metrics.body());
+    while (m.find()) {
+      out.put(m.group(1) + "/" + m.group(2), (long) Double.parseDouble(m.group(3)));
+    }
+    return out;
+  }
+}

@@ -1,0 +1,53 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.lfk.LfkBacklog;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class LfkStatusCommandTest {
+  private static final Instant NOW = Instant.parse("2026-11-22T12:00:00Z");
+
+  @Test
+  void should_show_pending_age_rescheduled_and_processed_per_parent() {
+    long twoMinutesAgo = (NOW.getEpochSecond() - 125) * 1_000_000;
+    List<LfkStatusCommand.Row> rows =
+        LfkStatusCommand.rows(
+            List.of(new LfkBacklog.Parent("main", "public.projects", 1200, twoMinutesAgo, 200)),
+            Map.of("main/public.projects", 300L, "ci/public.ci_pipelines", 40L),
+            NOW);
+    assertThat(rows)
+        .extracting(
+            r ->
+                r.table()
+                    + " "
+                    + r.pending()
+                    + " "
+                    + r.oldestPending()
+                    + " "
+                    + r.rescheduled()
+                    + " "
+                    + r.processed())
+        .containsExactly("public.ci_pipelines 0 - 0 40", "public.projects 1200 2m 05s 200 300");
+    assertThat(LfkStatusCommand.render(rows, true))
+        .contains("PARENT TABLE")
+        .contains(
+            "public.projects                  main             1200           2m 05s          200        300");
+  }
+
+  @Test
+  void should_format_ages_from_seconds_to_days() {
+    assertThat(LfkStatusCommand.age(45)).isEqualTo("45s");
+    assertThat(LfkStatusCommand.age(3 * 3600 + 5 * 60)).isEqualTo("3h 05m");
+    assertThat(LfkStatusCommand.age(2 * 86_400 + 3600)).isEqualTo("2d 01h");
+  }
+
+  @Test
+  void should_say_so_when_nothing_was_captured() {
+    assertThat(LfkStatusCommand.render(List.of(), false))
+        .isEqualTo("No deleted parent rows captured yet.\n");
+  }
+}
