@@ -1,0 +1,465 @@
+package dev.spillway.lfk;
+
+import static dev.spillway.lfk.LfkHarness.key;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.health.Health;
+import dev.spillway.health.ManualIndicator;
+import dev.spillway.sink.Sink;
+import dev.spillway.sink.SinkSettings;
+import dev.spillway.testing.Infra;
+import dev.spillway.testing.TestSql;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Loose-foreign-key cleanup end to end: captured parent deletes → batches → child cleanup, on the
+ * real parts {@link #infra()} gives.
+ */
+abstract class LfkContract {
+  private static final Duration WAIT = Duration.ofSeconds(60);
+  private Infra infra;
+
+  protected abstract Infra infra();
+
+  @org.junit.jupiter.api.BeforeEach
+  void connect() {
+    infra = infra();
+  }
+
+  @TempDir Path dir;
+
+  private static LfkSettings settings(
+      int deleteLimit, long maxDeletes, int maxAttempts, Duration consumeAfter, int inFlight) {
+    SinkSettings sink =
+        SinkSettings.defaults()
+            .withAttempts(maxAttempts, consumeAfter)
+            .withLimits(Long.MAX_VALUE, Duration.ofSeconds(30))
+            .withRetries(3, Duration.ofMillis(100));
+    sink =
+        new SinkSettings(
+            1,
+            inFlight,
+            sink.maxAttempts(),
+            sink.consumeAfter(),
+            sink.maxRetries(),
+            sink.retryBackoff(),
+            sink.retryBackoffMax(),
+            sink.maxRowsPerRun(),
+            sink.maxRuntimePerRun(),
+            sink.subBatchPause(),
+            sink.throttlePause(),
+            sink.throttleFactor(),
+            sink.subBatchFloor(),
+            sink.pollTimeout(),
+            Duration.ofSeconds(5));
+    return new LfkSettings(
+        1000, Duration.ofMillis(200), deleteLimit, 500, maxDeletes, 50_000, sink);
+  }
+
+  private static LfkSettings defaults() {
+    return settings(1000, 100_000, 3, Duration.ofMinutes(10), 2);
+  }
+
+  @Test
+  void should_delete_nullify_and_update_children_in_the_same_and_another_database()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main", "ci", "lfk_ci");
+    var main = infra.databases("lfk_main");
+    var ci = infra.databases("lfk_ci");
+    try (main;
+        ci) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS a CASCADE",
+          "CREATE SCHEMA a",
+          "CREATE TABLE a.projects (id bigint PRIMARY KEY)",
+          "CREATE TABLE a.merge_requests (id bigserial PRIMARY KEY, project_id bigint)",
+          "CREATE TABLE a.issues (id bigserial PRIMARY KEY, project_id bigint)",
+          "CREATE TABLE a.packages (id bigserial PRIMARY KEY, project_id bigint, status int NOT NULL DEFAULT 0)",
+          "INSERT INTO a.projects SELECT g FROM generate_series(1, 10) g",
+          "INSERT INTO a.merge_requests (project_id) SELECT 1 + g % 10 FROM generate_series(1, 3000) g",
+          "INSERT INTO a.issues (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g",
+          "INSERT INTO a.packages (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g");
+      TestSql.exec(
+          ci.dataSource("lfk_ci"),
+          "DROP SCHEMA IF EXISTS a CASCADE",
+          "CREATE SCHEMA a",
+          "CREATE TABLE a.ci_builds (id bigserial PRIMARY KEY, project_id bigint, status text)",
+          "INSERT INTO a.ci_builds (project_id, status) SELECT 1 + g % 10,"
+              + " CASE WHEN g % 2 = 0 THEN 'pending' ELSE 'running' END FROM generate_series(1, 400) g");
+    }
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "a.merge_requests",
+                "project_id",
+                "a.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"),
+            key(
+                "a.issues",
+                "project_id",
+                "a.projects",
+                OnDelete.ASYNC_NULLIFY,
+                "main",
+                "main",
+                "bigint"),
+            key(
+                "a.packages",
+                "project_id",
+                "a.projects",
+                OnDelete.UPDATE_COLUMN_TO,
+                "main",
+                "main",
+                "bigint",
+                "status",
+                4L,
+                List.of()),
+            key(
+                "a.ci_builds",
+                "project_id",
+                "a.projects",
+                OnDelete.ASYNC_DELETE,
+                "ci",
+                "main",
+                "bigint",
+                null,
+                null,
+                List.of(new LooseForeignKey.Condition("status", "pending"))));
+    try (LfkHarness h =
+        new LfkHarness(infra, dir, "lfk1", dbs, Map.of("a.ci_builds", "ci"), defaults(), keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM a.projects WHERE id <= 5");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                assertThat(
+                        h.count(
+                            "main", "SELECT count(*) FROM a.merge_requests WHERE project_id <= 5"))
+                    .isZero();
+                assertThat(
+                        h.count("main", "SELECT count(*) FROM a.issues WHERE project_id IS NULL"))
+                    .isEqualTo(50);
+                assertThat(h.count("main", "SELECT count(*) FROM a.packages WHERE status = 4"))
+                    .isEqualTo(50);
+                assertThat(
+                        h.count(
+                            "ci",
+                            "SELECT count(*) FROM a.ci_builds WHERE project_id <= 5 AND status = 'pending'"))
+                    .isZero();
+              });
+      // Children of live parents and rows outside the conditions stay as they were.
+      assertThat(h.count("main", "SELECT count(*) FROM a.merge_requests")).isEqualTo(1500);
+      assertThat(
+              h.count(
+                  "main", "SELECT count(*) FROM a.packages WHERE project_id > 5 AND status = 0"))
+          .isEqualTo(50);
+      // Builds of odd projects are pending, of even ones running: 2 deleted projects × 40 stay.
+      assertThat(h.count("ci", "SELECT count(*) FROM a.ci_builds WHERE project_id <= 5"))
+          .isEqualTo(80);
+      assertThat(h.count("ci", "SELECT count(*) FROM a.ci_builds WHERE project_id > 5"))
+          .isEqualTo(200);
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(h.pipeline.metrics().snapshot().get("main/a.projects").processed())
+                      .isEqualTo(5));
+      String metrics = h.runtime.registry().scrape();
+      assertThat(metrics)
+          .contains(
+              "loose_foreign_key_deletions_total{database=\"main\",table=\"a.merge_requests\"} 1500.0")
+          .contains(
+              "loose_foreign_key_deletions_total{database=\"ci\",table=\"a.ci_builds\"} 120.0")
+          .contains("loose_foreign_key_updates_total{database=\"main\",table=\"a.issues\"} 50.0")
+          .contains(
+              "loose_foreign_key_processed_deleted_records_total{database=\"main\",table=\"a.projects\"} 5.0");
+
+      // Replaying the same deleted records changes nothing.
+      long before = h.count("main", "SELECT count(*) FROM a.merge_requests");
+      replay(h, "lfk1", TableName.parse("a.projects"), 1, 2, 3);
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () ->
+                  assertThat(h.pipeline.metrics().snapshot().get("main/a.projects").processed())
+                      .isEqualTo(8));
+      assertThat(h.count("main", "SELECT count(*) FROM a.merge_requests")).isEqualTo(before);
+      assertThat(h.count("main", "SELECT count(*) FROM a.packages WHERE status = 4")).isEqualTo(50);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk1");
+    }
+  }
+
+  @Test
+  void should_report_the_backlog_per_parent_while_cleanup_is_stopped() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    try (var main = infra.databases("lfk_main")) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS f CASCADE",
+          "CREATE SCHEMA f",
+          "CREATE TABLE f.boards (id bigint PRIMARY KEY)",
+          "CREATE TABLE f.lists (id bigserial PRIMARY KEY, board_id bigint)",
+          "INSERT INTO f.boards SELECT g FROM generate_series(1, 30) g",
+          "INSERT INTO f.lists (board_id) SELECT 1 + g % 30 FROM generate_series(1, 300) g");
+    }
+    CheckedKey k =
+        key("f.lists", "board_id", "f.boards", OnDelete.ASYNC_DELETE, "main", "main", "bigint");
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk6", dbs, Map.of(), defaults(), List.of(k))) {
+      ManualIndicator stop = new ManualIndicator();
+      stop.set(new Health.Stop("manual: held for the test"));
+      h.runtime.health().addIndicators("main", List.of(stop));
+      await().atMost(WAIT).until(() -> h.runtime.health().state("main", null).isStop());
+      TestSql.exec(h.db("main"), "DELETE FROM f.boards WHERE id <= 12");
+      long deletedAt = System.currentTimeMillis();
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                List<LfkBacklog.Parent> backlog = backlog(h);
+                assertThat(backlog)
+                    .singleElement()
+                    .satisfies(
+                        p -> {
+                          assertThat(p.table()).isEqualTo("f.boards");
+                          assertThat(p.database()).isEqualTo("main");
+                          assertThat(p.pending()).isEqualTo(12);
+                          assertThat(p.rescheduled()).isZero();
+                          assertThat(p.oldestCommitMicros() / 1000)
+                              .isBetween(deletedAt - 10_000, deletedAt + 1_000);
+                        });
+              });
+      assertThat(h.count("main", "SELECT count(*) FROM f.lists")).isEqualTo(300);
+
+      stop.set(Health.NORMAL);
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(h.count("main", "SELECT count(*) FROM f.lists")).isEqualTo(180));
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(backlog(h)).allSatisfy(p -> assertThat(p.pending()).isZero()));
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk6");
+    }
+  }
+
+  private List<LfkBacklog.Parent> backlog(LfkHarness h) throws InterruptedException {
+    return LfkBacklog.read(infra.bootstrapServers(), Map.of(), h.runtime.topics());
+  }
+
+  private static long processed(LfkMetrics metrics, String parent) {
+    LfkMetrics.ParentCounts c = metrics.snapshot().get(parent);
+    return c == null ? 0 : c.processed();
+  }
+
+  private void replay(LfkHarness h, String prefix, TableName parent, long... ids) {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, infra.bootstrapServers());
+    try (var producer = new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      for (long id : ids) {
+        DeletedRecord r = new DeletedRecord("main", parent, Map.of("id", id), 1, 1, 1);
+        producer.send(
+            new ProducerRecord<>(
+                h.runtime.topics().deletedRecords(), parent.toString(), EventSerdes.encode(r)));
+      }
+      producer.flush();
+    }
+  }
+
+  @Test
+  void should_clean_children_of_a_partitioned_parent_deleted_through_its_partition()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    try (var main = infra.databases("lfk_main")) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS b CASCADE",
+          "CREATE SCHEMA b",
+          "CREATE TABLE b.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
+          "CREATE TABLE b.events_1 PARTITION OF b.events FOR VALUES FROM (0) TO (100)",
+          "CREATE TABLE b.events_2 PARTITION OF b.events FOR VALUES FROM (100) TO (200)",
+          "CREATE TABLE b.notes (id bigserial PRIMARY KEY, event_id bigint)",
+          "INSERT INTO b.events SELECT g FROM generate_series(1, 150) g",
+          "INSERT INTO b.notes (event_id) SELECT g FROM generate_series(1, 150) g");
+    }
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "b.notes",
+                "event_id",
+                "b.events",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk2", dbs, Map.of(), defaults(), keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM b.events_2 WHERE id < 120");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(h.count("main", "SELECT count(*) FROM b.notes")).isEqualTo(130));
+      assertThat(h.count("main", "SELECT count(*) FROM b.notes WHERE event_id BETWEEN 100 AND 119"))
+          .isZero();
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk2");
+    }
+  }
+
+  @Test
+  void should_count_attempts_delay_and_still_finish_when_runs_hit_their_limit() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    try (var main = infra.databases("lfk_main")) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS c CASCADE",
+          "CREATE SCHEMA c",
+          "CREATE TABLE c.users (id bigint PRIMARY KEY)",
+          "CREATE TABLE c.todos (id bigserial PRIMARY KEY, user_id bigint)",
+          "INSERT INTO c.users VALUES (1)",
+          "INSERT INTO c.todos (user_id) SELECT 1 FROM generate_series(1, 100) g");
+    }
+    List<CheckedKey> keys =
+        List.of(
+            key("c.todos", "user_id", "c.users", OnDelete.ASYNC_DELETE, "main", "main", "bigint"));
+    // 10 rows a statement, 20 a run, delayed 1 s after every second unfinished run.
+    LfkSettings s = settings(10, 20, 2, Duration.ofSeconds(1), 2);
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk3", dbs, Map.of(), s, keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM c.users");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(h.count("main", "SELECT count(*) FROM c.todos")).isZero());
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                LfkMetrics.ParentCounts c = h.pipeline.metrics().snapshot().get("main/c.users");
+                assertThat(c.processed()).isEqualTo(1);
+                // 100 rows at 20 a run: five runs end at the limit (the fifth before it sees that
+                // nothing is left), each counting an attempt; from the second attempt on, each
+                // delays the batch.
+                assertThat(c.incremented()).isEqualTo(5);
+                assertThat(c.rescheduled()).isEqualTo(4);
+              });
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk3");
+    }
+  }
+
+  @Test
+  void should_clean_a_small_parent_while_a_huge_one_is_still_being_cleaned() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    try (var main = infra.databases("lfk_main")) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS d CASCADE",
+          "CREATE SCHEMA d",
+          "CREATE TABLE d.namespaces (id bigint PRIMARY KEY)",
+          "CREATE TABLE d.routes (id bigserial PRIMARY KEY, namespace_id bigint)",
+          "CREATE INDEX ON d.routes (namespace_id)",
+          "CREATE TABLE d.tags (id bigint PRIMARY KEY)",
+          "CREATE TABLE d.taggings (id bigserial PRIMARY KEY, tag_id bigint)",
+          "INSERT INTO d.namespaces VALUES (1)",
+          "INSERT INTO d.routes (namespace_id) SELECT 1 FROM generate_series(1, 200000) g",
+          "INSERT INTO d.tags VALUES (1)",
+          "INSERT INTO d.taggings (tag_id) SELECT 1 FROM generate_series(1, 5) g");
+    }
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "d.routes",
+                "namespace_id",
+                "d.namespaces",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"),
+            key("d.taggings", "tag_id", "d.tags", OnDelete.ASYNC_DELETE, "main", "main", "bigint"));
+    // One batch at a time, 1,000 deletes a run: the huge parent needs 200 runs.
+    LfkSettings s = settings(500, 1000, 1000, Duration.ofSeconds(1), 1);
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk4", dbs, Map.of(), s, keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM d.namespaces");
+      await().atMost(WAIT).until(() -> h.count("main", "SELECT count(*) FROM d.routes") < 200_000);
+      TestSql.exec(h.db("main"), "DELETE FROM d.tags");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(h.count("main", "SELECT count(*) FROM d.taggings")).isZero());
+      assertThat(h.count("main", "SELECT count(*) FROM d.routes")).isPositive();
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk4");
+    }
+  }
+
+  @Test
+  void should_lose_nothing_when_a_worker_dies_in_the_middle_of_a_cleanup() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    try (var main = infra.databases("lfk_main")) {
+      TestSql.exec(
+          main.dataSource("lfk_main"),
+          "DROP SCHEMA IF EXISTS e CASCADE",
+          "CREATE SCHEMA e",
+          "CREATE TABLE e.groups (id bigint PRIMARY KEY)",
+          "CREATE TABLE e.members (id bigserial PRIMARY KEY, group_id bigint)",
+          "CREATE INDEX ON e.members (group_id)",
+          "INSERT INTO e.groups SELECT g FROM generate_series(1, 20) g",
+          "INSERT INTO e.members (group_id) SELECT 1 + g % 20 FROM generate_series(1, 100000) g");
+    }
+    CheckedKey k =
+        key("e.members", "group_id", "e.groups", OnDelete.ASYNC_DELETE, "main", "main", "bigint");
+    LfkSettings s = settings(100, 100_000, 3, Duration.ofSeconds(1), 2);
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk5", dbs, Map.of(), s, List.of(k))) {
+      TestSql.exec(h.db("main"), "DELETE FROM e.groups");
+      await().atMost(WAIT).until(() -> h.count("main", "SELECT count(*) FROM e.members") < 100_000);
+      // The worker dies without settling its batch: nothing committed, nothing released.
+      h.runtime.sink(Pipeline.LFK).orElseThrow().close(Duration.ZERO);
+      long left = h.count("main", "SELECT count(*) FROM e.members");
+      assertThat(left).isPositive();
+      LfkMetrics metrics =
+          new LfkMetrics(new io.micrometer.core.instrument.simple.SimpleMeterRegistry());
+      try (Sink replacement =
+          Sink.start(
+              Pipeline.LFK,
+              h.runtime.topics().cleanupBatches(),
+              new LfkCleanup(List.of(k), s, metrics),
+              s.sink(),
+              h.runtime.sinkWiring())) {
+        await()
+            .atMost(WAIT)
+            .untilAsserted(
+                () -> assertThat(h.count("main", "SELECT count(*) FROM e.members")).isZero());
+        await()
+            .atMost(WAIT)
+            .untilAsserted(
+                () ->
+                    assertThat(
+                            processed(metrics, "main/e.groups")
+                                + processed(h.pipeline.metrics(), "main/e.groups"))
+                        .isEqualTo(20));
+      }
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk5");
+    }
+  }
+}
