@@ -80,30 +80,23 @@ abstract class LfkContract {
   void should_delete_nullify_and_update_children_in_the_same_and_another_database()
       throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main", "ci", "lfk_ci");
-    var main = infra.databases("lfk_main");
-    var ci = infra.databases("lfk_ci");
-    try (main;
-        ci) {
-      TestSql.exec(
-          main.dataSource("lfk_main"),
-          "DROP SCHEMA IF EXISTS a CASCADE",
-          "CREATE SCHEMA a",
-          "CREATE TABLE a.projects (id bigint PRIMARY KEY)",
-          "CREATE TABLE a.merge_requests (id bigserial PRIMARY KEY, project_id bigint)",
-          "CREATE TABLE a.issues (id bigserial PRIMARY KEY, project_id bigint)",
-          "CREATE TABLE a.packages (id bigserial PRIMARY KEY, project_id bigint, status int NOT NULL DEFAULT 0)",
-          "INSERT INTO a.projects SELECT g FROM generate_series(1, 10) g",
-          "INSERT INTO a.merge_requests (project_id) SELECT 1 + g % 10 FROM generate_series(1, 3000) g",
-          "INSERT INTO a.issues (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g",
-          "INSERT INTO a.packages (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g");
-      TestSql.exec(
-          ci.dataSource("lfk_ci"),
-          "DROP SCHEMA IF EXISTS a CASCADE",
-          "CREATE SCHEMA a",
-          "CREATE TABLE a.ci_builds (id bigserial PRIMARY KEY, project_id bigint, status text)",
-          "INSERT INTO a.ci_builds (project_id, status) SELECT 1 + g % 10,"
-              + " CASE WHEN g % 2 = 0 THEN 'pending' ELSE 'running' END FROM generate_series(1, 400) g");
-    }
+    seed(
+        "lfk_main",
+        "a",
+        "CREATE TABLE a.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE a.merge_requests (id bigserial PRIMARY KEY, project_id bigint)",
+        "CREATE TABLE a.issues (id bigserial PRIMARY KEY, project_id bigint)",
+        "CREATE TABLE a.packages (id bigserial PRIMARY KEY, project_id bigint, status int NOT NULL DEFAULT 0)",
+        "INSERT INTO a.projects SELECT g FROM generate_series(1, 10) g",
+        "INSERT INTO a.merge_requests (project_id) SELECT 1 + g % 10 FROM generate_series(1, 3000) g",
+        "INSERT INTO a.issues (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g",
+        "INSERT INTO a.packages (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g");
+    seed(
+        "lfk_ci",
+        "a",
+        "CREATE TABLE a.ci_builds (id bigserial PRIMARY KEY, project_id bigint, status text)",
+        "INSERT INTO a.ci_builds (project_id, status) SELECT 1 + g % 10,"
+            + " CASE WHEN g % 2 = 0 THEN 'pending' ELSE 'running' END FROM generate_series(1, 400) g");
     List<CheckedKey> keys =
         List.of(
             key(
@@ -212,16 +205,13 @@ abstract class LfkContract {
   @Test
   void should_report_the_backlog_per_parent_while_cleanup_is_stopped() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
-    try (var main = infra.databases("lfk_main")) {
-      TestSql.exec(
-          main.dataSource("lfk_main"),
-          "DROP SCHEMA IF EXISTS f CASCADE",
-          "CREATE SCHEMA f",
-          "CREATE TABLE f.boards (id bigint PRIMARY KEY)",
-          "CREATE TABLE f.lists (id bigserial PRIMARY KEY, board_id bigint)",
-          "INSERT INTO f.boards SELECT g FROM generate_series(1, 30) g",
-          "INSERT INTO f.lists (board_id) SELECT 1 + g % 30 FROM generate_series(1, 300) g");
-    }
+    seed(
+        "lfk_main",
+        "f",
+        "CREATE TABLE f.boards (id bigint PRIMARY KEY)",
+        "CREATE TABLE f.lists (id bigserial PRIMARY KEY, board_id bigint)",
+        "INSERT INTO f.boards SELECT g FROM generate_series(1, 30) g",
+        "INSERT INTO f.lists (board_id) SELECT 1 + g % 30 FROM generate_series(1, 300) g");
     CheckedKey k =
         key("f.lists", "board_id", "f.boards", OnDelete.ASYNC_DELETE, "main", "main", "bigint");
     try (LfkHarness h = new LfkHarness(infra, dir, "lfk6", dbs, Map.of(), defaults(), List.of(k))) {
@@ -268,6 +258,17 @@ abstract class LfkContract {
     return LfkBacklog.read(infra.bootstrapServers(), Map.of(), h.runtime.topics());
   }
 
+  /** A fresh schema in a test database, filled by the statements. */
+  private void seed(String database, String schema, String... statements) {
+    try (var dbs = infra.databases(database)) {
+      TestSql.exec(
+          dbs.dataSource(database),
+          "DROP SCHEMA IF EXISTS " + schema + " CASCADE",
+          "CREATE SCHEMA " + schema);
+      TestSql.exec(dbs.dataSource(database), statements);
+    }
+  }
+
   private static long processed(LfkMetrics metrics, String parent) {
     LfkMetrics.ParentCounts c = metrics.snapshot().get(parent);
     return c == null ? 0 : c.processed();
@@ -291,18 +292,15 @@ abstract class LfkContract {
   void should_clean_children_of_a_partitioned_parent_deleted_through_its_partition()
       throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
-    try (var main = infra.databases("lfk_main")) {
-      TestSql.exec(
-          main.dataSource("lfk_main"),
-          "DROP SCHEMA IF EXISTS b CASCADE",
-          "CREATE SCHEMA b",
-          "CREATE TABLE b.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
-          "CREATE TABLE b.events_1 PARTITION OF b.events FOR VALUES FROM (0) TO (100)",
-          "CREATE TABLE b.events_2 PARTITION OF b.events FOR VALUES FROM (100) TO (200)",
-          "CREATE TABLE b.notes (id bigserial PRIMARY KEY, event_id bigint)",
-          "INSERT INTO b.events SELECT g FROM generate_series(1, 150) g",
-          "INSERT INTO b.notes (event_id) SELECT g FROM generate_series(1, 150) g");
-    }
+    seed(
+        "lfk_main",
+        "b",
+        "CREATE TABLE b.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
+        "CREATE TABLE b.events_1 PARTITION OF b.events FOR VALUES FROM (0) TO (100)",
+        "CREATE TABLE b.events_2 PARTITION OF b.events FOR VALUES FROM (100) TO (200)",
+        "CREATE TABLE b.notes (id bigserial PRIMARY KEY, event_id bigint)",
+        "INSERT INTO b.events SELECT g FROM generate_series(1, 150) g",
+        "INSERT INTO b.notes (event_id) SELECT g FROM generate_series(1, 150) g");
     List<CheckedKey> keys =
         List.of(
             key(
@@ -329,16 +327,13 @@ abstract class LfkContract {
   @Test
   void should_count_attempts_delay_and_still_finish_when_runs_hit_their_limit() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
-    try (var main = infra.databases("lfk_main")) {
-      TestSql.exec(
-          main.dataSource("lfk_main"),
-          "DROP SCHEMA IF EXISTS c CASCADE",
-          "CREATE SCHEMA c",
-          "CREATE TABLE c.users (id bigint PRIMARY KEY)",
-          "CREATE TABLE c.todos (id bigserial PRIMARY KEY, user_id bigint)",
-          "INSERT INTO c.users VALUES (1)",
-          "INSERT INTO c.todos (user_id) SELECT 1 FROM generate_series(1, 100) g");
-    }
+    seed(
+        "lfk_main",
+        "c",
+        "CREATE TABLE c.users (id bigint PRIMARY KEY)",
+        "CREATE TABLE c.todos (id bigserial PRIMARY KEY, user_id bigint)",
+        "INSERT INTO c.users VALUES (1)",
+        "INSERT INTO c.todos (user_id) SELECT 1 FROM generate_series(1, 100) g");
     List<CheckedKey> keys =
         List.of(
             key("c.todos", "user_id", "c.users", OnDelete.ASYNC_DELETE, "main", "main", "bigint"));
@@ -370,21 +365,18 @@ abstract class LfkContract {
   @Test
   void should_clean_a_small_parent_while_a_huge_one_is_still_being_cleaned() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
-    try (var main = infra.databases("lfk_main")) {
-      TestSql.exec(
-          main.dataSource("lfk_main"),
-          "DROP SCHEMA IF EXISTS d CASCADE",
-          "CREATE SCHEMA d",
-          "CREATE TABLE d.namespaces (id bigint PRIMARY KEY)",
-          "CREATE TABLE d.routes (id bigserial PRIMARY KEY, namespace_id bigint)",
-          "CREATE INDEX ON d.routes (namespace_id)",
-          "CREATE TABLE d.tags (id bigint PRIMARY KEY)",
-          "CREATE TABLE d.taggings (id bigserial PRIMARY KEY, tag_id bigint)",
-          "INSERT INTO d.namespaces VALUES (1)",
-          "INSERT INTO d.routes (namespace_id) SELECT 1 FROM generate_series(1, 200000) g",
-          "INSERT INTO d.tags VALUES (1)",
-          "INSERT INTO d.taggings (tag_id) SELECT 1 FROM generate_series(1, 5) g");
-    }
+    seed(
+        "lfk_main",
+        "d",
+        "CREATE TABLE d.namespaces (id bigint PRIMARY KEY)",
+        "CREATE TABLE d.routes (id bigserial PRIMARY KEY, namespace_id bigint)",
+        "CREATE INDEX ON d.routes (namespace_id)",
+        "CREATE TABLE d.tags (id bigint PRIMARY KEY)",
+        "CREATE TABLE d.taggings (id bigserial PRIMARY KEY, tag_id bigint)",
+        "INSERT INTO d.namespaces VALUES (1)",
+        "INSERT INTO d.routes (namespace_id) SELECT 1 FROM generate_series(1, 200000) g",
+        "INSERT INTO d.tags VALUES (1)",
+        "INSERT INTO d.taggings (tag_id) SELECT 1 FROM generate_series(1, 5) g");
     List<CheckedKey> keys =
         List.of(
             key(
@@ -415,17 +407,14 @@ abstract class LfkContract {
   @Test
   void should_lose_nothing_when_a_worker_dies_in_the_middle_of_a_cleanup() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
-    try (var main = infra.databases("lfk_main")) {
-      TestSql.exec(
-          main.dataSource("lfk_main"),
-          "DROP SCHEMA IF EXISTS e CASCADE",
-          "CREATE SCHEMA e",
-          "CREATE TABLE e.groups (id bigint PRIMARY KEY)",
-          "CREATE TABLE e.members (id bigserial PRIMARY KEY, group_id bigint)",
-          "CREATE INDEX ON e.members (group_id)",
-          "INSERT INTO e.groups SELECT g FROM generate_series(1, 20) g",
-          "INSERT INTO e.members (group_id) SELECT 1 + g % 20 FROM generate_series(1, 100000) g");
-    }
+    seed(
+        "lfk_main",
+        "e",
+        "CREATE TABLE e.groups (id bigint PRIMARY KEY)",
+        "CREATE TABLE e.members (id bigserial PRIMARY KEY, group_id bigint)",
+        "CREATE INDEX ON e.members (group_id)",
+        "INSERT INTO e.groups SELECT g FROM generate_series(1, 20) g",
+        "INSERT INTO e.members (group_id) SELECT 1 + g % 20 FROM generate_series(1, 100000) g");
     CheckedKey k =
         key("e.members", "group_id", "e.groups", OnDelete.ASYNC_DELETE, "main", "main", "bigint");
     LfkSettings s = settings(100, 100_000, 3, Duration.ofSeconds(1), 2);
