@@ -13,17 +13,12 @@ import java.util.List;
 import javax.sql.DataSource;
 
 /**
- * The quickstart's demo data in the embedded {@code main} database: projects (a loose-foreign-key
- * parent whose deletes are captured) with merge requests, and a buffer table of contact activity
- * events whose inserts are captured. Re-running adds new rows; nothing is dropped.
+ * The quickstart's buffer demo in the embedded {@code main} database: a buffer table of contact
+ * activity events whose inserts are captured. Re-running adds new rows; nothing is dropped.
  */
 final class Demo {
-  static final TableName PROJECTS = new TableName("public", "projects");
-  static final TableName MERGE_REQUESTS = new TableName("public", "merge_requests");
   static final TableName EVENTS = new TableName("public", "contact_activity_events");
   static final String BUFFER = "contact_activity_events";
-  static final int PROJECTS_CREATED = 5;
-  static final int PROJECTS_DELETED = 3;
   static final int EVENTS_INSERTED = 10;
 
   private final DataSource main;
@@ -36,16 +31,6 @@ final class Demo {
     try (Connection c = main.getConnection();
         Statement s = c.createStatement()) {
       s.execute(
-          "CREATE TABLE IF NOT EXISTS public.projects"
-              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text NOT NULL)");
-      s.execute(
-          "CREATE TABLE IF NOT EXISTS public.merge_requests"
-              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-              + " project_id bigint NOT NULL, title text NOT NULL)");
-      s.execute(
-          "CREATE INDEX IF NOT EXISTS merge_requests_project_id"
-              + " ON public.merge_requests (project_id)");
-      s.execute(
           "CREATE TABLE IF NOT EXISTS public.contact_activity_events"
               + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, contact_id bigint NOT NULL,"
               + " activity text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())");
@@ -54,8 +39,6 @@ final class Demo {
 
   static List<CaptureRoute> routes(Topics topics) {
     return List.of(
-        new CaptureRoute(
-            SpillwayRuntime.MAIN, PROJECTS, ChangeKind.DELETE, topics.deletedRecords()),
         new CaptureRoute(
             SpillwayRuntime.MAIN, EVENTS, ChangeKind.INSERT, topics.bufferEvents(BUFFER)));
   }
@@ -72,25 +55,6 @@ final class Demo {
         ps.setString(2, activities[i % activities.length]);
         ps.executeUpdate();
       }
-    }
-  }
-
-  /** Creates projects with merge requests, then deletes some of the projects. */
-  void createAndDeleteProjects() throws SQLException {
-    try (Connection c = main.getConnection();
-        Statement s = c.createStatement()) {
-      s.execute(
-          "WITH p AS (INSERT INTO public.projects (name)"
-              + " SELECT 'demo project ' || g FROM generate_series(1, "
-              + PROJECTS_CREATED
-              + ") g RETURNING id)"
-              + " INSERT INTO public.merge_requests (project_id, title)"
-              + " SELECT p.id, 'merge request ' || g FROM p, generate_series(1, 4) g");
-      s.execute(
-          "DELETE FROM public.projects WHERE id IN (SELECT id FROM public.projects"
-              + " ORDER BY id DESC LIMIT "
-              + PROJECTS_DELETED
-              + ")");
     }
   }
 }

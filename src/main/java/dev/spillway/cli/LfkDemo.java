@@ -169,8 +169,15 @@ final class LfkDemo {
     left.put("merge_requests", count(main, "merge_requests WHERE project_id = " + projects));
     left.put("ci_pipelines", count(ci, "ci_pipelines WHERE project_id = " + projects));
     left.put("ci_builds", count(ci, "ci_builds WHERE pipeline_id = " + pipelines));
+    // Merge requests of kept projects whose head pipeline belonged to a deleted project.
     left.put(
-        "head_pipeline_id", count(main, "merge_requests WHERE head_pipeline_id = " + pipelines));
+        "head_pipeline_id",
+        count(
+            main,
+            "merge_requests WHERE head_pipeline_id = "
+                + pipelines
+                + " AND NOT project_id = "
+                + projects));
     left.put("packages", count(main, "packages WHERE status <> 4 AND project_id = " + projects));
     return left;
   }

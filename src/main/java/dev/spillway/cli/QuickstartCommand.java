@@ -1,17 +1,21 @@
 package dev.spillway.cli;
 
+import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.BufferEvent;
-import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.ops.TopicTail;
 import dev.spillway.runtime.SpillwayRuntime;
 import java.io.PrintWriter;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -45,27 +49,40 @@ final class QuickstartCommand implements Callable<Integer> {
     long t0 = System.nanoTime();
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
     out.flush();
-    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(LfkDemo.CI), Clock.systemUTC());
     try {
       out.printf("  ready in %.1f s: Kafka at %s%n", seconds(t0), runtime.bootstrapServers());
       Demo demo = new Demo(runtime.databases().dataSource(SpillwayRuntime.MAIN));
       demo.createSchema();
+      LfkDemo lfkDemo =
+          new LfkDemo(
+              runtime.databases().dataSource(SpillwayRuntime.MAIN),
+              runtime.databases().dataSource(LfkDemo.CI));
+      lfkDemo.createSchema();
       Topics topics = runtime.topics();
+      Path definitions = LfkDemo.writeDefinitions(config.workingDir());
+      LfkPipeline lfk =
+          LfkStartup.start(
+              runtime,
+              LfkStartup.settings(config),
+              LfkStartup.definitions(definitions),
+              t -> LfkDemo.TABLES.getOrDefault(TableName.parse(t).toString(), SpillwayRuntime.MAIN),
+              out);
       long t1 = System.nanoTime();
-      runtime.startCapture(Demo.routes(topics));
-      out.printf("Capture streaming from database main in %.1f s%n", seconds(t1));
+      List<CaptureRoute> routes = new ArrayList<>(Demo.routes(topics));
+      routes.addAll(lfk.routes(topics));
+      runtime.startCapture(routes);
+      out.printf("Capture streaming from databases main and ci in %.1f s%n", seconds(t1));
       out.flush();
-      List<String> shown = List.of(topics.deletedRecords(), topics.bufferEvents(Demo.BUFFER));
+      List<String> shown = List.of(topics.bufferEvents(Demo.BUFFER));
       try (TopicTail tail =
           new TopicTail(runtime.bootstrapServers(), config.kafka().properties(), shown)) {
-        out.printf(
-            "Demo: %d single-row inserts into %s; %d projects created, %d of them deleted%n",
-            Demo.EVENTS_INSERTED, Demo.EVENTS, Demo.PROJECTS_CREATED, Demo.PROJECTS_DELETED);
+        out.printf("Demo: %d single-row inserts into %s%n", Demo.EVENTS_INSERTED, Demo.EVENTS);
         out.flush();
         demo.insertEvents();
-        demo.createAndDeleteProjects();
         show(tail, topics, out);
       }
+      lfkDemo(lfkDemo, out);
       if (keepRunning) {
         return UntilStopped.await(runtime, out);
       }
@@ -78,22 +95,39 @@ final class QuickstartCommand implements Callable<Integer> {
     }
   }
 
+  /** Deletes projects and follows their children until all are cleaned up. */
+  private static void lfkDemo(LfkDemo demo, PrintWriter out) throws Exception {
+    LfkDemo.Data data = demo.createData();
+    Map<String, Long> before = demo.remaining(data);
+    out.printf(
+        "Loose foreign keys: %d projects, each with 100 merge requests and 10 packages (main),"
+            + " 20 pipelines of 50 builds (ci);%n  deleting %d projects, then waiting for their"
+            + " children (rows left per child):%n",
+        LfkDemo.PROJECTS, LfkDemo.DELETED);
+    out.flush();
+    long started = System.nanoTime();
+    demo.deleteProjects(data);
+    if (!demo.follow(data, out, DEADLINE)) {
+      throw new IllegalStateException(
+          "The demo's children were not all cleaned up within " + DEADLINE.toSeconds() + " s.");
+    }
+    out.printf(
+        "  cleaned up %.1f s after the delete: %d merge requests, %d pipelines and %d builds"
+            + " deleted, %d head pipelines nullified, %d packages set to status 4%n%n",
+        seconds(started),
+        before.get("merge_requests"),
+        before.get("ci_pipelines"),
+        before.get("ci_builds"),
+        before.get("head_pipeline_id"),
+        before.get("packages"));
+    out.flush();
+  }
+
   private static void show(TopicTail tail, Topics topics, PrintWriter out) {
-    List<ConsumerRecord<byte[], byte[]>> deletes = new ArrayList<>();
     List<ConsumerRecord<byte[], byte[]>> inserts = new ArrayList<>();
     long deadline = System.nanoTime() + DEADLINE.toNanos();
-    while ((deletes.size() < Demo.PROJECTS_DELETED || inserts.size() < Demo.EVENTS_INSERTED)
-        && System.nanoTime() < deadline) {
-      for (ConsumerRecord<byte[], byte[]> r : tail.poll(Duration.ofMillis(200))) {
-        (r.topic().equals(topics.deletedRecords()) ? deletes : inserts).add(r);
-      }
-    }
-    out.printf("%nTopic %s: %d records%n", topics.deletedRecords(), deletes.size());
-    for (ConsumerRecord<byte[], byte[]> r : deletes) {
-      DeletedRecord d = EventSerdes.decodeDeletedRecord(r.value());
-      out.printf(
-          "  %s deleted %s  (in Kafka %d ms after commit)%n",
-          d.table(), d.key(), latencyMillis(r, d.commitTimeMicros()));
+    while (inserts.size() < Demo.EVENTS_INSERTED && System.nanoTime() < deadline) {
+      inserts.addAll(tail.poll(Duration.ofMillis(200)));
     }
     out.printf("%nTopic %s: %d records%n", topics.bufferEvents(Demo.BUFFER), inserts.size());
     for (ConsumerRecord<byte[], byte[]> r : inserts) {
@@ -108,7 +142,7 @@ final class QuickstartCommand implements Callable<Integer> {
     }
     out.println();
     out.flush();
-    if (deletes.size() < Demo.PROJECTS_DELETED || inserts.size() < Demo.EVENTS_INSERTED) {
+    if (inserts.size() < Demo.EVENTS_INSERTED) {
       throw new IllegalStateException(
           "The demo's changes did not all reach Kafka within " + DEADLINE.toSeconds() + " s.");
     }

@@ -1,13 +1,20 @@
 package dev.spillway.cli;
 
+import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.lfk.LfkConfig;
+import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.runtime.SpillwayRuntime;
+import java.io.PrintWriter;
 import java.time.Clock;
+import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 
@@ -16,19 +23,41 @@ import picocli.CommandLine.Spec;
     name = "run",
     description = "Run Spillway until stopped: capture, pipelines, metrics and status.")
 final class RunCommand implements Callable<Integer> {
+  /** The pipelines {@code --only} can name. */
+  enum Only {
+    lfk
+  }
+
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
+
+  @Option(
+      names = "--only",
+      split = ",",
+      paramLabel = "PIPELINE",
+      description =
+          "Run only these pipelines (${COMPLETION-CANDIDATES}); default: every configured one.")
+  Set<Only> only = EnumSet.allOf(Only.class);
 
   @Override
   public Integer call() throws Exception {
     SpillwayConfig config = Launch.config(root);
+    // Every section is read before anything starts, so a bad one costs nothing.
+    LfkConfig lfk = LfkConfig.from(config);
+    PrintWriter out = spec.commandLine().getOut();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
-      runtime.startCapture(List.of());
+      List<CaptureRoute> routes = new ArrayList<>();
+      if (only.contains(Only.lfk) && lfk.enabled()) {
+        LfkPipeline pipeline =
+            LfkStartup.start(runtime, lfk.settings(), lfk.definitions(), config::databaseOf, out);
+        routes.addAll(pipeline.routes(runtime.topics()));
+      }
+      runtime.startCapture(routes);
     } catch (RuntimeException | InterruptedException e) {
       runtime.close();
       throw e;
     }
-    return UntilStopped.await(runtime, spec.commandLine().getOut());
+    return UntilStopped.await(runtime, out);
   }
 }

@@ -59,6 +59,27 @@ public final class ConfigLoader {
   }
 
   /**
+   * Reads another YAML file the configuration names (such as loose-foreign-key definitions) as a
+   * node, so its errors name that file and line like the configuration's own. An absent or empty
+   * file gives an empty node.
+   *
+   * @param name how messages name the file
+   */
+  public static ConfigNode readNode(Path file, String name) {
+    if (!Files.exists(file)) {
+      throw ConfigException.file(name, "file " + name + " does not exist", null);
+    }
+    try {
+      return root(Files.readString(file, StandardCharsets.UTF_8), name, n -> null);
+    } catch (CharacterCodingException e) {
+      throw ConfigException.file(name, "file " + name + " is not UTF-8 text", e);
+    } catch (IOException e) {
+      throw ConfigException.file(
+          name, "file " + name + " could not be read (" + e.getMessage() + ")", e);
+    }
+  }
+
+  /**
    * Reads {@code spillway.yml} in {@code cwd} when present; otherwise everything is embedded and
    * the working directory is {@code cwd/.spillway}.
    */

@@ -119,6 +119,12 @@ public final class ConfigNode {
     return t != null && !isNull(t.getValueNode());
   }
 
+  /** Whether the key holds a list; does not count as reading it. */
+  public boolean isList(String key) {
+    NodeTuple t = entries.get(key);
+    return t != null && t.getValueNode() instanceof SequenceNode;
+  }
+
   /** Every key present, in file order; does not count as reading them. */
   public List<String> keys() {
     return List.copyOf(entries.keySet());
@@ -358,6 +364,59 @@ public final class ConfigNode {
       out.add(substitute(key, lineOf(item), s.getValue()));
     }
     return List.copyOf(out);
+  }
+
+  /**
+   * A list of mappings, such as GitLab's definitions {@code - table: … column: …}; each item is a
+   * node of its own, named {@code key[1]}, {@code key[2]}… in messages, at its own line.
+   */
+  public List<ConfigNode> mappings(String key) {
+    Node n = value(key);
+    if (n == null) {
+      return List.of();
+    }
+    if (!(n instanceof SequenceNode seq)) {
+      throw error(key, "must be a list, not " + kind(n));
+    }
+    List<ConfigNode> out = new ArrayList<>();
+    int i = 0;
+    for (Node item : seq.getValue()) {
+      i++;
+      String itemPath = qualified(key) + "[" + i + "]";
+      if (!(item instanceof MappingNode m)) {
+        throw new ConfigException(
+            source, lineOf(item), itemPath, "must be a mapping, not " + kind(item));
+      }
+      out.add(new ConfigNode(source, itemPath, lineOf(item), m, env));
+    }
+    return List.copyOf(out);
+  }
+
+  /**
+   * A scalar as YAML types it: Long for integers, Double for decimals, Boolean, String, or empty
+   * for an absent or null value. For values Spillway passes on to SQL rather than interprets.
+   */
+  public Optional<Object> typedScalar(String key) {
+    Node n = value(key);
+    if (n == null) {
+      return Optional.empty();
+    }
+    String text = scalar(key, n, "a single value");
+    Tag tag = n.getTag();
+    try {
+      if (Tag.INT.equals(tag)) {
+        return Optional.of(Long.parseLong(text.replace("_", "")));
+      }
+      if (Tag.FLOAT.equals(tag)) {
+        return Optional.of(Double.parseDouble(text.replace("_", "")));
+      }
+    } catch (NumberFormatException e) {
+      return Optional.of(text);
+    }
+    if (Tag.BOOL.equals(tag)) {
+      return Optional.of(Boolean.parseBoolean(text.toLowerCase(Locale.ROOT)));
+    }
+    return Optional.of(text);
   }
 
   /** Marks keys as known without reading them, so {@link #finish()} accepts them. */

@@ -1,0 +1,64 @@
+package dev.spillway.cli;
+
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.lfk.CheckedKey;
+import dev.spillway.lfk.DefinitionCheck;
+import dev.spillway.lfk.DefinitionsFile;
+import dev.spillway.lfk.LfkConfig;
+import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.lfk.LfkSettings;
+import dev.spillway.lfk.LooseForeignKey;
+import dev.spillway.runtime.SpillwayRuntime;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.sql.SQLException;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.function.Function;
+
+/** How the commands start the loose-foreign-key pipeline: definitions checked, then started. */
+final class LfkStartup {
+  private LfkStartup() {}
+
+  static LfkSettings settings(SpillwayConfig config) {
+    return LfkConfig.from(config).settings();
+  }
+
+  static List<LooseForeignKey> definitions(Path file) {
+    return DefinitionsFile.read(file);
+  }
+
+  /**
+   * Checks the definitions against the catalogs (warnings printed), then starts the batcher and the
+   * cleanup sink.
+   *
+   * @param databaseOf table → the database holding it
+   */
+  static LfkPipeline start(
+      SpillwayRuntime runtime,
+      LfkSettings settings,
+      List<LooseForeignKey> definitions,
+      Function<String, String> databaseOf,
+      PrintWriter out)
+      throws InterruptedException, SQLException {
+    DefinitionCheck.Result checked =
+        DefinitionCheck.check(definitions, databaseOf, runtime.databases()::dataSource);
+    Set<String> parents = new TreeSet<>();
+    Set<String> databases = new TreeSet<>();
+    for (CheckedKey k : checked.keys()) {
+      parents.add(k.key().parent().displayName());
+      databases.add(k.parentDatabase());
+      databases.add(k.childDatabase());
+    }
+    out.printf(
+        "Loose foreign keys: %d definitions on %d parent tables (%s), checked in %s%n",
+        checked.keys().size(),
+        parents.size(),
+        String.join(", ", parents),
+        String.join(" and ", databases));
+    checked.warnings().forEach(w -> out.printf("  warning: %s%n", w));
+    out.flush();
+    return LfkPipeline.start(runtime, settings, checked.keys());
+  }
+}

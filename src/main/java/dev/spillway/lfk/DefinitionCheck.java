@@ -1,0 +1,240 @@
+package dev.spillway.lfk;
+
+import dev.spillway.config.ConfigException;
+import dev.spillway.event.TableName;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+import javax.sql.DataSource;
+
+/**
+ * Checks loose-foreign-key definitions against the catalogs of the databases holding their tables,
+ * before anything runs: the parent exists and has a one-column primary key, the child exists with a
+ * primary key, and every column named exists. A child column without an index is only a warning,
+ * with the statement that adds one.
+ */
+public final class DefinitionCheck {
+  /** The checked definitions, and warnings to show. */
+  public record Result(List<CheckedKey> keys, List<String> warnings) {}
+
+  private record Table(long oid, boolean partitioned, List<String> primaryKey) {}
+
+  private final Function<String, DataSource> dataSources;
+  private final Map<String, Optional<Table>> tables = new HashMap<>();
+
+  private DefinitionCheck(Function<String, DataSource> dataSources) {
+    this.dataSources = dataSources;
+  }
+
+  /**
+   * @param databaseOf table ({@code schema.table}) → the database holding it
+   * @throws ConfigException naming the definition and what is wrong with it
+   */
+  public static Result check(
+      List<LooseForeignKey> definitions,
+      Function<String, String> databaseOf,
+      Function<String, DataSource> dataSources)
+      throws SQLException {
+    DefinitionCheck check = new DefinitionCheck(dataSources);
+    List<CheckedKey> keys = new ArrayList<>();
+    List<String> warnings = new ArrayList<>();
+    for (LooseForeignKey k : definitions) {
+      keys.add(check.one(k, databaseOf, warnings));
+    }
+    return new Result(List.copyOf(keys), List.copyOf(warnings));
+  }
+
+  private CheckedKey one(
+      LooseForeignKey k, Function<String, String> databaseOf, List<String> warnings)
+      throws SQLException {
+    String parentDb = databaseOf.apply(k.parent().toString());
+    String childDb = databaseOf.apply(k.child().toString());
+    Table parent =
+        table(parentDb, k.parent())
+            .orElseThrow(
+                () ->
+                    problem(
+                        k,
+                        "names parent table "
+                            + k.parent().displayName()
+                            + ", which does not exist in database "
+                            + parentDb));
+    if (parent.primaryKey().size() != 1) {
+      throw problem(
+          k,
+          "needs a parent with a one-column primary key, but "
+              + k.parent().displayName()
+              + (parent.primaryKey().isEmpty()
+                  ? " has none"
+                  : " has " + String.join(", ", parent.primaryKey())));
+    }
+    Table child =
+        table(childDb, k.child())
+            .orElseThrow(
+                () ->
+                    problem(
+                        k,
+                        "names child table "
+                            + k.child().displayName()
+                            + ", which does not exist in database "
+                            + childDb));
+    if (child.primaryKey().isEmpty()) {
+      throw problem(
+          k, "needs a child with a primary key, but " + k.child().displayName() + " has none");
+    }
+    DataSource ds = dataSources.apply(childDb);
+    String type = columnType(ds, child, k.child(), k.column(), k);
+    Integer targetAttnum = null;
+    if (k.targetColumn().isPresent()) {
+      columnType(ds, child, k.child(), k.targetColumn().get(), k);
+      targetAttnum = attnum(ds, child, k.targetColumn().get());
+    }
+    for (LooseForeignKey.Condition c : k.conditions()) {
+      columnType(ds, child, k.child(), c.column(), k);
+    }
+    if (!indexed(ds, child, attnum(ds, child, k.column()), targetAttnum)) {
+      warnings.add(indexWarning(k, child));
+    }
+    return new CheckedKey(
+        k, childDb, parentDb, child.primaryKey(), type, parent.primaryKey().get(0));
+  }
+
+  private Optional<Table> table(String database, TableName name) throws SQLException {
+    String key = database + "/" + name;
+    Optional<Table> known = tables.get(key);
+    if (known != null) {
+      return known;
+    }
+    Optional<Table> found = Optional.empty();
+    try (Connection c = dataSources.apply(database).getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT c.oid, c.relkind FROM pg_class c"
+                    + " WHERE c.oid = to_regclass(?) AND c.relkind IN ('r', 'p')")) {
+      ps.setString(1, name.quoted());
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          long oid = rs.getLong(1);
+          found = Optional.of(new Table(oid, "p".equals(rs.getString(2)), primaryKey(c, oid)));
+        }
+      }
+    }
+    tables.put(key, found);
+    return found;
+  }
+
+  private static List<String> primaryKey(Connection c, long oid) throws SQLException {
+    List<String> columns = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT a.attname FROM pg_index i"
+                + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
+                + " WHERE i.indrelid = ? AND i.indisprimary"
+                + " ORDER BY array_position(i.indkey::int2[], a.attnum)")) {
+      ps.setLong(1, oid);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          columns.add(rs.getString(1));
+        }
+      }
+    }
+    return columns;
+  }
+
+  private static String columnType(
+      DataSource ds, Table table, TableName name, String column, LooseForeignKey k)
+      throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                    + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
+      ps.setLong(1, table.oid());
+      ps.setString(2, column);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          throw problem(
+              k, "names column " + column + ", which " + name.displayName() + " does not have");
+        }
+        return rs.getString(1);
+      }
+    }
+  }
+
+  private static int attnum(DataSource ds, Table table, String column) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT attnum FROM pg_attribute WHERE attrelid = ? AND attname = ?")) {
+      ps.setLong(1, table.oid());
+      ps.setString(2, column);
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
+    }
+  }
+
+  /** Whether an index starts with the column (and then the target column, when given). */
+  private static boolean indexed(DataSource ds, Table table, int column, Integer target)
+      throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps =
+            c.prepareStatement(
+                "SELECT 1 FROM pg_index WHERE indrelid = ? AND indkey[0] = ?"
+                    + (target == null ? "" : " AND indnkeyatts > 1 AND indkey[1] = ?"))) {
+      ps.setLong(1, table.oid());
+      ps.setInt(2, column);
+      if (target != null) {
+        ps.setInt(3, target);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next();
+      }
+    }
+  }
+
+  private static String indexWarning(LooseForeignKey k, Table child) {
+    List<String> columns = new ArrayList<>(List.of(k.column()));
+    k.targetColumn().ifPresent(columns::add);
+    String name = "index_" + k.child().table() + "_on_" + String.join("_and_", columns);
+    if (name.length() > 63) {
+      name = name.substring(0, 63);
+    }
+    return k.describe()
+        + ": no index on "
+        + k.child().displayName()
+        + " starts with "
+        + String.join(", ", columns)
+        + ", so cleanup scans the table; add one: CREATE INDEX "
+        // A partitioned table cannot build its index concurrently; each partition could.
+        + (child.partitioned() ? "" : "CONCURRENTLY ")
+        + TableName.quote(name)
+        + " ON "
+        + k.child().quoted()
+        + " ("
+        + String.join(", ", columns.stream().map(TableName::quote).toList())
+        + ");";
+  }
+
+  private static ConfigException problem(LooseForeignKey k, String problem) {
+    int colon = k.where().lastIndexOf(':');
+    String source = colon < 0 ? k.where() : k.where().substring(0, colon);
+    Integer line = null;
+    if (colon >= 0) {
+      try {
+        line = Integer.valueOf(k.where().substring(colon + 1));
+      } catch (NumberFormatException e) {
+        source = k.where();
+      }
+    }
+    return new ConfigException(source, line, k.describe(), problem);
+  }
+}

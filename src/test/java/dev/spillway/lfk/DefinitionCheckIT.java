@@ -1,0 +1,139 @@
+package dev.spillway.lfk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.spillway.config.ConfigException;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Definitions checked against real catalogs in two databases. */
+class DefinitionCheckIT {
+  private static Databases dbs;
+  @TempDir Path dir;
+
+  @BeforeAll
+  static void schema() {
+    dbs = EmbeddedInfra.get().databases("chk_main", "chk_ci");
+    TestSql.exec(
+        dbs.dataSource("chk_main"),
+        "DROP SCHEMA IF EXISTS k CASCADE",
+        "CREATE SCHEMA k",
+        "CREATE TABLE k.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE k.tenants (a int, b int, PRIMARY KEY (a, b))",
+        "CREATE TABLE k.logs (project_id bigint)",
+        "CREATE TABLE k.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
+        "CREATE TABLE k.merge_requests (id bigint PRIMARY KEY, project_id bigint, state int)",
+        "CREATE INDEX ON k.merge_requests (project_id)",
+        "CREATE TABLE k.packages (id bigint PRIMARY KEY, project_id bigint, status int)");
+    TestSql.exec(
+        dbs.dataSource("chk_ci"),
+        "DROP SCHEMA IF EXISTS k CASCADE",
+        "CREATE SCHEMA k",
+        "CREATE TABLE k.ci_builds (id bigint, partition_id int, project_id varchar(64),"
+            + " PRIMARY KEY (id, partition_id)) PARTITION BY LIST (partition_id)",
+        "CREATE INDEX ON k.ci_builds (project_id)");
+  }
+
+  @AfterAll
+  static void close() {
+    dbs.close();
+  }
+
+  private DefinitionCheck.Result check(String yaml) throws Exception {
+    Path file = dir.resolve("lfk.yml");
+    Files.writeString(file, yaml);
+    Map<String, String> where = Map.of("k.ci_builds", "ci");
+    return DefinitionCheck.check(
+        DefinitionsFile.read(file),
+        t -> where.getOrDefault(t, "main"),
+        name -> dbs.dataSource(name.equals("ci") ? "chk_ci" : "chk_main"));
+  }
+
+  private String error(String yaml) {
+    return assertThatThrownBy(() -> check(yaml))
+        .isInstanceOf(ConfigException.class)
+        .actual()
+        .getMessage()
+        .replace(dir.resolve("lfk.yml").toString(), "lfk.yml");
+  }
+
+  private static String entry(String child, String parent, String column, String action) {
+    return "k."
+        + child
+        + ":\n  - table: k."
+        + parent
+        + "\n    column: "
+        + column
+        + "\n    on_delete: "
+        + action
+        + "\n";
+  }
+
+  @Test
+  void should_check_tables_across_databases_and_describe_the_keys() throws Exception {
+    DefinitionCheck.Result r =
+        check(
+            entry("merge_requests", "projects", "project_id", "async_delete")
+                + entry("ci_builds", "projects", "project_id", "async_delete")
+                + entry("merge_requests", "events", "project_id", "async_nullify").substring(18));
+    assertThat(r.keys()).hasSize(3);
+    CheckedKey builds = r.keys().get(1);
+    assertThat(builds.childDatabase()).isEqualTo("ci");
+    assertThat(builds.parentDatabase()).isEqualTo("main");
+    assertThat(builds.childPrimaryKey()).containsExactly("id", "partition_id");
+    assertThat(builds.columnType()).isEqualTo("character varying(64)");
+    assertThat(builds.parentPrimaryKey()).isEqualTo("id");
+    assertThat(r.warnings()).isEmpty();
+  }
+
+  @Test
+  void should_warn_about_a_missing_index_with_the_statement_that_adds_it() throws Exception {
+    DefinitionCheck.Result r =
+        check(
+            "k.packages:\n  - table: k.projects\n    column: project_id\n"
+                + "    on_delete: update_column_to\n    target_column: status\n    target_value: 4\n");
+    assertThat(r.warnings())
+        .containsExactly(
+            "k.packages.project_id → k.projects (update_column_to): no index on k.packages starts"
+                + " with project_id, status, so cleanup scans the table; add one: CREATE INDEX"
+                + " CONCURRENTLY \"index_packages_on_project_id_and_status\" ON \"k\".\"packages\""
+                + " (\"project_id\", \"status\");");
+  }
+
+  @Test
+  void should_refuse_each_definition_the_catalog_contradicts() {
+    assertThat(error(entry("merge_requests", "nope", "project_id", "async_delete")))
+        .isEqualTo(
+            "lfk.yml:2: k.merge_requests.project_id → k.nope (async_delete) names parent table"
+                + " k.nope, which does not exist in database main.");
+    assertThat(error(entry("merge_requests", "tenants", "project_id", "async_delete")))
+        .endsWith("needs a parent with a one-column primary key, but k.tenants has a, b.");
+    assertThat(error(entry("merge_requests", "logs", "project_id", "async_delete")))
+        .endsWith("needs a parent with a one-column primary key, but k.logs has none.");
+    assertThat(error(entry("nope", "projects", "project_id", "async_delete")))
+        .endsWith("names child table k.nope, which does not exist in database main.");
+    assertThat(error(entry("logs", "projects", "project_id", "async_delete")))
+        .endsWith("needs a child with a primary key, but k.logs has none.");
+    assertThat(error(entry("merge_requests", "projects", "projectid", "async_delete")))
+        .endsWith("names column projectid, which k.merge_requests does not have.");
+    assertThat(
+            error(
+                entry("merge_requests", "projects", "project_id", "update_column_to")
+                    + "    target_column: status\n    target_value: 4\n"))
+        .endsWith("names column status, which k.merge_requests does not have.");
+    assertThat(
+            error(
+                entry("merge_requests", "projects", "project_id", "async_delete")
+                    + "    conditions: { archived: true }\n"))
+        .endsWith("names column archived, which k.merge_requests does not have.");
+  }
+}
