@@ -29,8 +29,10 @@ public final class DefinitionsFile {
    * The definitions of a {@code loose-foreign-keys:} section: those of the file its {@code file}
    * key names (relative to {@code baseDir}), then those written inline under {@code definitions}.
    * Reads only those two keys.
+   *
+   * @param fileMayBeMissing for the generator, which creates the file
    */
-  static List<LooseForeignKey> read(ConfigNode section, Path baseDir) {
+  static List<LooseForeignKey> read(ConfigNode section, Path baseDir, boolean fileMayBeMissing) {
     List<Located> all = new ArrayList<>();
     Optional<String> file = section.optionalString("file");
     if (file.isPresent()) {
@@ -38,10 +40,11 @@ public final class DefinitionsFile {
         throw section.error("file", "must name a file");
       }
       Path path = baseDir.resolve(file.get());
-      if (!java.nio.file.Files.isRegularFile(path)) {
+      if (java.nio.file.Files.isRegularFile(path)) {
+        all.addAll(parse(ConfigLoader.readNode(path, file.get())));
+      } else if (!fileMayBeMissing) {
         throw section.error("file", "names " + path + ", which does not exist");
       }
-      all.addAll(parse(ConfigLoader.readNode(path, file.get())));
     }
     section.child("definitions").ifPresent(n -> all.addAll(parse(n)));
     return checked(all);

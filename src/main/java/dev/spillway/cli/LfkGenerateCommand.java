@@ -1,0 +1,181 @@
+package dev.spillway.cli;
+
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.lfk.ForeignKey;
+import dev.spillway.lfk.LfkConfig;
+import dev.spillway.lfk.LfkGenerator;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code spillway lfk generate}: shows the real foreign keys of the configured databases in
+ * GitLab's table, and turns those the filters match into loose foreign keys: entries appended to
+ * the definitions file, and per database a migration dropping the keys with a down migration
+ * restoring them.
+ */
+@Command(
+    name = "generate",
+    description = {
+      "Show foreign keys; turn those matching every FILTER into loose foreign keys.",
+      "FILTERs are regular expressions matched against FROM, TO or COLUMN (^ and $ anchor)."
+    })
+final class LfkGenerateCommand implements Callable<Integer> {
+  private static final DateTimeFormatter STAMP = DateTimeFormatter.ofPattern("yyyyMMddHHmmss");
+
+  @ParentCommand LfkCommand lfk;
+  @Spec CommandSpec spec;
+
+  @Option(
+      names = "--cross-database",
+      description = "Only foreign keys whose tables 'tables:' maps to different databases.")
+  boolean crossDatabase;
+
+  @Option(
+      names = {"-n", "--dry-run"},
+      description = "Print what would be written; write nothing.")
+  boolean dryRun;
+
+  @Option(
+      names = "--migrations-dir",
+      paramLabel = "DIR",
+      description = "Where migrations go (default: db/migrate next to the config file).")
+  Path migrationsDir;
+
+  @Parameters(paramLabel = "FILTER", arity = "0..*")
+  List<String> filters = new ArrayList<>();
+
+  @Override
+  public Integer call() throws Exception {
+    for (String f : filters) {
+      try {
+        Pattern.compile(f);
+      } catch (PatternSyntaxException e) {
+        throw new ParameterException(
+            spec.commandLine(),
+            "FILTER '" + f + "' is not a regular expression: " + e.getDescription() + ".");
+      }
+    }
+    SpillwayConfig config = Launch.config(lfk.root);
+    LfkConfig lfkConfig = LfkConfig.from(config, true);
+    PrintWriter out = spec.commandLine().getOut();
+    List<ForeignKey> keys = new ArrayList<>();
+    try (Catalogs catalogs = Catalogs.open(config)) {
+      for (DatabaseEndpoint e : catalogs.databases().endpoints()) {
+        keys.addAll(ForeignKey.read(e.name(), catalogs.databases().dataSource(e.name())));
+      }
+    }
+    List<LfkGenerator.Row> rows =
+        new LfkGenerator(keys, lfkConfig.definitions()).rows(crossDatabase, config::databaseOf);
+    out.printf(
+        "Showing %sforeign keys (%d):%n", crossDatabase ? "cross-database " : "", rows.size());
+    out.print(LfkGenerator.table(rows));
+    out.flush();
+    if (filters.isEmpty()) {
+      out.println();
+      out.println(
+          "To turn foreign keys into loose foreign keys, give filters matching FROM, TO or COLUMN:");
+      out.println("  bin/spillway lfk generate [--dry-run] ci_builds project_id");
+      out.flush();
+      return ErrorHandler.OK;
+    }
+    List<ForeignKey> converted = new ArrayList<>();
+    for (LfkGenerator.Row r : LfkGenerator.matching(rows, filters)) {
+      Optional<String> skip = LfkGenerator.skipReason(r);
+      if (skip.isPresent()) {
+        out.printf(
+            "Skipping %d (%s.%s): %s%n",
+            r.id(), r.key().from().displayName(), r.key().column(), skip.get());
+      } else {
+        converted.add(r.key());
+      }
+    }
+    if (converted.isEmpty()) {
+      out.println("Nothing to convert.");
+      out.flush();
+      return ErrorHandler.OK;
+    }
+    Path definitions =
+        lfkConfig
+            .file()
+            .orElseThrow(
+                () ->
+                    new ParameterException(
+                        spec.commandLine(),
+                        "loose-foreign-keys.file is not set in the configuration: name the"
+                            + " definitions file the generator should add to."));
+    write(out, config, definitions, converted);
+    out.flush();
+    return ErrorHandler.OK;
+  }
+
+  private void write(
+      PrintWriter out, SpillwayConfig config, Path definitions, List<ForeignKey> converted)
+      throws java.io.IOException {
+    String before =
+        Files.exists(definitions) ? Files.readString(definitions, StandardCharsets.UTF_8) : "";
+    String after = LfkGenerator.addDefinitions(before, converted);
+    Map<String, List<ForeignKey>> byDatabase = new LinkedHashMap<>();
+    converted.forEach(k -> byDatabase.computeIfAbsent(k.database(), d -> new ArrayList<>()).add(k));
+    Path dir =
+        migrationsDir != null ? migrationsDir : baseDir(config).resolve("db").resolve("migrate");
+    String stamp = LocalDateTime.now(ZoneOffset.UTC).format(STAMP);
+    Map<Path, String> files = new LinkedHashMap<>();
+    files.put(definitions, after);
+    byDatabase.forEach(
+        (db, keys) -> {
+          String name = stamp + "_" + db + "_replace_foreign_keys_with_loose_foreign_keys";
+          files.put(dir.resolve(name + ".up.sql"), LfkGenerator.up(keys));
+          files.put(dir.resolve(name + ".down.sql"), LfkGenerator.down(keys));
+        });
+    if (dryRun) {
+      out.printf("%nDry run: nothing written. Would add to %s:%n", definitions);
+      out.print(LfkGenerator.definitions(converted));
+      files.forEach(
+          (path, text) -> {
+            if (!path.equals(definitions)) {
+              out.printf("Would write %s:%n%s", path, text);
+            }
+          });
+      return;
+    }
+    for (Map.Entry<Path, String> f : files.entrySet()) {
+      Path parent = f.getKey().toAbsolutePath().getParent();
+      Files.createDirectories(parent);
+      Files.writeString(f.getKey(), f.getValue(), StandardCharsets.UTF_8);
+    }
+    out.printf("%nAdded %d loose foreign keys to %s%n", converted.size(), definitions);
+    files.keySet().stream()
+        .filter(p -> !p.equals(definitions))
+        .forEach(p -> out.printf("Wrote %s%n", p));
+    out.println(
+        "Deploy the definitions (restart 'run') before applying the up migration, so no delete"
+            + " goes uncleaned.");
+  }
+
+  private static Path baseDir(SpillwayConfig config) {
+    return config.source() == null
+        ? Path.of("").toAbsolutePath()
+        : config.source().toAbsolutePath().getParent();
+  }
+}

@@ -1,0 +1,98 @@
+package dev.spillway.lfk;
+
+import dev.spillway.event.TableName;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import javax.sql.DataSource;
+
+/**
+ * A real foreign key found in a database's catalog, as the generator shows and converts it.
+ *
+ * @param from the referencing (child) table
+ * @param to the referenced (parent) table
+ * @param columns the referencing columns; the generator converts one-column keys only
+ * @param onDelete PostgreSQL's action: {@code cascade}, {@code nullify}, {@code restrict}, {@code
+ *     no action} or {@code set default}
+ * @param definition {@code pg_get_constraintdef}, to restore the key
+ */
+public record ForeignKey(
+    String database,
+    TableName from,
+    TableName to,
+    List<String> columns,
+    String onDelete,
+    String name,
+    String definition) {
+  public ForeignKey {
+    Objects.requireNonNull(database, "database");
+    columns = List.copyOf(columns);
+  }
+
+  /** The action a loose foreign key takes instead, when there is one. */
+  public java.util.Optional<OnDelete> looseAction() {
+    return switch (onDelete) {
+      case "cascade" -> java.util.Optional.of(OnDelete.ASYNC_DELETE);
+      case "nullify" -> java.util.Optional.of(OnDelete.ASYNC_NULLIFY);
+      default -> java.util.Optional.empty();
+    };
+  }
+
+  /** The column as GitLab's table shows it (several joined by commas). */
+  public String column() {
+    return String.join(",", columns);
+  }
+
+  /**
+   * Every foreign key defined on a table of the database (not the copies PostgreSQL keeps on
+   * partitions), outside the system schemas and Spillway's own.
+   */
+  public static List<ForeignKey> read(String database, DataSource ds) throws SQLException {
+    String sql =
+        "SELECT n.nspname, c.relname, fn.nspname, fc.relname, con.conname,"
+            + " pg_get_constraintdef(con.oid), con.confdeltype,"
+            + " ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, i)"
+            + "   JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum"
+            + "   ORDER BY k.i)::text[]"
+            + " FROM pg_constraint con"
+            + " JOIN pg_class c ON c.oid = con.conrelid"
+            + " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            + " JOIN pg_class fc ON fc.oid = con.confrelid"
+            + " JOIN pg_namespace fn ON fn.oid = fc.relnamespace"
+            + " WHERE con.contype = 'f' AND con.conparentid = 0"
+            + " AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'spillway')"
+            + " ORDER BY n.nspname, c.relname, con.conname";
+    List<ForeignKey> out = new ArrayList<>();
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(sql)) {
+      while (rs.next()) {
+        String[] columns = (String[]) rs.getArray(8).getArray();
+        out.add(
+            new ForeignKey(
+                database,
+                new TableName(rs.getString(1), rs.getString(2)),
+                new TableName(rs.getString(3), rs.getString(4)),
+                List.of(columns),
+                action(rs.getString(7)),
+                rs.getString(5),
+                rs.getString(6)));
+      }
+    }
+    return out;
+  }
+
+  private static String action(String code) {
+    return switch (code) {
+      case "c" -> "cascade";
+      case "n" -> "nullify";
+      case "r" -> "restrict";
+      case "d" -> "set default";
+      default -> "no action";
+    };
+  }
+}

@@ -1,0 +1,129 @@
+package dev.spillway.lfk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.Cli;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The generator against real foreign keys: shown, converted, migrated, and restored. */
+class LfkGenerateIT {
+  @TempDir Path dir;
+
+  @Test
+  void should_turn_chosen_foreign_keys_into_definitions_and_a_reversible_migration()
+      throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_main");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_main")) {
+      TestSql.exec(
+          dbs.dataSource("gen_main"),
+          "DROP TABLE IF EXISTS timeline_events, events, merge_requests, projects CASCADE",
+          "CREATE TABLE projects (id bigint PRIMARY KEY)",
+          "CREATE TABLE merge_requests (id bigint PRIMARY KEY,"
+              + " project_id bigint REFERENCES projects ON DELETE CASCADE)",
+          "CREATE INDEX ON merge_requests (project_id)",
+          "CREATE TABLE events (id bigint PRIMARY KEY,"
+              + " project_id bigint REFERENCES projects ON DELETE SET NULL)",
+          "CREATE TABLE timeline_events (id bigint PRIMARY KEY,"
+              + " event_id bigint REFERENCES events ON DELETE RESTRICT)");
+      Path config = dir.resolve("spillway.yml");
+      Files.writeString(
+          config,
+          "databases:\n  main:\n    url: "
+              + main.url()
+              + "\n    username: "
+              + main.username()
+              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+
+      Cli.Result dry = Cli.run("lfk", "generate", "-c", config.toString(), "--dry-run", "^events$");
+      assertThat(dry.exitCode()).as(dry.err()).isZero();
+      assertThat(dry.out())
+          .contains("Showing foreign keys (3):")
+          .contains("  ID | HAS_LFK |            FROM |       TO |     COLUMN | ON_DELETE")
+          .contains("   1 |       N |  merge_requests | projects | project_id |   cascade")
+          .contains("Skipping 2 (timeline_events.event_id): ON DELETE RESTRICT has no loose")
+          .contains(
+              "events:\n  - table: projects\n    column: project_id\n    on_delete: async_nullify");
+      assertThat(dir.resolve("lfk.yml")).doesNotExist();
+      assertThat(dir.resolve("db")).doesNotExist();
+
+      Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "project_id");
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      assertThat(run.out()).contains("Added 2 loose foreign keys to");
+      List<LooseForeignKey> written = DefinitionsFile.read(dir.resolve("lfk.yml"));
+      assertThat(written)
+          .extracting(LooseForeignKey::describe)
+          .containsExactlyInAnyOrder(
+              "events.project_id → projects (async_nullify)",
+              "merge_requests.project_id → projects (async_delete)");
+      Path up = migration(".up.sql");
+      Path down = migration(".down.sql");
+
+      TestSql.exec(dbs.dataSource("gen_main"), Files.readString(up));
+      assertThat(foreignKeys(dbs)).isEqualTo(1); // only the RESTRICT one is left
+      DefinitionCheck.Result checked =
+          DefinitionCheck.check(written, t -> "main", n -> dbs.dataSource("gen_main"));
+      assertThat(checked.keys()).hasSize(2);
+      assertThat(checked.warnings())
+          .singleElement()
+          .asString()
+          .contains("CREATE INDEX CONCURRENTLY \"index_events_on_project_id\"");
+
+      Cli.Result again = Cli.run("lfk", "generate", "-c", config.toString());
+      assertThat(again.out()).contains("Showing foreign keys (1):");
+
+      TestSql.exec(dbs.dataSource("gen_main"), Files.readString(down));
+      assertThat(foreignKeys(dbs)).isEqualTo(3);
+      Cli.Result restored = Cli.run("lfk", "generate", "-c", config.toString());
+      assertThat(restored.out())
+          .contains("   1 |       Y |  merge_requests | projects | project_id |   cascade");
+    }
+  }
+
+  @Test
+  void should_refuse_a_bad_filter_and_a_missing_definitions_file_setting() throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_other");
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config,
+        "databases:\n  main:\n    url: "
+            + main.url()
+            + "\n    username: "
+            + main.username()
+            + "\n");
+    Cli.Result bad = Cli.run("lfk", "generate", "-c", config.toString(), "(");
+    assertThat(bad.exitCode()).isEqualTo(2);
+    assertThat(bad.err()).contains("FILTER '(' is not a regular expression: Unclosed group.");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_other")) {
+      TestSql.exec(
+          dbs.dataSource("gen_other"),
+          "CREATE TABLE IF NOT EXISTS gen_parent (id bigint PRIMARY KEY)",
+          "CREATE TABLE IF NOT EXISTS gen_child (id bigint PRIMARY KEY,"
+              + " parent_id bigint REFERENCES gen_parent ON DELETE CASCADE)");
+    }
+    Cli.Result unset = Cli.run("lfk", "generate", "-c", config.toString(), "^gen_child$");
+    assertThat(unset.exitCode()).isEqualTo(2);
+    assertThat(unset.err()).contains("loose-foreign-keys.file is not set in the configuration");
+  }
+
+  private Path migration(String suffix) throws Exception {
+    try (Stream<Path> files = Files.list(dir.resolve("db").resolve("migrate"))) {
+      return files.filter(p -> p.toString().endsWith(suffix)).findFirst().orElseThrow();
+    }
+  }
+
+  private static long foreignKeys(Databases dbs) {
+    return TestSql.count(
+        dbs.dataSource("gen_main"),
+        "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+            + " AND conrelid::regclass::text IN ('merge_requests', 'events', 'timeline_events')");
+  }
+}

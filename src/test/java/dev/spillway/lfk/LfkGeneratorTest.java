@@ -1,0 +1,126 @@
+package dev.spillway.lfk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.TableName;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import org.junit.jupiter.api.Test;
+
+class LfkGeneratorTest {
+  private static ForeignKey fk(String from, String to, String column, String onDelete) {
+    return new ForeignKey(
+        "main",
+        TableName.parse(from),
+        TableName.parse(to),
+        List.of(column),
+        onDelete,
+        from + "_" + column + "_fkey",
+        "FOREIGN KEY (" + column + ") REFERENCES " + to + "(id) ON DELETE CASCADE");
+  }
+
+  private static final List<ForeignKey> KEYS =
+      List.of(
+          fk("ci_builds", "projects", "project_id", "cascade"),
+          fk("events", "projects", "project_id", "cascade"),
+          fk("incident_management_timeline_events", "events", "event_id", "nullify"),
+          fk("notes", "users", "author_id", "restrict"));
+
+  private final LfkGenerator generator =
+      new LfkGenerator(
+          KEYS,
+          List.of(
+              new LooseForeignKey(
+                  TableName.parse("ci_builds"),
+                  TableName.parse("projects"),
+                  "project_id",
+                  OnDelete.ASYNC_DELETE,
+                  Optional.empty(),
+                  null,
+                  List.of(),
+                  OptionalInt.empty(),
+                  "lfk.yml:1")));
+
+  @Test
+  void should_print_gitlabs_table_with_existing_loose_keys_marked() {
+    assertThat(LfkGenerator.table(generator.rows(false, t -> "main")))
+        .isEqualTo(
+            """
+              ID | HAS_LFK |                                FROM |       TO |     COLUMN | ON_DELETE
+               0 |       Y |                           ci_builds | projects | project_id |   cascade
+               1 |       N |                              events | projects | project_id |   cascade
+               2 |       N | incident_management_timeline_events |   events |   event_id |   nullify
+               3 |       N |                               notes |    users |  author_id |  restrict
+            """);
+  }
+
+  @Test
+  void should_show_only_keys_across_databases_when_asked() {
+    assertThat(generator.rows(true, t -> t.equals("public.ci_builds") ? "ci" : "main"))
+        .extracting(r -> r.key().from().table())
+        .containsExactly("ci_builds");
+  }
+
+  @Test
+  void should_match_every_filter_against_from_to_or_column_with_anchors() {
+    List<LfkGenerator.Row> rows = generator.rows(false, t -> "main");
+    assertThat(LfkGenerator.matching(rows, List.of("events")))
+        .extracting(LfkGenerator.Row::id)
+        .containsExactly(1, 2);
+    assertThat(LfkGenerator.matching(rows, List.of("^events$")))
+        .extracting(LfkGenerator.Row::id)
+        .containsExactly(1, 2); // TO of row 2 is events too
+    assertThat(LfkGenerator.matching(rows, List.of("^events$", "project_id")))
+        .extracting(LfkGenerator.Row::id)
+        .containsExactly(1);
+    assertThat(LfkGenerator.skipReason(rows.get(0))).contains("already a loose foreign key");
+    assertThat(LfkGenerator.skipReason(rows.get(3)))
+        .contains("ON DELETE RESTRICT has no loose equivalent");
+    assertThat(LfkGenerator.skipReason(rows.get(1))).isEmpty();
+  }
+
+  @Test
+  void should_add_entries_under_an_existing_child_or_as_a_new_one_keeping_the_rest() {
+    String file =
+        """
+        # our loose foreign keys
+        events:
+          - table: users
+            column: author_id
+            on_delete: async_nullify
+
+        # end
+        """;
+    assertThat(LfkGenerator.addDefinitions(file, List.of(KEYS.get(1), KEYS.get(2))))
+        .isEqualTo(
+            """
+            # our loose foreign keys
+            events:
+              - table: users
+                column: author_id
+                on_delete: async_nullify
+              - table: projects
+                column: project_id
+                on_delete: async_delete
+
+            # end
+            incident_management_timeline_events:
+              - table: events
+                column: event_id
+                on_delete: async_nullify
+            """);
+  }
+
+  @Test
+  void should_write_a_migration_that_drops_and_a_down_that_restores() {
+    assertThat(LfkGenerator.up(List.of(KEYS.get(1))))
+        .contains(
+            "ALTER TABLE \"public\".\"events\" DROP CONSTRAINT IF EXISTS"
+                + " \"events_project_id_fkey\";");
+    assertThat(LfkGenerator.down(List.of(KEYS.get(1))))
+        .contains(
+            "ALTER TABLE \"public\".\"events\" ADD CONSTRAINT \"events_project_id_fkey\" FOREIGN"
+                + " KEY (project_id) REFERENCES projects(id) ON DELETE CASCADE;");
+  }
+}
