@@ -249,6 +249,9 @@ abstract class LfkContract {
           .atMost(WAIT)
           .untilAsserted(
               () -> assertThat(backlog(h)).allSatisfy(p -> assertThat(p.pending()).isZero()));
+      // Capture's own walsender streams a logical slot: it is no standby whose lag throttles.
+      assertThat(h.count("main", "SELECT count(*) FROM pg_stat_replication")).isPositive();
+      await().atMost(WAIT).until(() -> h.runtime.health().state("main", null) == Health.NORMAL);
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk6");
     }

@@ -47,7 +47,9 @@ final class LfkHarness implements AutoCloseable {
         .append("\n  topic-prefix: ")
         .append(prefix)
         .append('\n');
-    yaml.append("health:\n  interval: 200ms\n  hold: 200ms\n");
+    // A byte of replay lag would throttle: capture's own walsender must not count as a standby.
+    yaml.append(
+        "health:\n  interval: 200ms\n  hold: 200ms\n  replication-lag-bytes-throttle: 1B\n");
     yaml.append("databases:\n");
     databases.forEach(
         (name, physical) -> {
