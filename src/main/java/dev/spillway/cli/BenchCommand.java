@@ -1,7 +1,9 @@
 package dev.spillway.cli;
 
 import dev.spillway.bench.CaptureBench;
+import dev.spillway.bench.LfkBench;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.lfk.LfkSettings;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.IOException;
@@ -11,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Comparator;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
@@ -24,7 +27,7 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "bench",
     description = "Measure a pipeline on embedded PostgreSQL and Kafka.",
-    subcommands = {BenchCommand.Capture.class, BenchCommand.SinkWork.class})
+    subcommands = {BenchCommand.Capture.class, BenchCommand.SinkWork.class, BenchCommand.Lfk.class})
 final class BenchCommand implements Runnable {
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
@@ -155,6 +158,120 @@ final class BenchCommand implements Runnable {
             Runtime.getRuntime().availableProcessors());
         new dev.spillway.bench.SinkBench(runtime, out)
             .run(new dev.spillway.bench.SinkBench.Options(rows, batchSize, subBatch, clients));
+      }
+      return ErrorHandler.OK;
+    }
+  }
+
+  @Command(
+      name = "lfk",
+      description =
+          "Children of deleted parents cleaned three ways on the same fresh data: ON DELETE"
+              + " CASCADE, a PL/pgSQL procedure in LIMIT 1000 SKIP LOCKED batches, and Spillway's"
+              + " loose foreign keys; then Spillway's cleanup beside a foreground probe.")
+  static final class Lfk implements Callable<Integer> {
+    @ParentCommand BenchCommand bench;
+    @Spec CommandSpec spec;
+
+    @Option(
+        names = "--parents",
+        defaultValue = "10000",
+        description = "Parent rows deleted at once (default ${DEFAULT-VALUE}).")
+    int parents;
+
+    @Option(
+        names = "--children",
+        defaultValue = "1000000",
+        description = "Child rows, spread evenly over the parents (default ${DEFAULT-VALUE}).")
+    int children;
+
+    @Option(
+        names = "--probe",
+        negatable = true,
+        defaultValue = "true",
+        fallbackValue = "true",
+        description =
+            "Run Spillway's cleanup again beside a foreground probe (default ${DEFAULT-VALUE}).")
+    boolean probe;
+
+    @Option(
+        names = "--clients",
+        defaultValue = "4",
+        description = "Foreground probe clients (default ${DEFAULT-VALUE}).")
+    int clients;
+
+    @Option(
+        names = "--poll-ms",
+        defaultValue = "20",
+        description = "How often to ask whether a child is left, in ms (default ${DEFAULT-VALUE}).")
+    int pollMillis;
+
+    @Option(
+        names = "--batch-size",
+        defaultValue = "" + LfkSettings.DEFAULT_BATCH_SIZE,
+        description = "Deleted parents per cleanup batch (default ${DEFAULT-VALUE}).")
+    int batchSize;
+
+    @Option(
+        names = "--max-wait-ms",
+        defaultValue = "1000",
+        description =
+            "Longest a deleted parent waits for its batch, in ms (default ${DEFAULT-VALUE}).")
+    int maxWaitMillis;
+
+    @Option(
+        names = "--delete-limit",
+        defaultValue = "" + LfkSettings.DEFAULT_DELETE_LIMIT,
+        description = "Children per delete statement (default ${DEFAULT-VALUE}).")
+    int deleteLimit;
+
+    @Option(
+        names = "--max-deletes-per-run",
+        defaultValue = "" + LfkSettings.DEFAULT_MAX_DELETES_PER_RUN,
+        description = "Deletes after which a cleanup run ends (default ${DEFAULT-VALUE}).")
+    long maxDeletesPerRun;
+
+    @Option(
+        names = "--sink-poll-ms",
+        description =
+            "The cleanup sink's poll timeout in ms, for experiments (default: the configured"
+                + " sink's).")
+    Integer sinkPollMillis;
+
+    @Override
+    public Integer call() throws Exception {
+      if (parents < 1
+          || children < 1
+          || clients < 1
+          || pollMillis < 1
+          || batchSize < 1
+          || maxWaitMillis < 1
+          || deleteLimit < 1
+          || maxDeletesPerRun < 1
+          || (sinkPollMillis != null && sinkPollMillis < 1)) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(),
+            "--parents, --children, --clients, --poll-ms, --batch-size, --max-wait-ms,"
+                + " --delete-limit, --max-deletes-per-run and --sink-poll-ms must be positive");
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      try (SpillwayRuntime runtime = freshRuntime(bench.root, "lfk", out)) {
+        out.printf(
+            "Loose-foreign-key benchmark: embedded PostgreSQL and Kafka, %d cores%n",
+            Runtime.getRuntime().availableProcessors());
+        new LfkBench(runtime, out)
+            .run(
+                new LfkBench.Options(
+                    parents,
+                    children,
+                    probe,
+                    clients,
+                    Duration.ofMillis(pollMillis),
+                    batchSize,
+                    Duration.ofMillis(maxWaitMillis),
+                    deleteLimit,
+                    maxDeletesPerRun,
+                    Optional.ofNullable(sinkPollMillis).map(Duration::ofMillis)));
       }
       return ErrorHandler.OK;
     }
