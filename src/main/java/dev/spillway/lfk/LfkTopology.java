@@ -21,15 +21,16 @@ import org.apache.kafka.streams.processor.api.Record;
 /**
  * Deleted parent rows → cleanup batches: each parent table's deletes are grouped into batches of at
  * most {@code batch-size} ids, each emitted no later than {@code max-wait} after its first delete,
- * on the cleanup-batches topic keyed by parent table. A record that is not a deleted row of a
- * parent with a one-column key goes to the pipeline's dead-letter topic with the reason. Pure: no
- * SQL.
+ * on the cleanup-batches topic keyed by parent table and a sequence number. A record that is not a
+ * deleted row of a parent with a one-column key goes to the pipeline's dead-letter topic with the
+ * reason. Pure: no SQL.
  */
 public final class LfkTopology {
   public static final String SOURCE = "lfk-deleted-records";
   public static final String CHECK = "lfk-check";
   public static final String BATCH = "lfk-batch";
   public static final String PENDING_STORE = "lfk-pending";
+  public static final String SPREAD = "lfk-spread";
   public static final String OUT = "lfk-cleanup-batches";
   public static final String MALFORMED = "lfk-malformed";
 
@@ -50,12 +51,13 @@ public final class LfkTopology {
                 PENDING_STORE, settings.batchSize(), settings.maxWait(), LfkTopology::toBatch),
         CHECK);
     t.addStateStore(Batcher.store(PENDING_STORE), BATCH);
+    t.addProcessor(SPREAD, Spread::new, BATCH);
     t.addSink(
         OUT,
         topics.cleanupBatches(),
         Serdes.String().serializer(),
         Serdes.ByteArray().serializer(),
-        BATCH);
+        SPREAD);
     t.addSink(
         MALFORMED,
         topics.dlq(Pipeline.LFK),
@@ -87,6 +89,26 @@ public final class LfkTopology {
       return "\\x" + HexFormat.of().formatHex(bytes);
     }
     return String.valueOf(value);
+  }
+
+  /**
+   * Keys each batch {@code <parent>#<n>} with n counting up, so one parent's batches spread over
+   * the partitions and several workers can clean a parent with many deletes at once. Cleanup needs
+   * no order between batches: every statement is idempotent.
+   */
+  private static final class Spread implements Processor<String, byte[], String, byte[]> {
+    private ProcessorContext<String, byte[]> context;
+    private long next;
+
+    @Override
+    public void init(ProcessorContext<String, byte[]> context) {
+      this.context = context;
+    }
+
+    @Override
+    public void process(Record<String, byte[]> record) {
+      context.forward(record.withKey(record.key() + "#" + next++));
+    }
   }
 
   /** Passes on deleted rows with a one-column, non-null key, keyed by parent; the rest to DLQ. */

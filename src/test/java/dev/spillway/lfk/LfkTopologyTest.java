@@ -94,7 +94,11 @@ class LfkTopologyTest {
     deleted(PROJECTS, 2L, 20);
     deleted(PROJECTS, 3L, 40);
     deleted(PROJECTS, 4L, 50);
-    assertThat(batches()).containsExactly("public.projects=public.projects [1, 2, 3] @20");
+    assertThat(batches()).containsExactly("public.projects#0=public.projects [1, 2, 3] @20");
+    deleted(PROJECTS, 5L, 60);
+    deleted(PROJECTS, 6L, 70);
+    // The next batch of the same parent gets the next key, so it may land on another partition.
+    assertThat(batches()).containsExactly("public.projects#1=public.projects [4, 5, 6] @50");
   }
 
   @Test
@@ -103,7 +107,7 @@ class LfkTopologyTest {
     driver.advanceWallClockTime(Duration.ofMillis(1500));
     assertThat(batches()).isEmpty();
     driver.advanceWallClockTime(Duration.ofMillis(600));
-    assertThat(batches()).containsExactly("public.users=public.users [8f1c] @10");
+    assertThat(batches()).containsExactly("public.users#0=public.users [8f1c] @10");
   }
 
   @Test
