@@ -58,9 +58,33 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_before_starting_anything_for_a_bad_loose_foreign_key_definition(
+      @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\nloose-foreign-keys:\n  file: lfk.yml\n");
+    Files.writeString(
+        dir.resolve("lfk.yml"),
+        "ci_pipelines:\n  - table: projects\n    column: project_id\n    on_delete: cascade\n");
+    Cli.Result r = Cli.run("run", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "lfk.yml:4: ci_pipelines[1].on_delete must be async_delete, async_nullify or"
+                + " update_column_to, not 'cascade'.");
+    assertThat(dir.resolve("wd")).doesNotExist();
+  }
+
+  @Test
+  void should_exit_2_for_an_unknown_pipeline_in_only() {
+    Cli.Result r = Cli.run("run", "--only", "lfk,frobnicate");
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err()).contains("frobnicate");
+  }
+
+  @Test
   void should_list_the_commands_in_help() {
     Cli.Result r = Cli.run("--help");
     assertThat(r.exitCode()).isZero();
-    assertThat(r.out()).contains("quickstart", "run", "status", "bench");
+    assertThat(r.out()).contains("quickstart", "run", "status", "lfk", "bench");
   }
 }
