@@ -115,15 +115,16 @@ final class LfkGenerateCommand implements Callable<Integer> {
       out.flush();
       return ErrorHandler.OK;
     }
+    if (lfkConfig.file().isEmpty() && !dryRun) {
+      throw new ParameterException(
+          spec.commandLine(),
+          "loose-foreign-keys.file is not set in the configuration: name the definitions file"
+              + " the generator should add to.");
+    }
     Path definitions =
         lfkConfig
             .file()
-            .orElseThrow(
-                () ->
-                    new ParameterException(
-                        spec.commandLine(),
-                        "loose-foreign-keys.file is not set in the configuration: name the"
-                            + " definitions file the generator should add to."));
+            .orElse(baseDir(config).resolve("config").resolve("loose_foreign_keys.yml"));
     write(out, config, definitions, converted);
     out.flush();
     return ErrorHandler.OK;
@@ -149,7 +150,10 @@ final class LfkGenerateCommand implements Callable<Integer> {
           files.put(dir.resolve(name + ".down.sql"), LfkGenerator.down(keys));
         });
     if (dryRun) {
-      out.printf("%nDry run: nothing written. Would add to %s:%n", definitions);
+      out.printf(
+          "%nDry run: nothing written. Would add to %s%s:%n",
+          definitions,
+          Files.exists(definitions) ? "" : " (a new file; set loose-foreign-keys.file to it)");
       out.print(LfkGenerator.definitions(converted));
       files.forEach(
           (path, text) -> {
