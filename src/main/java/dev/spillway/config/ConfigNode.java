@@ -414,7 +414,12 @@ public final class ConfigNode {
       return Optional.of(text);
     }
     if (Tag.BOOL.equals(tag)) {
-      return Optional.of(Boolean.parseBoolean(text.toLowerCase(Locale.ROOT)));
+      // YAML 1.1 booleans, as GitLab's Ruby reads them: yes and on are true, like true itself.
+      return Optional.of(
+          switch (text.toLowerCase(Locale.ROOT)) {
+            case "true", "yes", "on" -> true;
+            default -> false;
+          });
     }
     return Optional.of(text);
   }

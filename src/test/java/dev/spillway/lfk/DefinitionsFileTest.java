@@ -96,6 +96,18 @@ class DefinitionsFileTest {
   }
 
   @Test
+  void should_read_yaml_11_booleans_as_gitlab_does() throws Exception {
+    // A condition read as the opposite boolean would clean the wrong children.
+    List<LooseForeignKey> keys =
+        read(
+            "notes:\n  - table: issues\n    column: noteable_id\n    on_delete: async_delete\n"
+                + "    conditions: { a: yes, b: On, c: TRUE, d: no, e: off, f: 'yes', g: y }\n");
+    assertThat(keys.get(0).conditions())
+        .extracting(LooseForeignKey.Condition::value)
+        .containsExactly(true, true, true, false, false, "yes", "y");
+  }
+
+  @Test
   void should_name_file_line_and_entry_of_each_bad_definition() {
     String head = "ci_pipelines:\n  - table: projects\n    column: project_id\n";
     assertThat(error(head + "    on_delete: cascade\n"))
