@@ -6,10 +6,12 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NoSuchElementException;
 import java.util.Optional;
 import java.util.function.Function;
 import javax.sql.DataSource;
@@ -17,14 +19,20 @@ import javax.sql.DataSource;
 /**
  * Checks loose-foreign-key definitions against the catalogs of the databases holding their tables,
  * before anything runs: the parent exists and has a one-column primary key, the child exists with a
- * primary key, and every column named exists. A child column without an index is only a warning,
- * with the statement that adds one.
+ * primary key, every column named exists, a column set to NULL may hold NULL, and every value
+ * written for a column is one its type accepts. A child column without a valid index is only a
+ * warning, with the statement that adds one.
  */
 public final class DefinitionCheck {
   /** The checked definitions, and warnings to show. */
   public record Result(List<CheckedKey> keys, List<String> warnings) {}
 
   private record Table(long oid, boolean partitioned, List<String> primaryKey) {}
+
+  private record Column(int attnum, String type, boolean notNull) {}
+
+  /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
+  private static final String DATA_EXCEPTION = "22";
 
   private final Function<String, DataSource> dataSources;
   private final Map<String, Optional<Table>> tables = new HashMap<>();
@@ -57,7 +65,7 @@ public final class DefinitionCheck {
     String parentDb = databaseOf.apply(k.parent().toString());
     String childDb = databaseOf.apply(k.child().toString());
     Table parent =
-        table(parentDb, k.parent())
+        table(parentDb, k.parent(), k)
             .orElseThrow(
                 () ->
                     problem(
@@ -76,7 +84,7 @@ public final class DefinitionCheck {
                   : " has " + String.join(", ", parent.primaryKey())));
     }
     Table child =
-        table(childDb, k.child())
+        table(childDb, k.child(), k)
             .orElseThrow(
                 () ->
                     problem(
@@ -89,31 +97,94 @@ public final class DefinitionCheck {
       throw problem(
           k, "needs a child with a primary key, but " + k.child().displayName() + " has none");
     }
-    DataSource ds = dataSources.apply(childDb);
-    String type = columnType(ds, child, k.child(), k.column(), k);
+    DataSource ds = dataSource(childDb, k);
+    Column column = column(ds, child, k.child(), k.column(), k);
+    if (k.onDelete() == OnDelete.ASYNC_NULLIFY && column.notNull()) {
+      throw problem(k, "sets " + k.column() + " to NULL, but " + notNull(k, k.column()));
+    }
     Integer targetAttnum = null;
     if (k.targetColumn().isPresent()) {
-      columnType(ds, child, k.child(), k.targetColumn().get(), k);
-      targetAttnum = attnum(ds, child, k.targetColumn().get());
+      String name = k.targetColumn().get();
+      Column target = column(ds, child, k.child(), name, k);
+      targetAttnum = target.attnum();
+      if (k.targetValue() == null && target.notNull()) {
+        throw problem(k, "sets " + name + " to NULL, but " + notNull(k, name));
+      }
+      fits(ds, k, "target_value", name, target, k.targetValue());
     }
     for (LooseForeignKey.Condition c : k.conditions()) {
-      columnType(ds, child, k.child(), c.column(), k);
+      Column condition = column(ds, child, k.child(), c.column(), k);
+      fits(ds, k, "condition " + c.column() + " =", c.column(), condition, c.value());
     }
-    if (!indexed(ds, child, attnum(ds, child, k.column()), targetAttnum)) {
+    if (!indexed(ds, child, column.attnum(), targetAttnum)) {
       warnings.add(indexWarning(k, child));
     }
     return new CheckedKey(
-        k, childDb, parentDb, child.primaryKey(), type, parent.primaryKey().get(0));
+        k, childDb, parentDb, child.primaryKey(), column.type(), parent.primaryKey().get(0));
   }
 
-  private Optional<Table> table(String database, TableName name) throws SQLException {
+  /**
+   * The pool of a database {@code tables:} names or defaults to; a table left unlisted lands in
+   * {@code main}, which a configuration with its own {@code databases:} may not have.
+   */
+  private DataSource dataSource(String database, LooseForeignKey k) {
+    try {
+      return dataSources.apply(database);
+    } catch (NoSuchElementException e) {
+      throw problem(
+          k,
+          "needs database "
+              + database
+              + ", which is not configured (list the table under tables: with its database)");
+    }
+  }
+
+  private static String notNull(LooseForeignKey k, String column) {
+    return k.child().displayName() + "." + column + " is declared NOT NULL";
+  }
+
+  /**
+   * Refuses a value the column's type does not accept, cast the way cleanup binds it (as untyped
+   * text), so a typo fails at start-up instead of in every cleanup batch.
+   */
+  private static void fits(
+      DataSource ds, LooseForeignKey k, String what, String name, Column column, Object value)
+      throws SQLException {
+    if (value == null) {
+      return;
+    }
+    try (Connection c = ds.getConnection();
+        // The type comes from format_type, which quotes what needs quoting.
+        PreparedStatement ps = c.prepareStatement("SELECT CAST(? AS " + column.type() + ")")) {
+      ps.setObject(1, String.valueOf(value), Types.OTHER);
+      ps.executeQuery().close();
+    } catch (SQLException e) {
+      if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
+        throw e;
+      }
+      throw problem(
+          k,
+          "has "
+              + what
+              + " '"
+              + value
+              + "', which column "
+              + name
+              + " of type "
+              + column.type()
+              + " does not accept");
+    }
+  }
+
+  private Optional<Table> table(String database, TableName name, LooseForeignKey k)
+      throws SQLException {
     String key = database + "/" + name;
     Optional<Table> known = tables.get(key);
     if (known != null) {
       return known;
     }
     Optional<Table> found = Optional.empty();
-    try (Connection c = dataSources.apply(database).getConnection();
+    try (Connection c = dataSource(database, k).getConnection();
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT c.oid, c.relkind FROM pg_class c"
@@ -148,13 +219,14 @@ public final class DefinitionCheck {
     return columns;
   }
 
-  private static String columnType(
+  /** A column of a checked table, or the problem that it has none of that name. */
+  private static Column column(
       DataSource ds, Table table, TableName name, String column, LooseForeignKey k)
       throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                "SELECT attnum, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
       ps.setString(2, column);
@@ -163,21 +235,7 @@ public final class DefinitionCheck {
           throw problem(
               k, "names column " + column + ", which " + name.displayName() + " does not have");
         }
-        return rs.getString(1);
-      }
-    }
-  }
-
-  private static int attnum(DataSource ds, Table table, String column) throws SQLException {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps =
-            c.prepareStatement(
-                "SELECT attnum FROM pg_attribute WHERE attrelid = ? AND attname = ?")) {
-      ps.setLong(1, table.oid());
-      ps.setString(2, column);
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getInt(1);
+        return new Column(rs.getInt(1), rs.getString(2), rs.getBoolean(3));
       }
     }
   }
@@ -188,7 +246,8 @@ public final class DefinitionCheck {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT 1 FROM pg_index WHERE indrelid = ? AND indkey[0] = ?"
+                // An invalid index (a CREATE INDEX CONCURRENTLY that failed) is never used.
+                "SELECT 1 FROM pg_index WHERE indrelid = ? AND indisvalid AND indkey[0] = ?"
                     + (target == null ? "" : " AND indnkeyatts > 1 AND indkey[1] = ?"))) {
       ps.setLong(1, table.oid());
       ps.setInt(2, column);

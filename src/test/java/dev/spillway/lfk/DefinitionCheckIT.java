@@ -33,7 +33,25 @@ class DefinitionCheckIT {
         "CREATE TABLE k.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
         "CREATE TABLE k.merge_requests (id bigint PRIMARY KEY, project_id bigint, state int)",
         "CREATE INDEX ON k.merge_requests (project_id)",
-        "CREATE TABLE k.packages (id bigint PRIMARY KEY, project_id bigint, status int)");
+        "CREATE TABLE k.packages (id bigint PRIMARY KEY, project_id bigint, status int)",
+        "CREATE TABLE k.approvals (id bigint PRIMARY KEY, project_id bigint NOT NULL)",
+        "CREATE INDEX ON k.approvals (project_id)",
+        "CREATE TABLE k.releases (id bigint PRIMARY KEY, project_id bigint)",
+        "INSERT INTO k.releases VALUES (1, 7), (2, 7)");
+    // A concurrent build that fails leaves an index PostgreSQL keeps but never uses.
+    assertThatThrownBy(
+            () ->
+                TestSql.exec(
+                    dbs.dataSource("chk_main"),
+                    "CREATE UNIQUE INDEX CONCURRENTLY releases_project_id"
+                        + " ON k.releases (project_id)"))
+        .hasStackTraceContaining("could not create unique index");
+    assertThat(
+            TestSql.count(
+                dbs.dataSource("chk_main"),
+                "SELECT count(*) FROM pg_index WHERE NOT indisvalid"
+                    + " AND indrelid = 'k.releases'::regclass"))
+        .isOne();
     TestSql.exec(
         dbs.dataSource("chk_ci"),
         "DROP SCHEMA IF EXISTS k CASCADE",
@@ -107,6 +125,65 @@ class DefinitionCheckIT {
                 + " with project_id, status, so cleanup scans the table; add one: CREATE INDEX"
                 + " CONCURRENTLY \"index_packages_on_project_id_and_status\" ON \"k\".\"packages\""
                 + " (\"project_id\", \"status\");");
+  }
+
+  @Test
+  void should_not_count_an_invalid_index_as_one() throws Exception {
+    DefinitionCheck.Result r = check(entry("releases", "projects", "project_id", "async_delete"));
+    assertThat(r.warnings())
+        .singleElement()
+        .asString()
+        .endsWith(
+            "add one: CREATE INDEX CONCURRENTLY \"index_releases_on_project_id\""
+                + " ON \"k\".\"releases\" (\"project_id\");");
+  }
+
+  @Test
+  void should_accept_values_the_columns_take() throws Exception {
+    DefinitionCheck.Result r =
+        check(
+            entry("merge_requests", "projects", "project_id", "async_delete")
+                + "    conditions: { state: 3 }\n"
+                + entry("packages", "projects", "project_id", "update_column_to")
+                + "    target_column: status\n    target_value: '4'\n");
+    assertThat(r.keys()).hasSize(2);
+  }
+
+  @Test
+  void should_refuse_values_and_nulls_the_columns_do_not_take() {
+    assertThat(error(entry("approvals", "projects", "project_id", "async_nullify")))
+        .isEqualTo(
+            "lfk.yml:2: k.approvals.project_id → k.projects (async_nullify) sets project_id to"
+                + " NULL, but k.approvals.project_id is declared NOT NULL.");
+    assertThat(
+            error(
+                entry("merge_requests", "projects", "project_id", "async_delete")
+                    + "    conditions:\n      - column: state\n        value: opened\n"))
+        .isEqualTo(
+            "lfk.yml:2: k.merge_requests.project_id → k.projects (async_delete) has condition"
+                + " state = 'opened', which column state of type integer does not accept.");
+    assertThat(
+            error(
+                entry("packages", "projects", "project_id", "update_column_to")
+                    + "    target_column: status\n    target_value: 99999999999\n"))
+        .endsWith(
+            "has target_value '99999999999', which column status of type integer does not"
+                + " accept.");
+  }
+
+  @Test
+  void should_name_the_entry_whose_table_lands_in_an_unconfigured_database() throws Exception {
+    Path file = dir.resolve("lfk.yml");
+    Files.writeString(file, entry("merge_requests", "projects", "project_id", "async_delete"));
+    // The real pool registry: only chk_main and chk_ci exist, so main (the default) does not.
+    assertThatThrownBy(
+            () -> DefinitionCheck.check(DefinitionsFile.read(file), t -> "main", dbs::dataSource))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(
+            file
+                + ":2: k.merge_requests.project_id → k.projects (async_delete) needs database"
+                + " main, which is not configured (list the table under tables: with its"
+                + " database).");
   }
 
   @Test
