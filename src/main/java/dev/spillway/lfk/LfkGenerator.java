@@ -1,12 +1,29 @@
 package dev.spillway.lfk;
 
 import dev.spillway.event.TableName;
+import java.io.StringReader;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.function.Function;
 import java.util.regex.Pattern;
+import org.yaml.snakeyaml.DumperOptions;
+import org.yaml.snakeyaml.LoaderOptions;
+import org.yaml.snakeyaml.Yaml;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.nodes.CollectionNode;
+import org.yaml.snakeyaml.nodes.MappingNode;
+import org.yaml.snakeyaml.nodes.Node;
+import org.yaml.snakeyaml.nodes.NodeTuple;
+import org.yaml.snakeyaml.nodes.ScalarNode;
+import org.yaml.snakeyaml.nodes.SequenceNode;
+import org.yaml.snakeyaml.nodes.Tag;
 
 /**
  * Turns real foreign keys into loose ones: GitLab's table of keys, the definitions to append to the
@@ -14,6 +31,13 @@ import java.util.regex.Pattern;
  * restores them. Pure: the command reads the catalogs and writes the files.
  */
 public final class LfkGenerator {
+  // Names that YAML reads as the same string when written plain; anything else is quoted.
+  private static final Pattern PLAIN =
+      Pattern.compile("[A-Za-z_][A-Za-z0-9_$]*(\\.[A-Za-z_][A-Za-z0-9_$]*)?");
+  // Plain words YAML 1.1 (GitLab's Ruby) reads as booleans or null.
+  private static final Set<String> YAML_WORDS =
+      Set.of("y", "n", "yes", "no", "true", "false", "on", "off", "null");
+
   private final List<ForeignKey> keys;
   private final List<LooseForeignKey> existing;
 
@@ -113,39 +137,58 @@ public final class LfkGenerator {
 
   /**
    * The definitions file with entries for the keys added: under the child's existing key when the
-   * file has one, else as a new key at the end. Comments and everything else stay as written.
+   * file has one (whatever its spelling, {@code events} or {@code public.events}, and at the
+   * indentation its list already uses), else as a new key at the end. Comments and everything else
+   * stay as written. Where the file is placed is read from its YAML structure, not guessed from
+   * lines, and the result is read back before it is returned.
+   *
+   * @throws IllegalArgumentException when the file is not a mapping of child tables, or a child's
+   *     entries are a flow list ({@code [ … ]}) that entries cannot be added to line by line
    */
   public static String addDefinitions(String file, List<ForeignKey> converted) {
-    Map<String, List<ForeignKey>> byChild = new LinkedHashMap<>();
-    converted.forEach(k -> byChild.computeIfAbsent(name(k.from()), c -> new ArrayList<>()).add(k));
+    Map<TableName, List<ForeignKey>> byChild = new LinkedHashMap<>();
+    converted.forEach(k -> byChild.computeIfAbsent(k.from(), c -> new ArrayList<>()).add(k));
     List<String> lines =
         new ArrayList<>(file.isEmpty() ? List.of() : List.of(file.split("\n", -1)));
     if (!lines.isEmpty() && lines.get(lines.size() - 1).isEmpty()) {
       lines.remove(lines.size() - 1);
     }
-    for (Map.Entry<String, List<ForeignKey>> e : byChild.entrySet()) {
-      List<String> entries = entries(e.getValue());
-      int at = keyLine(lines, e.getKey());
-      if (at < 0) {
-        lines.add(e.getKey() + ":");
-        lines.addAll(entries);
-      } else {
-        int end = at + 1;
-        while (end < lines.size()
-            && (lines.get(end).isBlank()
-                || lines.get(end).startsWith(" ")
-                || lines.get(end).startsWith("#"))) {
-          end++;
-        }
-        // Keep trailing blank lines and comments after the inserted entries.
-        while (end > at + 1
-            && (lines.get(end - 1).isBlank() || lines.get(end - 1).startsWith("#"))) {
-          end--;
-        }
-        lines.addAll(end, entries);
+    MappingNode root = compose(file);
+    String rootIndent = root == null ? "" : " ".repeat(root.getStartMark().getColumn());
+    // Insertions into existing lists, applied bottom-up so earlier line numbers stay right.
+    TreeMap<Integer, List<String>> inserts = new TreeMap<>(Comparator.reverseOrder());
+    List<String> appended = new ArrayList<>();
+    for (Map.Entry<TableName, List<ForeignKey>> e : byChild.entrySet()) {
+      Optional<NodeTuple> existing = childKey(root, e.getKey());
+      if (existing.isEmpty()) {
+        appended.add(rootIndent + yamlName(name(e.getKey())) + ":");
+        appended.addAll(entries(e.getValue(), rootIndent + "  ", rootIndent + "    "));
+        continue;
       }
+      Node value = existing.get().getValueNode();
+      if (!(value instanceof SequenceNode seq)
+          || seq.getFlowStyle() != DumperOptions.FlowStyle.BLOCK
+          || seq.getValue().isEmpty()) {
+        throw new IllegalArgumentException(
+            "The definitions of "
+                + name(e.getKey())
+                + " (line "
+                + (existing.get().getKeyNode().getStartMark().getLine() + 1)
+                + ") are not a list of '- table:' entries the generator can add to; write them"
+                + " as one");
+      }
+      String dash = " ".repeat(seq.getStartMark().getColumn());
+      Node first = seq.getValue().get(0);
+      String key = " ".repeat(Math.max(first.getStartMark().getColumn(), dash.length() + 2));
+      inserts
+          .computeIfAbsent(lastLine(seq) + 1, l -> new ArrayList<>())
+          .addAll(entries(e.getValue(), dash, key));
     }
-    return String.join("\n", lines) + "\n";
+    inserts.forEach((at, added) -> lines.addAll(at, added));
+    lines.addAll(appended);
+    String result = String.join("\n", lines) + "\n";
+    verify(result, byChild);
+    return result;
   }
 
   /** The entries as they are added, keyed by child table, for a dry run to show. */
@@ -155,20 +198,133 @@ public final class LfkGenerator {
     StringBuilder b = new StringBuilder();
     byChild.forEach(
         (child, keys) -> {
-          b.append(child).append(":\n");
-          entries(keys).forEach(l -> b.append(l).append('\n'));
+          b.append(yamlName(child)).append(":\n");
+          entries(keys, "  ", "    ").forEach(l -> b.append(l).append('\n'));
         });
     return b.toString();
   }
 
-  private static List<String> entries(List<ForeignKey> keys) {
+  /**
+   * @param dash the indentation of {@code -}
+   * @param key the indentation of the keys of an entry
+   */
+  private static List<String> entries(List<ForeignKey> keys, String dash, String key) {
+    String afterDash = " ".repeat(key.length() - dash.length() - 1);
     List<String> entries = new ArrayList<>();
     for (ForeignKey k : keys) {
-      entries.add("  - table: " + name(k.to()));
-      entries.add("    column: " + k.column());
-      entries.add("    on_delete: " + k.looseAction().orElseThrow().yaml());
+      entries.add(dash + "-" + afterDash + "table: " + yamlName(name(k.to())));
+      entries.add(key + "column: " + yamlName(k.column()));
+      entries.add(key + "on_delete: " + k.looseAction().orElseThrow().yaml());
     }
     return entries;
+  }
+
+  private static MappingNode compose(String yaml) {
+    Node root = new Yaml(new LoaderOptions()).compose(new StringReader(yaml));
+    if (root == null || Tag.NULL.equals(root.getTag())) {
+      return null;
+    }
+    if (!(root instanceof MappingNode m) || m.getFlowStyle() != DumperOptions.FlowStyle.BLOCK) {
+      throw new IllegalArgumentException(
+          "The definitions file is not a mapping of child tables the generator can add to");
+    }
+    return m;
+  }
+
+  /** The key of a child table in the file, however it is spelled. */
+  private static Optional<NodeTuple> childKey(MappingNode root, TableName child) {
+    if (root == null) {
+      return Optional.empty();
+    }
+    return root.getValue().stream()
+        .filter(t -> t.getKeyNode() instanceof ScalarNode k && sameTable(k.getValue(), child))
+        .findFirst();
+  }
+
+  private static boolean sameTable(String written, TableName table) {
+    try {
+      return TableName.parse(written).equals(table);
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
+  }
+
+  /**
+   * The 0-based line of the last character of a block list: the end of its last scalar, where a
+   * block scalar ({@code |}) ends at the start of the line after it.
+   */
+  private static int lastLine(Node node) {
+    if (node instanceof ScalarNode
+        || (node instanceof CollectionNode<?> c
+            && c.getFlowStyle() == DumperOptions.FlowStyle.FLOW)) {
+      Mark end = node.getEndMark();
+      return end.getColumn() == 0 ? end.getLine() - 1 : end.getLine();
+    }
+    int last = node.getStartMark().getLine();
+    if (node instanceof SequenceNode seq) {
+      for (Node item : seq.getValue()) {
+        last = Math.max(last, lastLine(item));
+      }
+    } else if (node instanceof MappingNode m) {
+      for (NodeTuple t : m.getValue()) {
+        last = Math.max(last, Math.max(lastLine(t.getKeyNode()), lastLine(t.getValueNode())));
+      }
+    }
+    return last;
+  }
+
+  /** Reads the result back: each added key must be an entry of its child's list. */
+  private static void verify(String result, Map<TableName, List<ForeignKey>> added) {
+    MappingNode root;
+    try {
+      root = compose(result);
+    } catch (RuntimeException e) {
+      throw new IllegalStateException(
+          "Adding to the definitions file would break its YAML (" + e.getMessage() + ")", e);
+    }
+    for (Map.Entry<TableName, List<ForeignKey>> e : added.entrySet()) {
+      List<String> found = new ArrayList<>();
+      childKey(root, e.getKey())
+          .map(NodeTuple::getValueNode)
+          .filter(SequenceNode.class::isInstance)
+          .ifPresent(
+              v -> ((SequenceNode) v).getValue().forEach(item -> found.add(entryText(item))));
+      for (ForeignKey k : e.getValue()) {
+        if (!found.contains(name(k.to()) + "/" + k.column())) {
+          throw new IllegalStateException(
+              "Adding to the definitions file did not give an entry for "
+                  + name(k.from())
+                  + "."
+                  + k.column()
+                  + "; nothing was written");
+        }
+      }
+    }
+  }
+
+  private static String entryText(Node item) {
+    String table = null;
+    String column = null;
+    if (item instanceof MappingNode m) {
+      for (NodeTuple t : m.getValue()) {
+        if (t.getKeyNode() instanceof ScalarNode k && t.getValueNode() instanceof ScalarNode v) {
+          if (k.getValue().equals("table")) {
+            table = TableName.parse(v.getValue()).displayName();
+          } else if (k.getValue().equals("column")) {
+            column = v.getValue();
+          }
+        }
+      }
+    }
+    return table + "/" + column;
+  }
+
+  /** A name as a YAML scalar: plain when it reads back as the same string, else quoted. */
+  private static String yamlName(String name) {
+    if (PLAIN.matcher(name).matches() && !YAML_WORDS.contains(name.toLowerCase(Locale.ROOT))) {
+      return name;
+    }
+    return "'" + name.replace("'", "''") + "'";
   }
 
   /** The migration that drops the keys of one database. */
@@ -208,16 +364,6 @@ public final class LfkGenerator {
                 d.child().equals(k.from())
                     && d.parent().equals(k.to())
                     && k.columns().equals(List.of(d.column())));
-  }
-
-  private static int keyLine(List<String> lines, String key) {
-    for (int i = 0; i < lines.size(); i++) {
-      String l = lines.get(i);
-      if (l.startsWith(key + ":") && l.substring(key.length() + 1).isBlank()) {
-        return i;
-      }
-    }
-    return -1;
   }
 
   /** A table as the definitions file names it: without {@code public.}. */

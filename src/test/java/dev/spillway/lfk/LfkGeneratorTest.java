@@ -1,12 +1,16 @@
 package dev.spillway.lfk;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.spillway.event.TableName;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class LfkGeneratorTest {
   private static ForeignKey fk(String from, String to, String column, String onDelete) {
@@ -110,6 +114,71 @@ class LfkGeneratorTest {
                 column: event_id
                 on_delete: async_nullify
             """);
+  }
+
+  @Test
+  void should_add_under_a_child_key_however_it_is_spelled_commented_or_indented(@TempDir Path dir)
+      throws Exception {
+    String file =
+        """
+        public.events: # moved out of main
+        - table: users
+          column: author_id
+          on_delete: async_nullify
+          conditions:
+            note: |
+              kept as written
+        notes:
+            -   table: issues
+                column: noteable_id
+                on_delete: async_delete
+        """;
+    String after =
+        LfkGenerator.addDefinitions(
+            file, List.of(KEYS.get(1), fk("notes", "projects", "on", "cascade")));
+    assertThat(after)
+        .isEqualTo(
+            """
+            public.events: # moved out of main
+            - table: users
+              column: author_id
+              on_delete: async_nullify
+              conditions:
+                note: |
+                  kept as written
+            - table: projects
+              column: project_id
+              on_delete: async_delete
+            notes:
+                -   table: issues
+                    column: noteable_id
+                    on_delete: async_delete
+                -   table: projects
+                    column: 'on'
+                    on_delete: async_delete
+            """);
+    Path written = dir.resolve("lfk.yml");
+    Files.writeString(written, after);
+    assertThat(DefinitionsFile.read(written))
+        .extracting(LooseForeignKey::describe)
+        .containsExactly(
+            "events.author_id → users (async_nullify)",
+            "events.project_id → projects (async_delete)",
+            "notes.noteable_id → issues (async_delete)",
+            "notes.on → projects (async_delete)");
+  }
+
+  @Test
+  void should_refuse_to_add_to_a_flow_list_rather_than_break_the_file() {
+    assertThatThrownBy(
+            () ->
+                LfkGenerator.addDefinitions(
+                    "# ours\nevents: [{table: users, column: author_id, on_delete: async_delete}]\n",
+                    List.of(KEYS.get(1))))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage(
+            "The definitions of events (line 2) are not a list of '- table:' entries the"
+                + " generator can add to; write them as one");
   }
 
   @Test
