@@ -9,6 +9,7 @@ import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -140,15 +141,17 @@ final class LfkGenerateCommand implements Callable<Integer> {
     converted.forEach(k -> byDatabase.computeIfAbsent(k.database(), d -> new ArrayList<>()).add(k));
     Path dir =
         migrationsDir != null ? migrationsDir : baseDir(config).resolve("db").resolve("migrate");
-    String stamp = LocalDateTime.now(ZoneOffset.UTC).format(STAMP);
+    // Two runs within a second must not give the second's migration the first one's name: that
+    // would overwrite the migration dropping the first run's keys.
+    LocalDateTime time = LocalDateTime.now(ZoneOffset.UTC).withNano(0);
+    Map<Path, String> migrations = migrations(dir, time.format(STAMP), byDatabase);
+    while (migrations.keySet().stream().anyMatch(Files::exists)) {
+      time = time.plusSeconds(1);
+      migrations = migrations(dir, time.format(STAMP), byDatabase);
+    }
     Map<Path, String> files = new LinkedHashMap<>();
     files.put(definitions, after);
-    byDatabase.forEach(
-        (db, keys) -> {
-          String name = stamp + "_" + db + "_replace_foreign_keys_with_loose_foreign_keys";
-          files.put(dir.resolve(name + ".up.sql"), LfkGenerator.up(keys));
-          files.put(dir.resolve(name + ".down.sql"), LfkGenerator.down(keys));
-        });
+    files.putAll(migrations);
     if (dryRun) {
       out.printf(
           "%nDry run: nothing written. Would add to %s%s:%n",
@@ -166,7 +169,12 @@ final class LfkGenerateCommand implements Callable<Integer> {
     for (Map.Entry<Path, String> f : files.entrySet()) {
       Path parent = f.getKey().toAbsolutePath().getParent();
       Files.createDirectories(parent);
-      Files.writeString(f.getKey(), f.getValue(), StandardCharsets.UTF_8);
+      if (f.getKey().equals(definitions)) {
+        Files.writeString(f.getKey(), f.getValue(), StandardCharsets.UTF_8);
+      } else {
+        Files.writeString(
+            f.getKey(), f.getValue(), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+      }
     }
     out.printf("%nAdded %d loose foreign keys to %s%n", converted.size(), definitions);
     files.keySet().stream()
@@ -175,6 +183,19 @@ final class LfkGenerateCommand implements Callable<Integer> {
     out.println(
         "Deploy the definitions (restart 'run') before applying the up migration, so no delete"
             + " goes uncleaned.");
+  }
+
+  /** Per database, an up and a down migration named after the time stamp. */
+  private static Map<Path, String> migrations(
+      Path dir, String stamp, Map<String, List<ForeignKey>> byDatabase) {
+    Map<Path, String> files = new LinkedHashMap<>();
+    byDatabase.forEach(
+        (db, keys) -> {
+          String name = stamp + "_" + db + "_replace_foreign_keys_with_loose_foreign_keys";
+          files.put(dir.resolve(name + ".up.sql"), LfkGenerator.up(keys));
+          files.put(dir.resolve(name + ".down.sql"), LfkGenerator.down(keys));
+        });
+    return files;
   }
 
   private static Path baseDir(SpillwayConfig config) {

@@ -89,6 +89,66 @@ class LfkGenerateIT {
   }
 
   @Test
+  void should_keep_every_runs_migration_when_runs_follow_each_other() throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_twice");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_twice")) {
+      TestSql.exec(
+          dbs.dataSource("gen_twice"),
+          "DROP TABLE IF EXISTS two_a, two_b, two_parents CASCADE",
+          "CREATE TABLE two_parents (id bigint PRIMARY KEY)",
+          "CREATE TABLE two_a (id bigint PRIMARY KEY,"
+              + " parent_id bigint REFERENCES two_parents ON DELETE CASCADE)",
+          "CREATE INDEX ON two_a (parent_id)",
+          "CREATE TABLE two_b (id bigint PRIMARY KEY,"
+              + " parent_id bigint REFERENCES two_parents ON DELETE SET NULL)",
+          "CREATE INDEX ON two_b (parent_id)");
+      Path config = dir.resolve("spillway.yml");
+      Files.writeString(
+          config,
+          "databases:\n  main:\n    url: "
+              + main.url()
+              + "\n    username: "
+              + main.username()
+              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+
+      Cli.Result first = Cli.run("lfk", "generate", "-c", config.toString(), "^two_a$");
+      assertThat(first.exitCode()).as(first.err()).isZero();
+      Cli.Result second = Cli.run("lfk", "generate", "-c", config.toString(), "^two_b$");
+      assertThat(second.exitCode()).as(second.err()).isZero();
+      assertThat(second.out().lines().filter(l -> l.contains("two_a")))
+          .singleElement()
+          .asString()
+          .contains("|       Y |");
+
+      List<Path> ups;
+      try (Stream<Path> files = Files.list(dir.resolve("db").resolve("migrate"))) {
+        ups = files.filter(p -> p.toString().endsWith(".up.sql")).sorted().toList();
+      }
+      assertThat(ups).hasSize(2);
+      for (Path up : ups) {
+        TestSql.exec(dbs.dataSource("gen_twice"), Files.readString(up));
+      }
+      assertThat(
+              TestSql.count(
+                  dbs.dataSource("gen_twice"),
+                  "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                      + " AND conrelid::regclass::text IN ('two_a', 'two_b')"))
+          .isZero();
+      DefinitionCheck.Result checked =
+          DefinitionCheck.check(
+              DefinitionsFile.read(dir.resolve("lfk.yml")),
+              t -> "main",
+              n -> dbs.dataSource("gen_twice"));
+      assertThat(checked.keys())
+          .extracting(k -> k.key().describe())
+          .containsExactly(
+              "two_a.parent_id → two_parents (async_delete)",
+              "two_b.parent_id → two_parents (async_nullify)");
+      assertThat(checked.warnings()).isEmpty();
+    }
+  }
+
+  @Test
   void should_refuse_a_bad_filter_and_a_missing_definitions_file_setting() throws Exception {
     DatabaseEndpoint main = EmbeddedInfra.get().database("gen_other");
     Path config = dir.resolve("spillway.yml");
