@@ -1,5 +1,7 @@
 package dev.spillway.cli;
 
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
@@ -14,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -46,13 +49,18 @@ final class QuickstartCommand implements Callable<Integer> {
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
     out.flush();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    DemoBulkEndpoint endpoint = DemoBulkEndpoint.start();
     try {
       out.printf("  ready in %.1f s: Kafka at %s%n", seconds(t0), runtime.bootstrapServers());
       Demo demo = new Demo(runtime.databases().dataSource(SpillwayRuntime.MAIN));
       demo.createSchema();
       Topics topics = runtime.topics();
+      BufferPipeline buffers = BufferPipeline.of(List.of(Demo.buffer(endpoint.url())));
+      buffers.start(runtime, Clock.systemUTC());
+      List<CaptureRoute> routes = new ArrayList<>(Demo.routes(topics));
+      routes.addAll(buffers.routes(topics));
       long t1 = System.nanoTime();
-      runtime.startCapture(Demo.routes(topics));
+      runtime.startCapture(routes);
       out.printf("Capture streaming from database main in %.1f s%n", seconds(t1));
       out.flush();
       List<String> shown = List.of(topics.deletedRecords(), topics.bufferEvents(Demo.BUFFER));
@@ -66,6 +74,7 @@ final class QuickstartCommand implements Callable<Integer> {
         demo.createAndDeleteProjects();
         show(tail, topics, out);
       }
+      showBulkCalls(endpoint, runtime, out);
       if (keepRunning) {
         return UntilStopped.await(runtime, out);
       }
@@ -74,7 +83,47 @@ final class QuickstartCommand implements Callable<Integer> {
     } finally {
       if (!keepRunning) {
         runtime.close();
+        endpoint.close();
       }
+    }
+  }
+
+  /** Waits until the demo endpoint received every inserted row, then shows its bulk calls. */
+  private static void showBulkCalls(
+      DemoBulkEndpoint endpoint, SpillwayRuntime runtime, PrintWriter out) throws Exception {
+    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    long left = Long.MAX_VALUE;
+    while (System.nanoTime() < deadline) {
+      left = rowsLeft(runtime);
+      if (endpoint.rows() >= Demo.EVENTS_INSERTED && left == 0) {
+        break;
+      }
+      Thread.sleep(50);
+    }
+    out.printf(
+        "Buffer %s: %d rows delivered to %s in %d bulk calls (rows per call: %s; %d distinct"
+            + " Idempotency-Keys); %d rows left in the table%n%n",
+        Demo.BUFFER,
+        endpoint.rows(),
+        endpoint.url(),
+        endpoint.rowsPerCall().size(),
+        endpoint.rowsPerCall().stream().map(String::valueOf).collect(Collectors.joining(", ")),
+        endpoint.distinctKeys(),
+        left);
+    out.flush();
+    if (endpoint.rows() < Demo.EVENTS_INSERTED || left != 0) {
+      throw new IllegalStateException(
+          "The demo's buffered rows were not all delivered within " + DEADLINE.toSeconds() + " s.");
+    }
+  }
+
+  private static long rowsLeft(SpillwayRuntime runtime) throws java.sql.SQLException {
+    try (java.sql.Connection c =
+            runtime.databases().dataSource(SpillwayRuntime.MAIN).getConnection();
+        java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM " + Demo.EVENTS.quoted())) {
+      rs.next();
+      return rs.getLong(1);
     }
   }
 

@@ -1,8 +1,12 @@
 package dev.spillway.cli;
 
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.runtime.SpillwayRuntime;
+import java.sql.SQLException;
 import java.time.Clock;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.Callable;
@@ -22,10 +26,13 @@ final class RunCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     SpillwayConfig config = Launch.config(root);
+    BufferPipeline buffers = BufferPipeline.fromConfig(config);
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
-      runtime.startCapture(List.of());
-    } catch (RuntimeException | InterruptedException e) {
+      buffers.start(runtime, Clock.systemUTC());
+      List<CaptureRoute> routes = new ArrayList<>(buffers.routes(runtime.topics()));
+      runtime.startCapture(routes);
+    } catch (RuntimeException | InterruptedException | SQLException e) {
       runtime.close();
       throw e;
     }

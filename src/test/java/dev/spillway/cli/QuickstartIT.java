@@ -23,7 +23,11 @@ class QuickstartIT {
         .contains("Topic spillway.lfk.deleted-records: 3 records")
         .contains("Topic spillway.buffers.contact_activity_events.events: 10 records")
         .contains("public.projects deleted {id=")
-        .contains("public.contact_activity_events inserted id=");
+        .contains("public.contact_activity_events inserted id=")
+        .containsPattern(
+            "Buffer contact_activity_events: 10 rows delivered to http://127\\.0\\.0\\.1:\\d+/bulk"
+                + " in 3 bulk calls \\(rows per call: 4, 4, 2; 3 distinct Idempotency-Keys\\); 0 rows"
+                + " left in the table");
 
     // A second run continues on the same data: the captured tables and slot are reused.
     Cli.Result second = Cli.run("quickstart", "-c", config.toString());
