@@ -27,7 +27,12 @@ import picocli.CommandLine.Spec;
 @Command(
     name = "bench",
     description = "Measure a pipeline on embedded PostgreSQL and Kafka.",
-    subcommands = {BenchCommand.Capture.class, BenchCommand.SinkWork.class, BenchCommand.Lfk.class})
+    subcommands = {
+      BenchCommand.Capture.class,
+      BenchCommand.SinkWork.class,
+      BenchCommand.Lfk.class,
+      BenchCommand.Buffers.class
+    })
 final class BenchCommand implements Runnable {
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
@@ -272,6 +277,73 @@ final class BenchCommand implements Runnable {
                     deleteLimit,
                     maxDeletesPerRun,
                     Optional.ofNullable(sinkPollMillis).map(Duration::ofMillis)));
+      }
+      return ErrorHandler.OK;
+    }
+  }
+
+  @Command(
+      name = "buffers",
+      description =
+          "Single-row inserts into a plain table, into one drained by a SKIP LOCKED poller, and"
+              + " into a buffer table Spillway drains; throughput, backlog and insert -> handled.")
+  static final class Buffers implements Callable<Integer> {
+    @ParentCommand BenchCommand bench;
+    @Spec CommandSpec spec;
+
+    @Option(
+        names = "--duration",
+        defaultValue = "60",
+        description = "Seconds of inserts per phase (default ${DEFAULT-VALUE}).")
+    int duration;
+
+    @Option(
+        names = "--clients",
+        defaultValue = "4",
+        description = "Inserting clients (default ${DEFAULT-VALUE}).")
+    int clients;
+
+    @Option(
+        names = "--batch-size",
+        defaultValue = "1000",
+        description = "Events per batch (default ${DEFAULT-VALUE}).")
+    int batchSize;
+
+    @Option(
+        names = "--max-wait-ms",
+        defaultValue = "500",
+        description = "Longest a batch waits for more events (default ${DEFAULT-VALUE}).")
+    int maxWaitMs;
+
+    @Option(
+        names = "--max-in-flight",
+        defaultValue = "4",
+        description =
+            "Batches handled at once; the poller runs as many claim jobs (default"
+                + " ${DEFAULT-VALUE}).")
+    int maxInFlight;
+
+    @Override
+    public Integer call() throws Exception {
+      if (duration < 1 || clients < 1 || batchSize < 1 || maxWaitMs < 1 || maxInFlight < 1) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(),
+            "--duration, --clients, --batch-size, --max-wait-ms and --max-in-flight must be"
+                + " positive");
+      }
+      PrintWriter out = spec.commandLine().getOut();
+      try (SpillwayRuntime runtime = freshRuntime(bench.root, "buffers", out)) {
+        out.printf(
+            "Buffers benchmark: embedded PostgreSQL and Kafka, %d cores%n",
+            Runtime.getRuntime().availableProcessors());
+        new dev.spillway.bench.BufferBench(runtime, out)
+            .run(
+                new dev.spillway.bench.BufferBench.Options(
+                    Duration.ofSeconds(duration),
+                    clients,
+                    batchSize,
+                    Duration.ofMillis(maxWaitMs),
+                    maxInFlight));
       }
       return ErrorHandler.OK;
     }

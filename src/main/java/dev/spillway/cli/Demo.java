@@ -1,15 +1,20 @@
 package dev.spillway.cli;
 
+import dev.spillway.buffers.BufferSettings;
+import dev.spillway.buffers.HandlerSpec;
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.capture.ChangeKind;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.runtime.SpillwayRuntime;
+import java.net.URI;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import javax.sql.DataSource;
 
 /**
@@ -35,6 +40,19 @@ final class Demo {
               + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, contact_id bigint NOT NULL,"
               + " activity text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())");
     }
+  }
+
+  /** Batches of a few events, so the demo's ten inserts make several bulk calls. */
+  static final int BUFFER_BATCH_SIZE = 4;
+
+  /** The demo buffer: contact activity events delivered to a bulk HTTP endpoint. */
+  static BufferSettings buffer(URI endpoint) {
+    return BufferSettings.of(
+            BUFFER,
+            EVENTS,
+            SpillwayRuntime.MAIN,
+            new HandlerSpec.Http(endpoint, Map.of(), HandlerSpec.Http.DEFAULT_TIMEOUT))
+        .withBatching(BUFFER_BATCH_SIZE, Duration.ofSeconds(1));
   }
 
   static List<CaptureRoute> routes(Topics topics) {

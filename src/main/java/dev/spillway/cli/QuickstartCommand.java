@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.BufferEvent;
@@ -18,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -50,6 +52,7 @@ final class QuickstartCommand implements Callable<Integer> {
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
     out.flush();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(LfkDemo.CI), Clock.systemUTC());
+    DemoBulkEndpoint endpoint = DemoBulkEndpoint.start();
     try {
       out.printf("  ready in %.1f s: Kafka at %s%n", seconds(t0), runtime.bootstrapServers());
       Demo demo = new Demo(runtime.databases().dataSource(SpillwayRuntime.MAIN));
@@ -68,9 +71,12 @@ final class QuickstartCommand implements Callable<Integer> {
               LfkStartup.definitions(definitions),
               t -> LfkDemo.TABLES.getOrDefault(TableName.parse(t).toString(), SpillwayRuntime.MAIN),
               out);
-      long t1 = System.nanoTime();
+      BufferPipeline buffers = BufferPipeline.of(List.of(Demo.buffer(endpoint.url())));
+      buffers.start(runtime, Clock.systemUTC());
       List<CaptureRoute> routes = new ArrayList<>(Demo.routes(topics));
+      routes.addAll(buffers.routes(topics));
       routes.addAll(lfk.routes(topics));
+      long t1 = System.nanoTime();
       runtime.startCapture(routes);
       out.printf("Capture streaming from databases main and ci in %.1f s%n", seconds(t1));
       out.flush();
@@ -82,6 +88,7 @@ final class QuickstartCommand implements Callable<Integer> {
         demo.insertEvents();
         show(tail, topics, out);
       }
+      showBulkCalls(endpoint, runtime, out);
       lfkDemo(lfkDemo, out);
       if (keepRunning) {
         return UntilStopped.await(runtime, out);
@@ -91,6 +98,7 @@ final class QuickstartCommand implements Callable<Integer> {
     } finally {
       if (!keepRunning) {
         runtime.close();
+        endpoint.close();
       }
     }
   }
@@ -121,6 +129,45 @@ final class QuickstartCommand implements Callable<Integer> {
         before.get("head_pipeline_id"),
         before.get("packages"));
     out.flush();
+  }
+
+  /** Waits until the demo endpoint received every inserted row, then shows its bulk calls. */
+  private static void showBulkCalls(
+      DemoBulkEndpoint endpoint, SpillwayRuntime runtime, PrintWriter out) throws Exception {
+    long deadline = System.nanoTime() + DEADLINE.toNanos();
+    long left = Long.MAX_VALUE;
+    while (System.nanoTime() < deadline) {
+      left = rowsLeft(runtime);
+      if (endpoint.rows() >= Demo.EVENTS_INSERTED && left == 0) {
+        break;
+      }
+      Thread.sleep(50);
+    }
+    out.printf(
+        "Buffer %s: %d rows delivered to %s in %d bulk calls (rows per call: %s; %d distinct"
+            + " Idempotency-Keys); %d rows left in the table%n%n",
+        Demo.BUFFER,
+        endpoint.rows(),
+        endpoint.url(),
+        endpoint.rowsPerCall().size(),
+        endpoint.rowsPerCall().stream().map(String::valueOf).collect(Collectors.joining(", ")),
+        endpoint.distinctKeys(),
+        left);
+    out.flush();
+    if (endpoint.rows() < Demo.EVENTS_INSERTED || left != 0) {
+      throw new IllegalStateException(
+          "The demo's buffered rows were not all delivered within " + DEADLINE.toSeconds() + " s.");
+    }
+  }
+
+  private static long rowsLeft(SpillwayRuntime runtime) throws java.sql.SQLException {
+    try (java.sql.Connection c =
+            runtime.databases().dataSource(SpillwayRuntime.MAIN).getConnection();
+        java.sql.Statement s = c.createStatement();
+        java.sql.ResultSet rs = s.executeQuery("SELECT count(*) FROM " + Demo.EVENTS.quoted())) {
+      rs.next();
+      return rs.getLong(1);
+    }
   }
 
   private static void show(TopicTail tail, Topics topics, PrintWriter out) {

@@ -1,11 +1,13 @@
 package dev.spillway.cli;
 
+import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.runtime.SpillwayRuntime;
 import java.io.PrintWriter;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -25,7 +27,8 @@ import picocli.CommandLine.Spec;
 final class RunCommand implements Callable<Integer> {
   /** The pipelines {@code --only} can name. */
   enum Only {
-    lfk
+    lfk,
+    buffers
   }
 
   @ParentCommand SpillwayCommand root;
@@ -44,6 +47,7 @@ final class RunCommand implements Callable<Integer> {
     SpillwayConfig config = Launch.config(root);
     // Every section is read before anything starts, so a bad one costs nothing.
     LfkConfig lfk = LfkConfig.from(config);
+    BufferPipeline buffers = BufferPipeline.fromConfig(config);
     PrintWriter out = spec.commandLine().getOut();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
@@ -53,8 +57,12 @@ final class RunCommand implements Callable<Integer> {
             LfkStartup.start(runtime, lfk.settings(), lfk.definitions(), config::databaseOf, out);
         routes.addAll(pipeline.routes(runtime.topics()));
       }
+      if (only.contains(Only.buffers) && !buffers.isEmpty()) {
+        buffers.start(runtime, Clock.systemUTC());
+        routes.addAll(buffers.routes(runtime.topics()));
+      }
       runtime.startCapture(routes);
-    } catch (RuntimeException | InterruptedException e) {
+    } catch (RuntimeException | InterruptedException | SQLException e) {
       runtime.close();
       throw e;
     }

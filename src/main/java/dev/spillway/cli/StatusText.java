@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.ops.StatusReport;
 import java.io.UncheckedIOException;
+import java.util.List;
 
 /** Renders a status report for people, or as JSON for scripts. */
 final class StatusText {
@@ -63,6 +64,20 @@ final class StatusText {
               s.delayed(),
               s.deadLettered(),
               s.pausedPartitions()));
+    }
+    for (StatusReport.BufferStatus s :
+        r.buffers() == null ? List.<StatusReport.BufferStatus>of() : r.buffers()) {
+      b.append(
+          String.format(
+              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %.0f ms p99 %.0f ms%n",
+              s.name(),
+              s.rowsWaiting() < 0 ? "?" : String.format("%,d", s.rowsWaiting()),
+              s.batchesInFlight(),
+              s.handledEvents(),
+              s.deadLetteredBatches(),
+              s.deadLetteredEvents(),
+              s.insertToHandledP50Millis(),
+              s.insertToHandledP99Millis()));
     }
     if (r.capture().isEmpty()) {
       b.append("Capture   nothing configured to capture").append(System.lineSeparator());

@@ -3,6 +3,8 @@ package dev.spillway.event;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Function;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
@@ -63,19 +65,25 @@ public final class EventSerdes {
   }
 
   public static byte[] encode(BufferEvent e) {
-    var avro =
-        new dev.spillway.event.avro.BufferEvent(
-            e.database(),
-            e.table().toString(),
-            Columns.toAvro(e.row()),
-            e.commitTimeMicros(),
-            e.lsn(),
-            e.capturedAtMillis());
+    var avro = toAvro(e);
     return bytes(() -> avro.toByteBuffer());
   }
 
+  private static dev.spillway.event.avro.BufferEvent toAvro(BufferEvent e) {
+    return new dev.spillway.event.avro.BufferEvent(
+        e.database(),
+        e.table().toString(),
+        Columns.toAvro(e.row()),
+        e.commitTimeMicros(),
+        e.lsn(),
+        e.capturedAtMillis());
+  }
+
   public static BufferEvent decodeBufferEvent(byte[] data) {
-    var avro = decode(() -> dev.spillway.event.avro.BufferEvent.fromByteBuffer(wrap(data)));
+    return fromAvro(decode(() -> dev.spillway.event.avro.BufferEvent.fromByteBuffer(wrap(data))));
+  }
+
+  private static BufferEvent fromAvro(dev.spillway.event.avro.BufferEvent avro) {
     return new BufferEvent(
         avro.getDatabase(),
         TableName.parse(avro.getTable()),
@@ -103,6 +111,28 @@ public final class EventSerdes {
         TableName.parse(avro.getTable()),
         avro.getIds(),
         avro.getOldestCommitTimeUs());
+  }
+
+  public static byte[] encode(BufferBatch b) {
+    List<dev.spillway.event.avro.BufferEvent> events = new ArrayList<>(b.events().size());
+    for (BufferEvent e : b.events()) {
+      events.add(toAvro(e));
+    }
+    var avro = new dev.spillway.event.avro.BufferBatch(b.groupId(), b.buffer(), events);
+    return bytes(() -> avro.toByteBuffer());
+  }
+
+  public static BufferBatch decodeBufferBatch(byte[] data) {
+    var avro = decode(() -> dev.spillway.event.avro.BufferBatch.fromByteBuffer(wrap(data)));
+    List<BufferEvent> events = new ArrayList<>(avro.getEvents().size());
+    for (var e : avro.getEvents()) {
+      events.add(fromAvro(e));
+    }
+    try {
+      return new BufferBatch(avro.getGroupId(), avro.getBuffer(), events);
+    } catch (IllegalArgumentException e) {
+      throw new SerializationException("Not a Spillway batch: " + e.getMessage(), e);
+    }
   }
 
   private static <T> Serde<T> of(Function<T, byte[]> encode, Function<byte[], T> decode) {

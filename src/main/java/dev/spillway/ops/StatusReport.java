@@ -14,6 +14,7 @@ public record StatusReport(
     List<CaptureCount> capture,
     List<HealthStatus> health,
     List<SinkStatus> sinks,
+    List<BufferStatus> buffers,
     String failure) {
 
   public record KafkaStatus(String bootstrapServers, boolean embedded) {}
@@ -42,4 +43,26 @@ public record StatusReport(
       long delayed,
       long deadLettered,
       int pausedPartitions) {}
+
+  /**
+   * One buffer table.
+   *
+   * @param rowsWaiting rows in the buffer table now, or -1 when it could not be counted
+   * @param batchesInFlight batches whose handler runs now
+   * @param deadLetteredBatches batches whose remaining events went to the dead-letter topic since
+   *     start
+   * @param insertToHandledP50Millis from the inserting commit to the row's deletion, over the last
+   *     minutes; 0 before anything was handled
+   */
+  public record BufferStatus(
+      String name,
+      String database,
+      String table,
+      long rowsWaiting,
+      int batchesInFlight,
+      long handledEvents,
+      long deadLetteredBatches,
+      long deadLetteredEvents,
+      double insertToHandledP50Millis,
+      double insertToHandledP99Millis) {}
 }

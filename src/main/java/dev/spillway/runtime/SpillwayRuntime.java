@@ -19,6 +19,7 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.sink.BatchHandler;
+import dev.spillway.sink.BatchesTopic;
 import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.streams.StreamsApp;
@@ -72,6 +73,8 @@ public final class SpillwayRuntime implements AutoCloseable {
   private final Map<String, LatencyWindow> latency = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<Pipeline, Sink> sinks = new java.util.concurrent.ConcurrentHashMap<>();
   private final List<StreamsApp> streamsApps = new java.util.concurrent.CopyOnWriteArrayList<>();
+  private volatile java.util.function.Supplier<List<StatusReport.BufferStatus>> bufferStatus =
+      List::of;
 
   private SpillwayRuntime(SpillwayConfig config, Clock clock) {
     this.config = config;
@@ -211,6 +214,22 @@ public final class SpillwayRuntime implements AutoCloseable {
     return java.util.Optional.ofNullable(sinks.get(pipeline));
   }
 
+  /**
+   * Starts a pipeline's sink on several batches topics, each with its own share of batches in
+   * flight; it stops before capture does when the runtime closes.
+   */
+  public Sink startSink(
+      Pipeline pipeline,
+      List<BatchesTopic> batchesTopics,
+      BatchHandler handler,
+      SinkSettings settings)
+      throws InterruptedException {
+    Sink sink = Sink.start(pipeline, batchesTopics, handler, settings, sinkWiring());
+    sinks.put(pipeline, sink);
+    started.push(sink);
+    return sink;
+  }
+
   /** Creates topics that do not exist yet, with the configured partitions and replication. */
   public void ensureTopics(List<String> names) throws InterruptedException {
     TopicProvisioner.ensure(
@@ -242,6 +261,19 @@ public final class SpillwayRuntime implements AutoCloseable {
     streamsApps.add(app);
     started.push(app);
     return app;
+  }
+
+  /**
+   * Closes a pipeline's part with the runtime: after everything started later (a sink started after
+   * it stops first), before everything started earlier.
+   */
+  public void closeWith(AutoCloseable part) {
+    started.push(part);
+  }
+
+  /** Where the status report gets its per-buffer lines from, once the buffers pipeline runs. */
+  public void reportBuffers(java.util.function.Supplier<List<StatusReport.BufferStatus>> source) {
+    this.bufferStatus = source;
   }
 
   /** Starts change capture for the routes the pipelines contribute; returns once it streams. */
@@ -372,6 +404,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         counts,
         healthStatus,
         sinkStatus,
+        bufferStatus.get(),
         failure().orElse(null));
   }
 

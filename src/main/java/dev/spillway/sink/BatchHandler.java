@@ -30,4 +30,11 @@ public interface BatchHandler {
    * @param attempts the attempts the batch now carries
    */
   default void requeued(SinkRecord record, int attempts, boolean delayed) {}
+
+  /**
+   * Called once the record (or the value a {@link Outcome.PermanentFailure} named) is in the
+   * dead-letter topic and before its offset is committed, from the thread that ran it. An exception
+   * leaves the offset uncommitted, so the batch runs again. Does nothing by default.
+   */
+  default void deadLettered(SinkRecord record, Throwable error) throws Exception {}
 }

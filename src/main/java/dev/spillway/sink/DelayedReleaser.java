@@ -21,10 +21,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Returns delayed batches to the batches topic once their consume-after time has come. Delayed
- * records of a partition are in consume-after order (one delay setting), so a partition whose head
- * is not due yet is paused until it is, and nothing else waits on it: the sink workers consume a
- * different topic.
+ * Returns delayed batches to the batches topic they came from once their consume-after time has
+ * come. Delayed records of a partition are in consume-after order (one delay setting), so a
+ * partition whose head is not due yet is paused until it is, and nothing else waits on it: the sink
+ * workers consume a different topic.
  *
  * <p>Driven by {@link #runOnce()} from one thread; time comes from the injected clock.
  */
@@ -34,7 +34,7 @@ final class DelayedReleaser implements AutoCloseable {
   private final Consumer<byte[], byte[]> consumer;
   private final Producer<byte[], byte[]> producer;
   private final String delayedTopic;
-  private final String batchesTopic;
+  private final String batchesTopic; // for batches delayed without a return address
   private final Clock clock;
   private final Duration pollTimeout;
   private final Map<TopicPartition, Long> dueAt = new HashMap<>();
@@ -86,8 +86,11 @@ final class DelayedReleaser implements AutoCloseable {
         }
         RecordHeaders headers = new RecordHeaders(r.headers().toArray());
         headers.remove(SinkHeaders.CONSUME_AFTER);
+        String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
         sends.add(
-            producer.send(new ProducerRecord<>(batchesTopic, null, r.key(), r.value(), headers)));
+            producer.send(
+                new ProducerRecord<>(
+                    back == null ? batchesTopic : back, null, r.key(), r.value(), headers)));
         commits.put(tp, new OffsetAndMetadata(r.offset() + 1));
       }
     }

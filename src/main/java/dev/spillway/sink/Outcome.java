@@ -34,10 +34,19 @@ public sealed interface Outcome {
     }
   }
 
-  /** Will fail again however often it runs: the record goes to the dead-letter topic. */
-  record PermanentFailure(Throwable error) implements Outcome {
+  /**
+   * Will fail again however often it runs: the record goes to the dead-letter topic.
+   *
+   * @param deadLetter the value to dead-letter instead of the record as received (say, only the
+   *     part of the batch that failed), or null for the record as received
+   */
+  record PermanentFailure(Throwable error, byte[] deadLetter) implements Outcome {
     public PermanentFailure {
       Objects.requireNonNull(error);
+    }
+
+    public PermanentFailure(Throwable error) {
+      this(error, null);
     }
   }
 }

@@ -8,25 +8,20 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
 /**
- * Sends a batch elsewhere before its offset is committed: back to the end of the batches topic, to
- * the delay topic, or to the dead-letter topic. Each send waits for Kafka's acknowledgement, so a
- * committed offset always means the batch is done or queued somewhere. Thread-safe.
+ * Sends a batch elsewhere before its offset is committed: back to the end of the batches topic it
+ * came from, to the delay topic (remembering that batches topic), or to the dead-letter topic. Each
+ * send waits for Kafka's acknowledgement, so a committed offset always means the batch is done or
+ * queued somewhere. Thread-safe.
  */
 final class Requeuer {
   private final Producer<byte[], byte[]> producer;
-  private final String batchesTopic;
   private final String delayedTopic;
   private final String deadLetterTopic;
   private final Clock clock;
 
   Requeuer(
-      Producer<byte[], byte[]> producer,
-      String batchesTopic,
-      String delayedTopic,
-      String deadLetterTopic,
-      Clock clock) {
+      Producer<byte[], byte[]> producer, String delayedTopic, String deadLetterTopic, Clock clock) {
     this.producer = producer;
-    this.batchesTopic = batchesTopic;
     this.delayedTopic = delayedTopic;
     this.deadLetterTopic = deadLetterTopic;
     this.clock = clock;
@@ -35,7 +30,7 @@ final class Requeuer {
   void requeue(SinkRecord r, int attempts) throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
-    send(batchesTopic, r, h);
+    send(r.topic(), r, h);
   }
 
   void delay(SinkRecord r, int attempts, long consumeAfterMillis)
@@ -44,22 +39,32 @@ final class Requeuer {
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
     h.remove(SinkHeaders.CONSUME_AFTER)
         .add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(consumeAfterMillis));
+    h.remove(SinkHeaders.BATCHES_TOPIC).add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(r.topic()));
     send(delayedTopic, r, h);
   }
 
-  void deadLetter(SinkRecord r, Throwable error) throws InterruptedException, ExecutionException {
+  /**
+   * @param value what to dead-letter, or null for the record's own value
+   */
+  void deadLetter(SinkRecord r, Throwable error, byte[] value)
+      throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
     h.add(SinkHeaders.ERROR_CLASS, SinkHeaders.text(error.getClass().getName()));
     h.add(SinkHeaders.ERROR_MESSAGE, SinkHeaders.text(String.valueOf(error.getMessage())));
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(r.attempts()));
     h.add(SinkHeaders.SOURCE, SinkHeaders.text(r.position()));
     h.add(SinkHeaders.FAILED_AT, SinkHeaders.longValue(clock.millis()));
-    send(deadLetterTopic, r, h);
+    send(deadLetterTopic, r.key(), value == null ? r.value() : value, h);
   }
 
   private void send(String topic, SinkRecord r, RecordHeaders headers)
       throws InterruptedException, ExecutionException {
-    producer.send(new ProducerRecord<>(topic, null, r.key(), r.value(), headers)).get();
+    send(topic, r.key(), r.value(), headers);
+  }
+
+  private void send(String topic, byte[] key, byte[] value, RecordHeaders headers)
+      throws InterruptedException, ExecutionException {
+    producer.send(new ProducerRecord<>(topic, null, key, value, headers)).get();
   }
 
   private static RecordHeaders copy(Map<String, byte[]> headers) {

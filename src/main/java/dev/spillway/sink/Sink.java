@@ -28,8 +28,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A pipeline's sink in this process: its worker consumers on the batches topic, and the releaser of
- * its delay topic. Every pipeline that executes SQL runs through one of these.
+ * A pipeline's sink in this process: its worker consumers on the batches topics, and the releaser
+ * of its delay topic. Every pipeline that executes SQL runs through one of these.
  */
 public final class Sink implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Sink.class);
@@ -74,18 +74,43 @@ public final class Sink implements AutoCloseable {
   public static Sink start(
       Pipeline pipeline, String batchesTopic, BatchHandler handler, SinkSettings settings, Wiring w)
       throws InterruptedException {
+    return start(
+        pipeline,
+        List.of(new BatchesTopic(batchesTopic, settings.maxInFlight())),
+        handler,
+        settings,
+        w);
+  }
+
+  /**
+   * A sink consuming several batches topics in one consumer group, each with its own share of
+   * batches in flight; the handler tells them apart by {@link SinkRecord#topic()}. A re-enqueued or
+   * delayed batch returns to the topic it came from.
+   *
+   * @param batchesTopics at least one
+   */
+  public static Sink start(
+      Pipeline pipeline,
+      List<BatchesTopic> batchesTopics,
+      BatchHandler handler,
+      SinkSettings settings,
+      Wiring w)
+      throws InterruptedException {
+    if (batchesTopics.isEmpty()) {
+      throw new IllegalArgumentException("A sink of " + pipeline.id() + " needs a batches topic");
+    }
     Topics topics = w.topics();
+    List<String> names = new ArrayList<>();
+    batchesTopics.forEach(t -> names.add(t.name()));
+    List<String> needed = new ArrayList<>(names);
+    needed.addAll(List.of(topics.delayed(pipeline), topics.dlq(pipeline)));
     TopicProvisioner.ensure(
-        w.bootstrapServers(),
-        w.kafkaProperties(),
-        List.of(batchesTopic, topics.delayed(pipeline), topics.dlq(pipeline)),
-        w.partitions(),
-        w.replicationFactor());
+        w.bootstrapServers(), w.kafkaProperties(), needed, w.partitions(), w.replicationFactor());
+    String batchesTopic = names.get(0);
     Producer<byte[], byte[]> producer = producer(w, pipeline);
     SinkMetrics metrics = new SinkMetrics(w.registry(), pipeline);
     Requeuer requeuer =
-        new Requeuer(
-            producer, batchesTopic, topics.delayed(pipeline), topics.dlq(pipeline), w.clock());
+        new Requeuer(producer, topics.delayed(pipeline), topics.dlq(pipeline), w.clock());
     UnitOfWork unit =
         new UnitOfWork(
             handler,
@@ -110,7 +135,7 @@ public final class Sink implements AutoCloseable {
           new SinkWorker(
               "spillway-" + pipeline.id() + "-sink-" + i,
               consumer(w, topics.sinkGroup(pipeline), settings.maxInFlight()),
-              batchesTopic,
+              batchesTopics,
               handler,
               unit,
               w.gate(),
@@ -123,7 +148,7 @@ public final class Sink implements AutoCloseable {
     log.info(
         "Sink of {} consumes {} with {} worker(s), {} batch(es) in flight each",
         pipeline.id(),
-        batchesTopic,
+        names,
         settings.consumers(),
         settings.maxInFlight());
     return sink;

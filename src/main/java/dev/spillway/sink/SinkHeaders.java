@@ -17,6 +17,9 @@ public final class SinkHeaders {
   /** Epoch milliseconds before which a delayed batch must not run. */
   public static final String CONSUME_AFTER = "spillway.consume-after";
 
+  /** The batches topic a delayed batch returns to once due. */
+  public static final String BATCHES_TOPIC = "spillway.batches-topic";
+
   public static final String ERROR_CLASS = "spillway.error.class";
   public static final String ERROR_MESSAGE = "spillway.error.message";
 
@@ -31,6 +34,11 @@ public final class SinkHeaders {
       out.put(h.key(), h.value());
     }
     return out;
+  }
+
+  static String text(Headers headers, String key) {
+    Header h = headers.lastHeader(key);
+    return h == null ? null : text(h.value());
   }
 
   static int attempts(Map<String, byte[]> headers) {

@@ -30,11 +30,12 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One consumer of a pipeline's batches topic and the threads running its batches. The consumer
+ * One consumer of a pipeline's batches topics and the threads running its batches. The consumer
  * group is the claim: a batch belongs to whoever owns its partition. Per partition one batch runs
  * at a time, so offsets are committed in order and only after the batch's outcome is settled (done,
  * re-enqueued, delayed or dead-lettered). A partition holding work, or whose next batch targets a
  * table at STOP, is paused: Kafka keeps the backlog and the worker claims only what it can run.
+ * Each topic runs at most its own share of batches at once, within the worker's total.
  *
  * <p>The consumer is touched only by the worker's loop thread.
  */
@@ -49,7 +50,8 @@ final class SinkWorker implements AutoCloseable {
 
   private final String name;
   private final Consumer<byte[], byte[]> consumer;
-  private final String topic;
+  private final Map<String, Integer> topicLimits;
+  private final Map<String, Integer> topicInFlight = new HashMap<>();
   private final BatchHandler handler;
   private final UnitOfWork unit;
   private final HealthGate gate;
@@ -72,7 +74,7 @@ final class SinkWorker implements AutoCloseable {
   SinkWorker(
       String name,
       Consumer<byte[], byte[]> consumer,
-      String topic,
+      List<BatchesTopic> topics,
       BatchHandler handler,
       UnitOfWork unit,
       HealthGate gate,
@@ -80,7 +82,8 @@ final class SinkWorker implements AutoCloseable {
       SinkMetrics metrics) {
     this.name = name;
     this.consumer = consumer;
-    this.topic = topic;
+    this.topicLimits = new HashMap<>();
+    topics.forEach(t -> topicLimits.put(t.name(), t.maxInFlight()));
     this.handler = handler;
     this.unit = unit;
     this.gate = gate;
@@ -98,7 +101,7 @@ final class SinkWorker implements AutoCloseable {
   }
 
   void start() {
-    consumer.subscribe(List.of(topic), new Rebalance());
+    consumer.subscribe(List.copyOf(topicLimits.keySet()), new Rebalance());
     thread = new Thread(this::loop, name);
     thread.setDaemon(true);
     thread.start();
@@ -160,7 +163,7 @@ final class SinkWorker implements AutoCloseable {
       if (w == null) {
         continue; // revoked meanwhile (counted out then); its new owner runs the batch again
       }
-      inFlight--;
+      done(c.partition());
       w.busy = false;
       if (c.result().commit()) {
         w.pending.pollFirst();
@@ -181,7 +184,7 @@ final class SinkWorker implements AutoCloseable {
         return;
       }
       PartitionWork w = e.getValue();
-      if (w.busy || w.pending.isEmpty()) {
+      if (w.busy || w.pending.isEmpty() || topicFull(e.getKey().topic())) {
         continue;
       }
       SinkRecord record = toSinkRecord(w.pending.peekFirst());
@@ -189,11 +192,23 @@ final class SinkWorker implements AutoCloseable {
         continue; // stays at the head, its partition paused, until health allows
       }
       w.busy = true;
-      inFlight++;
       TopicPartition tp = e.getKey();
+      inFlight++;
+      topicInFlight.merge(tp.topic(), 1, Integer::sum);
       executor.execute(
           () -> completions.add(new Completed(tp, unit.run(record, () -> stopping || w.revoked))));
     }
+  }
+
+  private boolean topicFull(String topic) {
+    return topicInFlight.getOrDefault(topic, 0)
+        >= topicLimits.getOrDefault(topic, settings.maxInFlight());
+  }
+
+  /** One batch of the partition's topic no longer counts as in flight. */
+  private void done(TopicPartition tp) {
+    inFlight--;
+    topicInFlight.merge(tp.topic(), -1, Integer::sum);
   }
 
   private boolean targetStopped(SinkRecord record) {
@@ -339,7 +354,7 @@ final class SinkWorker implements AutoCloseable {
       for (TopicPartition tp : gone) {
         PartitionWork w = partitions.remove(tp);
         if (w != null && w.busy) {
-          inFlight--; // its completion, if it comes, is ignored
+          done(tp); // its completion, if it comes, is ignored
         }
         if (paused.remove(tp)) {
           metrics.pausedPartitions(-1);

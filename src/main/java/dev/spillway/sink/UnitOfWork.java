@@ -144,18 +144,27 @@ final class UnitOfWork {
       }
       return new Result(record, outcome, true);
     }
-    Throwable error =
-        outcome instanceof Outcome.RetryableFailure f
-            ? f.error()
-            : ((Outcome.PermanentFailure) outcome).error();
-    return deadLetter(record, outcome, error);
+    if (outcome instanceof Outcome.RetryableFailure f) {
+      return deadLetter(record, outcome, f.error(), null);
+    }
+    Outcome.PermanentFailure p = (Outcome.PermanentFailure) outcome;
+    return deadLetter(record, outcome, p.error(), p.deadLetter());
   }
 
-  private Result deadLetter(SinkRecord record, Outcome outcome, Throwable error)
+  private Result deadLetter(SinkRecord record, Outcome outcome, Throwable error, byte[] value)
       throws InterruptedException, ExecutionException {
-    requeuer.deadLetter(record, error);
+    requeuer.deadLetter(record, error, value);
     metrics.deadLettered();
     log.warn("Batch {} dead-lettered: {}", record.position(), describe(outcome));
+    try {
+      handler.deadLettered(record, error);
+    } catch (InterruptedException e) {
+      throw e;
+    } catch (Exception e) {
+      // Not committed: the batch runs again, and may be dead-lettered once more.
+      log.warn("After dead-lettering {}: {}", record.position(), e.getMessage());
+      return new Result(record, new Outcome.RetryableFailure(e), false);
+    }
     return new Result(record, outcome, true);
   }
 

@@ -26,7 +26,11 @@ class QuickstartIT {
             "merge_requests 0 +ci_pipelines 0 +ci_builds 0 +head_pipeline_id 0 +packages 0")
         .contains(
             "300 merge requests, 60 pipelines and 3000 builds deleted, 100 head pipelines"
-                + " nullified, 30 packages set to status 4");
+                + " nullified, 30 packages set to status 4")
+        .containsPattern(
+            "Buffer contact_activity_events: 10 rows delivered to http://127\\.0\\.0\\.1:\\d+/bulk"
+                + " in 3 bulk calls \\(rows per call: 4, 4, 2; 3 distinct Idempotency-Keys\\); 0 rows"
+                + " left in the table");
 
     // A second run continues on the same data: the captured tables and slot are reused.
     Cli.Result second = Cli.run("quickstart", "-c", config.toString());

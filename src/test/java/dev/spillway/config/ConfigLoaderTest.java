@@ -245,7 +245,8 @@ class ConfigLoaderTest {
 
   @Test
   void should_read_the_shipped_example_configuration() {
-    Map<String, String> env = Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c");
+    Map<String, String> env =
+        Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c", "CRM_TOKEN", "t");
     SpillwayConfig c = ConfigLoader.load(Path.of("config", "spillway.example.yml"), env::get);
     assertThat(c.databaseOf("ci_builds")).isEqualTo("ci");
     assertThat(c.kafka().properties().get("sasl.jaas.config")).contains("password=\"k\"");

@@ -1,0 +1,227 @@
+package dev.spillway.bench;
+
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.buffers.BufferSettings;
+import dev.spillway.buffers.HandlerSpec;
+import dev.spillway.event.TableName;
+import dev.spillway.runtime.SpillwayRuntime;
+import io.micrometer.core.instrument.distribution.HistogramSnapshot;
+import io.micrometer.core.instrument.distribution.ValueAtPercentile;
+import java.io.PrintWriter;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import javax.sql.DataSource;
+
+/**
+ * {@code bench buffers}: pgbench-style single-row inserts into a buffer table, first into a plain
+ * table with nothing else running, then into a table drained by the source document's SKIP LOCKED
+ * poller, then into a buffer table Spillway captures, batches and deletes with a no-op handler.
+ * Reports insert throughput and latency, the backlog over time and insert → handled latency.
+ */
+public final class BufferBench {
+  /** One run's sizes. */
+  public record Options(
+      Duration duration, int clients, int batchSize, Duration maxWait, int maxInFlight) {}
+
+  private static final TableName PLAIN = new TableName("public", "bench_buffer_plain");
+  private static final TableName POLLED = new TableName("public", "bench_buffer_polled");
+  private static final TableName EVENTS = new TableName("public", "bench_buffer_events");
+  private static final String BUFFER = "bench";
+  private static final Duration SAMPLE_EVERY = Duration.ofSeconds(5);
+  private static final Duration WARM_UP = Duration.ofSeconds(5);
+  private static final Duration DRAIN_LIMIT = Duration.ofMinutes(5);
+  private static final long POLLER_IDLE_MILLIS = 100;
+
+  private final SpillwayRuntime runtime;
+  private final PrintWriter out;
+  private final DataSource ds;
+
+  public BufferBench(SpillwayRuntime runtime, PrintWriter out) {
+    this.runtime = runtime;
+    this.out = out;
+    this.ds = runtime.databases().dataSource(SpillwayRuntime.MAIN);
+  }
+
+  /** What one loaded phase saw. */
+  private record Phase(InsertLoad.Result load, List<Long> backlog, double drainSeconds) {}
+
+  public void run(Options o) throws Exception {
+    String columns =
+        " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, contact_id bigint NOT NULL,"
+            + " activity text NOT NULL, created_at timestamptz NOT NULL DEFAULT clock_timestamp()";
+    BenchSql.exec(
+        ds,
+        "DROP TABLE IF EXISTS " + PLAIN.quoted() + ", " + POLLED.quoted() + ", " + EVENTS.quoted(),
+        "CREATE TABLE " + PLAIN.quoted() + columns + ")",
+        "CREATE TABLE " + EVENTS.quoted() + columns + ")",
+        "CREATE TABLE " + POLLED.quoted() + columns + ", group_id uuid)",
+        // The document's indexes: by group for the events job, unclaimed rows for the claim job.
+        "CREATE INDEX ON " + POLLED.quoted() + " (group_id)",
+        "CREATE INDEX ON " + POLLED.quoted() + " (id) WHERE group_id IS NULL");
+    out.printf(
+        "Single-row inserts, %d clients, %d s per phase; batches of %d within %d ms, %d in"
+            + " flight%n",
+        o.clients(),
+        o.duration().toSeconds(),
+        o.batchSize(),
+        o.maxWait().toMillis(),
+        o.maxInFlight());
+    out.flush();
+
+    InsertLoad warmUp = new InsertLoad(ds, insert(PLAIN), o.clients());
+    warmUp.start();
+    Thread.sleep(WARM_UP.toMillis());
+    warmUp.stop();
+    BenchSql.exec(ds, "TRUNCATE " + PLAIN.quoted());
+
+    out.println("1) Plain inserts, nothing else running");
+    out.flush();
+    InsertLoad plainLoad = new InsertLoad(ds, insert(PLAIN), o.clients());
+    plainLoad.start();
+    Thread.sleep(o.duration().toMillis());
+    InsertLoad.Result plain = plainLoad.stop();
+
+    // Spillway starts here so its Streams application has settled before its phase; it idles
+    // meanwhile: its publication holds only its own table, which gets no rows until phase 3.
+    BufferSettings buffer =
+        BufferSettings.of(
+                BUFFER,
+                EVENTS,
+                SpillwayRuntime.MAIN,
+                new HandlerSpec.JavaClass(NoopBulkHandler.class))
+            .withBatching(o.batchSize(), o.maxWait())
+            .withConcurrency(o.maxInFlight(), null);
+    BufferPipeline pipeline = BufferPipeline.of(List.of(buffer));
+    pipeline.start(runtime, Clock.systemUTC());
+    runtime.startCapture(pipeline.routes(runtime.topics()));
+    out.println(
+        "2) The document's design: SKIP LOCKED claim jobs with a group id, then delete by group"
+            + " (Spillway started, idle)");
+    out.flush();
+    SkipLockedPoller poller =
+        new SkipLockedPoller(
+            ds, POLLED.quoted(), o.batchSize(), o.maxInFlight(), POLLER_IDLE_MILLIS);
+    poller.start();
+    Phase polled = loaded(POLLED, o);
+    Samples pollerLatency = poller.stop();
+
+    out.println("3) Spillway: capture, Kafka Streams batches, sink with a no-op handler");
+    out.flush();
+    Phase spillway = loaded(EVENTS, o);
+    HistogramSnapshot handled =
+        runtime
+            .registry()
+            .get("spillway_buffer_insert_to_handled")
+            .tag("buffer", BUFFER)
+            .timer()
+            .takeSnapshot();
+
+    out.println();
+    new Comparison("insert throughput", "tx/s")
+        .add("plain table, nothing running", plain.tps())
+        .add("SKIP LOCKED poller draining it", polled.load().tps())
+        .add("Spillway draining it", spillway.load().tps())
+        .print(out);
+    new Comparison("insert latency p50", "ms")
+        .add("plain table, nothing running", plain.latencyMicros().percentile(50) / 1000.0)
+        .add(
+            "SKIP LOCKED poller draining it", polled.load().latencyMicros().percentile(50) / 1000.0)
+        .add("Spillway draining it", spillway.load().latencyMicros().percentile(50) / 1000.0)
+        .print(out);
+    new Comparison("insert latency p99", "ms")
+        .add("plain table, nothing running", plain.latencyMicros().percentile(99) / 1000.0)
+        .add(
+            "SKIP LOCKED poller draining it", polled.load().latencyMicros().percentile(99) / 1000.0)
+        .add("Spillway draining it", spillway.load().latencyMicros().percentile(99) / 1000.0)
+        .print(out);
+    double spillP50 = percentile(handled, 0.5);
+    double spillP99 = percentile(handled, 0.99);
+    new Comparison("insert -> handled p50", "ms")
+        .add("SKIP LOCKED poller", pollerLatency.percentile(50) / 1000.0)
+        .add("Spillway", spillP50)
+        .print(out);
+    new Comparison("insert -> handled p99", "ms")
+        .add("SKIP LOCKED poller", pollerLatency.percentile(99) / 1000.0)
+        .add("Spillway", spillP99)
+        .print(out);
+    printBacklog("SKIP LOCKED poller", polled);
+    printBacklog("Spillway", spillway);
+    out.printf(
+        "   rows handled by Spillway: %,d (insert -> handled max %.0f ms)%n",
+        handled.count(), handled.max(TimeUnit.MILLISECONDS));
+
+    double cost = plain.tps() / spillway.load().tps();
+    out.printf("Bars:%n");
+    out.printf(
+        "   backlog bounded (last half of the run never above twice the first half's peak plus"
+            + " one batch): %s%n",
+        bounded(spillway.backlog(), o.batchSize()) ? "met" : "NOT met");
+    out.printf(
+        "   insert -> handled p99 <= 1 s: %.0f ms, %s%n",
+        spillP99, spillP99 <= 1000 ? "met" : "NOT met");
+    out.printf(
+        "   insert cost <= 1.05x a plain insert: %.3fx (plain tx/s / tx/s with Spillway), %s%n",
+        cost, cost <= 1.05 ? "met" : "NOT met");
+    out.flush();
+  }
+
+  private static String insert(TableName t) {
+    return "INSERT INTO " + t.quoted() + " (contact_id, activity) VALUES (?, 'call')";
+  }
+
+  /** Runs the insert load on a drained table, sampling its backlog, then waits for the drain. */
+  private Phase loaded(TableName table, Options o) throws Exception {
+    InsertLoad load = new InsertLoad(ds, insert(table), o.clients());
+    List<Long> backlog = new ArrayList<>();
+    String count = "SELECT count(*) FROM " + table.quoted();
+    load.start();
+    long end = System.nanoTime() + o.duration().toNanos();
+    while (System.nanoTime() < end) {
+      Thread.sleep(
+          Math.min(SAMPLE_EVERY.toMillis(), Math.max(1, (end - System.nanoTime()) / 1_000_000)));
+      backlog.add(BenchSql.single(ds, count));
+    }
+    InsertLoad.Result result = load.stop();
+    long stopped = System.nanoTime();
+    long drainDeadline = stopped + DRAIN_LIMIT.toNanos();
+    while (BenchSql.single(ds, count) > 0 && System.nanoTime() < drainDeadline) {
+      Thread.sleep(20);
+    }
+    return new Phase(result, backlog, (System.nanoTime() - stopped) / 1e9);
+  }
+
+  private void printBacklog(String name, Phase p) {
+    out.printf(
+        "   backlog of %s (rows in the table every %d s): %s; max %,d; drained %.1f s after the"
+            + " load stopped%n",
+        name,
+        SAMPLE_EVERY.toSeconds(),
+        p.backlog().stream().map(n -> String.format("%,d", n)).collect(Collectors.joining(" ")),
+        p.backlog().stream().mapToLong(Long::longValue).max().orElse(0),
+        p.drainSeconds());
+  }
+
+  private static boolean bounded(List<Long> backlog, int batchSize) {
+    if (backlog.size() < 2) {
+      return true;
+    }
+    int half = backlog.size() / 2;
+    long firstPeak = backlog.subList(0, half).stream().mapToLong(Long::longValue).max().orElse(0);
+    long lastPeak =
+        backlog.subList(half, backlog.size()).stream().mapToLong(Long::longValue).max().orElse(0);
+    return lastPeak <= 2 * firstPeak + batchSize;
+  }
+
+  private static double percentile(HistogramSnapshot s, double p) {
+    for (ValueAtPercentile v : s.percentileValues()) {
+      if (v.percentile() == p) {
+        return v.value(TimeUnit.MILLISECONDS);
+      }
+    }
+    return Double.NaN;
+  }
+}

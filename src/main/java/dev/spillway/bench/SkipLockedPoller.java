@@ -1,0 +1,110 @@
+package dev.spillway.bench;
+
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
+import javax.sql.DataSource;
+
+/**
+ * The source document's own design, for comparison: claim jobs that give up to {@code batchSize}
+ * unclaimed rows a group id ({@code SELECT … FOR UPDATE SKIP LOCKED}, then one {@code UPDATE}), and
+ * an events job per group that runs the (no-op) bulk operation and deletes the group. Claimers loop
+ * at once while they find full batches and wait {@code idle} when they find fewer. Records each
+ * row's insert → delete latency.
+ */
+final class SkipLockedPoller {
+  private final DataSource ds;
+  private final String table;
+  private final int batchSize;
+  private final int claimers;
+  private final long idleMillis;
+  private final AtomicBoolean running = new AtomicBoolean();
+  private final List<Thread> threads = new ArrayList<>();
+  private final Samples latencyMicros = new Samples();
+  private volatile String failure;
+
+  /**
+   * @param table quoted; has {@code id}, {@code group_id uuid} and {@code created_at timestamptz}
+   */
+  SkipLockedPoller(DataSource ds, String table, int batchSize, int claimers, long idleMillis) {
+    this.ds = ds;
+    this.table = table;
+    this.batchSize = batchSize;
+    this.claimers = claimers;
+    this.idleMillis = idleMillis;
+  }
+
+  void start() {
+    running.set(true);
+    for (int i = 0; i < claimers; i++) {
+      Thread t = new Thread(this::loop, "bench-poller-" + i);
+      t.setDaemon(true);
+      threads.add(t);
+      t.start();
+    }
+  }
+
+  /** Stops after the current group; returns every row's insert → delete latency. */
+  Samples stop() throws InterruptedException {
+    running.set(false);
+    for (Thread t : threads) {
+      t.join();
+    }
+    if (failure != null) {
+      throw new IllegalStateException("The SKIP LOCKED poller failed: " + failure);
+    }
+    synchronized (latencyMicros) {
+      return latencyMicros;
+    }
+  }
+
+  private void loop() {
+    String claim =
+        "UPDATE "
+            + table
+            + " SET group_id = ? WHERE id IN (SELECT id FROM "
+            + table
+            + " WHERE group_id IS NULL LIMIT ? FOR UPDATE SKIP LOCKED)";
+    String delete =
+        "DELETE FROM "
+            + table
+            + " WHERE group_id = ?"
+            + " RETURNING (extract(epoch FROM clock_timestamp() - created_at) * 1000000)::bigint";
+    try (Connection c = ds.getConnection();
+        PreparedStatement claimGroup = c.prepareStatement(claim);
+        PreparedStatement deleteGroup = c.prepareStatement(delete)) {
+      c.setAutoCommit(true);
+      while (running.get()) {
+        UUID group = UUID.randomUUID();
+        claimGroup.setObject(1, group); // the new group id
+        claimGroup.setInt(2, batchSize); // the most rows one group takes
+        int claimed = claimGroup.executeUpdate();
+        if (claimed > 0) {
+          // The events job: the bulk operation is a no-op here, then the group is deleted.
+          deleteGroup.setObject(1, group); // the group just claimed
+          List<Long> micros = new ArrayList<>(claimed);
+          try (ResultSet rs = deleteGroup.executeQuery()) {
+            while (rs.next()) {
+              micros.add(rs.getLong(1));
+            }
+          }
+          synchronized (latencyMicros) {
+            micros.forEach(latencyMicros::add);
+          }
+        }
+        if (claimed < batchSize) {
+          Thread.sleep(idleMillis);
+        }
+      }
+    } catch (SQLException e) {
+      failure = e.getMessage();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+}

@@ -1,0 +1,179 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.BufferBatch;
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.sink.Outcome;
+import dev.spillway.sink.RunContext;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * One run of one batch: keep only the events whose rows are still buffered (a redelivered batch
+ * skips what an earlier run finished), call the handler, delete what it handled in one statement,
+ * and call again for the rest after a backoff, up to {@code max-attempts} calls. What is left then
+ * becomes a permanent failure carrying just those events, for the dead-letter topic.
+ */
+final class BatchRun {
+  private static final Duration CHECK_EVERY = Duration.ofMillis(100);
+
+  private final RunningBuffer buffer;
+  private final BufferBatch batch;
+  private final RunContext context;
+  private final Clock clock;
+
+  BatchRun(RunningBuffer buffer, BufferBatch batch, RunContext context, Clock clock) {
+    this.buffer = buffer;
+    this.batch = batch;
+    this.context = context;
+    this.clock = clock;
+  }
+
+  Outcome run() throws SQLException, InterruptedException {
+    Optional<Outcome> end = context.checkpoint();
+    if (end.isPresent()) {
+      return end.get();
+    }
+    List<BufferEvent> pending = stillBuffered();
+    if (pending.isEmpty()) {
+      return new Outcome.Done(0);
+    }
+    for (int attempt = 1; ; attempt++) {
+      BulkHandler.Result result =
+          buffer.call(
+              BulkHandler.Batch.of(
+                  buffer.settings.name(),
+                  batch.groupId(),
+                  attempt,
+                  buffer.table.idColumn(),
+                  pending));
+      List<BufferEvent> done = succeeded(result, pending);
+      if (!done.isEmpty()) {
+        delete(done);
+        pending = without(pending, done);
+      }
+      if (pending.isEmpty()) {
+        return new Outcome.Done(context.rows());
+      }
+      String reason = reason(result);
+      if (result instanceof BulkHandler.Result.Reject || attempt >= buffer.settings.maxAttempts()) {
+        return exhausted(pending, attempt, reason);
+      }
+      Duration wait =
+          result instanceof BulkHandler.Result.Retry r && r.after() != null
+              ? r.after()
+              : buffer.settings.backoff(attempt);
+      end = waitFor(wait);
+      if (end.isPresent()) {
+        return end.get();
+      }
+    }
+  }
+
+  private List<BufferEvent> stillBuffered() throws SQLException {
+    Set<String> left;
+    try (Connection c = context.dataSource().getConnection()) {
+      left = BufferStatements.remaining(c, buffer.table, ids(batch.events()));
+    }
+    List<BufferEvent> out = new ArrayList<>();
+    for (BufferEvent e : batch.events()) {
+      if (left.contains(String.valueOf(id(e)))) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  private List<BufferEvent> succeeded(BulkHandler.Result result, List<BufferEvent> pending) {
+    if (result instanceof BulkHandler.Result.Success) {
+      return pending;
+    }
+    if (result instanceof BulkHandler.Result.Partial p) {
+      Set<String> ok = new HashSet<>();
+      p.succeededIds().forEach(id -> ok.add(String.valueOf(id)));
+      List<BufferEvent> out = new ArrayList<>();
+      for (BufferEvent e : pending) {
+        if (ok.contains(String.valueOf(id(e)))) {
+          out.add(e);
+        }
+      }
+      return out;
+    }
+    return List.of();
+  }
+
+  /** Deletes (and archives) handled rows in one statement, its own transaction. */
+  private void delete(List<BufferEvent> done) throws SQLException {
+    long start = System.nanoTime();
+    int deleted;
+    try (Connection c = context.dataSource().getConnection()) {
+      deleted = BufferStatements.deleteHandled(c, buffer.table, ids(done));
+    }
+    context.subBatchDone(deleted, System.nanoTime() - start);
+    buffer.metrics.handled(done, clock.millis());
+  }
+
+  private Outcome exhausted(List<BufferEvent> pending, int attempts, String reason) {
+    BufferExhaustedException error =
+        new BufferExhaustedException(
+            buffer.settings.name(), batch.groupId(), attempts, ids(pending), reason);
+    return new Outcome.PermanentFailure(error, EventSerdes.encode(batch.withEvents(pending)));
+  }
+
+  /** Waits between attempts, ending early when the worker stops or health says STOP. */
+  private Optional<Outcome> waitFor(Duration wait) throws InterruptedException {
+    long until = System.nanoTime() + wait.toNanos();
+    while (true) {
+      Optional<Outcome> end = context.checkpoint();
+      long left = until - System.nanoTime();
+      if (end.isPresent() || left <= 0) {
+        return end;
+      }
+      Thread.sleep(Math.max(1, Math.min(CHECK_EVERY.toMillis(), left / 1_000_000)));
+    }
+  }
+
+  private Object id(BufferEvent e) {
+    return e.row().get(buffer.table.idColumn());
+  }
+
+  private List<Object> ids(List<BufferEvent> events) {
+    List<Object> ids = new ArrayList<>(events.size());
+    events.forEach(e -> ids.add(id(e)));
+    return ids;
+  }
+
+  private static List<BufferEvent> without(List<BufferEvent> all, List<BufferEvent> gone) {
+    Set<BufferEvent> g = Collections.newSetFromMap(new IdentityHashMap<>());
+    g.addAll(gone);
+    List<BufferEvent> out = new ArrayList<>();
+    for (BufferEvent e : all) {
+      if (!g.contains(e)) {
+        out.add(e);
+      }
+    }
+    return out;
+  }
+
+  private static String reason(BulkHandler.Result r) {
+    if (r instanceof BulkHandler.Result.Partial p) {
+      return p.reason();
+    }
+    if (r instanceof BulkHandler.Result.Retry t) {
+      return t.reason();
+    }
+    if (r instanceof BulkHandler.Result.Reject j) {
+      return j.reason();
+    }
+    return "handled";
+  }
+}

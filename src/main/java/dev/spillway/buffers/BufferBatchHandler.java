@@ -1,0 +1,125 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.BufferBatch;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.ops.StatusReport;
+import dev.spillway.sink.BatchHandler;
+import dev.spillway.sink.Outcome;
+import dev.spillway.sink.RunContext;
+import dev.spillway.sink.SinkRecord;
+import dev.spillway.sink.Target;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.apache.kafka.common.errors.SerializationException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Runs the batches of every buffer through the sink: the batch's topic says which buffer it is.
+ * Each run is a {@link BatchRun}; after a batch's rest is dead-lettered, its rows are deleted or
+ * kept per {@code on-exhausted}. Thread-safe.
+ */
+final class BufferBatchHandler implements BatchHandler, AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(BufferBatchHandler.class);
+
+  private final Map<String, RunningBuffer> byTopic;
+  private final Function<String, DataSource> dataSources;
+  private final Clock clock;
+
+  /**
+   * @param byTopic each buffer under its batches topic
+   */
+  BufferBatchHandler(
+      Map<String, RunningBuffer> byTopic, Function<String, DataSource> dataSources, Clock clock) {
+    this.byTopic = Map.copyOf(byTopic);
+    this.dataSources = dataSources;
+    this.clock = clock;
+  }
+
+  @Override
+  public Optional<Target> target(SinkRecord record) {
+    RunningBuffer b = byTopic.get(record.topic());
+    return b == null
+        ? Optional.empty()
+        : Optional.of(new Target(b.settings.database(), b.settings.table()));
+  }
+
+  @Override
+  public Outcome execute(SinkRecord record, RunContext context) throws Exception {
+    RunningBuffer b = byTopic.get(record.topic());
+    BufferBatch batch;
+    try {
+      batch = EventSerdes.decodeBufferBatch(record.value());
+    } catch (SerializationException e) {
+      return new Outcome.PermanentFailure(e);
+    }
+    b.metrics.inFlight().incrementAndGet();
+    try {
+      return new BatchRun(b, batch, context, clock).run();
+    } finally {
+      b.metrics.inFlight().decrementAndGet();
+    }
+  }
+
+  @Override
+  public void deadLettered(SinkRecord record, Throwable error) throws SQLException {
+    RunningBuffer b = byTopic.get(record.topic());
+    if (b == null || !(error instanceof BufferExhaustedException exhausted)) {
+      return; // a malformed batch: nothing of it can be matched to rows
+    }
+    if (b.settings.onExhausted() == OnExhausted.DELETE) {
+      try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
+        BufferStatements.deleteExhausted(c, b.table, exhausted.ids());
+      }
+    }
+    b.metrics.deadLettered(exhausted.ids().size());
+  }
+
+  /** One status line per buffer; counting rows reads each buffer table. */
+  List<StatusReport.BufferStatus> status() {
+    List<StatusReport.BufferStatus> out = new ArrayList<>();
+    for (RunningBuffer b : byTopic.values()) {
+      out.add(
+          new StatusReport.BufferStatus(
+              b.settings.name(),
+              b.settings.database(),
+              b.settings.table().toString(),
+              rowsWaiting(b),
+              b.metrics.inFlight().get(),
+              b.metrics.handledCount(),
+              b.metrics.deadLetteredBatchCount(),
+              b.metrics.deadLetteredEventCount(),
+              b.metrics.percentileMillis(0.5),
+              b.metrics.percentileMillis(0.99)));
+    }
+    out.sort(java.util.Comparator.comparing(StatusReport.BufferStatus::name));
+    return out;
+  }
+
+  long rowsWaiting(RunningBuffer b) {
+    try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
+      return BufferStatements.rowsWaiting(c, b.settings.table());
+    } catch (SQLException | RuntimeException e) {
+      log.debug("Counting rows of buffer {} failed: {}", b.settings.name(), e.getMessage());
+      return -1;
+    }
+  }
+
+  @Override
+  public void close() {
+    for (RunningBuffer b : byTopic.values()) {
+      try {
+        b.handler.close();
+      } catch (Exception e) {
+        log.warn("Closing the handler of buffer {} failed: {}", b.settings.name(), e.getMessage());
+      }
+    }
+  }
+}

@@ -1,0 +1,114 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.BufferEvent;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.distribution.ValueAtPercentile;
+import java.time.Duration;
+import java.util.Collection;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/** One buffer's meters, tagged {@code buffer=<name>}. Thread-safe. */
+final class BufferMetrics {
+  private final MeterRegistry registry;
+  private final String buffer;
+  private final AtomicInteger inFlight = new AtomicInteger();
+  private final Counter handled;
+  private final Counter deadLetteredBatches;
+  private final Counter deadLetteredEvents;
+  private final Timer insertToHandled;
+  private final Map<String, Counter> calls = new ConcurrentHashMap<>();
+
+  /**
+   * @param rowsWaiting counts the buffer table's rows; called when metrics are scraped
+   */
+  BufferMetrics(MeterRegistry registry, String buffer, Supplier<Number> rowsWaiting) {
+    this.registry = registry;
+    this.buffer = buffer;
+    this.handled = counter("spillway_buffer_events_handled", "Buffered rows handled and deleted");
+    this.deadLetteredBatches =
+        counter("spillway_buffer_dead_lettered_batches", "Batches whose rest went to the DLQ");
+    this.deadLetteredEvents =
+        counter("spillway_buffer_dead_lettered_events", "Buffered rows sent to the DLQ");
+    this.insertToHandled =
+        Timer.builder("spillway_buffer_insert_to_handled")
+            .description("From the inserting commit to the row's deletion after its handler")
+            .tag("buffer", buffer)
+            .publishPercentiles(0.5, 0.99)
+            .publishPercentileHistogram()
+            .minimumExpectedValue(Duration.ofMillis(1))
+            .maximumExpectedValue(Duration.ofMinutes(10))
+            .distributionStatisticExpiry(Duration.ofMinutes(2))
+            .register(registry);
+    Gauge.builder("spillway_buffer_batches_in_flight", inFlight, AtomicInteger::get)
+        .description("Batches whose handler runs now")
+        .tag("buffer", buffer)
+        .register(registry);
+    Gauge.builder("spillway_buffer_rows_waiting", rowsWaiting)
+        .description("Rows in the buffer table")
+        .tag("buffer", buffer)
+        .register(registry);
+  }
+
+  private Counter counter(String name, String description) {
+    return Counter.builder(name).description(description).tag("buffer", buffer).register(registry);
+  }
+
+  AtomicInteger inFlight() {
+    return inFlight;
+  }
+
+  void handled(Collection<BufferEvent> events, long nowMillis) {
+    handled.increment(events.size());
+    for (BufferEvent e : events) {
+      insertToHandled.record(
+          Math.max(0, nowMillis * 1000 - e.commitTimeMicros()), TimeUnit.MICROSECONDS);
+    }
+  }
+
+  void deadLettered(int events) {
+    deadLetteredBatches.increment();
+    deadLetteredEvents.increment(events);
+  }
+
+  void call(BulkHandler.Result result) {
+    calls
+        .computeIfAbsent(
+            result.getClass().getSimpleName().toLowerCase(java.util.Locale.ROOT),
+            r ->
+                Counter.builder("spillway_buffer_handler_calls")
+                    .description("Bulk handler calls by result")
+                    .tag("buffer", buffer)
+                    .tag("result", r)
+                    .register(registry))
+        .increment();
+  }
+
+  long handledCount() {
+    return (long) handled.count();
+  }
+
+  long deadLetteredBatchCount() {
+    return (long) deadLetteredBatches.count();
+  }
+
+  long deadLetteredEventCount() {
+    return (long) deadLetteredEvents.count();
+  }
+
+  /** The insert-to-handled percentile in milliseconds over the last minutes; 0 without data. */
+  double percentileMillis(double percentile) {
+    for (ValueAtPercentile v : insertToHandled.takeSnapshot().percentileValues()) {
+      if (v.percentile() == percentile) {
+        return v.value(TimeUnit.MILLISECONDS);
+      }
+    }
+    return 0;
+  }
+}

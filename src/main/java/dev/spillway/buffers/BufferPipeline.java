@@ -1,0 +1,237 @@
+package dev.spillway.buffers;
+
+import dev.spillway.capture.CaptureRoute;
+import dev.spillway.capture.ChangeKind;
+import dev.spillway.config.ConfigException;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.Topics;
+import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.sink.BatchesTopic;
+import dev.spillway.sink.Sink;
+import dev.spillway.sink.SinkSettings;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The buffer tables pipeline: capture of their inserts, one Streams application per buffer grouping
+ * them into batches, and one sink running every buffer's batches through its handler. Built from
+ * the configuration before anything starts (so its errors come first), then started on a runtime;
+ * capture is the caller's, with {@link #routes} beside other pipelines' routes.
+ */
+public final class BufferPipeline {
+  private static final Logger log = LoggerFactory.getLogger(BufferPipeline.class);
+
+  private final List<BufferSettings> buffers;
+
+  private BufferPipeline(List<BufferSettings> buffers) {
+    this.buffers = List.copyOf(buffers);
+  }
+
+  /** The buffers of the configuration's {@code buffers:} section; checks it at once. */
+  public static BufferPipeline fromConfig(SpillwayConfig config) {
+    return new BufferPipeline(BuffersSection.read(config));
+  }
+
+  public static BufferPipeline of(List<BufferSettings> buffers) {
+    return new BufferPipeline(buffers);
+  }
+
+  public List<BufferSettings> buffers() {
+    return buffers;
+  }
+
+  public boolean isEmpty() {
+    return buffers.isEmpty();
+  }
+
+  /** Inserts of each buffer table, to its events topic. */
+  public List<CaptureRoute> routes(Topics topics) {
+    List<CaptureRoute> routes = new ArrayList<>();
+    for (BufferSettings b : buffers) {
+      routes.add(
+          new CaptureRoute(
+              b.database(), b.table(), ChangeKind.INSERT, topics.bufferEvents(b.name())));
+    }
+    return routes;
+  }
+
+  /** Where a buffer's batches go. */
+  public static String batchesTopic(Topics topics, String buffer) {
+    return topics.batches(Pipeline.BUFFERS, buffer + ".batches");
+  }
+
+  /** What runs once {@link #start} returned. */
+  public record Running(Sink sink, Map<String, BufferSettings> buffers) {}
+
+  /**
+   * Checks every buffer table (and archive table) against its database's catalog, creates the
+   * topics, starts each buffer's Streams application and the sink. Returns empty when no buffer is
+   * configured.
+   *
+   * @throws ConfigException naming the buffer when its table is missing or unfit
+   */
+  public Optional<Running> start(SpillwayRuntime runtime, Clock clock)
+      throws SQLException, InterruptedException {
+    if (buffers.isEmpty()) {
+      return Optional.empty();
+    }
+    Topics topics = runtime.topics();
+    Map<String, RunningBuffer> byTopic = new LinkedHashMap<>();
+    List<BatchesTopic> batches = new ArrayList<>();
+    List<String> needed = new ArrayList<>();
+    int inFlight = 0;
+    for (BufferSettings b : buffers) {
+      DataSource ds = runtime.databases().dataSource(b.database());
+      BufferTable table = check(b, ds);
+      BulkHandler handler = handler(b, table, ds, clock);
+      BufferMetrics metrics =
+          new BufferMetrics(runtime.registry(), b.name(), () -> countRows(ds, b));
+      String topic = batchesTopic(topics, b.name());
+      byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
+      batches.add(new BatchesTopic(topic, b.maxInFlight()));
+      needed.add(topics.bufferEvents(b.name()));
+      needed.add(topic);
+      inFlight += b.maxInFlight();
+    }
+    runtime.ensureTopics(needed);
+    for (BufferSettings b : buffers) {
+      runtime.startStreams(Pipeline.BUFFERS, b.name(), BufferTopology.build(b, topics));
+    }
+    BufferBatchHandler handler =
+        new BufferBatchHandler(byTopic, runtime.databases()::dataSource, clock);
+    runtime.closeWith(handler); // closed after the sink has stopped
+    Sink sink =
+        runtime.startSink(
+            Pipeline.BUFFERS, batches, handler, sinkSettings(runtime.config().sink(), inFlight));
+    runtime.reportBuffers(handler::status);
+    Map<String, BufferSettings> byName = new LinkedHashMap<>();
+    buffers.forEach(b -> byName.put(b.name(), b));
+    for (BufferSettings b : buffers) {
+      log.info(
+          "Buffer {}: {} in {}, batches of {} within {}, handler {}",
+          b.name(),
+          b.table(),
+          b.database(),
+          b.batchSize(),
+          b.maxWait(),
+          b.handler());
+    }
+    return Optional.of(new Running(sink, byName));
+  }
+
+  /**
+   * The configured sink settings, with room for every buffer's batches at once and without the
+   * per-run limits: a run is bounded by its handler calls ({@code max-attempts}, timeouts).
+   */
+  static SinkSettings sinkSettings(SinkSettings s, int inFlight) {
+    return new SinkSettings(
+        s.consumers(),
+        Math.max(1, inFlight),
+        s.maxAttempts(),
+        s.consumeAfter(),
+        s.maxRetries(),
+        s.retryBackoff(),
+        s.retryBackoffMax(),
+        Long.MAX_VALUE,
+        Duration.ofDays(1),
+        s.subBatchPause(),
+        s.throttlePause(),
+        s.throttleFactor(),
+        s.subBatchFloor(),
+        s.pollTimeout(),
+        s.shutdownGrace());
+  }
+
+  private static long countRows(DataSource ds, BufferSettings b) {
+    try (Connection c = ds.getConnection()) {
+      return BufferStatements.rowsWaiting(c, b.table());
+    } catch (SQLException | RuntimeException e) {
+      return -1;
+    }
+  }
+
+  static BufferTable check(BufferSettings b, DataSource ds) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      BufferStatements.Shape shape =
+          BufferStatements.shape(c, b.table())
+              .orElseThrow(
+                  () ->
+                      error(
+                          b,
+                          "names table "
+                              + b.table().displayName()
+                              + ", which does not exist in database "
+                              + b.database()));
+      if (shape.idColumn() == null) {
+        throw error(
+            b,
+            "names table "
+                + b.table().displayName()
+                + ", which has no single-column primary key to delete handled rows by");
+      }
+      if (b.archiveTable().isPresent()) {
+        List<String> archive = BufferStatements.columns(c, b.archiveTable().get());
+        if (archive.isEmpty()) {
+          throw error(
+              b,
+              "has archive-table "
+                  + b.archiveTable().get().displayName()
+                  + ", which does not exist in database "
+                  + b.database());
+        }
+        List<String> missing = new ArrayList<>(shape.columns());
+        missing.removeAll(archive);
+        if (!missing.isEmpty()) {
+          throw error(
+              b,
+              "has archive-table "
+                  + b.archiveTable().get().displayName()
+                  + ", which lacks the buffer's column(s) "
+                  + String.join(", ", missing));
+        }
+      }
+      return new BufferTable(
+          b.table(), shape.idColumn(), shape.idType(), shape.columns(), b.archiveTable());
+    }
+  }
+
+  static BulkHandler handler(BufferSettings b, BufferTable table, DataSource ds, Clock clock) {
+    HandlerSpec spec = b.handler();
+    if (spec instanceof HandlerSpec.Http http) {
+      return new HttpBulkHandler(http, clock);
+    }
+    if (spec instanceof HandlerSpec.Sql sql) {
+      return new SqlBulkHandler(ds, sql.statement(), table.idType());
+    }
+    Class<? extends BulkHandler> type = ((HandlerSpec.JavaClass) spec).type();
+    try {
+      return type.getConstructor().newInstance();
+    } catch (ReflectiveOperationException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      throw new IllegalStateException(
+          "The handler class "
+              + type.getName()
+              + " of buffer "
+              + b.name()
+              + " could not be created: "
+              + cause.getMessage(),
+          cause);
+    }
+  }
+
+  private static ConfigException error(BufferSettings b, String problem) {
+    BufferSettings.Origin o = b.origin();
+    return new ConfigException(o.source(), o.line(), o.key(), problem);
+  }
+}

@@ -1,0 +1,162 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.TableName;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * One buffer table as configured under {@code buffers:}.
+ *
+ * @param name the key under {@code buffers:}; names its topics, metrics and status line
+ * @param table the buffer table ({@code table:}, default the name)
+ * @param database the database holding it
+ * @param batchSize most events in one batch
+ * @param maxWait a batch closes at the latest this long after its first event arrived
+ * @param maxAttempts handler calls for one batch before what is left goes to the dead-letter topic
+ * @param retryBackoff pause before the second call; doubles per call up to a minute, unless the
+ *     handler says how long to wait (HTTP {@code Retry-After})
+ * @param archiveTable handled rows are copied there before they are deleted, in one statement
+ * @param maxInFlight batches whose handler runs at once in this process
+ * @param rateLimit handler calls per second at most, evenly spaced; empty for no limit
+ * @param origin where it was configured, for errors found at start-up (a missing table)
+ */
+public record BufferSettings(
+    String name,
+    TableName table,
+    String database,
+    int batchSize,
+    Duration maxWait,
+    HandlerSpec handler,
+    int maxAttempts,
+    Duration retryBackoff,
+    OnExhausted onExhausted,
+    Optional<TableName> archiveTable,
+    int maxInFlight,
+    Optional<Double> rateLimit,
+    Origin origin) {
+  public static final int DEFAULT_BATCH_SIZE = 1000;
+  public static final Duration DEFAULT_MAX_WAIT = Duration.ofSeconds(2);
+  public static final int DEFAULT_MAX_ATTEMPTS = 5;
+  public static final Duration DEFAULT_RETRY_BACKOFF = Duration.ofSeconds(1);
+  public static final Duration MAX_RETRY_BACKOFF = Duration.ofMinutes(1);
+  public static final OnExhausted DEFAULT_ON_EXHAUSTED = OnExhausted.DELETE;
+  public static final int DEFAULT_MAX_IN_FLIGHT = 2;
+
+  /** The file, line and key a buffer was configured at. */
+  public record Origin(String source, int line, String key) {}
+
+  public BufferSettings {
+    Objects.requireNonNull(name, "name");
+    Objects.requireNonNull(table, "table");
+    Objects.requireNonNull(database, "database");
+    Objects.requireNonNull(maxWait, "maxWait");
+    Objects.requireNonNull(handler, "handler");
+    Objects.requireNonNull(retryBackoff, "retryBackoff");
+    Objects.requireNonNull(onExhausted, "onExhausted");
+    Objects.requireNonNull(archiveTable, "archiveTable");
+    Objects.requireNonNull(rateLimit, "rateLimit");
+    Objects.requireNonNull(origin, "origin");
+    if (batchSize < 1 || maxAttempts < 1 || maxInFlight < 1) {
+      throw new IllegalArgumentException("batch-size, max-attempts and max-in-flight must be ≥ 1");
+    }
+  }
+
+  /** Defaults for everything but what has none: the name, table, database and handler. */
+  public static BufferSettings of(String name, TableName table, String database, HandlerSpec h) {
+    return new BufferSettings(
+        name,
+        table,
+        database,
+        DEFAULT_BATCH_SIZE,
+        DEFAULT_MAX_WAIT,
+        h,
+        DEFAULT_MAX_ATTEMPTS,
+        DEFAULT_RETRY_BACKOFF,
+        DEFAULT_ON_EXHAUSTED,
+        Optional.empty(),
+        DEFAULT_MAX_IN_FLIGHT,
+        Optional.empty(),
+        new Origin("(code)", 0, "buffers." + name));
+  }
+
+  public BufferSettings withBatching(int size, Duration wait) {
+    return new BufferSettings(
+        name,
+        table,
+        database,
+        size,
+        wait,
+        handler,
+        maxAttempts,
+        retryBackoff,
+        onExhausted,
+        archiveTable,
+        maxInFlight,
+        rateLimit,
+        origin);
+  }
+
+  public BufferSettings withAttempts(int attempts, Duration backoff, OnExhausted exhausted) {
+    return new BufferSettings(
+        name,
+        table,
+        database,
+        batchSize,
+        maxWait,
+        handler,
+        attempts,
+        backoff,
+        exhausted,
+        archiveTable,
+        maxInFlight,
+        rateLimit,
+        origin);
+  }
+
+  public BufferSettings withArchive(TableName archive) {
+    return new BufferSettings(
+        name,
+        table,
+        database,
+        batchSize,
+        maxWait,
+        handler,
+        maxAttempts,
+        retryBackoff,
+        onExhausted,
+        Optional.of(archive),
+        maxInFlight,
+        rateLimit,
+        origin);
+  }
+
+  /**
+   * @param perSecond null for no limit
+   */
+  public BufferSettings withConcurrency(int inFlight, Double perSecond) {
+    return new BufferSettings(
+        name,
+        table,
+        database,
+        batchSize,
+        maxWait,
+        handler,
+        maxAttempts,
+        retryBackoff,
+        onExhausted,
+        archiveTable,
+        inFlight,
+        Optional.ofNullable(perSecond),
+        origin);
+  }
+
+  /** The pause before call {@code attempt + 1} when the handler names none. */
+  public Duration backoff(int attempt) {
+    Duration d = retryBackoff;
+    for (int i = 1; i < attempt && d.compareTo(MAX_RETRY_BACKOFF) < 0; i++) {
+      d = d.multipliedBy(2);
+    }
+    return d.compareTo(MAX_RETRY_BACKOFF) > 0 ? MAX_RETRY_BACKOFF : d;
+  }
+}

@@ -1,0 +1,156 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.TableName;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Optional;
+import java.util.Set;
+import java.util.StringJoiner;
+
+/**
+ * Every statement the buffers pipeline runs on a buffer table: catalog look-ups at start-up, then
+ * per batch one look-up of what is left and one deletion of what is done. Identifiers come from the
+ * configuration, checked against the catalog and quoted; ids are always one array parameter.
+ */
+final class BufferStatements {
+  private BufferStatements() {}
+
+  /** What the catalog says about a buffer table. */
+  record Shape(String idColumn, String idType, List<String> columns) {}
+
+  /** The table's columns and its single-column primary key; empty when the table is missing. */
+  static Optional<Shape> shape(Connection c, TableName table) throws SQLException {
+    List<String> columns = columns(c, table);
+    if (columns.isEmpty()) {
+      return Optional.empty();
+    }
+    List<String[]> key = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT a.attname, t.typname FROM pg_index i"
+                + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
+                + " JOIN pg_type t ON t.oid = a.atttypid"
+                + " WHERE i.indrelid = to_regclass(?) AND i.indisprimary")) {
+      ps.setString(1, table.quoted()); // the table, quoted
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          key.add(new String[] {rs.getString(1), rs.getString(2)});
+        }
+      }
+    }
+    if (key.size() != 1) {
+      return Optional.of(new Shape(null, null, columns));
+    }
+    return Optional.of(new Shape(key.get(0)[0], key.get(0)[1], columns));
+  }
+
+  /** Column names in table order; empty when the table does not exist. */
+  static List<String> columns(Connection c, TableName table) throws SQLException {
+    List<String> columns = new ArrayList<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?)"
+                + " AND attnum > 0 AND NOT attisdropped ORDER BY attnum")) {
+      ps.setString(1, table.quoted()); // the table, quoted
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          columns.add(rs.getString(1));
+        }
+      }
+    }
+    return columns;
+  }
+
+  /** Which of these ids still have a row, as text. */
+  static Set<String> remaining(Connection c, BufferTable t, Collection<Object> ids)
+      throws SQLException {
+    Set<String> out = new HashSet<>();
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT "
+                + t.id()
+                + " FROM "
+                + t.table().quoted()
+                + " WHERE "
+                + t.id()
+                + " = ANY (?)")) {
+      ps.setArray(1, array(c, t, ids)); // the batch's ids
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          out.add(rs.getString(1));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Deletes handled rows in one statement; with an archive table, the same statement copies them
+   * there first, so both happen or neither. Returns the rows deleted.
+   */
+  static int deleteHandled(Connection c, BufferTable t, Collection<Object> ids)
+      throws SQLException {
+    String sql;
+    if (t.archive().isPresent()) {
+      String columns = t.columnList();
+      sql =
+          "WITH handled AS (DELETE FROM "
+              + t.table().quoted()
+              + " WHERE "
+              + t.id()
+              + " = ANY (?) RETURNING "
+              + columns
+              + ") INSERT INTO "
+              + t.archive().get().quoted()
+              + " ("
+              + columns
+              + ") SELECT "
+              + columns
+              + " FROM handled";
+    } else {
+      sql = "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)";
+    }
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setArray(1, array(c, t, ids)); // the handled ids
+      return ps.executeUpdate();
+    }
+  }
+
+  /** Deletes rows whose events were dead-lettered ({@code on-exhausted: delete}); not archived. */
+  static int deleteExhausted(Connection c, BufferTable t, Collection<Object> ids)
+      throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)")) {
+      ps.setArray(1, array(c, t, ids)); // the dead-lettered ids
+      return ps.executeUpdate();
+    }
+  }
+
+  /** Rows in the buffer table now. */
+  static long rowsWaiting(Connection c, TableName table) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table.quoted());
+        ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getLong(1);
+    }
+  }
+
+  static String quotedList(List<String> columns) {
+    StringJoiner j = new StringJoiner(", ");
+    columns.forEach(col -> j.add(TableName.quote(col)));
+    return j.toString();
+  }
+
+  private static Array array(Connection c, BufferTable t, Collection<Object> ids)
+      throws SQLException {
+    return c.createArrayOf(t.idType(), ids.toArray());
+  }
+}

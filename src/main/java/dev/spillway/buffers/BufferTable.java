@@ -1,0 +1,33 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.TableName;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * A buffer table as checked against the catalog at start-up.
+ *
+ * @param idColumn its single-column primary key, unquoted
+ * @param idType the key's {@code pg_type.typname}, for array parameters
+ * @param columns every column in table order, unquoted
+ */
+record BufferTable(
+    TableName table,
+    String idColumn,
+    String idType,
+    List<String> columns,
+    Optional<TableName> archive) {
+  BufferTable {
+    columns = List.copyOf(columns);
+  }
+
+  /** The key column, quoted for SQL. */
+  String id() {
+    return TableName.quote(idColumn);
+  }
+
+  /** Every column, quoted and comma-separated. */
+  String columnList() {
+    return BufferStatements.quotedList(columns);
+  }
+}

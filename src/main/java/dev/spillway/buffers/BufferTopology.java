@@ -1,0 +1,129 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.BufferBatch;
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Topics;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.streams.Batcher;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.common.errors.SerializationException;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+
+/**
+ * One buffer's Kafka Streams topology: its captured inserts become batches of at most {@code
+ * batch-size} events, closed no later than {@code max-wait} after the first (plus the batcher's
+ * tick of a quarter of it), each keyed by its group id so batches spread over the partitions of
+ * {@code <prefix>.buffers.<name>.batches} and run in parallel. Events that do not decode go to the
+ * pipeline's dead-letter topic with the reason. Pure: no SQL, no calls out.
+ */
+public final class BufferTopology {
+  static final String SOURCE = "buffer-events";
+  static final String CHECK = "check-event";
+  static final String BATCHER = "batch-events";
+  static final String STORE = "pending-events";
+  static final String KEY = "key-by-group-id";
+  static final String BATCHES = "buffer-batches";
+  static final String MALFORMED = "malformed-events";
+
+  private BufferTopology() {}
+
+  public static Topology build(BufferSettings buffer, Topics topics) {
+    Topology t = new Topology();
+    t.addSource(
+        SOURCE,
+        new StringDeserializer(),
+        new ByteArrayDeserializer(),
+        topics.bufferEvents(buffer.name()));
+    t.addProcessor(CHECK, CheckEvent::new, SOURCE);
+    t.addProcessor(
+        BATCHER,
+        () ->
+            new Batcher(
+                STORE,
+                buffer.batchSize(),
+                buffer.maxWait(),
+                (key, values) -> toBatch(buffer.name(), values)),
+        CHECK);
+    t.addStateStore(Batcher.store(STORE), BATCHER);
+    t.addProcessor(KEY, KeyByGroupId::new, BATCHER);
+    t.addSink(
+        BATCHES,
+        topics.batches(dev.spillway.event.Pipeline.BUFFERS, buffer.name() + ".batches"),
+        new StringSerializer(),
+        new ByteArraySerializer(),
+        KEY);
+    t.addSink(
+        MALFORMED,
+        topics.dlq(dev.spillway.event.Pipeline.BUFFERS),
+        new StringSerializer(),
+        new ByteArraySerializer(),
+        CHECK);
+    return t;
+  }
+
+  static byte[] toBatch(String buffer, List<byte[]> values) {
+    List<BufferEvent> events = new ArrayList<>(values.size());
+    values.forEach(v -> events.add(EventSerdes.decodeBufferEvent(v)));
+    return EventSerdes.encode(BufferBatch.of(buffer, events));
+  }
+
+  /** Passes events that decode on to the batcher; sends the others to the dead-letter topic. */
+  private static final class CheckEvent implements Processor<String, byte[], String, byte[]> {
+    private ProcessorContext<String, byte[]> context;
+
+    @Override
+    public void init(ProcessorContext<String, byte[]> context) {
+      this.context = context;
+    }
+
+    @Override
+    public void process(Record<String, byte[]> record) {
+      try {
+        EventSerdes.decodeBufferEvent(record.value());
+        context.forward(record, BATCHER);
+      } catch (SerializationException e) {
+        RecordHeaders h = new RecordHeaders();
+        h.add(SinkHeaders.ERROR_CLASS, bytes(e.getClass().getName()));
+        h.add(SinkHeaders.ERROR_MESSAGE, bytes(String.valueOf(e.getMessage())));
+        String source =
+            context
+                .recordMetadata()
+                .map(m -> m.topic() + "-" + m.partition() + "@" + m.offset())
+                .orElse("unknown");
+        h.add(SinkHeaders.SOURCE, bytes(source));
+        context.forward(record.withHeaders(h), MALFORMED);
+      }
+    }
+
+    private static byte[] bytes(String s) {
+      return s.getBytes(StandardCharsets.UTF_8);
+    }
+  }
+
+  /** Keys each batch by its group id, which spreads a buffer's batches over the partitions. */
+  private static final class KeyByGroupId implements Processor<String, byte[], String, byte[]> {
+    private ProcessorContext<String, byte[]> context;
+
+    @Override
+    public void init(ProcessorContext<String, byte[]> context) {
+      this.context = context;
+    }
+
+    @Override
+    public void process(Record<String, byte[]> record) {
+      String groupId = EventSerdes.decodeBufferBatch(record.value()).groupId();
+      context.forward(record.withKey(groupId));
+    }
+  }
+}

@@ -1,0 +1,212 @@
+package dev.spillway.buffers;
+
+import dev.spillway.config.ConfigNode;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.TableName;
+import java.lang.reflect.Modifier;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * Reads the {@code buffers:} section: one mapping per buffer table, keyed by the buffer's name.
+ * Every problem is a {@code ConfigException} naming file, line and key, raised before anything
+ * starts.
+ *
+ * <pre>{@code
+ * buffers:
+ *   contact_activity_events:
+ *     batch-size: 1000
+ *     max-wait: 2s
+ *     handler:
+ *       http: { url: "http://crm.local/bulk", timeout: 10s, headers: { Authorization: "..." } }
+ * }</pre>
+ */
+public final class BuffersSection {
+  private static final Pattern NAME = Pattern.compile("[a-zA-Z0-9._-]+");
+
+  private BuffersSection() {}
+
+  /** The configured buffers in file order; empty when the section is absent. */
+  public static List<BufferSettings> read(SpillwayConfig config) {
+    ConfigNode section = config.pipelineSection("buffers");
+    List<BufferSettings> out = new ArrayList<>();
+    Map<TableName, String> tables = new HashMap<>();
+    for (String name : section.keys()) {
+      ConfigNode n =
+          section
+              .child(name)
+              .orElseThrow(() -> section.error(name, "must be a mapping of the buffer's settings"));
+      if (!NAME.matcher(name).matches()) {
+        throw section.error(name, "is not a usable buffer name (letters, digits, '.', '_', '-')");
+      }
+      BufferSettings b = buffer(name, n, config);
+      String other = tables.putIfAbsent(b.table(), name);
+      if (other != null) {
+        throw n.error("table", "is the same table as buffer " + other + "'s");
+      }
+      out.add(b);
+    }
+    section.finish();
+    return List.copyOf(out);
+  }
+
+  private static BufferSettings buffer(String name, ConfigNode n, SpillwayConfig config) {
+    TableName table = tableName(n, "table", name);
+    String database = n.string("database", config.databaseOf(table.toString()));
+    if (!config.databaseNames().contains(database)) {
+      throw n.error(
+          "database",
+          "names database '"
+              + database
+              + "', which is not configured (known: "
+              + String.join(", ", config.databaseNames())
+              + ")");
+    }
+    int batchSize = n.integer("batch-size", BufferSettings.DEFAULT_BATCH_SIZE, 1, 1_000_000);
+    Duration maxWait = n.positiveDuration("max-wait", BufferSettings.DEFAULT_MAX_WAIT);
+    HandlerSpec handler =
+        handler(
+            n.child("handler")
+                .orElseThrow(() -> n.error("handler", "is required: one of http, sql and class")));
+    int maxAttempts = n.integer("max-attempts", BufferSettings.DEFAULT_MAX_ATTEMPTS, 1, 1000);
+    Duration backoff = n.positiveDuration("retry-backoff", BufferSettings.DEFAULT_RETRY_BACKOFF);
+    OnExhausted onExhausted = onExhausted(n);
+    Optional<TableName> archive =
+        n.has("archive-table")
+            ? Optional.of(tableName(n, "archive-table", null))
+            : Optional.empty();
+    if (archive.isPresent() && archive.get().equals(table)) {
+      throw n.error("archive-table", "must not be the buffer table itself");
+    }
+    int maxInFlight = n.integer("max-in-flight", BufferSettings.DEFAULT_MAX_IN_FLIGHT, 1, 256);
+    Optional<Double> rateLimit =
+        n.has("rate-limit")
+            ? Optional.of(n.decimal("rate-limit", 0, 0.001, 1_000_000))
+            : Optional.empty();
+    n.known("archive-table", "rate-limit"); // read only when present; known for suggestions
+    n.finish();
+    return new BufferSettings(
+        name,
+        table,
+        database,
+        batchSize,
+        maxWait,
+        handler,
+        maxAttempts,
+        backoff,
+        onExhausted,
+        archive,
+        maxInFlight,
+        rateLimit,
+        new BufferSettings.Origin(n.source(), n.line(), n.path()));
+  }
+
+  private static TableName tableName(ConfigNode n, String key, String dflt) {
+    String written = dflt == null ? n.requiredString(key) : n.string(key, dflt);
+    String[] parts = written.split("\\.", -1);
+    if (parts.length > 2
+        || written.isBlank()
+        || written.chars().anyMatch(Character::isWhitespace)) {
+      throw n.error(
+          key, "is not a table name (write table or schema.table), not '" + written + "'");
+    }
+    for (String p : parts) {
+      if (p.isEmpty()) {
+        throw n.error(key, "is not a table name (write table or schema.table)");
+      }
+    }
+    return TableName.parse(written);
+  }
+
+  private static OnExhausted onExhausted(ConfigNode n) {
+    String v = n.string("on-exhausted", BufferSettings.DEFAULT_ON_EXHAUSTED.name());
+    try {
+      return OnExhausted.valueOf(v.trim().toUpperCase(Locale.ROOT));
+    } catch (IllegalArgumentException e) {
+      throw n.error("on-exhausted", "must be delete or keep, not '" + v + "'");
+    }
+  }
+
+  private static HandlerSpec handler(ConfigNode h) {
+    int kinds = (h.has("http") ? 1 : 0) + (h.has("sql") ? 1 : 0) + (h.has("class") ? 1 : 0);
+    h.known("http", "sql", "class");
+    if (kinds != 1) {
+      h.finish(); // an unknown key explains more than "exactly one"
+      throw h.invalid(
+          kinds == 0
+              ? "must name one of http, sql and class"
+              : "must name exactly one of http, sql and class, not several");
+    }
+    HandlerSpec spec;
+    if (h.has("http")) {
+      spec = http(h.child("http").orElseThrow());
+    } else if (h.has("sql")) {
+      String sql = h.requiredString("sql");
+      if (!sql.contains(":ids")) {
+        throw h.error("sql", "must use :ids, the array of the batch's ids");
+      }
+      spec = new HandlerSpec.Sql(sql);
+    } else {
+      spec = javaClass(h, h.requiredString("class"));
+    }
+    h.finish();
+    return spec;
+  }
+
+  private static HandlerSpec http(ConfigNode n) {
+    String url = n.requiredString("url");
+    URI uri;
+    try {
+      uri = new URI(url);
+    } catch (URISyntaxException e) {
+      throw n.error("url", "is not a URL: " + e.getReason());
+    }
+    if (uri.getScheme() == null
+        || !(uri.getScheme().equals("http") || uri.getScheme().equals("https"))
+        || uri.getHost() == null) {
+      throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
+    }
+    Map<String, String> headers = n.stringMap("headers");
+    for (String name : headers.keySet()) {
+      if (name.equalsIgnoreCase("Idempotency-Key") || name.equalsIgnoreCase("Content-Type")) {
+        throw n.error("headers", "must not set " + name + ": Spillway sets it");
+      }
+    }
+    Duration timeout = n.positiveDuration("timeout", HandlerSpec.Http.DEFAULT_TIMEOUT);
+    n.finish();
+    return new HandlerSpec.Http(uri, headers, timeout);
+  }
+
+  private static HandlerSpec javaClass(ConfigNode h, String name) {
+    Class<?> type;
+    try {
+      type = Class.forName(name.trim(), false, Thread.currentThread().getContextClassLoader());
+    } catch (ClassNotFoundException | LinkageError e) {
+      throw h.error("class", "names " + name + ", which is not on the class path");
+    }
+    if (!BulkHandler.class.isAssignableFrom(type)) {
+      throw h.error(
+          "class", "names " + name + ", which does not implement " + BulkHandler.class.getName());
+    }
+    if (Modifier.isAbstract(type.getModifiers())) {
+      throw h.error("class", "names " + name + ", which is abstract");
+    }
+    try {
+      if (!Modifier.isPublic(type.getConstructor().getModifiers())) {
+        throw new NoSuchMethodException();
+      }
+    } catch (NoSuchMethodException e) {
+      throw h.error(
+          "class", "names " + name + ", which has no public constructor without arguments");
+    }
+    return new HandlerSpec.JavaClass(type.asSubclass(BulkHandler.class));
+  }
+}

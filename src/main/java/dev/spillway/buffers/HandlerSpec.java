@@ -1,0 +1,52 @@
+package dev.spillway.buffers;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+
+/** Which bulk handler a buffer runs, as configured: exactly one of these. */
+public sealed interface HandlerSpec {
+  /**
+   * POST of a JSON array to a URL.
+   *
+   * @param headers sent with every request, after {@code Content-Type} and before {@code
+   *     Idempotency-Key}
+   * @param timeout of one request, connection included
+   */
+  record Http(URI url, Map<String, String> headers, Duration timeout) implements HandlerSpec {
+    public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(10);
+
+    public Http {
+      Objects.requireNonNull(url, "url");
+      headers = Map.copyOf(headers);
+      Objects.requireNonNull(timeout, "timeout");
+    }
+
+    @Override
+    public String toString() {
+      // Header values often carry credentials.
+      return "http " + url + " (headers " + headers.keySet() + ", timeout " + timeout + ")";
+    }
+  }
+
+  /**
+   * One statement per batch in the buffer's database, with {@code :ids} bound to the array of the
+   * batch's ids and {@code :group_id} (optional) to its group id.
+   */
+  record Sql(String statement) implements HandlerSpec {
+    public Sql {
+      Objects.requireNonNull(statement, "statement");
+    }
+  }
+
+  /**
+   * A class on the class path implementing {@link BulkHandler} with a public no-argument
+   * constructor.
+   */
+  record JavaClass(Class<? extends BulkHandler> type) implements HandlerSpec {
+    public JavaClass {
+      Objects.requireNonNull(type, "type");
+    }
+  }
+}

@@ -1,0 +1,98 @@
+package dev.spillway.buffers;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.ZonedDateTime;
+import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeParseException;
+import java.util.Optional;
+
+/**
+ * The HTTP bulk handler: {@code POST} of a JSON array, one object per row (column names as keys,
+ * {@code bytea} as base64), with the group id in an {@code Idempotency-Key} header. 2xx is success;
+ * 429 and 5xx, timeouts and connection failures are retried, after {@code Retry-After} when the
+ * response has one; any other status rejects the batch. Thread-safe.
+ */
+final class HttpBulkHandler implements BulkHandler {
+  static final String IDEMPOTENCY_KEY = "Idempotency-Key";
+  private static final ObjectMapper JSON = new ObjectMapper();
+  private static final int MAX_BODY_IN_REASON = 200;
+
+  private final HandlerSpec.Http spec;
+  private final HttpClient client;
+  private final Clock clock;
+
+  HttpBulkHandler(HandlerSpec.Http spec, Clock clock) {
+    this.spec = spec;
+    this.clock = clock;
+    this.client =
+        HttpClient.newBuilder()
+            .connectTimeout(spec.timeout())
+            .followRedirects(HttpClient.Redirect.NEVER)
+            .build();
+  }
+
+  @Override
+  public Result handle(Batch batch) throws IOException, InterruptedException {
+    HttpRequest.Builder request =
+        HttpRequest.newBuilder(spec.url())
+            .timeout(spec.timeout())
+            .header("Content-Type", "application/json");
+    spec.headers().forEach(request::header);
+    request.header(IDEMPOTENCY_KEY, batch.groupId());
+    byte[] body = JSON.writeValueAsBytes(batch.rows());
+    HttpResponse<String> response;
+    try {
+      response =
+          client.send(
+              request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+              HttpResponse.BodyHandlers.ofString());
+    } catch (IOException e) {
+      return Result.retry(
+          "POST " + spec.url() + " failed: " + e.getClass().getSimpleName() + " " + e.getMessage());
+    }
+    int status = response.statusCode();
+    if (status >= 200 && status < 300) {
+      return Result.success();
+    }
+    String reason = "POST " + spec.url() + " answered " + status + snippet(response.body());
+    if (status == 429 || status >= 500) {
+      return new Result.Retry(
+          reason, retryAfter(response.headers().firstValue("Retry-After")).orElse(null));
+    }
+    return Result.reject(reason);
+  }
+
+  /** {@code Retry-After} as seconds or as an HTTP date; empty when absent or unreadable. */
+  Optional<Duration> retryAfter(Optional<String> header) {
+    if (header.isEmpty()) {
+      return Optional.empty();
+    }
+    String v = header.get().trim();
+    try {
+      return Optional.of(Duration.ofSeconds(Math.max(0, Long.parseLong(v))));
+    } catch (NumberFormatException e) {
+      try {
+        ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
+        Duration d = Duration.between(clock.instant(), at.toInstant());
+        return Optional.of(d.isNegative() ? Duration.ZERO : d);
+      } catch (DateTimeParseException ignored) {
+        return Optional.empty();
+      }
+    }
+  }
+
+  private static String snippet(String body) {
+    if (body == null || body.isBlank()) {
+      return "";
+    }
+    String s = body.strip().replaceAll("\\s+", " ");
+    return ": "
+        + (s.length() > MAX_BODY_IN_REASON ? s.substring(0, MAX_BODY_IN_REASON) + "..." : s);
+  }
+}

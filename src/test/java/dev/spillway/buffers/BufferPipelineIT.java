@@ -1,0 +1,128 @@
+package dev.spillway.buffers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.ops.StatusClient;
+import dev.spillway.ops.StatusReport;
+import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.testing.BulkReceiver;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole pipeline on the shared embedded PostgreSQL and Kafka: single-row inserts into a buffer
+ * table are captured, batched by size and by wait, posted to an HTTP endpoint and deleted.
+ */
+class BufferPipelineIT {
+  private static final Duration TIMEOUT = Duration.ofSeconds(90);
+
+  @Test
+  void should_turn_single_row_inserts_into_bulk_calls_and_empty_the_table(@TempDir Path dir)
+      throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("pipeline");
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String prefix = "p" + id;
+    String schema = "s" + id;
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      String yaml =
+          String.format(
+              """
+              http: { port: 0 }
+              kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 3 }
+              databases:
+                main: { url: "%s", username: %s }
+              buffers:
+                activity:
+                  table: %s.contact_activity_events
+                  batch-size: 5
+                  max-wait: 1s
+                  handler:
+                    http: { url: "%s", headers: { Authorization: "Bearer t" } }
+              """,
+              infra.bootstrapServers(), prefix, db.url(), db.username(), schema, receiver.url());
+      SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+      BufferPipeline pipeline = BufferPipeline.fromConfig(config);
+      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+        DataSource ds = runtime.databases().dataSource("main");
+        TestSql.exec(
+            ds,
+            "CREATE SCHEMA " + schema,
+            "CREATE TABLE "
+                + schema
+                + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+                + " contact_id bigint NOT NULL, activity text NOT NULL)");
+        pipeline.start(runtime, Clock.systemUTC());
+        runtime.startCapture(pipeline.routes(runtime.topics()));
+
+        try (Connection c = ds.getConnection();
+            PreparedStatement ps =
+                c.prepareStatement(
+                    "INSERT INTO "
+                        + schema
+                        + ".contact_activity_events (contact_id, activity) VALUES (?, 'call')")) {
+          for (int i = 0; i < 12; i++) {
+            ps.setLong(1, 100 + i);
+            ps.executeUpdate(); // one transaction per row, as an application writes them
+          }
+        }
+
+        await().atMost(TIMEOUT).until(() -> receiver.rows() >= 12);
+        await()
+            .atMost(TIMEOUT)
+            .until(
+                () ->
+                    TestSql.count(ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
+                        == 0);
+        List<BulkReceiver.Call> calls = receiver.calls();
+        assertThat(calls.stream().map(c -> c.rows().size()).sorted().toList())
+            .as("two batches closed by size, the rest by wait")
+            .containsExactly(2, 5, 5);
+        Set<String> keys = new HashSet<>();
+        calls.forEach(c -> keys.add(c.idempotencyKey()));
+        assertThat(keys).hasSize(3).doesNotContainNull();
+        assertThat(calls.get(0).rows().get(0)).containsKeys("id", "contact_id", "activity");
+
+        StatusReport status = StatusClient.fetch(runtime.httpPort());
+        assertThat(status.buffers())
+            .singleElement()
+            .satisfies(
+                b -> {
+                  assertThat(b.name()).isEqualTo("activity");
+                  assertThat(b.rowsWaiting()).isZero();
+                  assertThat(b.handledEvents()).isEqualTo(12);
+                  assertThat(b.batchesInFlight()).isZero();
+                  assertThat(b.deadLetteredBatches()).isZero();
+                  assertThat(b.insertToHandledP99Millis())
+                      .isGreaterThan(0)
+                      .isGreaterThanOrEqualTo(b.insertToHandledP50Millis());
+                });
+        assertThat(runtime.registry().scrape())
+            .contains("spillway_buffer_insert_to_handled_seconds_count{buffer=\"activity\"} 12")
+            .contains("spillway_buffer_rows_waiting{buffer=\"activity\"} 0.0");
+      } finally {
+        try (var databases = infra.databases("pipeline")) {
+          TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
+          TestSql.exec(
+              databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+        }
+      }
+    }
+  }
+}

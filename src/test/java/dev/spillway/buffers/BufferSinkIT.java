@@ -1,0 +1,442 @@
+package dev.spillway.buffers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.event.BufferBatch;
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.health.HealthGate;
+import dev.spillway.health.LatencyWindow;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.sink.BatchesTopic;
+import dev.spillway.sink.Sink;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.sink.SinkSettings;
+import dev.spillway.testing.BulkReceiver;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.Infra;
+import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.sql.DataSource;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Buffer batches run through a real sink against the shared embedded PostgreSQL and Kafka: the
+ * handler's answers decide which rows are deleted, retried, archived or dead-lettered.
+ */
+class BufferSinkIT {
+  private static final Duration TIMEOUT = Duration.ofSeconds(60);
+  private static final String DB = "buffers";
+  private static final String NAME = "events";
+
+  private final Infra infra = EmbeddedInfra.get();
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+  private Databases databases;
+  private DataSource ds;
+  private String schema;
+  private Topics topics;
+  private String batches;
+  private TableName table;
+  private final List<Sink> sinks = new ArrayList<>();
+
+  @BeforeEach
+  void setUp() {
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
+    schema = "b" + id;
+    topics = new Topics("t" + id);
+    batches = BufferPipeline.batchesTopic(topics, NAME);
+    databases = infra.databases(DB);
+    ds = databases.dataSource(DB);
+    table = new TableName(schema, "contact_activity_events");
+    TestSql.exec(
+        ds,
+        "CREATE SCHEMA " + schema,
+        "CREATE TABLE "
+            + table.quoted()
+            + " (id bigint PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)",
+        "INSERT INTO "
+            + table.quoted()
+            + " SELECT g, 100 + g % 3, 'call' FROM generate_series(1, 100) g");
+  }
+
+  @AfterEach
+  void tearDown() {
+    sinks.forEach(s -> s.close(Duration.ZERO));
+    TestSql.exec(ds, "DROP SCHEMA " + schema + " CASCADE");
+    databases.close();
+  }
+
+  private BufferSettings settings() {
+    return BufferSettings.of(NAME, table, DB, new HandlerSpec.Sql("unused :ids"))
+        .withAttempts(3, Duration.ofMillis(20), OnExhausted.DELETE);
+  }
+
+  private Sink start(BufferSettings s, BulkHandler handler) throws Exception {
+    BufferTable t = BufferPipeline.check(s, ds);
+    RunningBuffer running =
+        new RunningBuffer(s, t, handler, new BufferMetrics(registry, s.name(), () -> 0));
+    Sink sink =
+        Sink.start(
+            Pipeline.BUFFERS,
+            List.of(new BatchesTopic(batches, s.maxInFlight())),
+            new BufferBatchHandler(Map.of(batches, running), db -> ds, Clock.systemUTC()),
+            BufferPipeline.sinkSettings(
+                SinkSettings.defaults().withRetries(2, Duration.ofMillis(20)), s.maxInFlight()),
+            new Sink.Wiring(
+                infra.bootstrapServers(),
+                Map.of(),
+                topics,
+                4,
+                (short) 1,
+                HealthGate.ALWAYS_NORMAL,
+                db -> ds,
+                db -> new LatencyWindow(Clock.systemUTC(), Duration.ofMinutes(1)),
+                registry,
+                Clock.systemUTC()));
+    sinks.add(sink);
+    return sink;
+  }
+
+  private static BufferBatch batch(long fromId, long toId) {
+    List<BufferEvent> events = new ArrayList<>();
+    long now = System.currentTimeMillis();
+    for (long id = fromId; id <= toId; id++) {
+      Map<String, Object> row = new LinkedHashMap<>();
+      row.put("id", id);
+      row.put("contact_id", 100 + id % 3);
+      row.put("activity", "call");
+      events.add(new BufferEvent(DB, new TableName("x", "y"), row, now * 1000, 1000 + id, now));
+    }
+    return BufferBatch.of(NAME, events);
+  }
+
+  private void produce(BufferBatch... values) {
+    Map<String, Object> p =
+        Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, infra.bootstrapServers());
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
+      for (BufferBatch b : values) {
+        producer.send(new ProducerRecord<>(batches, b.groupId(), EventSerdes.encode(b)));
+      }
+      producer.flush();
+    }
+  }
+
+  private long rows(long fromId, long toId) {
+    return TestSql.count(
+        ds,
+        "SELECT count(*) FROM " + table.quoted() + " WHERE id BETWEEN " + fromId + " AND " + toId);
+  }
+
+  /** Records what a handler was given. */
+  private record Seen(String groupId, int attempt, List<Object> ids) {}
+
+  @Test
+  void should_delete_only_what_succeeded_and_retry_only_the_rest() throws Exception {
+    List<Seen> seen = new CopyOnWriteArrayList<>();
+    BulkHandler evenFirst =
+        b -> {
+          seen.add(new Seen(b.groupId(), b.attempt(), b.ids()));
+          if (b.attempt() == 1) {
+            Set<Object> even = new HashSet<>();
+            b.ids().stream().filter(id -> ((Long) id) % 2 == 0).forEach(even::add);
+            return BulkHandler.Result.partial(even, "odd ids refused for now");
+          }
+          return BulkHandler.Result.success();
+        };
+    start(settings(), evenFirst);
+    BufferBatch b = batch(1, 10);
+    produce(b);
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
+    assertThat(seen).hasSize(2);
+    assertThat(seen.get(0).ids()).hasSize(10);
+    assertThat(seen.get(1).ids()).containsExactly(1L, 3L, 5L, 7L, 9L);
+    assertThat(seen).allMatch(s -> s.groupId().equals(b.groupId()));
+    assertThat(rows(11, 100)).as("rows of no batch stay").isEqualTo(90);
+  }
+
+  @Test
+  void should_retry_a_failed_batch_and_delete_its_rows_once_it_succeeds() throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    BulkHandler flaky =
+        b ->
+            calls.incrementAndGet() < 3
+                ? BulkHandler.Result.retry("service unavailable")
+                : BulkHandler.Result.success();
+    Sink sink = start(settings(), flaky);
+    produce(batch(1, 5));
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(calls.get()).isEqualTo(3);
+    assertThat(sink.metrics().deadLetteredCount()).isZero();
+    assertThat(registry.get("spillway_buffer_events_handled").counter().count()).isEqualTo(5);
+  }
+
+  @Test
+  void should_dead_letter_what_is_left_after_max_attempts_and_delete_its_rows() throws Exception {
+    BulkHandler twoThenDown =
+        b ->
+            b.attempt() == 1
+                ? BulkHandler.Result.partial(Set.of(1L, 2L), "rows 3+ timed out")
+                : BulkHandler.Result.retry("service unavailable");
+    start(settings(), twoThenDown);
+    BufferBatch b = batch(1, 10);
+    produce(b);
+
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    BufferBatch rest = EventSerdes.decodeBufferBatch(dead.value());
+    assertThat(rest.groupId()).isEqualTo(b.groupId());
+    assertThat(rest.events())
+        .extracting(e -> e.row().get("id"))
+        .containsExactly(3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains("8 event(s) left after 3 attempt(s): service unavailable");
+    await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
+    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count()).isEqualTo(8);
+  }
+
+  @Test
+  void should_keep_the_rows_of_dead_lettered_events_when_told_to() throws Exception {
+    BufferSettings keep = settings().withAttempts(2, Duration.ofMillis(20), OnExhausted.KEEP);
+    Sink sink = start(keep, b -> BulkHandler.Result.reject("400 Bad Request"));
+    produce(batch(1, 4));
+
+    TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT);
+    await().atMost(TIMEOUT).until(() -> sink.metrics().deadLetteredCount() == 1);
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> registry.get("spillway_buffer_dead_lettered_events").counter().count() == 4);
+    assertThat(rows(1, 4)).as("kept for someone to look at").isEqualTo(4);
+    assertThat(
+            registry.get("spillway_buffer_handler_calls").tag("result", "reject").counter().count())
+        .as("a rejection is not retried")
+        .isEqualTo(1);
+  }
+
+  @Test
+  void should_archive_handled_rows_in_the_same_transaction_as_their_deletion() throws Exception {
+    TableName archive = new TableName(schema, "contact_activity_archive");
+    TestSql.exec(
+        ds,
+        "CREATE TABLE "
+            + archive.quoted()
+            + " (id bigint PRIMARY KEY CHECK (id <> 8), contact_id bigint, activity text,"
+            + " archived_at timestamptz NOT NULL DEFAULT now())");
+    Sink sink = start(settings().withArchive(archive), b -> BulkHandler.Result.success());
+    produce(batch(1, 5));
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted())).isEqualTo(5);
+
+    // Row 8 cannot be archived: then none of its batch may be deleted either.
+    produce(batch(6, 10));
+    await().atMost(TIMEOUT).until(() -> sink.metrics().deadLetteredCount() == 1);
+    assertThat(rows(6, 10)).isEqualTo(5);
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted() + " WHERE id >= 6"))
+        .isZero();
+  }
+
+  @Test
+  void should_honour_the_rate_limit() throws Exception {
+    List<Long> at = new CopyOnWriteArrayList<>();
+    start(
+        settings().withConcurrency(4, 5.0),
+        b -> {
+          at.add(System.nanoTime());
+          return BulkHandler.Result.success();
+        });
+    List<BufferBatch> all = new ArrayList<>();
+    for (long id = 1; id <= 8; id++) {
+      all.add(batch(id, id));
+    }
+    produce(all.toArray(BufferBatch[]::new));
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 8) == 0);
+    List<Long> sorted = at.stream().sorted().toList();
+    assertThat(sorted).hasSize(8);
+    for (int i = 0; i + 5 < sorted.size(); i++) {
+      // 5 per second, one permit every 200 ms: six calls span at least four whole intervals
+      // (the first may come at the end of its interval), whatever the handler's speed.
+      assertThat((sorted.get(i + 5) - sorted.get(i)) / 1_000_000)
+          .as("time from call %d to call %d", i, i + 5)
+          .isGreaterThanOrEqualTo(790);
+    }
+  }
+
+  @Test
+  void should_run_no_more_batches_at_once_than_max_in_flight() throws Exception {
+    AtomicInteger running = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    AtomicInteger calls = new AtomicInteger();
+    CountDownLatch release = new CountDownLatch(1);
+    Sink sink =
+        start(
+            settings().withConcurrency(2, null),
+            b -> {
+              calls.incrementAndGet();
+              most.accumulateAndGet(running.incrementAndGet(), Math::max);
+              try {
+                release.await();
+              } finally {
+                running.decrementAndGet();
+              }
+              return BulkHandler.Result.success();
+            });
+    List<BufferBatch> all = new ArrayList<>();
+    for (long id = 1; id <= 12; id += 2) {
+      all.add(batch(id, id + 1));
+    }
+    produce(all.toArray(BufferBatch[]::new));
+
+    await().atMost(TIMEOUT).until(() -> running.get() == 2);
+    int loops = sink.loops();
+    await().atMost(TIMEOUT).until(() -> sink.loops() >= loops + 30);
+    assertThat(most.get()).isEqualTo(2);
+    assertThat(calls.get()).isEqualTo(2);
+    assertThat(registry.get("spillway_buffer_batches_in_flight").gauge().value()).isEqualTo(2);
+    release.countDown();
+    await().atMost(TIMEOUT).until(() -> rows(1, 12) == 0);
+    assertThat(most.get()).isEqualTo(2);
+  }
+
+  @Test
+  void should_redeliver_a_batch_abandoned_mid_call_with_the_same_group_id() throws Exception {
+    List<String> firstKeys = new CopyOnWriteArrayList<>();
+    CountDownLatch never = new CountDownLatch(1);
+    Sink first =
+        start(
+            settings(),
+            b -> {
+              firstKeys.add(b.groupId());
+              never.await(); // the worker dies here
+              return BulkHandler.Result.success();
+            });
+    BufferBatch b = batch(1, 6);
+    produce(b);
+    await().atMost(TIMEOUT).until(() -> !firstKeys.isEmpty());
+    first.close(Duration.ZERO); // like a crash: nothing in hand is committed
+    sinks.remove(first);
+
+    List<String> secondKeys = new CopyOnWriteArrayList<>();
+    start(
+        settings(),
+        batch -> {
+          secondKeys.add(batch.groupId());
+          return BulkHandler.Result.success();
+        });
+    await().atMost(TIMEOUT).until(() -> rows(1, 6) == 0);
+    assertThat(firstKeys).containsExactly(b.groupId());
+    assertThat(secondKeys).containsExactly(b.groupId());
+  }
+
+  @Test
+  void should_post_rows_as_json_with_the_group_id_and_honour_retry_after() throws Exception {
+    try (BulkReceiver receiver =
+        new BulkReceiver()
+            .answering(
+                n ->
+                    n == 0
+                        ? new BulkReceiver.Answer(429, Map.of("Retry-After", "1"), "slow down")
+                        : BulkReceiver.Answer.ok())) {
+      HandlerSpec.Http spec =
+          new HandlerSpec.Http(
+              receiver.url(), Map.of("Authorization", "Bearer t"), Duration.ofSeconds(5));
+      start(settings(), new HttpBulkHandler(spec, Clock.systemUTC()));
+      BufferBatch b = batch(1, 3);
+      produce(b);
+
+      await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
+      List<BulkReceiver.Call> calls = receiver.calls();
+      assertThat(calls).hasSize(2);
+      assertThat(calls).allMatch(c -> b.groupId().equals(c.idempotencyKey()));
+      assertThat(calls.get(1).rows())
+          .extracting(r -> r.get("id"), r -> r.get("activity"))
+          .containsExactly(
+              org.assertj.core.groups.Tuple.tuple(1, "call"),
+              org.assertj.core.groups.Tuple.tuple(2, "call"),
+              org.assertj.core.groups.Tuple.tuple(3, "call"));
+      assertThat((calls.get(1).atNanos() - calls.get(0).atNanos()) / 1_000_000)
+          .as("waited as Retry-After said, not the 20 ms backoff")
+          .isGreaterThanOrEqualTo(950);
+    }
+  }
+
+  @Test
+  void should_dead_letter_at_once_when_the_endpoint_rejects_the_batch() throws Exception {
+    try (BulkReceiver receiver =
+        new BulkReceiver().answering(n -> new BulkReceiver.Answer(422, Map.of(), "bad contact"))) {
+      HandlerSpec.Http spec = new HandlerSpec.Http(receiver.url(), Map.of(), Duration.ofSeconds(5));
+      Sink sink = start(settings(), new HttpBulkHandler(spec, Clock.systemUTC()));
+      produce(batch(1, 3));
+
+      ConsumerRecord<byte[], byte[]> dead =
+          TopicReader.readAtLeast(
+                  infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+              .get(0);
+      assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+          .contains("answered 422: bad contact");
+      assertThat(receiver.calls()).hasSize(1);
+      await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
+      assertThat(sink.metrics().deadLetteredCount()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void should_run_the_sql_handler_once_per_batch_with_the_ids_as_an_array() throws Exception {
+    TableName synced = new TableName(schema, "synced");
+    TestSql.exec(
+        ds, "CREATE TABLE " + synced.quoted() + " (activity_id bigint PRIMARY KEY, group_id uuid)");
+    HandlerSpec.Sql spec =
+        new HandlerSpec.Sql(
+            "INSERT INTO "
+                + synced.quoted()
+                + " SELECT id, CAST(:group_id AS uuid) FROM "
+                + table.quoted()
+                + " WHERE id = ANY (:ids) ON CONFLICT DO NOTHING");
+    BufferSettings s =
+        BufferSettings.of(NAME, table, DB, spec)
+            .withAttempts(3, Duration.ofMillis(20), OnExhausted.DELETE);
+    start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+    BufferBatch b = batch(1, 7);
+    produce(b);
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 7) == 0);
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + synced.quoted())).isEqualTo(7);
+    assertThat(
+            TestSql.count(
+                ds,
+                "SELECT count(*) FROM "
+                    + synced.quoted()
+                    + " WHERE group_id = '"
+                    + b.groupId()
+                    + "'"))
+        .isEqualTo(7);
+  }
+}

@@ -1,0 +1,137 @@
+package dev.spillway.buffers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.BufferBatch;
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.testing.TopologyGolden;
+import java.net.URI;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.TestInputTopic;
+import org.apache.kafka.streams.TestOutputTopic;
+import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.test.TestRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class BufferTopologyTest {
+  private static final Topics TOPICS = new Topics("spillway");
+  private static final TableName TABLE = new TableName("public", "contact_activity_events");
+  private static final HandlerSpec HTTP =
+      new HandlerSpec.Http(URI.create("http://crm.local/bulk"), Map.of(), Duration.ofSeconds(10));
+
+  private TopologyTestDriver driver;
+  private TestInputTopic<String, byte[]> events;
+  private TestOutputTopic<String, byte[]> batches;
+  private TestOutputTopic<String, byte[]> dlq;
+
+  @BeforeEach
+  void setUp() {
+    BufferSettings s =
+        BufferSettings.of("contact_activity_events", TABLE, "main", HTTP)
+            .withBatching(3, Duration.ofSeconds(2));
+    Properties p = new Properties();
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "buffer-topology-test");
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+    driver =
+        new TopologyTestDriver(
+            BufferTopology.build(s, TOPICS), p, Instant.parse("2026-01-01T00:00:00Z"));
+    events =
+        driver.createInputTopic(
+            TOPICS.bufferEvents("contact_activity_events"),
+            new StringSerializer(),
+            new ByteArraySerializer());
+    batches =
+        driver.createOutputTopic(
+            BufferPipeline.batchesTopic(TOPICS, "contact_activity_events"),
+            new StringDeserializer(),
+            new ByteArrayDeserializer());
+    dlq =
+        driver.createOutputTopic(
+            TOPICS.dlq(Pipeline.BUFFERS), new StringDeserializer(), new ByteArrayDeserializer());
+  }
+
+  @AfterEach
+  void tearDown() {
+    driver.close();
+  }
+
+  private static BufferEvent event(long id) {
+    return new BufferEvent(
+        "main", TABLE, Map.of("id", id, "activity", "call"), 1_000_000L * id, 5000 + id, id);
+  }
+
+  private void insert(long... ids) {
+    for (long id : ids) {
+      events.pipeInput(TABLE.toString(), EventSerdes.encode(event(id)));
+    }
+  }
+
+  private static List<Object> ids(BufferBatch b) {
+    return b.events().stream().map(e -> e.row().get("id")).toList();
+  }
+
+  @Test
+  void should_close_a_batch_when_it_reaches_batch_size() {
+    insert(1, 2, 3, 4);
+    List<TestRecord<String, byte[]>> out = batches.readRecordsToList();
+    assertThat(out).hasSize(1);
+    BufferBatch b = EventSerdes.decodeBufferBatch(out.get(0).value());
+    assertThat(ids(b)).containsExactly(1L, 2L, 3L);
+    assertThat(b.buffer()).isEqualTo("contact_activity_events");
+    assertThat(out.get(0).key()).as("keyed by group id").isEqualTo(b.groupId());
+  }
+
+  @Test
+  void should_close_a_batch_when_max_wait_has_passed_since_its_first_event() {
+    insert(1);
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+    insert(2);
+    assertThat(batches.isEmpty()).isTrue();
+    driver.advanceWallClockTime(Duration.ofMillis(1500));
+    List<TestRecord<String, byte[]>> out = batches.readRecordsToList();
+    assertThat(out).hasSize(1);
+    assertThat(ids(EventSerdes.decodeBufferBatch(out.get(0).value()))).containsExactly(1L, 2L);
+  }
+
+  @Test
+  void should_give_the_same_events_the_same_group_id_and_other_events_another() {
+    BufferBatch a = BufferBatch.of("b", List.of(event(1), event(2)));
+    BufferBatch again = BufferBatch.of("b", List.of(event(1), event(2)));
+    BufferBatch other = BufferBatch.of("b", List.of(event(1), event(3)));
+    assertThat(again.groupId()).isEqualTo(a.groupId());
+    assertThat(other.groupId()).isNotEqualTo(a.groupId());
+  }
+
+  @Test
+  void should_send_an_event_that_does_not_decode_to_the_dead_letter_topic() {
+    events.pipeInput(TABLE.toString(), "garbage".getBytes());
+    insert(1, 2, 3);
+    List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(new String(dead.get(0).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .startsWith("Not a Spillway event");
+    assertThat(batches.readRecordsToList()).hasSize(1);
+  }
+
+  @Test
+  void should_match_the_committed_description() {
+    BufferSettings s = BufferSettings.of("contact_activity_events", TABLE, "main", HTTP);
+    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS), "buffers");
+  }
+}

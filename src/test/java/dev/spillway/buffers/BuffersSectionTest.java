@@ -1,0 +1,223 @@
+package dev.spillway.buffers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.spillway.config.ConfigException;
+import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.TableName;
+import dev.spillway.testing.Cli;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class BuffersSectionTest {
+  @TempDir Path dir;
+
+  private List<BufferSettings> read(String yaml) {
+    SpillwayConfig c = ConfigLoader.parse(yaml, "spillway.yml", null, dir, name -> "secret");
+    return BuffersSection.read(c);
+  }
+
+  /** A class a handler may name: public, with a constructor without arguments. */
+  public static final class NoopHandler implements BulkHandler {
+    @Override
+    public Result handle(Batch batch) {
+      return Result.success();
+    }
+  }
+
+  @Test
+  void should_apply_the_defaults_to_a_buffer_that_names_only_its_handler() {
+    BufferSettings b =
+        read("""
+                buffers:
+                  contact_activity_events:
+                    handler:
+                      http: { url: "http://crm.local/bulk" }
+                """)
+            .get(0);
+    assertThat(b.name()).isEqualTo("contact_activity_events");
+    assertThat(b.table()).isEqualTo(new TableName("public", "contact_activity_events"));
+    assertThat(b.database()).isEqualTo("main");
+    assertThat(b.batchSize()).isEqualTo(1000);
+    assertThat(b.maxWait()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(b.maxAttempts()).isEqualTo(BufferSettings.DEFAULT_MAX_ATTEMPTS);
+    assertThat(b.onExhausted()).isEqualTo(OnExhausted.DELETE);
+    assertThat(b.archiveTable()).isEmpty();
+    assertThat(b.maxInFlight()).isEqualTo(2);
+    assertThat(b.rateLimit()).isEmpty();
+    HandlerSpec.Http h = (HandlerSpec.Http) b.handler();
+    assertThat(h.url().toString()).isEqualTo("http://crm.local/bulk");
+    assertThat(h.timeout()).isEqualTo(Duration.ofSeconds(10));
+  }
+
+  @Test
+  void should_read_every_key() {
+    List<BufferSettings> all =
+        read(
+            """
+            databases:
+              main: { url: "jdbc:postgresql://db/app", username: app }
+              crm: { url: "jdbc:postgresql://db/crm", username: app }
+            buffers:
+              events:
+                table: sync.contact_activity_events
+                database: crm
+                batch-size: 500
+                max-wait: 250ms
+                handler:
+                  http:
+                    url: https://crm.example/bulk
+                    timeout: 3s
+                    headers: { Authorization: "Bearer ${env:CRM_TOKEN}" }
+                max-attempts: 7
+                retry-backoff: 100ms
+                on-exhausted: keep
+                archive-table: sync.contact_activity_archive
+                max-in-flight: 4
+                rate-limit: 2.5
+              synced:
+                handler:
+                  sql: "INSERT INTO synced SELECT id FROM synced WHERE id = ANY(:ids)"
+              custom:
+                handler:
+                  class: dev.spillway.buffers.BuffersSectionTest$NoopHandler
+            """);
+    BufferSettings b = all.get(0);
+    assertThat(b.table()).isEqualTo(new TableName("sync", "contact_activity_events"));
+    assertThat(b.database()).isEqualTo("crm");
+    assertThat(b.batchSize()).isEqualTo(500);
+    assertThat(b.maxWait()).isEqualTo(Duration.ofMillis(250));
+    assertThat(b.maxAttempts()).isEqualTo(7);
+    assertThat(b.retryBackoff()).isEqualTo(Duration.ofMillis(100));
+    assertThat(b.onExhausted()).isEqualTo(OnExhausted.KEEP);
+    assertThat(b.archiveTable()).contains(new TableName("sync", "contact_activity_archive"));
+    assertThat(b.maxInFlight()).isEqualTo(4);
+    assertThat(b.rateLimit()).isEqualTo(Optional.of(2.5));
+    assertThat(((HandlerSpec.Http) b.handler()).headers())
+        .isEqualTo(Map.of("Authorization", "Bearer secret"));
+    assertThat(b.handler().toString()).doesNotContain("secret");
+    assertThat(all.get(1).handler()).isInstanceOf(HandlerSpec.Sql.class);
+    assertThat(((HandlerSpec.JavaClass) all.get(2).handler()).type()).isEqualTo(NoopHandler.class);
+  }
+
+  @Test
+  void should_double_the_backoff_per_attempt_up_to_a_minute() {
+    BufferSettings b =
+        read("buffers:\n  e:\n    retry-backoff: 1s\n    handler: { sql: \"SELECT :ids\" }\n")
+            .get(0);
+    assertThat(b.backoff(1)).isEqualTo(Duration.ofSeconds(1));
+    assertThat(b.backoff(3)).isEqualTo(Duration.ofSeconds(4));
+    assertThat(b.backoff(20)).isEqualTo(Duration.ofMinutes(1));
+  }
+
+  private void refused(String yaml, String message) {
+    assertThatThrownBy(() -> read(yaml)).isInstanceOf(ConfigException.class).hasMessage(message);
+  }
+
+  @Test
+  void should_refuse_a_handler_naming_several_kinds() {
+    refused(
+        """
+        buffers:
+          events:
+            handler:
+              http: { url: "http://crm.local/bulk" }
+              sql: "SELECT :ids"
+        """,
+        "spillway.yml:3: buffers.events.handler must name exactly one of http, sql and class, not"
+            + " several.");
+  }
+
+  @Test
+  void should_refuse_a_buffer_without_a_handler() {
+    refused(
+        "buffers:\n  events:\n    batch-size: 10\n",
+        "spillway.yml:2: buffers.events.handler is required: one of http, sql and class.");
+  }
+
+  @Test
+  void should_refuse_a_class_that_is_not_on_the_class_path() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      class: com.example.Missing\n",
+        "spillway.yml:4: buffers.events.handler.class names com.example.Missing, which is not on"
+            + " the class path.");
+  }
+
+  @Test
+  void should_refuse_a_class_that_is_not_a_bulk_handler() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      class: java.lang.String\n",
+        "spillway.yml:4: buffers.events.handler.class names java.lang.String, which does not"
+            + " implement dev.spillway.buffers.BulkHandler.");
+  }
+
+  @Test
+  void should_refuse_an_http_handler_without_a_usable_url() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { timeout: 1s }\n",
+        "spillway.yml:4: buffers.events.handler.http.url is required.");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"ftp://x/y\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url must be an http:// or https:// URL with a"
+            + " host, not 'ftp://x/y'.");
+  }
+
+  @Test
+  void should_refuse_sql_without_the_ids_parameter() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      sql: DELETE FROM x\n",
+        "spillway.yml:4: buffers.events.handler.sql must use :ids, the array of the batch's ids.");
+  }
+
+  @Test
+  void should_refuse_other_bad_values_naming_their_key() {
+    refused(
+        "buffers:\n  events:\n    on-exhausted: drop\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.events.on-exhausted must be delete or keep, not 'drop'.");
+    refused(
+        "buffers:\n  events:\n    batch-size: 0\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.events.batch-size must be between 1 and 1000000, not 0.");
+    refused(
+        "buffers:\n  events:\n    database: ci\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.events.database names database 'ci', which is not configured"
+            + " (known: main).");
+    assertThatThrownBy(
+            () ->
+                read(
+                    "buffers:\n  events:\n    batch_size: 5\n    handler: { sql: \"SELECT :ids\" }\n"))
+        .hasMessageContaining("unknown key buffers.events.batch_size (did you mean batch-size?)");
+  }
+
+  @Test
+  void should_exit_2_naming_the_key_when_run_finds_a_bad_handler() throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config,
+        "working-dir: wd\nbuffers:\n  events:\n    handler:\n      http: { url: \"http://x/b\" }\n"
+            + "      class: com.example.Sync\n");
+    Cli.Result r = Cli.run("run", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            config
+                + ":4: buffers.events.handler must name exactly one of http, sql and class, not"
+                + " several.");
+    assertThat(Files.exists(dir.resolve("wd"))).as("nothing started").isFalse();
+  }
+
+  @Test
+  void should_read_the_buffers_of_the_shipped_example_configuration() {
+    Map<String, String> env =
+        Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c", "CRM_TOKEN", "t");
+    SpillwayConfig c = ConfigLoader.load(Path.of("config", "spillway.example.yml"), env::get);
+    assertThat(BuffersSection.read(c)).extracting(BufferSettings::name).isNotEmpty();
+  }
+}
