@@ -17,7 +17,6 @@ import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.testing.BulkReceiver;
-import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
@@ -49,12 +48,16 @@ import org.junit.jupiter.api.Test;
  * Buffer batches run through a real sink against the shared embedded PostgreSQL and Kafka: the
  * handler's answers decide which rows are deleted, retried, archived or dead-lettered.
  */
-class BufferSinkIT {
+abstract class BufferSinkContract {
   private static final Duration TIMEOUT = Duration.ofSeconds(60);
   private static final String DB = "buffers";
   private static final String NAME = "events";
 
-  private final Infra infra = EmbeddedInfra.get();
+  private Infra infra;
+
+  /** The real Kafka and PostgreSQL the suite runs on. */
+  protected abstract Infra infra();
+
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
   private Databases databases;
   private DataSource ds;
@@ -66,6 +69,7 @@ class BufferSinkIT {
 
   @BeforeEach
   void setUp() {
+    infra = infra();
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
     schema = "b" + id;
     topics = new Topics("t" + id);
