@@ -206,4 +206,20 @@ class DefinitionsFileTest {
         .hasMessage(
             "spillway.yml:2: unknown key loose-foreign-keys.batch_size (did you mean batch-size?).");
   }
+
+  @Test
+  void should_read_the_definitions_of_the_shipped_example_configuration() {
+    java.util.Map<String, String> env =
+        java.util.Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c", "CRM_TOKEN", "t");
+    LfkConfig lfk =
+        LfkConfig.from(ConfigLoader.load(Path.of("config", "spillway.example.yml"), env::get));
+    assertThat(lfk.definitions())
+        .extracting(LooseForeignKey::describe)
+        .containsExactly(
+            "ci_pipelines.project_id → projects (async_delete)",
+            "ci_pipelines.merge_request_id → merge_requests (async_nullify)",
+            "ci_builds.pipeline_id → ci_pipelines (async_delete)",
+            "packages.project_id → projects (update_column_to)");
+    assertThat(lfk.settings().sink().consumeAfter()).isEqualTo(java.time.Duration.ofMinutes(10));
+  }
 }
