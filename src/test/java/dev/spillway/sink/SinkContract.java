@@ -136,6 +136,36 @@ abstract class SinkContract {
   }
 
   @Test
+  void should_run_a_batch_again_after_its_handler_threw_an_error_instead_of_hanging()
+      throws Exception {
+    java.util.concurrent.atomic.AtomicInteger calls =
+        new java.util.concurrent.atomic.AtomicInteger();
+    DeleteIdsHandler handler =
+        new DeleteIdsHandler(DB, 7) {
+          @Override
+          public Outcome execute(SinkRecord record, RunContext context) throws Exception {
+            if (calls.incrementAndGet() == 1) {
+              // Not an Exception: what a broken handler class or a stack overflow throws.
+              throw new AssertionError("handler broke");
+            }
+            return super.execute(record, context);
+          }
+        };
+    try (Sink sink =
+        Sink.start(
+            PIPELINE,
+            batches,
+            handler,
+            settings(),
+            wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()))) {
+      produce(DeleteIdsHandler.batch(table, 1, 50));
+      await().atMost(TIMEOUT).until(() -> remaining(1, 50) == 0);
+      assertThat(calls.get()).isGreaterThanOrEqualTo(2);
+      assertThat(sink.failure()).isEmpty();
+    }
+  }
+
+  @Test
   void should_pause_while_a_long_transaction_locks_the_table_and_resume_after() throws Exception {
     HealthThresholds thresholds =
         new HealthThresholds(
