@@ -69,7 +69,9 @@ final class SinkWorker implements AutoCloseable {
   private int inFlight;
   private Thread thread;
 
-  private record Completed(TopicPartition partition, UnitOfWork.Result result) {}
+  /** A finished batch, with the partition's work it was started from. */
+  private record Completed(
+      TopicPartition partition, PartitionWork work, UnitOfWork.Result result) {}
 
   SinkWorker(
       String name,
@@ -101,15 +103,25 @@ final class SinkWorker implements AutoCloseable {
   }
 
   void start() {
-    consumer.subscribe(List.copyOf(topicLimits.keySet()), new Rebalance());
+    subscribe();
     thread = new Thread(this::loop, name);
     thread.setDaemon(true);
     thread.start();
   }
 
+  /** Joins the consumer group; {@link #start()} does it, tests driving {@link #runOnce()} too. */
+  void subscribe() {
+    consumer.subscribe(List.copyOf(topicLimits.keySet()), new Rebalance());
+  }
+
   /** Loop iterations so far; tests wait on it instead of sleeping. */
   int loops() {
     return loops.get();
+  }
+
+  /** Finished batches not yet settled by the loop; tests wait on it. */
+  int completionsWaiting() {
+    return completions.size();
   }
 
   Throwable failure() {
@@ -159,9 +171,11 @@ final class SinkWorker implements AutoCloseable {
   private void settle(List<Completed> done) {
     Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
     for (Completed c : done) {
-      PartitionWork w = partitions.get(c.partition());
-      if (w == null) {
-        continue; // revoked meanwhile (counted out then); its new owner runs the batch again
+      PartitionWork w = c.work();
+      if (partitions.get(c.partition()) != w) {
+        // Revoked meanwhile and counted out then; its new owner runs the batch again. When the
+        // partition came back to this worker, its work is new: this result is not its head's.
+        continue;
       }
       done(c.partition());
       w.busy = false;
@@ -196,7 +210,8 @@ final class SinkWorker implements AutoCloseable {
       inFlight++;
       topicInFlight.merge(tp.topic(), 1, Integer::sum);
       executor.execute(
-          () -> completions.add(new Completed(tp, unit.run(record, () -> stopping || w.revoked))));
+          () ->
+              completions.add(new Completed(tp, w, unit.run(record, () -> stopping || w.revoked))));
     }
   }
 

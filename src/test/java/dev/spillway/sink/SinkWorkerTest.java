@@ -1,0 +1,154 @@
+package dev.spillway.sink;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.health.HealthGate;
+import dev.spillway.health.LatencyWindow;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The worker loop's bookkeeping across a rebalance, driven turn by turn on Kafka's mock consumer.
+ */
+class SinkWorkerTest {
+  private static final String TOPIC = "spillway.test.batches";
+  private static final TopicPartition TP = new TopicPartition(TOPIC, 0);
+  private static final Duration WAIT = Duration.ofSeconds(10);
+
+  private final MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
+  private final CountDownLatch release = new CountDownLatch(1);
+  private final AtomicBoolean firstRun = new AtomicBoolean(true);
+  private final List<Long> runs = Collections.synchronizedList(new ArrayList<>());
+  private SinkWorker worker;
+
+  /** Handles every batch at once, but for the very first, which waits for {@link #release}. */
+  private final BatchHandler handler =
+      new BatchHandler() {
+        @Override
+        public Optional<Target> target(SinkRecord record) {
+          return Optional.of(new Target("main", TableName.parse("t")));
+        }
+
+        @Override
+        public Outcome execute(SinkRecord record, RunContext context) throws Exception {
+          if (firstRun.getAndSet(false)) {
+            release.await(); // a batch that reaches no checkpoint while its partition moves
+          }
+          runs.add(record.offset());
+          return new Outcome.Done(1);
+        }
+      };
+
+  @AfterEach
+  void release() {
+    release.countDown();
+    if (worker != null) {
+      worker.close(Duration.ZERO);
+    }
+  }
+
+  @Test
+  void should_ignore_a_batch_that_ends_after_its_partition_was_revoked_and_assigned_back()
+      throws Exception {
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    addBatches(0, 3);
+    worker.runOnce(); // claims 0..2 and starts batch 0, which hangs
+    await().atMost(WAIT).until(() -> !firstRun.get());
+
+    consumer.rebalance(List.of()); // revoked: batch 0 outlives the grace and is counted out
+    consumer.rebalance(List.of(TP)); // assigned back: nothing committed, so 0..2 come again
+    addBatches(0, 3);
+    worker.runOnce(); // starts batch 0 again, which ends at once
+    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
+    release.countDown(); // the first run of batch 0 ends too, long after its partition moved
+    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 2);
+
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return committed() == 3;
+            });
+    assertThat(runs)
+        .as("every batch after the reassignment ran; the stale result skipped none")
+        .containsExactlyInAnyOrder(0L, 0L, 1L, 2L);
+  }
+
+  private void addBatches(long from, long to) {
+    for (long offset = from; offset < to; offset++) {
+      consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, offset, new byte[0], new byte[0]));
+    }
+  }
+
+  private long committed() {
+    OffsetAndMetadata o = consumer.committed(Set.of(TP)).get(TP);
+    return o == null ? -1 : o.offset();
+  }
+
+  private SinkWorker worker(Duration grace) {
+    SinkSettings settings =
+        new SinkSettings(
+            1,
+            2,
+            SinkSettings.DEFAULT_MAX_ATTEMPTS,
+            SinkSettings.DEFAULT_CONSUME_AFTER,
+            0,
+            SinkSettings.DEFAULT_RETRY_BACKOFF,
+            SinkSettings.DEFAULT_RETRY_BACKOFF_MAX,
+            SinkSettings.DEFAULT_MAX_ROWS_PER_RUN,
+            SinkSettings.DEFAULT_MAX_RUNTIME_PER_RUN,
+            SinkSettings.DEFAULT_SUB_BATCH_PAUSE,
+            SinkSettings.DEFAULT_THROTTLE_PAUSE,
+            SinkSettings.DEFAULT_THROTTLE_FACTOR,
+            SinkSettings.DEFAULT_SUB_BATCH_FLOOR,
+            Duration.ofMillis(10),
+            grace);
+    Clock clock = Clock.systemUTC();
+    SinkMetrics metrics = new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS);
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    UnitOfWork unit =
+        new UnitOfWork(
+            handler,
+            settings,
+            HealthGate.ALWAYS_NORMAL,
+            new Requeuer(producer, TOPIC + ".delayed", TOPIC + ".dlq", clock),
+            metrics,
+            clock,
+            db -> null,
+            db -> new LatencyWindow(clock, Duration.ofMinutes(1)));
+    return new SinkWorker(
+        "test-sink",
+        consumer,
+        List.of(new BatchesTopic(TOPIC, 2)),
+        handler,
+        unit,
+        HealthGate.ALWAYS_NORMAL,
+        settings,
+        metrics);
+  }
+}
