@@ -80,14 +80,15 @@ final class BatchRun {
   }
 
   private List<BufferEvent> stillBuffered() throws SQLException {
-    Set<String> left;
+    List<BufferEvent> events = batch.events();
+    Set<Integer> left;
     try (Connection c = context.dataSource().getConnection()) {
-      left = BufferStatements.remaining(c, buffer.table, ids(batch.events()));
+      left = BufferStatements.remaining(c, buffer.table, ids(events));
     }
     List<BufferEvent> out = new ArrayList<>();
-    for (BufferEvent e : batch.events()) {
-      if (left.contains(String.valueOf(id(e)))) {
-        out.add(e);
+    for (int i = 0; i < events.size(); i++) {
+      if (left.contains(i)) {
+        out.add(events.get(i));
       }
     }
     return out;

@@ -68,23 +68,24 @@ final class BufferStatements {
     return columns;
   }
 
-  /** Which of these ids still have a row, as text. */
-  static Set<String> remaining(Connection c, BufferTable t, Collection<Object> ids)
-      throws SQLException {
-    Set<String> out = new HashSet<>();
+  /**
+   * Which of these ids still have a row, as positions in {@code ids} counted from 0. Ids are
+   * compared as the key's own type in the database, so keys whose text differs from Java's (bytea,
+   * floating point) match as they should.
+   */
+  static Set<Integer> remaining(Connection c, BufferTable t, List<Object> ids) throws SQLException {
+    Set<Integer> out = new HashSet<>();
     try (PreparedStatement ps =
         c.prepareStatement(
-            "SELECT "
-                + t.id()
-                + " FROM "
+            "SELECT u.n - 1 FROM unnest(?) WITH ORDINALITY AS u(id, n) WHERE EXISTS (SELECT 1 FROM "
                 + t.table().quoted()
-                + " WHERE "
+                + " b WHERE b."
                 + t.id()
-                + " = ANY (?)")) {
+                + " = u.id)")) {
       ps.setArray(1, array(c, t, ids)); // the batch's ids
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.add(rs.getString(1));
+          out.add(rs.getInt(1));
         }
       }
     }
@@ -151,6 +152,10 @@ final class BufferStatements {
 
   private static Array array(Connection c, BufferTable t, Collection<Object> ids)
       throws SQLException {
-    return c.createArrayOf(t.idType(), ids.toArray());
+    Object[] elements =
+        ids.stream().allMatch(id -> id instanceof byte[])
+            ? ids.toArray(new byte[0][]) // the driver takes bytea elements only as byte[][]
+            : ids.toArray();
+    return c.createArrayOf(t.idType(), elements);
   }
 }

@@ -186,6 +186,56 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_delete_rows_keyed_by_bytea_whose_text_differs_from_java() throws Exception {
+    List<Object> keys = List.of(new byte[] {1}, new byte[] {2, 3}, new byte[] {(byte) 0xff});
+    assertKeyedRowsHandled("bytea", "decode(k, 'hex')", List.of("01", "0203", "ff"), keys);
+  }
+
+  @Test
+  void should_delete_rows_keyed_by_floating_point_whose_text_differs_from_java() throws Exception {
+    // PostgreSQL writes these as 1e+20 and 1e-07, Java as 1.0E20 and 1.0E-7.
+    List<Object> keys = List.of(1e20, 1e-7, 2.5);
+    assertKeyedRowsHandled(
+        "double precision", "k::double precision", List.of("1e20", "1e-7", "2.5"), keys);
+  }
+
+  /** A buffer table keyed by {@code type}: every row of a batch naming its keys is handled. */
+  private void assertKeyedRowsHandled(
+      String type, String fromText, List<String> texts, List<Object> keys) throws Exception {
+    TableName keyed = new TableName(schema, "keyed_events");
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + keyed.quoted() + " (k " + type + " PRIMARY KEY, activity text)",
+        "INSERT INTO "
+            + keyed.quoted()
+            + " SELECT "
+            + fromText
+            + ", 'call' FROM unnest(ARRAY['"
+            + String.join("','", texts)
+            + "']) k");
+    List<BufferEvent> events = new ArrayList<>();
+    for (Object key : keys) {
+      Map<String, Object> row = new LinkedHashMap<>();
+      row.put("k", key);
+      row.put("activity", "call");
+      events.add(new BufferEvent(DB, keyed, row, 0, 1, System.currentTimeMillis()));
+    }
+    AtomicInteger handled = new AtomicInteger();
+    BulkHandler counting =
+        b -> {
+          handled.addAndGet(b.ids().size());
+          return BulkHandler.Result.success();
+        };
+    start(BufferSettings.of(NAME, keyed, DB, new HandlerSpec.Sql("unused :ids")), counting);
+    produce(BufferBatch.of(NAME, events));
+
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + keyed.quoted()) == 0);
+    assertThat(handled.get()).as("every event reached the handler once").isEqualTo(keys.size());
+  }
+
+  @Test
   void should_retry_a_failed_batch_and_delete_its_rows_once_it_succeeds() throws Exception {
     AtomicInteger calls = new AtomicInteger();
     BulkHandler flaky =
