@@ -26,6 +26,11 @@ import java.util.Set;
 final class BatchRun {
   private static final Duration CHECK_EVERY = Duration.ofMillis(100);
 
+  /** How long a run waits for the transactions that may have inserted rows it did not find. */
+  static final Duration VISIBILITY_WAIT = Duration.ofSeconds(5);
+
+  private static final Duration VISIBILITY_CHECK_EVERY = Duration.ofMillis(10);
+
   private final RunningBuffer buffer;
   private final BufferBatch batch;
   private final RunContext context;
@@ -43,7 +48,11 @@ final class BatchRun {
     if (end.isPresent()) {
       return end.get();
     }
-    List<BufferEvent> pending = stillBuffered();
+    Optional<List<BufferEvent>> buffered = stillBuffered();
+    if (buffered.isEmpty()) {
+      return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
+    }
+    List<BufferEvent> pending = buffered.get();
     if (pending.isEmpty()) {
       return new Outcome.Done(0);
     }
@@ -79,11 +88,37 @@ final class BatchRun {
     }
   }
 
-  private List<BufferEvent> stillBuffered() throws SQLException {
+  /**
+   * The batch's events whose rows are still in the table; empty when that cannot be told yet.
+   *
+   * <p>A row not found was deleted by an earlier run of the batch, or was inserted by a transaction
+   * capture has read but that is not yet visible to other sessions: its commit is in the WAL before
+   * the transaction has ended, and on a busy server (or one waiting for a synchronous standby) that
+   * gap is long enough for the batch to get here. So rows not found are looked up again once every
+   * transaction running after the first look has ended (it releases the lock on its id only once it
+   * is visible); if some has not after {@link #VISIBILITY_WAIT}, the run ends and the batch comes
+   * back later.
+   */
+  private Optional<List<BufferEvent>> stillBuffered() throws SQLException, InterruptedException {
     List<BufferEvent> events = batch.events();
     Set<Integer> left;
     try (Connection c = context.dataSource().getConnection()) {
       left = BufferStatements.remaining(c, buffer.table, ids(events));
+      if (left.size() < events.size()) {
+        if (!awaitEnded(c, BufferStatements.runningTransactions(c))) {
+          return Optional.empty();
+        }
+        List<Integer> missing = new ArrayList<>();
+        for (int i = 0; i < events.size(); i++) {
+          if (!left.contains(i)) {
+            missing.add(i);
+          }
+        }
+        List<Object> missingIds = new ArrayList<>(missing.size());
+        missing.forEach(i -> missingIds.add(id(events.get(i))));
+        BufferStatements.remaining(c, buffer.table, missingIds)
+            .forEach(i -> left.add(missing.get(i)));
+      }
     }
     List<BufferEvent> out = new ArrayList<>();
     for (int i = 0; i < events.size(); i++) {
@@ -91,7 +126,23 @@ final class BatchRun {
         out.add(events.get(i));
       }
     }
-    return out;
+    return Optional.of(out);
+  }
+
+  /** Waits, within {@link #VISIBILITY_WAIT}, for these transactions to end. */
+  private boolean awaitEnded(Connection c, List<Long> transactions)
+      throws SQLException, InterruptedException {
+    if (transactions.isEmpty()) {
+      return true;
+    }
+    long until = System.nanoTime() + VISIBILITY_WAIT.toNanos();
+    while (BufferStatements.anyRunning(c, transactions)) {
+      if (System.nanoTime() >= until || context.checkpoint().isPresent()) {
+        return false;
+      }
+      Thread.sleep(VISIBILITY_CHECK_EVERY.toMillis());
+    }
+    return true;
   }
 
   private List<BufferEvent> succeeded(BulkHandler.Result result, List<BufferEvent> pending) {

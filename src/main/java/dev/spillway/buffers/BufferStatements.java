@@ -93,6 +93,40 @@ final class BufferStatements {
   }
 
   /**
+   * The transactions with an id running now, prepared ones included: each holds the lock on its own
+   * id until it has ended and become visible to everyone.
+   */
+  static List<Long> runningTransactions(Connection c) throws SQLException {
+    List<Long> out = new ArrayList<>();
+    try (PreparedStatement ps = c.prepareStatement(RUNNING_TRANSACTIONS);
+        ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(rs.getLong(1));
+      }
+    }
+    return out;
+  }
+
+  /** Whether any of these transactions is still running. */
+  static boolean anyRunning(Connection c, List<Long> transactions) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT EXISTS (SELECT 1 FROM ("
+                + RUNNING_TRANSACTIONS
+                + ") r WHERE r.id = ANY (?))")) {
+      ps.setArray(1, c.createArrayOf("int8", transactions.toArray())); // running earlier
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
+    }
+  }
+
+  private static final String RUNNING_TRANSACTIONS =
+      "SELECT transactionid::text::bigint AS id FROM pg_locks"
+          + " WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted";
+
+  /**
    * Deletes handled rows in one statement; with an archive table, the same statement copies them
    * there first, so both happen or neither. Returns the rows deleted.
    */

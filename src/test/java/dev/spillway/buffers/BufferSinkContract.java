@@ -21,6 +21,8 @@ import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -233,6 +235,40 @@ abstract class BufferSinkContract {
         .atMost(TIMEOUT)
         .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + keyed.quoted()) == 0);
     assertThat(handled.get()).as("every event reached the handler once").isEqualTo(keys.size());
+  }
+
+  @Test
+  void should_wait_for_a_row_whose_inserting_transaction_is_not_yet_visible() throws Exception {
+    // Capture can read a commit before the transaction is visible to other sessions; a transaction
+    // kept open stands in for that gap, long enough to be seen.
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    start(
+        settings(),
+        b -> {
+          seen.addAll(b.ids());
+          return BulkHandler.Result.success();
+        });
+    try (Connection late = ds.getConnection()) {
+      late.setAutoCommit(false);
+      try (Statement st = late.createStatement()) {
+        st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
+      }
+      produce(batch(100, 101));
+      await()
+          .atMost(TIMEOUT)
+          .until(
+              () ->
+                  TestSql.count(
+                          ds,
+                          "SELECT count(*) FROM pg_stat_activity"
+                              + " WHERE query LIKE '%FROM pg_locks%' AND pid <> pg_backend_pid()")
+                      > 0);
+      assertThat(seen).as("nothing handled while row 101 is not visible").isEmpty();
+      late.commit();
+    }
+
+    await().atMost(TIMEOUT).until(() -> rows(100, 101) == 0);
+    assertThat(seen).containsExactlyInAnyOrder(100L, 101L);
   }
 
   @Test
