@@ -1,5 +1,6 @@
 package dev.spillway.bench;
 
+import com.sun.management.OperatingSystemMXBean;
 import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.buffers.BufferSettings;
 import dev.spillway.buffers.HandlerSpec;
@@ -8,6 +9,7 @@ import dev.spillway.runtime.SpillwayRuntime;
 import io.micrometer.core.instrument.distribution.HistogramSnapshot;
 import io.micrometer.core.instrument.distribution.ValueAtPercentile;
 import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -65,10 +67,16 @@ public final class BufferBench {
       List<Long> backlog,
       double drainSeconds,
       double databaseCpuSeconds,
+      double processCpuSeconds,
       boolean drained) {
     /** Database CPU milliseconds per 1,000 inserted rows. */
     double databaseCpuPerThousand() {
       return databaseCpuSeconds * 1e6 / load.inserts();
+    }
+
+    /** This process's CPU milliseconds per 1,000 inserted rows. */
+    double processCpuPerThousand() {
+      return processCpuSeconds * 1e6 / load.inserts();
     }
   }
 
@@ -178,6 +186,11 @@ public final class BufferBench {
           .add("Spillway draining it", spillway.databaseCpuPerThousand())
           .print(out);
     }
+    new Comparison("this process's CPU per 1,000 inserts, load and drain", "ms")
+        .add("plain table: the inserting clients", plainPhase.processCpuPerThousand())
+        .add("clients and the SKIP LOCKED poller", polled.processCpuPerThousand())
+        .add("clients and Spillway (Kafka included)", spillway.processCpuPerThousand())
+        .print(out);
     double spillP50 = percentile(handled, 0.5);
     double spillP99 = percentile(handled, 0.99);
     new Comparison("insert -> handled p50", "ms")
@@ -237,6 +250,7 @@ public final class BufferBench {
     String count = "SELECT count(*) FROM " + table.quoted();
     String any = "SELECT count(*) FROM (SELECT FROM " + table.quoted() + " LIMIT 1) t";
     double cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
+    double processBefore = processCpuSeconds();
     load.start();
     long end = System.nanoTime() + duration.toNanos();
     while (System.nanoTime() < end) {
@@ -251,6 +265,7 @@ public final class BufferBench {
       Thread.sleep(20);
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
+    double process = processCpuSeconds() - processBefore;
     long left = drained ? BenchSql.single(ds, count) : 0;
     if (left > 0) {
       out.printf(
@@ -258,7 +273,13 @@ public final class BufferBench {
           left, table, DRAIN_LIMIT.toSeconds());
       out.flush();
     }
-    return new Phase(result, backlog, (System.nanoTime() - stopped) / 1e9, cpu, left == 0);
+    return new Phase(result, backlog, (System.nanoTime() - stopped) / 1e9, cpu, process, left == 0);
+  }
+
+  /** CPU seconds this process (clients, Spillway and the embedded Kafka) has used so far. */
+  private static double processCpuSeconds() {
+    return ManagementFactory.getPlatformMXBean(OperatingSystemMXBean.class).getProcessCpuTime()
+        / 1e9;
   }
 
   private void printBacklog(String name, Phase p) {
