@@ -26,6 +26,9 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   private static final char ENTRY = '\u0000';
   private static final char META = '\u0001';
 
+  /** Digits of an entry's sequence number: enough for any non-negative long. */
+  private static final int SEQ_WIDTH = 19;
+
   private final String storeName;
   private final int maxSize;
   private final Duration maxWait;
@@ -47,10 +50,15 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     this.toBatch = toBatch;
   }
 
-  /** The store a Batcher with this name needs: in memory, backed by a changelog topic. */
+  /**
+   * The store a Batcher with this name needs: in memory, backed by a changelog topic, behind a
+   * cache that is flushed to both before each commit. An entry appended and emitted between two
+   * commits reaches the changelog as a tombstone only, and the per-key counter once per commit.
+   */
   public static StoreBuilder<KeyValueStore<String, byte[]>> store(String name) {
     return Stores.keyValueStoreBuilder(
-        Stores.inMemoryKeyValueStore(name), Serdes.String(), Serdes.ByteArray());
+            Stores.inMemoryKeyValueStore(name), Serdes.String(), Serdes.ByteArray())
+        .withCachingEnabled();
   }
 
   @Override
@@ -120,7 +128,12 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
 
   private static String entryKey(String key, long seq) {
     // Fixed-width sequence numbers keep a key's entries in arrival order within a range scan.
-    return key + ENTRY + String.format("%019d", seq);
+    String digits = Long.toString(seq);
+    StringBuilder b = new StringBuilder(key.length() + 1 + SEQ_WIDTH).append(key).append(ENTRY);
+    for (int i = digits.length(); i < SEQ_WIDTH; i++) {
+      b.append('0');
+    }
+    return b.append(digits).toString();
   }
 
   private record Meta(int count, long firstSeenMs, long nextSeq) {
