@@ -5,6 +5,7 @@ import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.RunContext;
+import java.nio.ByteBuffer;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -150,11 +151,11 @@ final class BatchRun {
       return pending;
     }
     if (result instanceof BulkHandler.Result.Partial p) {
-      Set<String> ok = new HashSet<>();
-      p.succeededIds().forEach(id -> ok.add(String.valueOf(id)));
+      Set<Object> ok = new HashSet<>();
+      p.succeededIds().forEach(id -> ok.add(comparable(id)));
       List<BufferEvent> out = new ArrayList<>();
       for (BufferEvent e : pending) {
-        if (ok.contains(String.valueOf(id(e)))) {
+        if (ok.contains(comparable(id(e)))) {
           out.add(e);
         }
       }
@@ -192,6 +193,14 @@ final class BatchRun {
       }
       Thread.sleep(Math.max(1, Math.min(CHECK_EVERY.toMillis(), left / 1_000_000)));
     }
+  }
+
+  /**
+   * An id as a handler's answer is matched: by its text, so a handler may answer with another
+   * numeric type than it was given; bytea ids by their bytes, as arrays have no value equality.
+   */
+  private static Object comparable(Object id) {
+    return id instanceof byte[] bytes ? ByteBuffer.wrap(bytes) : String.valueOf(id);
   }
 
   private Object id(BufferEvent e) {

@@ -65,7 +65,8 @@ public interface BulkHandler extends AutoCloseable {
     record Success() implements Result {}
 
     /**
-     * Only these rows are done (ids compared by their text); the rest are retried.
+     * Only these rows are done (ids compared by their text, bytea ids by their bytes); the rest are
+     * retried.
      *
      * @param reason why the rest failed, for the dead-letter topic
      */
