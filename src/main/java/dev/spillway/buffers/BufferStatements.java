@@ -169,12 +169,29 @@ final class BufferStatements {
     }
   }
 
-  /** Rows in the buffer table now. */
+  /** Up to this many rows waiting are counted exactly; status and every scrape count them. */
+  static final long EXACT_COUNT_LIMIT = 100_000;
+
+  /**
+   * Rows in the buffer table now: counted exactly up to {@link #EXACT_COUNT_LIMIT}, so a backlog of
+   * millions (a handler down for hours) does not make every status call and metrics scrape read
+   * them all; above it, the planner's estimate (kept by autovacuum), and never less than the limit.
+   */
   static long rowsWaiting(Connection c, TableName table) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement("SELECT count(*) FROM " + table.quoted());
-        ResultSet rs = ps.executeQuery()) {
-      rs.next();
-      return rs.getLong(1);
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "SELECT CASE WHEN n > ? THEN greatest(n, (SELECT reltuples::bigint FROM pg_class"
+                + " WHERE oid = to_regclass(?))) ELSE n END FROM (SELECT count(*) AS n FROM"
+                + " (SELECT FROM "
+                + table.quoted()
+                + " LIMIT ?) l) c")) {
+      ps.setLong(1, EXACT_COUNT_LIMIT); // counted exactly up to here
+      ps.setString(2, table.quoted()); // the table, quoted
+      ps.setLong(3, EXACT_COUNT_LIMIT + 1); // one more tells the limit is passed
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1);
+      }
     }
   }
 

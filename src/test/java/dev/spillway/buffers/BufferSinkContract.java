@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.BufferBatch;
@@ -299,6 +300,23 @@ abstract class BufferSinkContract {
 
     await().atMost(TIMEOUT).until(() -> rows(100, 101) == 0);
     assertThat(seen).containsExactlyInAnyOrder(100L, 101L);
+  }
+
+  @Test
+  void should_count_rows_waiting_exactly_up_to_the_limit_and_estimate_above_it() throws Exception {
+    try (Connection c = ds.getConnection()) {
+      assertThat(BufferStatements.rowsWaiting(c, table)).isEqualTo(100);
+      TestSql.exec(
+          ds,
+          "INSERT INTO "
+              + table.quoted()
+              + " SELECT g, 1, 'call' FROM generate_series(101, 250000) g",
+          "ANALYZE " + table.quoted());
+      assertThat(BufferStatements.rowsWaiting(c, table))
+          .as("the planner's estimate once past the limit")
+          .isGreaterThan(BufferStatements.EXACT_COUNT_LIMIT)
+          .isCloseTo(250_000L, within(25_000L));
+    }
   }
 
   @Test
