@@ -58,14 +58,20 @@ final class BatchRun {
       return new Outcome.Done(0);
     }
     for (int attempt = 1; ; attempt++) {
-      BulkHandler.Result result =
-          buffer.call(
-              BulkHandler.Batch.of(
-                  buffer.settings.name(),
-                  batch.groupId(),
-                  attempt,
-                  buffer.table.idColumn(),
-                  pending));
+      BulkHandler.Result result;
+      try {
+        result =
+            buffer.call(
+                BulkHandler.Batch.of(
+                    buffer.settings.name(),
+                    batch.groupId(),
+                    attempt,
+                    buffer.table.idColumn(),
+                    pending),
+                context::checkpoint);
+      } catch (RunningBuffer.RunEnded e) {
+        return e.outcome; // what earlier calls handled is deleted; the rest runs again later
+      }
       List<BufferEvent> done = succeeded(result, pending);
       if (!done.isEmpty()) {
         delete(done);

@@ -2,6 +2,7 @@ package dev.spillway.buffers;
 
 import dev.failsafe.Bulkhead;
 import dev.failsafe.RateLimiter;
+import dev.spillway.sink.Outcome;
 import java.time.Duration;
 import java.util.Optional;
 
@@ -10,6 +11,9 @@ import java.util.Optional;
  * handler and the limits every call of the handler passes through.
  */
 final class RunningBuffer {
+  /** How long a wait for a permit goes between two checkpoints. */
+  private static final Duration PERMIT_SLICE = Duration.ofMillis(100);
+
   final BufferSettings settings;
   final BufferTable table;
   final BulkHandler handler;
@@ -34,16 +38,34 @@ final class RunningBuffer {
                         .build());
   }
 
+  /** Asked between slices of a wait for a permit: the outcome to end the run with, if it must. */
+  @FunctionalInterface
+  interface Checkpoint {
+    Optional<Outcome> check() throws InterruptedException;
+  }
+
+  /** The run must end before the handler could be called: stopping, or health said STOP. */
+  static final class RunEnded extends Exception {
+    final transient Outcome outcome;
+
+    RunEnded(Outcome outcome) {
+      super(String.valueOf(outcome), null, false, false);
+      this.outcome = outcome;
+    }
+  }
+
   /**
    * Calls the handler once it may: within {@code max-in-flight} calls at once and {@code
-   * rate-limit} calls per second. An exception from the handler is a retryable failure.
+   * rate-limit} calls per second, asking {@code checkpoint} while it waits so a stopping worker is
+   * not held up by a slow rate. An exception from the handler is a retryable failure.
    */
-  BulkHandler.Result call(BulkHandler.Batch batch) throws InterruptedException {
-    concurrency.acquirePermit();
+  BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
+      throws InterruptedException, RunEnded {
+    await(concurrency::tryAcquirePermit, checkpoint);
     BulkHandler.Result result;
     try {
       if (rate.isPresent()) {
-        rate.get().acquirePermit();
+        await(rate.get()::tryAcquirePermit, checkpoint);
       }
       try {
         result = handler.handle(batch);
@@ -62,5 +84,21 @@ final class RunningBuffer {
     }
     metrics.call(result);
     return result;
+  }
+
+  /** A permit that can be waited for within a time. */
+  @FunctionalInterface
+  private interface Permit {
+    boolean tryAcquire(Duration within) throws InterruptedException;
+  }
+
+  private static void await(Permit permit, Checkpoint checkpoint)
+      throws InterruptedException, RunEnded {
+    while (!permit.tryAcquire(PERMIT_SLICE)) {
+      Optional<Outcome> end = checkpoint.check();
+      if (end.isPresent()) {
+        throw new RunEnded(end.get());
+      }
+    }
   }
 }

@@ -429,6 +429,31 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_not_hold_a_stopping_worker_while_a_batch_waits_for_the_rate_limit() throws Exception {
+    List<String> called = new CopyOnWriteArrayList<>();
+    // One call every 20 s: the second batch waits for its permit far longer than this test runs.
+    Sink sink =
+        start(
+            settings().withConcurrency(2, 0.05),
+            b -> {
+              called.add(b.groupId());
+              return BulkHandler.Result.success();
+            });
+    produce(batch(1, 5), batch(6, 10));
+    await().atMost(TIMEOUT).until(() -> rows(1, 10) == 5);
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> registry.get("spillway_buffer_batches_in_flight").gauge().value() == 1);
+
+    sinks.remove(sink);
+    sink.close(Duration.ofSeconds(60)); // the waiting run ends at its next checkpoint, uncalled
+
+    assertThat(called).as("the handler was called once, for the first batch").hasSize(1);
+    assertThat(rows(1, 10)).as("the waiting batch's rows stay for its next delivery").isEqualTo(5);
+    assertThat(sink.metrics().deadLetteredCount()).isZero();
+  }
+
+  @Test
   void should_run_no_more_batches_at_once_than_max_in_flight() throws Exception {
     AtomicInteger running = new AtomicInteger();
     AtomicInteger most = new AtomicInteger();
