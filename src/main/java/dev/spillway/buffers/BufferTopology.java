@@ -4,13 +4,12 @@ import dev.spillway.event.BufferBatch;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Topics;
-import dev.spillway.sink.SinkHeaders;
 import dev.spillway.streams.Batcher;
-import java.nio.charset.StandardCharsets;
+import dev.spillway.streams.CheckOrDeadLetter;
+import dev.spillway.streams.CheckOrDeadLetter.Verdict;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.kafka.common.errors.SerializationException;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -45,7 +44,8 @@ public final class BufferTopology {
         new StringDeserializer(),
         new ByteArrayDeserializer(),
         topics.bufferEvents(buffer.name()));
-    t.addProcessor(CHECK, CheckEvent::new, SOURCE);
+    t.addProcessor(
+        CHECK, () -> new CheckOrDeadLetter(BufferTopology::check, BATCHER, MALFORMED), SOURCE);
     t.addProcessor(
         BATCHER,
         () ->
@@ -78,36 +78,13 @@ public final class BufferTopology {
     return EventSerdes.encode(BufferBatch.of(buffer, events));
   }
 
-  /** Passes events that decode on to the batcher; sends the others to the dead-letter topic. */
-  private static final class CheckEvent implements Processor<String, byte[], String, byte[]> {
-    private ProcessorContext<String, byte[]> context;
-
-    @Override
-    public void init(ProcessorContext<String, byte[]> context) {
-      this.context = context;
-    }
-
-    @Override
-    public void process(Record<String, byte[]> record) {
-      try {
-        EventSerdes.decodeBufferEvent(record.value());
-        context.forward(record, BATCHER);
-      } catch (SerializationException e) {
-        RecordHeaders h = new RecordHeaders();
-        h.add(SinkHeaders.ERROR_CLASS, bytes(e.getClass().getName()));
-        h.add(SinkHeaders.ERROR_MESSAGE, bytes(String.valueOf(e.getMessage())));
-        String source =
-            context
-                .recordMetadata()
-                .map(m -> m.topic() + "-" + m.partition() + "@" + m.offset())
-                .orElse("unknown");
-        h.add(SinkHeaders.SOURCE, bytes(source));
-        context.forward(record.withHeaders(h), MALFORMED);
-      }
-    }
-
-    private static byte[] bytes(String s) {
-      return s.getBytes(StandardCharsets.UTF_8);
+  /** Passes events that decode on to the batcher; the others go to the dead-letter topic. */
+  private static Verdict check(Record<String, byte[]> record) {
+    try {
+      EventSerdes.decodeBufferEvent(record.value());
+      return Verdict.pass(record.key());
+    } catch (SerializationException e) {
+      return Verdict.reject(e.getClass().getName(), e.getMessage());
     }
   }
 

@@ -5,9 +5,9 @@ import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.Topics;
-import dev.spillway.sink.SinkHeaders;
 import dev.spillway.streams.Batcher;
-import java.nio.charset.StandardCharsets;
+import dev.spillway.streams.CheckOrDeadLetter;
+import dev.spillway.streams.CheckOrDeadLetter.Verdict;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
@@ -43,7 +43,8 @@ public final class LfkTopology {
         Serdes.String().deserializer(),
         Serdes.ByteArray().deserializer(),
         topics.deletedRecords());
-    t.addProcessor(CHECK, Check::new, SOURCE);
+    t.addProcessor(
+        CHECK, () -> new CheckOrDeadLetter(LfkTopology::check, BATCH, MALFORMED), SOURCE);
     t.addProcessor(
         BATCH,
         () ->
@@ -112,45 +113,31 @@ public final class LfkTopology {
   }
 
   /** Passes on deleted rows with a one-column, non-null key, keyed by parent; the rest to DLQ. */
-  private static final class Check implements Processor<String, byte[], String, byte[]> {
-    private ProcessorContext<String, byte[]> context;
-
-    @Override
-    public void init(ProcessorContext<String, byte[]> context) {
-      this.context = context;
+  private static Verdict check(Record<String, byte[]> record) {
+    if (record.value() == null) {
+      return malformed("empty value");
     }
-
-    @Override
-    public void process(Record<String, byte[]> record) {
-      String problem;
-      try {
-        if (record.value() == null) {
-          problem = "empty value";
-        } else {
-          DeletedRecord d = EventSerdes.decodeDeletedRecord(record.value());
-          Map<String, Object> key = d.key();
-          if (key.size() != 1 || key.values().iterator().next() == null) {
-            problem =
-                "parent "
-                    + d.table()
-                    + " has a key of "
-                    + key.size()
-                    + " columns "
-                    + key.keySet()
-                    + "; loose foreign keys need a one-column primary key";
-          } else {
-            context.forward(record.withKey(d.table().toString()), BATCH);
-            return;
-          }
-        }
-      } catch (RuntimeException e) {
-        problem = "not a deleted record: " + e.getMessage();
-      }
-      Record<String, byte[]> dead = record;
-      dead.headers()
-          .add(SinkHeaders.ERROR_CLASS, "MalformedDeletedRecord".getBytes(StandardCharsets.UTF_8))
-          .add(SinkHeaders.ERROR_MESSAGE, problem.getBytes(StandardCharsets.UTF_8));
-      context.forward(dead, MALFORMED);
+    DeletedRecord d;
+    try {
+      d = EventSerdes.decodeDeletedRecord(record.value());
+    } catch (RuntimeException e) {
+      return malformed("not a deleted record: " + e.getMessage());
     }
+    Map<String, Object> key = d.key();
+    if (key.size() != 1 || key.values().iterator().next() == null) {
+      return malformed(
+          "parent "
+              + d.table()
+              + " has a key of "
+              + key.size()
+              + " columns "
+              + key.keySet()
+              + "; loose foreign keys need a one-column primary key");
+    }
+    return Verdict.pass(d.table().toString());
+  }
+
+  private static Verdict malformed(String problem) {
+    return Verdict.reject("MalformedDeletedRecord", problem);
   }
 }

@@ -130,6 +130,18 @@ class BufferTopologyTest {
   }
 
   @Test
+  void should_dead_letter_an_event_without_a_value_instead_of_stopping() {
+    events.pipeInput(TABLE.toString(), (byte[]) null);
+    insert(1, 2, 3);
+    List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(dead.get(0).headers().lastHeader(SinkHeaders.ERROR_CLASS)).isNotNull();
+    assertThat(batches.readRecordsToList())
+        .as("the events after it are batched as usual")
+        .hasSize(1);
+  }
+
+  @Test
   void should_match_the_committed_description() {
     BufferSettings s = BufferSettings.of("contact_activity_events", TABLE, "main", HTTP);
     TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS), "buffers");

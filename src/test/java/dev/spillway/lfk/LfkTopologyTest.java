@@ -123,6 +123,12 @@ class LfkTopologyTest {
                 dead.get(1).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value(),
                 StandardCharsets.UTF_8))
         .contains("one-column primary key");
+    assertThat(
+            new String(
+                dead.get(0).headers().lastHeader(SinkHeaders.SOURCE).value(),
+                StandardCharsets.UTF_8))
+        .as("where the record came from")
+        .isEqualTo(TOPICS.deletedRecords() + "-0@0");
     driver.advanceWallClockTime(Duration.ofSeconds(5));
     assertThat(batches()).isEmpty();
   }
