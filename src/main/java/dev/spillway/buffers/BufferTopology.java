@@ -14,9 +14,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.Topology;
-import org.apache.kafka.streams.processor.api.Processor;
-import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
 
 /**
@@ -31,7 +30,6 @@ public final class BufferTopology {
   static final String CHECK = "check-event";
   static final String BATCHER = "batch-events";
   static final String STORE = "pending-events";
-  static final String KEY = "key-by-group-id";
   static final String BATCHES = "buffer-batches";
   static final String MALFORMED = "malformed-events";
 
@@ -56,13 +54,12 @@ public final class BufferTopology {
                 (key, values) -> toBatch(buffer.name(), values)),
         CHECK);
     t.addStateStore(Batcher.store(STORE), BATCHER);
-    t.addProcessor(KEY, KeyByGroupId::new, BATCHER);
     t.addSink(
         BATCHES,
         topics.batches(dev.spillway.event.Pipeline.BUFFERS, buffer.name() + ".batches"),
         new StringSerializer(),
         new ByteArraySerializer(),
-        KEY);
+        BATCHER);
     t.addSink(
         MALFORMED,
         topics.dlq(dev.spillway.event.Pipeline.BUFFERS),
@@ -72,10 +69,12 @@ public final class BufferTopology {
     return t;
   }
 
-  static byte[] toBatch(String buffer, List<byte[]> values) {
+  /** The batch of these events, keyed by its group id. */
+  static KeyValue<String, byte[]> toBatch(String buffer, List<byte[]> values) {
     List<BufferEvent> events = new ArrayList<>(values.size());
     values.forEach(v -> events.add(EventSerdes.decodeBufferEvent(v)));
-    return EventSerdes.encode(BufferBatch.of(buffer, events));
+    BufferBatch batch = BufferBatch.of(buffer, events);
+    return KeyValue.pair(batch.groupId(), EventSerdes.encode(batch));
   }
 
   /** Passes events that decode on to the batcher; the others go to the dead-letter topic. */
@@ -85,22 +84,6 @@ public final class BufferTopology {
       return Verdict.pass(record.key());
     } catch (SerializationException e) {
       return Verdict.reject(e.getClass().getName(), e.getMessage());
-    }
-  }
-
-  /** Keys each batch by its group id, which spreads a buffer's batches over the partitions. */
-  private static final class KeyByGroupId implements Processor<String, byte[], String, byte[]> {
-    private ProcessorContext<String, byte[]> context;
-
-    @Override
-    public void init(ProcessorContext<String, byte[]> context) {
-      this.context = context;
-    }
-
-    @Override
-    public void process(Record<String, byte[]> record) {
-      String groupId = EventSerdes.decodeBufferBatch(record.value()).groupId();
-      context.forward(record.withKey(groupId));
     }
   }
 }

@@ -49,7 +49,10 @@ public final class LfkTopology {
         BATCH,
         () ->
             new Batcher(
-                PENDING_STORE, settings.batchSize(), settings.maxWait(), LfkTopology::toBatch),
+                PENDING_STORE,
+                settings.batchSize(),
+                settings.maxWait(),
+                Batcher.BatchBuilder.keepingKey(LfkTopology::toBatch)),
         CHECK);
     t.addStateStore(Batcher.store(PENDING_STORE), BATCH);
     t.addProcessor(SPREAD, Spread::new, BATCH);

@@ -23,6 +23,17 @@ import org.apache.kafka.streams.state.Stores;
  * Pure: no I/O besides its store. Output: key → the pipeline's batch built from the raw values.
  */
 public final class Batcher implements Processor<String, byte[], String, byte[]> {
+  /** Turns one key's pending values, in arrival order, into the key and value emitted. */
+  @FunctionalInterface
+  public interface BatchBuilder {
+    KeyValue<String, byte[]> build(String key, List<byte[]> values);
+
+    /** A builder that emits under the values' own key. */
+    static BatchBuilder keepingKey(BiFunction<String, List<byte[]>, byte[]> value) {
+      return (key, values) -> KeyValue.pair(key, value.apply(key, values));
+    }
+  }
+
   private static final char ENTRY = '\u0000';
   private static final char META = '\u0001';
 
@@ -32,18 +43,14 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   private final String storeName;
   private final int maxSize;
   private final Duration maxWait;
-  private final BiFunction<String, List<byte[]>, byte[]> toBatch;
+  private final BatchBuilder toBatch;
   private ProcessorContext<String, byte[]> context;
   private KeyValueStore<String, byte[]> store;
 
   /**
-   * @param toBatch turns a key and its pending values (in arrival order) into the emitted value
+   * @param toBatch turns a key and its pending values (in arrival order) into the emitted record
    */
-  public Batcher(
-      String storeName,
-      int maxSize,
-      Duration maxWait,
-      BiFunction<String, List<byte[]>, byte[]> toBatch) {
+  public Batcher(String storeName, int maxSize, Duration maxWait, BatchBuilder toBatch) {
     this.storeName = storeName;
     this.maxSize = maxSize;
     this.maxWait = maxWait;
@@ -120,7 +127,8 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     }
     for (int from = 0; from < values.size(); from += maxSize) {
       List<byte[]> part = values.subList(from, Math.min(values.size(), from + maxSize));
-      context.forward(new Record<>(key, toBatch.apply(key, part), context.currentSystemTimeMs()));
+      KeyValue<String, byte[]> batch = toBatch.build(key, part);
+      context.forward(new Record<>(batch.key, batch.value, context.currentSystemTimeMs()));
     }
     keys.forEach(store::delete);
     store.put(key + META, new Meta(0, 0, meta.nextSeq).encode());

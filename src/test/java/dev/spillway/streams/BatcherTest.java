@@ -37,11 +37,13 @@ class BatcherTest {
                 "pending",
                 3,
                 Duration.ofSeconds(2),
-                (key, values) -> {
-                  StringBuilder b = new StringBuilder();
-                  values.forEach(v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
-                  return b.toString().getBytes(StandardCharsets.UTF_8);
-                }),
+                Batcher.BatchBuilder.keepingKey(
+                    (key, values) -> {
+                      StringBuilder b = new StringBuilder();
+                      values.forEach(
+                          v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
+                      return b.toString().getBytes(StandardCharsets.UTF_8);
+                    })),
         "source-in");
     t.addStateStore(Batcher.store("pending"), "batcher");
     t.addSink("sink-out", "out", new StringSerializer(), new ByteArraySerializer(), "batcher");
