@@ -49,7 +49,12 @@ final class BatchRun {
     if (end.isPresent()) {
       return end.get();
     }
-    Optional<List<BufferEvent>> buffered = stillBuffered();
+    Optional<List<BufferEvent>> buffered;
+    try {
+      buffered = stillBuffered();
+    } catch (RunningBuffer.RunEnded e) {
+      return e.outcome; // stopping or STOP while waiting: nothing done yet, the batch runs again
+    }
     if (buffered.isEmpty()) {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
@@ -106,7 +111,8 @@ final class BatchRun {
    * is visible); if some has not after {@link #VISIBILITY_WAIT}, the run ends and the batch comes
    * back later.
    */
-  private Optional<List<BufferEvent>> stillBuffered() throws SQLException, InterruptedException {
+  private Optional<List<BufferEvent>> stillBuffered()
+      throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     List<BufferEvent> events = batch.events();
     Set<Integer> left;
     try (Connection c = context.dataSource().getConnection()) {
@@ -136,15 +142,23 @@ final class BatchRun {
     return Optional.of(out);
   }
 
-  /** Waits, within {@link #VISIBILITY_WAIT}, for these transactions to end. */
+  /**
+   * Waits, within {@link #VISIBILITY_WAIT}, for these transactions to end; false when some had not.
+   *
+   * @throws RunningBuffer.RunEnded when the run must end meanwhile (stopping, or STOP)
+   */
   private boolean awaitEnded(Connection c, List<Long> transactions)
-      throws SQLException, InterruptedException {
+      throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     if (transactions.isEmpty()) {
       return true;
     }
     long until = System.nanoTime() + VISIBILITY_WAIT.toNanos();
     while (BufferStatements.anyRunning(c, transactions)) {
-      if (System.nanoTime() >= until || context.checkpoint().isPresent()) {
+      Optional<Outcome> end = context.checkpoint();
+      if (end.isPresent()) {
+        throw new RunningBuffer.RunEnded(end.get());
+      }
+      if (System.nanoTime() >= until) {
         return false;
       }
       Thread.sleep(VISIBILITY_CHECK_EVERY.toMillis());
