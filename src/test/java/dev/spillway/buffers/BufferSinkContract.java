@@ -285,21 +285,53 @@ abstract class BufferSinkContract {
         st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
       }
       produce(batch(100, 101));
-      await()
-          .atMost(TIMEOUT)
-          .until(
-              () ->
-                  TestSql.count(
-                          ds,
-                          "SELECT count(*) FROM pg_stat_activity"
-                              + " WHERE query LIKE '%FROM pg_locks%' AND pid <> pg_backend_pid()")
-                      > 0);
+      awaitVisibilityWait();
       assertThat(seen).as("nothing handled while row 101 is not visible").isEmpty();
       late.commit();
     }
 
     await().atMost(TIMEOUT).until(() -> rows(100, 101) == 0);
     assertThat(seen).containsExactlyInAnyOrder(100L, 101L);
+  }
+
+  @Test
+  void should_pause_not_requeue_a_batch_whose_worker_stops_during_the_visibility_wait()
+      throws Exception {
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    Sink sink =
+        start(
+            settings(),
+            b -> {
+              seen.addAll(b.ids());
+              return BulkHandler.Result.success();
+            });
+    try (Connection late = ds.getConnection()) {
+      late.setAutoCommit(false);
+      try (Statement st = late.createStatement()) {
+        st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
+      }
+      produce(batch(100, 101));
+      awaitVisibilityWait();
+      sinks.remove(sink);
+      sink.close(Duration.ofSeconds(60));
+      late.rollback();
+    }
+    assertThat(seen).as("the handler was not called").isEmpty();
+    assertThat(sink.metrics().requeuedCount()).as("paused, not put back").isZero();
+    assertThat(rows(100, 100)).isEqualTo(1);
+  }
+
+  /** Waits until a run is waiting for the transactions running when it looked its rows up. */
+  private void awaitVisibilityWait() {
+    await()
+        .atMost(TIMEOUT)
+        .until(
+            () ->
+                TestSql.count(
+                        ds,
+                        "SELECT count(*) FROM pg_stat_activity"
+                            + " WHERE query LIKE '%FROM pg_locks%' AND pid <> pg_backend_pid()")
+                    > 0);
   }
 
   @Test
