@@ -1,9 +1,12 @@
 package dev.spillway.buffers;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
+import dev.spillway.config.ConfigException;
 import dev.spillway.event.BufferBatch;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
@@ -332,6 +335,40 @@ abstract class BufferSinkContract {
                         "SELECT count(*) FROM pg_stat_activity"
                             + " WHERE query LIKE '%FROM pg_locks%' AND pid <> pg_backend_pid()")
                     > 0);
+  }
+
+  @Test
+  void should_refuse_a_buffer_table_it_cannot_match_rows_of_before_starting() {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".no_key (a bigint)",
+        "CREATE TABLE " + schema + ".two_keys (a bigint, b bigint, PRIMARY KEY (a, b))",
+        "CREATE TABLE " + schema + ".by_time (at timestamptz PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".thin_archive (id bigint)");
+    assertThat(refusal(new TableName(schema, "nope")))
+        .endsWith("names table " + schema + ".nope, which does not exist in database " + DB + ".");
+    assertThat(refusal(new TableName(schema, "no_key")))
+        .endsWith("which has no single-column primary key to delete handled rows by.");
+    assertThat(refusal(new TableName(schema, "two_keys")))
+        .endsWith("which has no single-column primary key to delete handled rows by.");
+    assertThat(refusal(new TableName(schema, "by_time")))
+        .endsWith(
+            "whose primary key at is of type timestamptz; buffer tables need a key of a number,"
+                + " text, uuid or bytea type.");
+    assertThatThrownBy(
+            () ->
+                BufferPipeline.check(
+                    settings().withArchive(new TableName(schema, "thin_archive")), ds))
+        .hasMessageEndingWith("which lacks the buffer's column(s) contact_id, activity.");
+  }
+
+  private String refusal(TableName t) {
+    return assertThrows(
+            ConfigException.class,
+            () ->
+                BufferPipeline.check(
+                    BufferSettings.of(NAME, t, DB, new HandlerSpec.Sql("unused :ids")), ds))
+        .getMessage();
   }
 
   @Test
