@@ -17,6 +17,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.Set;
+import java.util.stream.IntStream;
 
 /**
  * One run of one batch: keep only the events whose rows are still buffered (a redelivered batch
@@ -45,16 +46,18 @@ final class BatchRun {
   }
 
   Outcome run() throws SQLException, InterruptedException {
-    Optional<Outcome> end = context.checkpoint();
-    if (end.isPresent()) {
-      return end.get();
-    }
-    Optional<List<BufferEvent>> buffered;
     try {
-      buffered = stillBuffered();
+      return runToEnd();
     } catch (RunningBuffer.RunEnded e) {
-      return e.outcome; // stopping or STOP while waiting: nothing done yet, the batch runs again
+      // Stopping, STOP or a limit between steps: what earlier calls handled is deleted, the rest
+      // runs again later.
+      return e.outcome;
     }
+  }
+
+  private Outcome runToEnd() throws SQLException, InterruptedException, RunningBuffer.RunEnded {
+    checkpoint();
+    Optional<List<BufferEvent>> buffered = stillBuffered();
     if (buffered.isEmpty()) {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
@@ -63,20 +66,15 @@ final class BatchRun {
       return new Outcome.Done(0);
     }
     for (int attempt = 1; ; attempt++) {
-      BulkHandler.Result result;
-      try {
-        result =
-            buffer.call(
-                BulkHandler.Batch.of(
-                    buffer.settings.name(),
-                    batch.groupId(),
-                    attempt,
-                    buffer.table.idColumn(),
-                    pending),
-                context::checkpoint);
-      } catch (RunningBuffer.RunEnded e) {
-        return e.outcome; // what earlier calls handled is deleted; the rest runs again later
-      }
+      BulkHandler.Result result =
+          buffer.call(
+              BulkHandler.Batch.of(
+                  buffer.settings.name(),
+                  batch.groupId(),
+                  attempt,
+                  buffer.table.idColumn(),
+                  pending),
+              this::checkpoint);
       List<BufferEvent> done = succeeded(result, pending);
       if (!done.isEmpty()) {
         delete(done);
@@ -93,10 +91,28 @@ final class BatchRun {
           result instanceof BulkHandler.Result.Retry r && r.after() != null
               ? r.after()
               : buffer.settings.backoff(attempt);
-      end = waitFor(wait);
-      if (end.isPresent()) {
-        return end.get();
+      sleep(wait);
+    }
+  }
+
+  /** Ends the run here when the worker stops, health says STOP or a limit is reached. */
+  private void checkpoint() throws InterruptedException, RunningBuffer.RunEnded {
+    Optional<Outcome> end = context.checkpoint();
+    if (end.isPresent()) {
+      throw new RunningBuffer.RunEnded(end.get());
+    }
+  }
+
+  /** Sleeps in short slices, with a checkpoint before each. */
+  private void sleep(Duration wait) throws InterruptedException, RunningBuffer.RunEnded {
+    long until = System.nanoTime() + wait.toNanos();
+    while (true) {
+      checkpoint();
+      long left = until - System.nanoTime();
+      if (left <= 0) {
+        return;
       }
+      Thread.sleep(Math.max(1, Math.min(CHECK_EVERY.toMillis(), left / 1_000_000)));
     }
   }
 
@@ -114,50 +130,32 @@ final class BatchRun {
   private Optional<List<BufferEvent>> stillBuffered()
       throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     List<BufferEvent> events = batch.events();
-    Set<Integer> left;
+    Set<Integer> there;
     try (Connection c = context.dataSource().getConnection()) {
-      left = BufferStatements.remaining(c, buffer.table, ids(events));
-      if (left.size() < events.size()) {
+      there = BufferStatements.remaining(c, buffer.table, ids(events));
+      if (there.size() < events.size()) {
         if (!awaitEnded(c, BufferStatements.runningTransactions(c))) {
           return Optional.empty();
         }
-        List<Integer> missing = new ArrayList<>();
-        for (int i = 0; i < events.size(); i++) {
-          if (!left.contains(i)) {
-            missing.add(i);
-          }
-        }
-        List<Object> missingIds = new ArrayList<>(missing.size());
-        missing.forEach(i -> missingIds.add(id(events.get(i))));
+        List<Integer> missing =
+            IntStream.range(0, events.size()).filter(i -> !there.contains(i)).boxed().toList();
+        List<Object> missingIds = missing.stream().map(i -> id(events.get(i))).toList();
         BufferStatements.remaining(c, buffer.table, missingIds)
-            .forEach(i -> left.add(missing.get(i)));
+            .forEach(i -> there.add(missing.get(i)));
       }
     }
-    List<BufferEvent> out = new ArrayList<>();
-    for (int i = 0; i < events.size(); i++) {
-      if (left.contains(i)) {
-        out.add(events.get(i));
-      }
-    }
-    return Optional.of(out);
+    return Optional.of(
+        IntStream.range(0, events.size()).filter(there::contains).mapToObj(events::get).toList());
   }
 
   /**
    * Waits, within {@link #VISIBILITY_WAIT}, for these transactions to end; false when some had not.
-   *
-   * @throws RunningBuffer.RunEnded when the run must end meanwhile (stopping, or STOP)
    */
   private boolean awaitEnded(Connection c, List<Long> transactions)
       throws SQLException, InterruptedException, RunningBuffer.RunEnded {
-    if (transactions.isEmpty()) {
-      return true;
-    }
     long until = System.nanoTime() + VISIBILITY_WAIT.toNanos();
-    while (BufferStatements.anyRunning(c, transactions)) {
-      Optional<Outcome> end = context.checkpoint();
-      if (end.isPresent()) {
-        throw new RunningBuffer.RunEnded(end.get());
-      }
+    while (!transactions.isEmpty() && BufferStatements.anyRunning(c, transactions)) {
+      checkpoint();
       if (System.nanoTime() >= until) {
         return false;
       }
@@ -200,19 +198,6 @@ final class BatchRun {
         new BufferExhaustedException(
             buffer.settings.name(), batch.groupId(), attempts, ids(pending), reason);
     return new Outcome.PermanentFailure(error, EventSerdes.encode(batch.withEvents(pending)));
-  }
-
-  /** Waits between attempts, ending early when the worker stops or health says STOP. */
-  private Optional<Outcome> waitFor(Duration wait) throws InterruptedException {
-    long until = System.nanoTime() + wait.toNanos();
-    while (true) {
-      Optional<Outcome> end = context.checkpoint();
-      long left = until - System.nanoTime();
-      if (end.isPresent() || left <= 0) {
-        return end;
-      }
-      Thread.sleep(Math.max(1, Math.min(CHECK_EVERY.toMillis(), left / 1_000_000)));
-    }
   }
 
   /**

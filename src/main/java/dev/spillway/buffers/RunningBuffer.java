@@ -38,13 +38,13 @@ final class RunningBuffer {
                         .build());
   }
 
-  /** Asked between slices of a wait for a permit: the outcome to end the run with, if it must. */
+  /** Asked between slices of a wait: throws when the run must end there. */
   @FunctionalInterface
   interface Checkpoint {
-    Optional<Outcome> check() throws InterruptedException;
+    void check() throws InterruptedException, RunEnded;
   }
 
-  /** The run must end before the handler could be called: stopping, or health said STOP. */
+  /** The run must end where it is: the worker stops, health says STOP, or a limit is reached. */
   static final class RunEnded extends Exception {
     final transient Outcome outcome;
 
@@ -95,10 +95,7 @@ final class RunningBuffer {
   private static void await(Permit permit, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
     while (!permit.tryAcquire(PERMIT_SLICE)) {
-      Optional<Outcome> end = checkpoint.check();
-      if (end.isPresent()) {
-        throw new RunEnded(end.get());
-      }
+      checkpoint.check();
     }
   }
 }
