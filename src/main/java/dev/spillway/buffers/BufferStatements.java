@@ -203,10 +203,8 @@ final class BufferStatements {
 
   private static Array array(Connection c, BufferTable t, Collection<Object> ids)
       throws SQLException {
-    Object[] elements =
-        ids.stream().allMatch(id -> id instanceof byte[])
-            ? ids.toArray(new byte[0][]) // the driver takes bytea elements only as byte[][]
-            : ids.toArray();
+    // The driver takes bytea elements only as byte[][], and capture gives bytea keys as byte[].
+    Object[] elements = "bytea".equals(t.idType()) ? ids.toArray(new byte[0][]) : ids.toArray();
     return c.createArrayOf(t.idType(), elements);
   }
 }
