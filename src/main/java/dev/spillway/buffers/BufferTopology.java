@@ -9,7 +9,6 @@ import dev.spillway.streams.CheckOrDeadLetter;
 import dev.spillway.streams.CheckOrDeadLetter.Verdict;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -77,13 +76,12 @@ public final class BufferTopology {
     return KeyValue.pair(batch.groupId(), EventSerdes.encode(batch));
   }
 
-  /** Passes events that decode on to the batcher; the others go to the dead-letter topic. */
+  /**
+   * Passes events that decode on to the batcher; one that does not throws, and the node
+   * dead-letters it with the exception's class and message.
+   */
   private static Verdict check(Record<String, byte[]> record) {
-    try {
-      EventSerdes.decodeBufferEvent(record.value());
-      return Verdict.pass(record.key());
-    } catch (SerializationException e) {
-      return Verdict.reject(e.getClass().getName(), e.getMessage());
-    }
+    EventSerdes.decodeBufferEvent(record.value());
+    return Verdict.pass(record.key());
   }
 }

@@ -59,7 +59,13 @@ public final class SinkHeaders {
     return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
   }
 
-  static byte[] text(String s) {
+  /** Where a record was read from, as dead letters and logs name it: topic-partition@offset. */
+  public static String position(String topic, int partition, long offset) {
+    return topic + "-" + partition + "@" + offset;
+  }
+
+  /** Text as a header value; null as empty. */
+  public static byte[] text(String s) {
     return (s == null ? "" : s).getBytes(StandardCharsets.UTF_8);
   }
 

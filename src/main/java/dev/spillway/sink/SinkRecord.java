@@ -21,6 +21,6 @@ public record SinkRecord(
 
   /** Where the record came from, for logs and dead letters. */
   public String position() {
-    return topic + "-" + partition + "@" + offset;
+    return SinkHeaders.position(topic, partition, offset);
   }
 }

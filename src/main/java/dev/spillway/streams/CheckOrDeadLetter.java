@@ -1,7 +1,6 @@
 package dev.spillway.streams;
 
 import dev.spillway.sink.SinkHeaders;
-import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.function.Function;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -68,18 +67,14 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
       return;
     }
     RecordHeaders h = new RecordHeaders(record.headers().toArray());
-    h.add(SinkHeaders.ERROR_CLASS, bytes(v.errorClass()));
-    h.add(SinkHeaders.ERROR_MESSAGE, bytes(v.problem()));
+    h.add(SinkHeaders.ERROR_CLASS, SinkHeaders.text(v.errorClass()));
+    h.add(SinkHeaders.ERROR_MESSAGE, SinkHeaders.text(v.problem()));
     String source =
         context
             .recordMetadata()
-            .map(m -> m.topic() + "-" + m.partition() + "@" + m.offset())
+            .map(m -> SinkHeaders.position(m.topic(), m.partition(), m.offset()))
             .orElse("unknown");
-    h.add(SinkHeaders.SOURCE, bytes(source));
+    h.add(SinkHeaders.SOURCE, SinkHeaders.text(source));
     context.forward(record.withHeaders(h), deadLetters);
-  }
-
-  private static byte[] bytes(String s) {
-    return s.getBytes(StandardCharsets.UTF_8);
   }
 }
