@@ -24,8 +24,10 @@ import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
@@ -276,17 +278,8 @@ abstract class BufferSinkContract {
     // Capture can read a commit before the transaction is visible to other sessions; a transaction
     // kept open stands in for that gap, long enough to be seen.
     List<Object> seen = new CopyOnWriteArrayList<>();
-    start(
-        settings(),
-        b -> {
-          seen.addAll(b.ids());
-          return BulkHandler.Result.success();
-        });
-    try (Connection late = ds.getConnection()) {
-      late.setAutoCommit(false);
-      try (Statement st = late.createStatement()) {
-        st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
-      }
+    start(settings(), recording(seen));
+    try (Connection late = insertingRow101()) {
       produce(batch(100, 101));
       awaitVisibilityWait();
       assertThat(seen).as("nothing handled while row 101 is not visible").isEmpty();
@@ -301,18 +294,8 @@ abstract class BufferSinkContract {
   void should_pause_not_requeue_a_batch_whose_worker_stops_during_the_visibility_wait()
       throws Exception {
     List<Object> seen = new CopyOnWriteArrayList<>();
-    Sink sink =
-        start(
-            settings(),
-            b -> {
-              seen.addAll(b.ids());
-              return BulkHandler.Result.success();
-            });
-    try (Connection late = ds.getConnection()) {
-      late.setAutoCommit(false);
-      try (Statement st = late.createStatement()) {
-        st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
-      }
+    Sink sink = start(settings(), recording(seen));
+    try (Connection late = insertingRow101()) {
       produce(batch(100, 101));
       awaitVisibilityWait();
       sinks.remove(sink);
@@ -322,6 +305,27 @@ abstract class BufferSinkContract {
     assertThat(seen).as("the handler was not called").isEmpty();
     assertThat(sink.metrics().requeuedCount()).as("paused, not put back").isZero();
     assertThat(rows(100, 100)).isEqualTo(1);
+  }
+
+  /** A handler that succeeds, noting every id it is given. */
+  private static BulkHandler recording(List<Object> seen) {
+    return b -> {
+      seen.addAll(b.ids());
+      return BulkHandler.Result.success();
+    };
+  }
+
+  /**
+   * A connection whose open transaction has inserted row 101: capture could have read such a row's
+   * commit while other sessions cannot see it yet.
+   */
+  private Connection insertingRow101() throws SQLException {
+    Connection late = ds.getConnection();
+    late.setAutoCommit(false);
+    try (Statement st = late.createStatement()) {
+      st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
+    }
+    return late;
   }
 
   /** Waits until a run is waiting for the transactions running when it looked its rows up. */
@@ -513,9 +517,14 @@ abstract class BufferSinkContract {
             });
     produce(batch(1, 5), batch(6, 10));
     await().atMost(TIMEOUT).until(() -> rows(1, 10) == 5);
+    // The first run has ended (its outcome is counted after it leaves the in-flight gauge), so the
+    // one batch in flight is the second, waiting for its permit.
     await()
         .atMost(TIMEOUT)
-        .until(() -> registry.get("spillway_buffer_batches_in_flight").gauge().value() == 1);
+        .until(
+            () ->
+                batchRuns("Done") == 1
+                    && registry.get("spillway_buffer_batches_in_flight").gauge().value() == 1);
 
     sinks.remove(sink);
     sink.close(Duration.ofSeconds(60)); // the waiting run ends at its next checkpoint, uncalled
@@ -523,6 +532,12 @@ abstract class BufferSinkContract {
     assertThat(called).as("the handler was called once, for the first batch").hasSize(1);
     assertThat(rows(1, 10)).as("the waiting batch's rows stay for its next delivery").isEqualTo(5);
     assertThat(sink.metrics().deadLetteredCount()).isZero();
+  }
+
+  /** Batch runs the sink counted with this outcome. */
+  private double batchRuns(String outcome) {
+    Counter c = registry.find("spillway_sink_batches").tag("outcome", outcome).counter();
+    return c == null ? 0 : c.count();
   }
 
   @Test
