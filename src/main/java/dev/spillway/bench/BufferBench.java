@@ -240,10 +240,10 @@ public final class BufferBench {
   }
 
   /**
-   * Runs the insert load on an empty table, sampling its backlog; then, when {@code drained}, waits
-   * for the table to be empty again.
+   * Runs the insert load on an empty table; when {@code drainer} (something drains the table), it
+   * samples the backlog and then waits for the table to be empty again.
    */
-  private Phase loaded(TableName table, Options o, Duration duration, boolean drained)
+  private Phase loaded(TableName table, Options o, Duration duration, boolean drainer)
       throws Exception {
     InsertLoad load = new InsertLoad(ds, insert(table), o.clients());
     List<Long> backlog = new ArrayList<>();
@@ -256,17 +256,19 @@ public final class BufferBench {
     while (System.nanoTime() < end) {
       Thread.sleep(
           Math.min(SAMPLE_EVERY.toMillis(), Math.max(1, (end - System.nanoTime()) / 1_000_000)));
-      backlog.add(drained ? BenchSql.single(ds, count) : 0L);
+      if (drainer) {
+        backlog.add(BenchSql.single(ds, count));
+      }
     }
     InsertLoad.Result result = load.stop();
     long stopped = System.nanoTime();
     long drainDeadline = stopped + DRAIN_LIMIT.toNanos();
-    while (drained && BenchSql.single(ds, any) > 0 && System.nanoTime() < drainDeadline) {
+    while (drainer && BenchSql.single(ds, any) > 0 && System.nanoTime() < drainDeadline) {
       Thread.sleep(20);
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
     double process = processCpuSeconds() - processBefore;
-    long left = drained ? BenchSql.single(ds, count) : 0;
+    long left = drainer ? BenchSql.single(ds, count) : 0;
     if (left > 0) {
       out.printf(
           "   NOT drained: %,d rows left in %s %d s after the load stopped%n",
