@@ -84,7 +84,8 @@ final class CaptureEngine implements AutoCloseable {
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
     String slot = settings.slotName(endpoint.name());
-    SourcePreparation.prepare(slot, dataSource, plan.tables(endpoint.name()));
+    SourcePreparation.prepare(
+        slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()));
     plan.routes(endpoint.name()).forEach(stats::register);
     engine =
         DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
@@ -201,7 +202,7 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("slot.name", slot);
     p.setProperty("slot.drop.on.stop", "false");
     p.setProperty("publication.name", slot);
-    // The publication is ours (SourcePreparation): inserts and deletes only, via partition root.
+    // The publication is ours (SourcePreparation): the kinds routed, via partition root.
     p.setProperty("publication.autocreate.mode", "disabled");
     p.setProperty("snapshot.mode", "no_data");
     p.setProperty("table.include.list", includeList());

@@ -3,6 +3,7 @@ package dev.spillway.capture;
 import dev.spillway.event.TableName;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -38,6 +39,13 @@ public final class CapturePlan {
     Set<TableName> tables = new LinkedHashSet<>();
     byDatabase.getOrDefault(database, Map.of()).keySet().forEach(k -> tables.add(k.table()));
     return tables;
+  }
+
+  /** The kinds of change captured from one database, in declaration order. */
+  public Set<ChangeKind> kinds(String database) {
+    Set<ChangeKind> kinds = EnumSet.noneOf(ChangeKind.class);
+    byDatabase.getOrDefault(database, Map.of()).keySet().forEach(k -> kinds.add(k.kind()));
+    return kinds;
   }
 
   public List<CaptureRoute> routes(String database) {

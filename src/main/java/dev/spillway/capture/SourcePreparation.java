@@ -9,6 +9,8 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Set;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
 /**
@@ -69,7 +71,8 @@ final class SourcePreparation {
   }
 
   /** Creates or updates the schema, heartbeat table and publication. Idempotent. */
-  static void prepare(String publication, DataSource ds, Collection<TableName> tables)
+  static void prepare(
+      String publication, DataSource ds, Collection<TableName> tables, Set<ChangeKind> kinds)
       throws SQLException {
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement()) {
@@ -79,8 +82,11 @@ final class SourcePreparation {
       tables.forEach(t -> published.add(t.quoted()));
       published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
       String tableList = String.join(", ", published);
-      // Only inserts and deletes are decoded; a partition's changes are reported as its root.
-      String options = "publish = 'insert, delete', publish_via_partition_root = true";
+      // Only the kinds some route needs leave the server: a database holding buffer tables alone
+      // does not stream the deletes that drain them. A partition's changes come as its root.
+      String actions =
+          kinds.stream().map(ChangeKind::publishAction).collect(Collectors.joining(", "));
+      String options = "publish = '" + actions + "', publish_via_partition_root = true";
       String name = TableName.quote(publication);
       if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
         s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);

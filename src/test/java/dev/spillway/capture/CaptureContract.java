@@ -2,6 +2,7 @@ package dev.spillway.capture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
@@ -166,6 +167,85 @@ abstract class CaptureContract {
       assertThat(distinct.size()).as("distinct changes").isEqualTo(7000);
       assertThat(all.size()).as("no change published twice").isEqualTo(7000);
     }
+  }
+
+  @Test
+  void should_publish_only_the_kinds_of_change_its_routes_read() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute inserts =
+        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+
+    try (Capture capture = start(inserts)) {
+      assertThat(publishedActions()).isEqualTo("insert");
+    }
+    try (Capture capture = start(inserts, deletes)) {
+      assertThat(publishedActions()).isEqualTo("insert, delete");
+    }
+    try (Capture capture = start(deletes)) {
+      assertThat(publishedActions()).isEqualTo("delete");
+    }
+  }
+
+  @Test
+  void should_move_an_idle_slot_forward_whichever_kind_alone_is_published() throws Exception {
+    settings =
+        new CaptureSettings(
+            settings.bootstrapServers(),
+            settings.topics(),
+            settings.partitions(),
+            settings.replicationFactor(),
+            settings.kafkaProperties(),
+            settings.pollInterval(),
+            Duration.ofMillis(300),
+            settings.maxBatchSize(),
+            settings.offsetFlushInterval());
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".elsewhere (id bigint PRIMARY KEY)");
+    for (CaptureRoute alone :
+        List.of(
+            new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events")),
+            new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords()))) {
+      try (Capture capture = start(alone)) {
+        // Only a table capture ignores changes: the slot must still confirm past them.
+        TestSql.exec(
+            ds,
+            "INSERT INTO " + schema + ".elsewhere SELECT g FROM generate_series(1, 100) g",
+            "DELETE FROM " + schema + ".elsewhere");
+        String written = TestSql.text(ds, "SELECT pg_current_wal_lsn()::text");
+        await()
+            .atMost(TIMEOUT)
+            .alias("slot confirmed past " + written + " with only " + alone.kind() + " published")
+            .until(
+                () ->
+                    TestSql.count(
+                            ds,
+                            "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
+                                + settings.slotName(DB)
+                                + "' AND confirmed_flush_lsn >= '"
+                                + written
+                                + "'::pg_lsn")
+                        == 1);
+      }
+    }
+  }
+
+  private String publishedActions() {
+    return TestSql.text(
+        ds,
+        "SELECT concat_ws(', ', CASE WHEN pubinsert THEN 'insert' END,"
+            + " CASE WHEN pubupdate THEN 'update' END, CASE WHEN pubdelete THEN 'delete' END,"
+            + " CASE WHEN pubtruncate THEN 'truncate' END)"
+            + " FROM pg_publication WHERE pubname = '"
+            + settings.slotName(DB)
+            + "'");
   }
 
   @Test

@@ -32,6 +32,18 @@ public final class TestSql {
     }
   }
 
+  /** The first column of the first row, as text. */
+  public static String text(DataSource ds, String query) {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery(query)) {
+      rs.next();
+      return rs.getString(1);
+    } catch (SQLException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
   /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
   public static void dropCapture(DataSource ds, String slot) {
     exec(
