@@ -19,7 +19,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Set;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -162,13 +161,6 @@ public final class BufferPipeline {
     }
   }
 
-  /**
-   * Key types capture carries as epoch numbers (adaptive time precision), which the id arrays of
-   * the look-up and the delete could not cast back to the column's type.
-   */
-  private static final Set<String> TEMPORAL_TYPES =
-      Set.of("date", "time", "timetz", "timestamp", "timestamptz", "interval");
-
   static BufferTable check(BufferSettings b, DataSource ds) throws SQLException {
     try (Connection c = ds.getConnection()) {
       BufferStatements.Shape shape =
@@ -187,17 +179,6 @@ public final class BufferPipeline {
             "names table "
                 + b.table().displayName()
                 + ", which has no single-column primary key to delete handled rows by");
-      }
-      if (TEMPORAL_TYPES.contains(shape.idType())) {
-        throw error(
-            b,
-            "names table "
-                + b.table().displayName()
-                + ", whose primary key "
-                + shape.idColumn()
-                + " is of type "
-                + shape.idType()
-                + "; buffer tables need a key of a number, text, uuid or bytea type");
       }
       if (b.archiveTable().isPresent()) {
         List<String> archive = BufferStatements.columns(c, b.archiveTable().get());

@@ -210,6 +210,8 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("tombstones.on.delete", "false");
     p.setProperty("decimal.handling.mode", "string");
     p.setProperty("time.precision.mode", "adaptive_time_microseconds");
+    // ISO-8601 text (P1Y2M3DT4H), exact and castable back; the default is approximate microseconds.
+    p.setProperty("interval.handling.mode", "string");
     p.setProperty("poll.interval.ms", String.valueOf(settings.pollInterval().toMillis()));
     p.setProperty("max.batch.size", String.valueOf(settings.maxBatchSize()));
     p.setProperty("max.queue.size", String.valueOf(settings.maxBatchSize() * 4));

@@ -8,6 +8,11 @@ import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
+import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.LocalTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
 import java.util.Date;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -90,16 +95,60 @@ final class ChangeMapper {
     return v == null ? 0 : v;
   }
 
-  /** Struct columns → event values: null, Boolean, Integer, Long, Float, Double, String, byte[]. */
+  /**
+   * Struct columns → event values: null, Boolean, Integer, Long, Float, Double, String, byte[].
+   * Dates and times come as ISO-8601 text, which reads well in a handler's payload and which
+   * PostgreSQL casts back to the column's type when a key is looked up.
+   */
   static Map<String, Object> columns(Struct struct) {
     Map<String, Object> out = new LinkedHashMap<>();
     if (struct == null) {
       return out;
     }
     for (Field f : struct.schema().fields()) {
-      out.put(f.name(), value(struct.get(f)));
+      Object v = struct.get(f);
+      String time = v == null ? null : isoText(f.schema().name(), v);
+      out.put(f.name(), time != null ? time : value(v));
     }
     return out;
+  }
+
+  private static final long NANOS_PER_DAY = 86_400_000_000_000L;
+
+  /**
+   * A date or time Debezium carries as a number since the epoch or midnight (adaptive time
+   * precision), as ISO-8601 text; null for any other logical type. Types with a time zone and
+   * intervals arrive as text already.
+   */
+  static String isoText(String logicalType, Object v) {
+    if (logicalType == null || !(v instanceof Number n)) {
+      return null;
+    }
+    long x = n.longValue();
+    return switch (logicalType) {
+      case io.debezium.time.Date.SCHEMA_NAME -> LocalDate.ofEpochDay(x).toString();
+      case io.debezium.time.Time.SCHEMA_NAME -> timeOfDay(x * 1_000_000);
+      case io.debezium.time.MicroTime.SCHEMA_NAME -> timeOfDay(x * 1_000);
+      case io.debezium.time.NanoTime.SCHEMA_NAME -> timeOfDay(x);
+      case io.debezium.time.Timestamp.SCHEMA_NAME -> dateTime(x, 1_000);
+      case io.debezium.time.MicroTimestamp.SCHEMA_NAME -> dateTime(x, 1_000_000);
+      case io.debezium.time.NanoTimestamp.SCHEMA_NAME -> dateTime(x, 1_000_000_000);
+      default -> null;
+    };
+  }
+
+  private static String timeOfDay(long nanos) {
+    // PostgreSQL's time type allows 24:00:00, one past java.time's last nanosecond of the day.
+    return nanos == NANOS_PER_DAY
+        ? "24:00:00"
+        : DateTimeFormatter.ISO_LOCAL_TIME.format(LocalTime.ofNanoOfDay(nanos));
+  }
+
+  private static String dateTime(long sinceEpoch, long perSecond) {
+    long seconds = Math.floorDiv(sinceEpoch, perSecond);
+    long nanos = Math.floorMod(sinceEpoch, perSecond) * (1_000_000_000 / perSecond);
+    return DateTimeFormatter.ISO_LOCAL_DATE_TIME.format(
+        LocalDateTime.ofEpochSecond(seconds, (int) nanos, ZoneOffset.UTC));
   }
 
   private static Object value(Object v) {

@@ -17,10 +17,14 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -124,5 +128,125 @@ class BufferPipelineIT {
         }
       }
     }
+  }
+
+  @Test
+  void should_handle_rows_keyed_by_dates_and_times_and_post_them_as_iso_text(@TempDir Path dir)
+      throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("pipeline");
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String prefix = "p" + id;
+    String schema = "s" + id;
+    // Key type, two keys as inserted, the same keys as the handler must see them.
+    Map<String, List<String>> inserted =
+        Map.of(
+            "date", List.of("2026-01-02", "1969-12-31"),
+            "timestamp", List.of("2026-01-02 03:04:05.5", "1969-12-31 23:59:59.999999"),
+            "timestamptz", List.of("2026-01-02 03:04:05+00", "2026-01-02 03:04:06.25+00"),
+            "time", List.of("03:04:05.5", "24:00:00"),
+            "interval", List.of("1 year 2 mons 3 days 04:05:06.5", "-1 days"));
+    Map<String, List<String>> posted =
+        Map.of(
+            "date", List.of("2026-01-02", "1969-12-31"),
+            "timestamp", List.of("2026-01-02T03:04:05.5", "1969-12-31T23:59:59.999999"),
+            "timestamptz", List.of("2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:06.250000Z"),
+            "time", List.of("03:04:05.5", "24:00:00"),
+            "interval", List.of("P1Y2M3DT4H5M6.5S", "P0Y0M-1DT0H0M0S"));
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      StringBuilder buffers = new StringBuilder();
+      for (String type : inserted.keySet()) {
+        buffers.append(
+            String.format(
+                """
+                  by_%s:
+                    table: %s.by_%s
+                    batch-size: 2
+                    max-wait: 1s
+                    handler: { http: { url: "%s" } }
+                """,
+                type, schema, type, receiver.url()));
+      }
+      String yaml =
+          String.format(
+                  """
+                  http: { port: 0 }
+                  kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 3 }
+                  databases:
+                    main: { url: "%s", username: %s }
+                  buffers:
+                  """,
+                  infra.bootstrapServers(), prefix, db.url(), db.username())
+              + buffers;
+      SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+      BufferPipeline pipeline = BufferPipeline.fromConfig(config);
+      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+        DataSource ds = runtime.databases().dataSource("main");
+        TestSql.exec(ds, "CREATE SCHEMA " + schema);
+        for (String type : inserted.keySet()) {
+          TestSql.exec(
+              ds,
+              "CREATE TABLE " + schema + ".by_" + type + " (k " + type + " PRIMARY KEY, v text)");
+        }
+        pipeline.start(runtime, Clock.systemUTC());
+        runtime.startCapture(pipeline.routes(runtime.topics()));
+
+        inserted.forEach(
+            (type, keys) ->
+                keys.forEach(
+                    k ->
+                        TestSql.exec(
+                            ds,
+                            "INSERT INTO "
+                                + schema
+                                + ".by_"
+                                + type
+                                + " VALUES ('"
+                                + k
+                                + "', 'call')")));
+
+        await()
+            .atMost(TIMEOUT)
+            .until(
+                () ->
+                    TestSql.count(
+                            ds,
+                            inserted.keySet().stream()
+                                .map(t -> "(SELECT count(*) FROM " + schema + ".by_" + t + ")")
+                                .collect(Collectors.joining(" + ", "SELECT ", "")))
+                        == 0);
+        Map<String, List<Object>> keysPosted = new HashMap<>();
+        for (BulkReceiver.Call call : receiver.calls()) {
+          for (Map<String, Object> row : call.rows()) {
+            keysPosted
+                .computeIfAbsent(typeOf(row, posted), t -> new ArrayList<>())
+                .add(row.get("k"));
+          }
+        }
+        assertThat(keysPosted.keySet())
+            .as("every posted key is one of those inserted")
+            .containsExactlyInAnyOrderElementsOf(posted.keySet());
+        posted.forEach(
+            (type, keys) ->
+                assertThat(keysPosted.get(type))
+                    .as("keys of the %s buffer as posted", type)
+                    .containsExactlyInAnyOrderElementsOf(keys));
+      } finally {
+        try (var databases = infra.databases("pipeline")) {
+          TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
+          TestSql.exec(
+              databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+        }
+      }
+    }
+  }
+
+  /** Which buffer a posted row came from: the one whose expected keys hold its key. */
+  private static String typeOf(Map<String, Object> row, Map<String, List<String>> posted) {
+    return posted.entrySet().stream()
+        .filter(e -> e.getValue().contains(row.get("k")))
+        .map(Map.Entry::getKey)
+        .findFirst()
+        .orElse("unexpected key " + row.get("k"));
   }
 }

@@ -347,7 +347,6 @@ abstract class BufferSinkContract {
         ds,
         "CREATE TABLE " + schema + ".no_key (a bigint)",
         "CREATE TABLE " + schema + ".two_keys (a bigint, b bigint, PRIMARY KEY (a, b))",
-        "CREATE TABLE " + schema + ".by_time (at timestamptz PRIMARY KEY)",
         "CREATE TABLE " + schema + ".thin_archive (id bigint)");
     assertThat(refusal(new TableName(schema, "nope")))
         .endsWith("names table " + schema + ".nope, which does not exist in database " + DB + ".");
@@ -355,10 +354,6 @@ abstract class BufferSinkContract {
         .endsWith("which has no single-column primary key to delete handled rows by.");
     assertThat(refusal(new TableName(schema, "two_keys")))
         .endsWith("which has no single-column primary key to delete handled rows by.");
-    assertThat(refusal(new TableName(schema, "by_time")))
-        .endsWith(
-            "whose primary key at is of type timestamptz; buffer tables need a key of a number,"
-                + " text, uuid or bytea type.");
     assertThatThrownBy(
             () ->
                 BufferPipeline.check(

@@ -90,7 +90,7 @@ abstract class CaptureContract {
         "CREATE TABLE "
             + schema
             + ".events (id bigserial PRIMARY KEY, contact_id int, kind text, amount numeric(10,2),"
-            + " happened_at timestamptz)",
+            + " happened_at timestamptz, on_day date, at_local timestamp, took interval)",
         "INSERT INTO " + schema + ".projects SELECT g, 'p' || g FROM generate_series(1, 5) g");
     CaptureRoute deletes =
         new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
@@ -104,8 +104,9 @@ abstract class CaptureContract {
           "UPDATE " + schema + ".projects SET name = 'renamed'",
           "INSERT INTO "
               + schema
-              + ".events (contact_id, kind, amount, happened_at)"
-              + " VALUES (7, 'call', 12.50, '2026-01-02T03:04:05Z')",
+              + ".events (contact_id, kind, amount, happened_at, on_day, at_local, took)"
+              + " VALUES (7, 'call', 12.50, '2026-01-02T03:04:05Z', '2026-01-02',"
+              + " '2026-01-02 03:04:05.25', '1 day 02:00:00')",
           "DELETE FROM " + schema + ".events");
 
       List<ConsumerRecord<byte[], byte[]>> deleted =
@@ -133,7 +134,10 @@ abstract class CaptureContract {
           .containsEntry("contact_id", 7)
           .containsEntry("kind", "call")
           .containsEntry("amount", "12.50")
-          .containsKey("happened_at");
+          .containsEntry("happened_at", "2026-01-02T03:04:05.000000Z")
+          .containsEntry("on_day", "2026-01-02")
+          .containsEntry("at_local", "2026-01-02T03:04:05.25")
+          .containsEntry("took", "P0Y0M1DT2H0M0S");
       assertThat(capture.stats().snapshot())
           .extracting(
               CaptureStats.Count::table, CaptureStats.Count::kind, CaptureStats.Count::changes)

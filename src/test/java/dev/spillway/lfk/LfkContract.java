@@ -328,6 +328,60 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_clean_children_of_parents_keyed_by_a_date_and_by_a_timestamp() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "d",
+        "CREATE TABLE d.days (day date PRIMARY KEY)",
+        "CREATE TABLE d.shifts (starts_at timestamp PRIMARY KEY)",
+        "CREATE TABLE d.day_notes (id bigserial PRIMARY KEY, day date)",
+        "CREATE TABLE d.shift_notes (id bigserial PRIMARY KEY, starts_at timestamp)",
+        "INSERT INTO d.days SELECT DATE '1969-12-30' + g FROM generate_series(0, 4) g",
+        "INSERT INTO d.shifts SELECT TIMESTAMP '2026-01-02 03:04:05.25' + g * interval '1 hour'"
+            + " FROM generate_series(0, 4) g",
+        "INSERT INTO d.day_notes (day) SELECT day FROM d.days, generate_series(1, 3)",
+        "INSERT INTO d.shift_notes (starts_at) SELECT starts_at FROM d.shifts, generate_series(1, 3)");
+    List<CheckedKey> keys =
+        List.of(
+            key("d.day_notes", "day", "d.days", OnDelete.ASYNC_DELETE, "main", "main", "date"),
+            key(
+                "d.shift_notes",
+                "starts_at",
+                "d.shifts",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "timestamp without time zone"));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk7", dbs, Map.of(), defaults(), keys)) {
+      TestSql.exec(
+          h.db("main"),
+          "DELETE FROM d.days WHERE day IN ('1969-12-31', '2026-01-01', '1970-01-01')",
+          "DELETE FROM d.shifts WHERE starts_at < '2026-01-02 05:00'");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                assertThat(h.count("main", "SELECT count(*) FROM d.day_notes")).isEqualTo(9);
+                assertThat(h.count("main", "SELECT count(*) FROM d.shift_notes")).isEqualTo(9);
+              });
+      assertThat(
+              h.count(
+                  "main",
+                  "SELECT count(*) FROM d.day_notes WHERE day NOT IN (SELECT day FROM d.days)"))
+          .isZero();
+      assertThat(
+              h.count(
+                  "main",
+                  "SELECT count(*) FROM d.shift_notes"
+                      + " WHERE starts_at NOT IN (SELECT starts_at FROM d.shifts)"))
+          .isZero();
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk7");
+    }
+  }
+
+  @Test
   void should_count_attempts_delay_and_still_finish_when_runs_hit_their_limit() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(

@@ -1,0 +1,85 @@
+package dev.spillway.capture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.debezium.time.Date;
+import io.debezium.time.MicroTime;
+import io.debezium.time.MicroTimestamp;
+import io.debezium.time.NanoTimestamp;
+import io.debezium.time.Time;
+import io.debezium.time.Timestamp;
+import io.debezium.time.ZonedTimestamp;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.data.SchemaBuilder;
+import org.apache.kafka.connect.data.Struct;
+import org.junit.jupiter.api.Test;
+
+class ChangeMapperTest {
+
+  @Test
+  void should_write_dates_as_iso_days_on_both_sides_of_the_epoch() {
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, 0)).isEqualTo("1970-01-01");
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, -1)).isEqualTo("1969-12-31");
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, 20_455)).isEqualTo("2026-01-02");
+  }
+
+  @Test
+  void should_write_timestamps_with_only_the_fraction_they_have() {
+    long micros = 1_767_323_045_500_000L; // 2026-01-02T03:04:05.5Z
+    assertThat(ChangeMapper.isoText(MicroTimestamp.SCHEMA_NAME, micros))
+        .isEqualTo("2026-01-02T03:04:05.5");
+    assertThat(ChangeMapper.isoText(Timestamp.SCHEMA_NAME, micros / 1000))
+        .isEqualTo("2026-01-02T03:04:05.5");
+    assertThat(ChangeMapper.isoText(NanoTimestamp.SCHEMA_NAME, micros * 1000 + 7))
+        .isEqualTo("2026-01-02T03:04:05.500000007");
+    assertThat(ChangeMapper.isoText(MicroTimestamp.SCHEMA_NAME, 0L))
+        .isEqualTo("1970-01-01T00:00:00");
+  }
+
+  @Test
+  void should_count_a_timestamp_before_the_epoch_back_from_it() {
+    assertThat(ChangeMapper.isoText(MicroTimestamp.SCHEMA_NAME, -1L))
+        .isEqualTo("1969-12-31T23:59:59.999999");
+    assertThat(ChangeMapper.isoText(Timestamp.SCHEMA_NAME, -500L))
+        .isEqualTo("1969-12-31T23:59:59.5");
+  }
+
+  @Test
+  void should_write_times_of_day_including_the_end_of_the_day() {
+    assertThat(ChangeMapper.isoText(MicroTime.SCHEMA_NAME, 11_045_500_000L))
+        .isEqualTo("03:04:05.5");
+    assertThat(ChangeMapper.isoText(Time.SCHEMA_NAME, 11_045_000)).isEqualTo("03:04:05");
+    assertThat(ChangeMapper.isoText(MicroTime.SCHEMA_NAME, 86_400_000_000L)).isEqualTo("24:00:00");
+  }
+
+  @Test
+  void should_leave_other_types_alone() {
+    assertThat(ChangeMapper.isoText(null, 5L)).isNull();
+    assertThat(ChangeMapper.isoText("io.debezium.data.Json", 5L)).isNull();
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "2026-01-02T03:04:05Z")).isNull();
+  }
+
+  @Test
+  void should_map_a_row_by_each_column_s_logical_type() {
+    Schema schema =
+        SchemaBuilder.struct()
+            .field("id", Schema.INT64_SCHEMA)
+            .field("day", Date.builder().optional().build())
+            .field("seen_at", MicroTimestamp.builder().optional().build())
+            .field("note", Schema.OPTIONAL_STRING_SCHEMA)
+            .build();
+    Struct row =
+        new Struct(schema)
+            .put("id", 20_455L)
+            .put("day", 20_455)
+            .put("seen_at", 1_767_323_045_500_000L)
+            .put("note", null);
+
+    assertThat(ChangeMapper.columns(row))
+        .containsExactly(
+            org.assertj.core.api.Assertions.entry("id", 20_455L),
+            org.assertj.core.api.Assertions.entry("day", "2026-01-02"),
+            org.assertj.core.api.Assertions.entry("seen_at", "2026-01-02T03:04:05.5"),
+            org.assertj.core.api.Assertions.entry("note", null));
+  }
+}
