@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.function.Function;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -36,108 +37,131 @@ import org.junit.jupiter.api.io.TempDir;
 class BufferPipelineIT {
   private static final Duration TIMEOUT = Duration.ofSeconds(90);
 
-  @Test
-  void should_turn_single_row_inserts_into_bulk_calls_and_empty_the_table(@TempDir Path dir)
+  /** A test's part once Spillway runs its buffers over the tables it asked for. */
+  private interface Body {
+    void run(SpillwayRuntime runtime, DataSource ds, String schema) throws Exception;
+  }
+
+  /**
+   * Creates a schema of its own with {@code tables}, starts Spillway with {@code buffers} (YAML
+   * entries under {@code buffers:}) on the shared embedded PostgreSQL and Kafka, runs {@code body}
+   * and drops the schema, slot and publication. Both functions get the schema's name.
+   */
+  private static void withBuffers(
+      Path dir, Function<String, String> buffers, Function<String, List<String>> tables, Body body)
       throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
     DatabaseEndpoint db = infra.database("pipeline");
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
     String prefix = "p" + id;
     String schema = "s" + id;
-    try (BulkReceiver receiver = new BulkReceiver()) {
-      String yaml =
-          String.format(
-              """
-              http: { port: 0 }
-              kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 3 }
-              databases:
-                main: { url: "%s", username: %s }
-              buffers:
-                activity:
-                  table: %s.contact_activity_events
-                  batch-size: 5
-                  max-wait: 1s
-                  handler:
-                    http: { url: "%s", headers: { Authorization: "Bearer t" } }
-              """,
-              infra.bootstrapServers(), prefix, db.url(), db.username(), schema, receiver.url());
-      SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
-      BufferPipeline pipeline = BufferPipeline.fromConfig(config);
-      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
-        DataSource ds = runtime.databases().dataSource("main");
+    String yaml =
+        String.format(
+                """
+                http: { port: 0 }
+                kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 3 }
+                databases:
+                  main: { url: "%s", username: %s }
+                buffers:
+                """,
+                infra.bootstrapServers(), prefix, db.url(), db.username())
+            + buffers.apply(schema);
+    SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+    BufferPipeline pipeline = BufferPipeline.fromConfig(config);
+    try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+      DataSource ds = runtime.databases().dataSource("main");
+      TestSql.exec(ds, "CREATE SCHEMA " + schema);
+      TestSql.exec(ds, tables.apply(schema).toArray(String[]::new));
+      pipeline.start(runtime, Clock.systemUTC());
+      runtime.startCapture(pipeline.routes(runtime.topics()));
+      body.run(runtime, ds, schema);
+    } finally {
+      try (var databases = infra.databases("pipeline")) {
+        TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
         TestSql.exec(
-            ds,
-            "CREATE SCHEMA " + schema,
-            "CREATE TABLE "
-                + schema
-                + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-                + " contact_id bigint NOT NULL, activity text NOT NULL)");
-        pipeline.start(runtime, Clock.systemUTC());
-        runtime.startCapture(pipeline.routes(runtime.topics()));
-
-        try (Connection c = ds.getConnection();
-            PreparedStatement ps =
-                c.prepareStatement(
-                    "INSERT INTO "
-                        + schema
-                        + ".contact_activity_events (contact_id, activity) VALUES (?, 'call')")) {
-          for (int i = 0; i < 12; i++) {
-            ps.setLong(1, 100 + i);
-            ps.executeUpdate(); // one transaction per row, as an application writes them
-          }
-        }
-
-        await().atMost(TIMEOUT).until(() -> receiver.rows() >= 12);
-        await()
-            .atMost(TIMEOUT)
-            .until(
-                () ->
-                    TestSql.count(ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
-                        == 0);
-        List<BulkReceiver.Call> calls = receiver.calls();
-        assertThat(calls.stream().map(c -> c.rows().size()).sorted().toList())
-            .as("two batches closed by size, the rest by wait")
-            .containsExactly(2, 5, 5);
-        Set<String> keys = new HashSet<>();
-        calls.forEach(c -> keys.add(c.idempotencyKey()));
-        assertThat(keys).hasSize(3).doesNotContainNull();
-        assertThat(calls.get(0).rows().get(0)).containsKeys("id", "contact_id", "activity");
-
-        StatusReport status = StatusClient.fetch(runtime.httpPort());
-        assertThat(status.buffers())
-            .singleElement()
-            .satisfies(
-                b -> {
-                  assertThat(b.name()).isEqualTo("activity");
-                  assertThat(b.rowsWaiting()).isZero();
-                  assertThat(b.handledEvents()).isEqualTo(12);
-                  assertThat(b.batchesInFlight()).isZero();
-                  assertThat(b.deadLetteredBatches()).isZero();
-                  assertThat(b.insertToHandledP99Millis())
-                      .isGreaterThan(0)
-                      .isGreaterThanOrEqualTo(b.insertToHandledP50Millis());
-                });
-        assertThat(runtime.registry().scrape())
-            .contains("spillway_buffer_insert_to_handled_seconds_count{buffer=\"activity\"} 12")
-            .contains("spillway_buffer_rows_waiting{buffer=\"activity\"} 0.0");
-      } finally {
-        try (var databases = infra.databases("pipeline")) {
-          TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
-          TestSql.exec(
-              databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
-        }
+            databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       }
+    }
+  }
+
+  @Test
+  void should_turn_single_row_inserts_into_bulk_calls_and_empty_the_table(@TempDir Path dir)
+      throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    activity:
+                      table: %s.contact_activity_events
+                      batch-size: 5
+                      max-wait: 1s
+                      handler:
+                        http: { url: "%s", headers: { Authorization: "Bearer t" } }
+                  """,
+                  schema, receiver.url()),
+          schema ->
+              List.of(
+                  "CREATE TABLE "
+                      + schema
+                      + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY"
+                      + " PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)"),
+          (runtime, ds, schema) -> {
+            try (Connection c = ds.getConnection();
+                PreparedStatement ps =
+                    c.prepareStatement(
+                        "INSERT INTO "
+                            + schema
+                            + ".contact_activity_events (contact_id, activity)"
+                            + " VALUES (?, 'call')")) {
+              for (int i = 0; i < 12; i++) {
+                ps.setLong(1, 100 + i);
+                ps.executeUpdate(); // one transaction per row, as an application writes them
+              }
+            }
+
+            await().atMost(TIMEOUT).until(() -> receiver.rows() >= 12);
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        TestSql.count(
+                                ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
+                            == 0);
+            List<BulkReceiver.Call> calls = receiver.calls();
+            assertThat(calls.stream().map(c -> c.rows().size()).sorted().toList())
+                .as("two batches closed by size, the rest by wait")
+                .containsExactly(2, 5, 5);
+            Set<String> keys = new HashSet<>();
+            calls.forEach(c -> keys.add(c.idempotencyKey()));
+            assertThat(keys).hasSize(3).doesNotContainNull();
+            assertThat(calls.get(0).rows().get(0)).containsKeys("id", "contact_id", "activity");
+
+            StatusReport status = StatusClient.fetch(runtime.httpPort());
+            assertThat(status.buffers())
+                .singleElement()
+                .satisfies(
+                    b -> {
+                      assertThat(b.name()).isEqualTo("activity");
+                      assertThat(b.rowsWaiting()).isZero();
+                      assertThat(b.handledEvents()).isEqualTo(12);
+                      assertThat(b.batchesInFlight()).isZero();
+                      assertThat(b.deadLetteredBatches()).isZero();
+                      assertThat(b.insertToHandledP99Millis())
+                          .isGreaterThan(0)
+                          .isGreaterThanOrEqualTo(b.insertToHandledP50Millis());
+                    });
+            assertThat(runtime.registry().scrape())
+                .contains("spillway_buffer_insert_to_handled_seconds_count{buffer=\"activity\"} 12")
+                .contains("spillway_buffer_rows_waiting{buffer=\"activity\"} 0.0");
+          });
     }
   }
 
   @Test
   void should_handle_rows_keyed_by_dates_and_times_and_post_them_as_iso_text(@TempDir Path dir)
       throws Exception {
-    EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("pipeline");
-    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
-    String prefix = "p" + id;
-    String schema = "s" + id;
     // Key type, two keys as inserted, the same keys as the handler must see them.
     Map<String, List<String>> inserted =
         Map.of(
@@ -154,90 +178,76 @@ class BufferPipelineIT {
             "time", List.of("03:04:05.5", "24:00:00"),
             "interval", List.of("P1Y2M3DT4H5M6.5S", "P0Y0M-1DT0H0M0S"));
     try (BulkReceiver receiver = new BulkReceiver()) {
-      StringBuilder buffers = new StringBuilder();
-      for (String type : inserted.keySet()) {
-        buffers.append(
-            String.format(
-                """
-                  by_%s:
-                    table: %s.by_%s
-                    batch-size: 2
-                    max-wait: 1s
-                    handler: { http: { url: "%s" } }
-                """,
-                type, schema, type, receiver.url()));
-      }
-      String yaml =
-          String.format(
-                  """
-                  http: { port: 0 }
-                  kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 3 }
-                  databases:
-                    main: { url: "%s", username: %s }
-                  buffers:
-                  """,
-                  infra.bootstrapServers(), prefix, db.url(), db.username())
-              + buffers;
-      SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
-      BufferPipeline pipeline = BufferPipeline.fromConfig(config);
-      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
-        DataSource ds = runtime.databases().dataSource("main");
-        TestSql.exec(ds, "CREATE SCHEMA " + schema);
-        for (String type : inserted.keySet()) {
-          TestSql.exec(
-              ds,
-              "CREATE TABLE " + schema + ".by_" + type + " (k " + type + " PRIMARY KEY, v text)");
-        }
-        pipeline.start(runtime, Clock.systemUTC());
-        runtime.startCapture(pipeline.routes(runtime.topics()));
+      withBuffers(
+          dir,
+          schema ->
+              inserted.keySet().stream()
+                  .map(
+                      type ->
+                          String.format(
+                              """
+                                by_%s:
+                                  table: %s.by_%s
+                                  batch-size: 2
+                                  max-wait: 1s
+                                  handler: { http: { url: "%s" } }
+                              """,
+                              type, schema, type, receiver.url()))
+                  .collect(Collectors.joining()),
+          schema ->
+              inserted.keySet().stream()
+                  .map(
+                      type ->
+                          "CREATE TABLE "
+                              + schema
+                              + ".by_"
+                              + type
+                              + " (k "
+                              + type
+                              + " PRIMARY KEY, v text)")
+                  .toList(),
+          (runtime, ds, schema) -> {
+            inserted.forEach(
+                (type, keys) ->
+                    keys.forEach(
+                        k ->
+                            TestSql.exec(
+                                ds,
+                                "INSERT INTO "
+                                    + schema
+                                    + ".by_"
+                                    + type
+                                    + " VALUES ('"
+                                    + k
+                                    + "', 'call')")));
 
-        inserted.forEach(
-            (type, keys) ->
-                keys.forEach(
-                    k ->
-                        TestSql.exec(
-                            ds,
-                            "INSERT INTO "
-                                + schema
-                                + ".by_"
-                                + type
-                                + " VALUES ('"
-                                + k
-                                + "', 'call')")));
-
-        await()
-            .atMost(TIMEOUT)
-            .until(
-                () ->
-                    TestSql.count(
-                            ds,
-                            inserted.keySet().stream()
-                                .map(t -> "(SELECT count(*) FROM " + schema + ".by_" + t + ")")
-                                .collect(Collectors.joining(" + ", "SELECT ", "")))
-                        == 0);
-        Map<String, List<Object>> keysPosted = new HashMap<>();
-        for (BulkReceiver.Call call : receiver.calls()) {
-          for (Map<String, Object> row : call.rows()) {
-            keysPosted
-                .computeIfAbsent(typeOf(row, posted), t -> new ArrayList<>())
-                .add(row.get("k"));
-          }
-        }
-        assertThat(keysPosted.keySet())
-            .as("every posted key is one of those inserted")
-            .containsExactlyInAnyOrderElementsOf(posted.keySet());
-        posted.forEach(
-            (type, keys) ->
-                assertThat(keysPosted.get(type))
-                    .as("keys of the %s buffer as posted", type)
-                    .containsExactlyInAnyOrderElementsOf(keys));
-      } finally {
-        try (var databases = infra.databases("pipeline")) {
-          TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
-          TestSql.exec(
-              databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
-        }
-      }
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        TestSql.count(
+                                ds,
+                                inserted.keySet().stream()
+                                    .map(t -> "(SELECT count(*) FROM " + schema + ".by_" + t + ")")
+                                    .collect(Collectors.joining(" + ", "SELECT ", "")))
+                            == 0);
+            Map<String, List<Object>> keysPosted = new HashMap<>();
+            for (BulkReceiver.Call call : receiver.calls()) {
+              for (Map<String, Object> row : call.rows()) {
+                keysPosted
+                    .computeIfAbsent(typeOf(row, posted), t -> new ArrayList<>())
+                    .add(row.get("k"));
+              }
+            }
+            assertThat(keysPosted.keySet())
+                .as("every posted key is one of those inserted")
+                .containsExactlyInAnyOrderElementsOf(posted.keySet());
+            posted.forEach(
+                (type, keys) ->
+                    assertThat(keysPosted.get(type))
+                        .as("keys of the %s buffer as posted", type)
+                        .containsExactlyInAnyOrderElementsOf(keys));
+          });
     }
   }
 
