@@ -1,93 +1,127 @@
 package dev.spillway.bench;
 
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
+import static java.nio.charset.StandardCharsets.UTF_8;
+
+import dev.spillway.jdbc.DatabaseEndpoint;
+import java.io.BufferedInputStream;
+import java.io.BufferedReader;
+import java.io.DataInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
-import javax.sql.DataSource;
 
 /**
- * pgbench-style single-row inserts: client threads each insert one row per transaction in a closed
- * loop, as fast as the database takes them, and record each insert's latency.
+ * The application of a benchmark: {@link InsertClients} run as a Java process of their own, as
+ * pgbench runs apart from what it measures. Sharing a process would let its garbage collections and
+ * safepoints stop the clients too, and charge them to the database. Not thread-safe.
  */
 final class InsertLoad {
-  /** What one run saw. */
-  record Result(long inserts, double seconds, Samples latencyMicros) {
+  /**
+   * What one run saw.
+   *
+   * @param cpuSeconds CPU the clients' process used while they ran
+   */
+  record Result(long inserts, double seconds, Samples latencyMicros, double cpuSeconds) {
     double tps() {
       return inserts / seconds;
     }
   }
 
-  private final DataSource ds;
+  private static final String HEAP = "-Xmx256m";
+
+  private final DatabaseEndpoint database;
   private final String insert;
   private final int clients;
-  private final AtomicBoolean running = new AtomicBoolean();
-  private final AtomicLong inserted = new AtomicLong();
-  private final List<Thread> threads = new ArrayList<>();
-  private final List<Samples> perClient = new ArrayList<>();
-  private volatile String failure;
-  private long started;
+  private final double rate;
+  private Process process;
+  private BufferedReader lines;
+  private Path samples;
 
   /**
    * @param insert a statement with one bigint parameter, such as {@code INSERT INTO t (contact_id,
    *     activity) VALUES (?, 'call')}
+   * @param rate inserts per second of all clients together, spread evenly; 0 for as fast as the
+   *     database takes them
    */
-  InsertLoad(DataSource ds, String insert, int clients) {
-    this.ds = ds;
+  InsertLoad(DatabaseEndpoint database, String insert, int clients, double rate) {
+    this.database = database;
     this.insert = insert;
     this.clients = clients;
+    this.rate = rate;
   }
 
-  void start() {
-    running.set(true);
-    started = System.nanoTime();
-    for (int i = 0; i < clients; i++) {
-      Samples samples = new Samples();
-      perClient.add(samples);
-      Thread t = new Thread(() -> loop(samples), "bench-insert-" + i);
-      t.setDaemon(true);
-      threads.add(t);
-      t.start();
+  /**
+   * Starts the clients' process and returns once its clients are inserting: after 2 s of inserts
+   * into a temporary table (no WAL, nothing captured) that leave its code compiled.
+   */
+  void start() throws IOException {
+    samples = Files.createTempFile("spillway-bench-latency", ".bin");
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add(HEAP);
+    command.add("-cp");
+    command.add(System.getProperty("java.class.path"));
+    command.add(InsertClients.class.getName());
+    command.add(database.url());
+    command.add(database.username());
+    command.add(String.valueOf(clients));
+    command.add(String.valueOf(rate));
+    command.add(samples.toString());
+    command.add(insert);
+    ProcessBuilder builder =
+        new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
+    if (database.password() != null) {
+      builder.environment().put(InsertClients.PASSWORD_ENV, database.password());
     }
+    process = builder.start();
+    lines = new BufferedReader(new InputStreamReader(process.getInputStream(), UTF_8));
+    expect("started");
   }
 
-  /** Rows inserted so far. */
-  long inserted() {
-    return inserted.get();
-  }
-
-  Result stop() throws InterruptedException {
-    running.set(false);
-    for (Thread t : threads) {
-      t.join();
+  /** Stops the clients and returns what they saw. */
+  Result stop() throws IOException, InterruptedException {
+    try (Writer stdin = new OutputStreamWriter(process.getOutputStream(), UTF_8)) {
+      stdin.write("stop\n");
+    } catch (IOException gone) {
+      // the process has ended already; what it said last tells why
     }
-    if (failure != null) {
-      throw new IllegalStateException("The insert load failed: " + failure);
-    }
-    double seconds = (System.nanoTime() - started) / 1e9;
-    Samples all = new Samples();
-    perClient.forEach(s -> s.forEach(all::add));
-    return new Result(all.size(), seconds, all);
-  }
-
-  private void loop(Samples samples) {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(insert)) {
-      c.setAutoCommit(true);
-      ThreadLocalRandom random = ThreadLocalRandom.current();
-      while (running.get()) {
-        long t0 = System.nanoTime();
-        ps.setLong(1, random.nextLong(1, 100_000));
-        ps.executeUpdate();
-        samples.add((System.nanoTime() - t0) / 1000);
-        inserted.incrementAndGet();
+    String[] done = expect("done").split(" ");
+    process.waitFor();
+    Samples latency = new Samples();
+    try (DataInputStream in =
+        new DataInputStream(new BufferedInputStream(Files.newInputStream(samples)))) {
+      while (true) {
+        latency.add(in.readLong());
       }
-    } catch (SQLException e) {
-      failure = e.getMessage();
+    } catch (EOFException end) {
+      // every sample read
+    } finally {
+      Files.deleteIfExists(samples);
     }
+    return new Result(
+        Long.parseLong(done[1]), Double.parseDouble(done[2]), latency, Double.parseDouble(done[3]));
+  }
+
+  /** The clients' next line starting with {@code word}; other output is passed on to stderr. */
+  private String expect(String word) throws IOException {
+    String line = lines.readLine();
+    while (line != null && !line.startsWith(word) && !line.startsWith("failed ")) {
+      System.err.println(line);
+      line = lines.readLine();
+    }
+    if (line == null || !line.startsWith(word)) {
+      process.destroy();
+      throw new IllegalStateException(
+          line == null
+              ? "The insert load ended before it said " + word
+              : line.substring("failed ".length()));
+    }
+    return line;
   }
 }

@@ -32,6 +32,18 @@ public final class Samples {
     return sorted[Math.max(0, Math.min(size - 1, rank - 1))];
   }
 
+  /** The mean, or 0 without samples. */
+  public double mean() {
+    if (size == 0) {
+      return 0;
+    }
+    double sum = 0;
+    for (int i = 0; i < size; i++) {
+      sum += values[i];
+    }
+    return sum / size;
+  }
+
   public void forEach(java.util.function.LongConsumer action) {
     for (int i = 0; i < size; i++) {
       action.accept(values[i]);

@@ -304,6 +304,14 @@ final class BenchCommand implements Runnable {
     int clients;
 
     @Option(
+        names = "--rate",
+        defaultValue = "0",
+        description =
+            "Inserts per second of all clients together, each on a fixed schedule as pgbench"
+                + " --rate; 0 for as fast as they can (default ${DEFAULT-VALUE}).")
+    double rate;
+
+    @Option(
         names = "--batch-size",
         defaultValue = "1000",
         description = "Events per batch (default ${DEFAULT-VALUE}).")
@@ -331,6 +339,10 @@ final class BenchCommand implements Runnable {
             "--duration, --clients, --batch-size, --max-wait-ms and --max-in-flight must be"
                 + " positive");
       }
+      if (!(rate >= 0) || Double.isInfinite(rate)) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), "--rate must be 0 (as fast as they can) or a positive number");
+      }
       PrintWriter out = spec.commandLine().getOut();
       try (SpillwayRuntime runtime = freshRuntime(bench.root, "buffers", out)) {
         out.printf(
@@ -341,6 +353,7 @@ final class BenchCommand implements Runnable {
                 new dev.spillway.bench.BufferBench.Options(
                     Duration.ofSeconds(duration),
                     clients,
+                    rate,
                     batchSize,
                     Duration.ofMillis(maxWaitMs),
                     maxInFlight));

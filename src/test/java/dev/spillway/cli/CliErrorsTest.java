@@ -87,4 +87,13 @@ class CliErrorsTest {
     assertThat(r.exitCode()).isZero();
     assertThat(r.out()).contains("quickstart", "run", "status", "lfk", "bench");
   }
+
+  @Test
+  void should_exit_2_in_one_sentence_for_a_negative_bench_rate() {
+    Cli.Result r = Cli.run("bench", "buffers", "--rate", "-5");
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .startsWith("--rate must be 0 (as fast as they can) or a positive number")
+        .doesNotContain("Exception");
+  }
 }

@@ -1,0 +1,52 @@
+package dev.spillway.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+
+/** The benchmark's clients in a process of their own, against the embedded PostgreSQL. */
+class InsertLoadIT {
+
+  @Test
+  void should_insert_at_the_rate_asked_and_report_every_insert_it_made() throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("bench");
+    String table = "load_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    try (Databases databases = infra.databases("bench")) {
+      DataSource ds = databases.dataSource("bench");
+      TestSql.exec(ds, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, contact_id bigint)");
+      InsertLoad load =
+          new InsertLoad(db, "INSERT INTO " + table + " (contact_id) VALUES (?)", 2, 200);
+      load.start();
+      Thread.sleep(2_000);
+      InsertLoad.Result r = load.stop();
+
+      assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table))
+          .as("rows in the table")
+          .isEqualTo(r.inserts());
+      assertThat(r.latencyMicros().size()).as("one latency per insert").isEqualTo(r.inserts());
+      assertThat(r.tps()).as("inserts per second, paced at 200").isBetween(180.0, 205.0);
+      assertThat(r.cpuSeconds()).isPositive();
+      TestSql.exec(ds, "DROP TABLE " + table);
+    }
+  }
+
+  @Test
+  void should_say_why_when_its_clients_fail() throws Exception {
+    DatabaseEndpoint db = EmbeddedInfra.get().database("bench");
+    InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0);
+    load.start();
+    Thread.sleep(500); // its client's first insert has failed by then
+    assertThatThrownBy(load::stop)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("The insert load failed: ")
+        .hasMessageContaining("no_such_table");
+  }
+}
