@@ -4,6 +4,13 @@ import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
+import io.debezium.time.Date;
+import io.debezium.time.MicroTime;
+import io.debezium.time.MicroTimestamp;
+import io.debezium.time.NanoTime;
+import io.debezium.time.NanoTimestamp;
+import io.debezium.time.Time;
+import io.debezium.time.Timestamp;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -13,7 +20,6 @@ import java.time.LocalDateTime;
 import java.time.LocalTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
-import java.util.Date;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -126,13 +132,13 @@ final class ChangeMapper {
     }
     long x = n.longValue();
     return switch (logicalType) {
-      case io.debezium.time.Date.SCHEMA_NAME -> LocalDate.ofEpochDay(x).toString();
-      case io.debezium.time.Time.SCHEMA_NAME -> timeOfDay(x * 1_000_000);
-      case io.debezium.time.MicroTime.SCHEMA_NAME -> timeOfDay(x * 1_000);
-      case io.debezium.time.NanoTime.SCHEMA_NAME -> timeOfDay(x);
-      case io.debezium.time.Timestamp.SCHEMA_NAME -> dateTime(x, 1_000);
-      case io.debezium.time.MicroTimestamp.SCHEMA_NAME -> dateTime(x, 1_000_000);
-      case io.debezium.time.NanoTimestamp.SCHEMA_NAME -> dateTime(x, 1_000_000_000);
+      case Date.SCHEMA_NAME -> LocalDate.ofEpochDay(x).toString();
+      case Time.SCHEMA_NAME -> timeOfDay(x * 1_000_000);
+      case MicroTime.SCHEMA_NAME -> timeOfDay(x * 1_000);
+      case NanoTime.SCHEMA_NAME -> timeOfDay(x);
+      case Timestamp.SCHEMA_NAME -> dateTime(x, 1_000);
+      case MicroTimestamp.SCHEMA_NAME -> dateTime(x, 1_000_000);
+      case NanoTimestamp.SCHEMA_NAME -> dateTime(x, 1_000_000_000);
       default -> null;
     };
   }
@@ -178,7 +184,7 @@ final class ChangeMapper {
     if (v instanceof BigDecimal d) {
       return d.toPlainString();
     }
-    if (v instanceof Date d) {
+    if (v instanceof java.util.Date d) {
       return d.getTime();
     }
     return v.toString();
