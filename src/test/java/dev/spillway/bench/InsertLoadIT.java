@@ -2,17 +2,20 @@ package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import java.time.Duration;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /** The benchmark's clients in a process of their own, against the embedded PostgreSQL. */
 class InsertLoadIT {
+  private static final Duration WAIT = Duration.ofSeconds(30);
 
   @Test
   void should_insert_at_the_rate_asked_and_report_every_insert_it_made() throws Exception {
@@ -25,7 +28,7 @@ class InsertLoadIT {
       InsertLoad load =
           new InsertLoad(db, "INSERT INTO " + table + " (contact_id) VALUES (?)", 2, 200);
       load.start();
-      Thread.sleep(2_000);
+      await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 300);
       InsertLoad.Result r = load.stop();
 
       assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table))
@@ -40,13 +43,22 @@ class InsertLoadIT {
 
   @Test
   void should_say_why_when_its_clients_fail() throws Exception {
-    DatabaseEndpoint db = EmbeddedInfra.get().database("bench");
-    InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0);
-    load.start();
-    Thread.sleep(500); // its client's first insert has failed by then
-    assertThatThrownBy(load::stop)
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageStartingWith("The insert load failed: ")
-        .hasMessageContaining("no_such_table");
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("bench");
+    try (Databases databases = infra.databases("bench")) {
+      DataSource ds = databases.dataSource("bench");
+      String rollbacks =
+          "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
+      long before = TestSql.count(ds, rollbacks);
+      InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0);
+      load.start();
+      // The client's failed insert ends its transaction and then its connection, whose
+      // statistics reach pg_stat_database as it closes.
+      await().atMost(WAIT).until(() -> TestSql.count(ds, rollbacks) > before);
+      assertThatThrownBy(load::stop)
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageStartingWith("The insert load failed: ")
+          .hasMessageContaining("no_such_table");
+    }
   }
 }
