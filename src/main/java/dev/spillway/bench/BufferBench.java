@@ -1,6 +1,5 @@
 package dev.spillway.bench;
 
-import com.sun.management.OperatingSystemMXBean;
 import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.buffers.BufferSettings;
 import dev.spillway.buffers.HandlerSpec;
@@ -10,13 +9,13 @@ import dev.spillway.runtime.SpillwayRuntime;
 import io.micrometer.core.instrument.distribution.HistogramSnapshot;
 import io.micrometer.core.instrument.distribution.ValueAtPercentile;
 import java.io.PrintWriter;
-import java.lang.management.ManagementFactory;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
@@ -194,23 +193,9 @@ public final class BufferBench {
       out.println(
           "   (paced: an insert's latency runs from its scheduled start, waiting included)");
     }
-    new Comparison("insert latency mean", "ms")
-        .add("plain table, nothing running", plain.latencyMicros().mean() / 1000.0)
-        .add("SKIP LOCKED poller draining it", polled.load().latencyMicros().mean() / 1000.0)
-        .add("Spillway draining it", spillway.load().latencyMicros().mean() / 1000.0)
-        .print(out);
-    new Comparison("insert latency p50", "ms")
-        .add("plain table, nothing running", plain.latencyMicros().percentile(50) / 1000.0)
-        .add(
-            "SKIP LOCKED poller draining it", polled.load().latencyMicros().percentile(50) / 1000.0)
-        .add("Spillway draining it", spillway.load().latencyMicros().percentile(50) / 1000.0)
-        .print(out);
-    new Comparison("insert latency p99", "ms")
-        .add("plain table, nothing running", plain.latencyMicros().percentile(99) / 1000.0)
-        .add(
-            "SKIP LOCKED poller draining it", polled.load().latencyMicros().percentile(99) / 1000.0)
-        .add("Spillway draining it", spillway.load().latencyMicros().percentile(99) / 1000.0)
-        .print(out);
+    printLatency("mean", Samples::mean, plainPhase, polled, spillway);
+    printLatency("p50", l -> l.percentile(50), plainPhase, polled, spillway);
+    printLatency("p99", l -> l.percentile(99), plainPhase, polled, spillway);
     if (databaseCpu.isPresent()) {
       new Comparison("database CPU per 1,000 inserts, load and drain", "ms")
           .add("plain table, nothing running", plainPhase.databaseCpuPerThousand())
@@ -277,6 +262,23 @@ public final class BufferBench {
     out.flush();
   }
 
+  private void printLatency(
+      String statistic,
+      ToDoubleFunction<Samples> micros,
+      Phase plain,
+      Phase polled,
+      Phase spillway) {
+    new Comparison("insert latency " + statistic, "ms")
+        .add(
+            "plain table, nothing running",
+            micros.applyAsDouble(plain.load().latencyMicros()) / 1000)
+        .add(
+            "SKIP LOCKED poller draining it",
+            micros.applyAsDouble(polled.load().latencyMicros()) / 1000)
+        .add("Spillway draining it", micros.applyAsDouble(spillway.load().latencyMicros()) / 1000)
+        .print(out);
+  }
+
   private static BufferSettings buffer(String name, TableName table, Options o) {
     return BufferSettings.of(
             name, table, SpillwayRuntime.MAIN, new HandlerSpec.JavaClass(NoopBulkHandler.class))
@@ -305,7 +307,7 @@ public final class BufferBench {
     String any = "SELECT count(*) FROM (SELECT FROM " + table.quoted() + " LIMIT 1) t";
     load.start(); // returns once its clients insert, their process warmed up
     double cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
-    double processBefore = processCpuSeconds();
+    double processBefore = ProcessCpu.seconds();
     long end = System.nanoTime() + duration.toNanos();
     while (System.nanoTime() < end) {
       Thread.sleep(
@@ -321,7 +323,7 @@ public final class BufferBench {
       Thread.sleep(20);
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
-    double process = processCpuSeconds() - processBefore + result.cpuSeconds();
+    double process = ProcessCpu.seconds() - processBefore + result.cpuSeconds();
     long left = drainer ? BenchSql.single(ds, count) : 0;
     if (left > 0) {
       out.printf(
@@ -330,12 +332,6 @@ public final class BufferBench {
       out.flush();
     }
     return new Phase(result, backlog, (System.nanoTime() - stopped) / 1e9, cpu, process, left == 0);
-  }
-
-  /** CPU seconds this process (Spillway and the embedded Kafka, or the poller) has used so far. */
-  private static double processCpuSeconds() {
-    return ManagementFactory.getPlatformMXBean(OperatingSystemMXBean.class).getProcessCpuTime()
-        / 1e9;
   }
 
   private void printBacklog(String name, Phase p) {

@@ -2,15 +2,11 @@ package dev.spillway.bench;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 
-import com.sun.management.OperatingSystemMXBean;
 import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
 import java.io.DataOutputStream;
-import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -179,7 +175,7 @@ final class InsertClients {
     InsertClients clients =
         new InsertClients(ds, null, args[5], count, Double.parseDouble(args[3]));
     PrintStream out = System.out;
-    double cpuBefore = cpuSeconds();
+    double cpuBefore = ProcessCpu.seconds();
     clients.start();
     out.println("started");
     out.flush();
@@ -189,28 +185,15 @@ final class InsertClients {
     }
     try {
       Result r = clients.stop();
-      double cpu = cpuSeconds() - cpuBefore;
+      double cpu = ProcessCpu.seconds() - cpuBefore;
       try (DataOutputStream file =
           new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(Path.of(args[4]))))) {
-        r.latencyMicros()
-            .forEach(
-                v -> {
-                  try {
-                    file.writeLong(v);
-                  } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                  }
-                });
+        r.latencyMicros().writeTo(file);
       }
       out.printf("done %d %s %s%n", r.inserts(), r.seconds(), cpu);
     } catch (IllegalStateException e) {
       out.println("failed " + e.getMessage());
     }
     out.flush();
-  }
-
-  private static double cpuSeconds() {
-    return ManagementFactory.getPlatformMXBean(OperatingSystemMXBean.class).getProcessCpuTime()
-        / 1e9;
   }
 }

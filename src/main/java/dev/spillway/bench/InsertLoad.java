@@ -6,7 +6,6 @@ import dev.spillway.jdbc.DatabaseEndpoint;
 import java.io.BufferedInputStream;
 import java.io.BufferedReader;
 import java.io.DataInputStream;
-import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
@@ -91,21 +90,21 @@ final class InsertLoad {
     } catch (IOException gone) {
       // the process has ended already; what it said last tells why
     }
-    String[] done = expect("done").split(" ");
-    process.waitFor();
-    Samples latency = new Samples();
-    try (DataInputStream in =
-        new DataInputStream(new BufferedInputStream(Files.newInputStream(samples)))) {
-      while (true) {
-        latency.add(in.readLong());
+    try {
+      String[] done = expect("done").split(" ");
+      process.waitFor();
+      long inserts = Long.parseLong(done[1]);
+      try (DataInputStream in =
+          new DataInputStream(new BufferedInputStream(Files.newInputStream(samples)))) {
+        return new Result(
+            inserts,
+            Double.parseDouble(done[2]),
+            Samples.readFrom(in, inserts),
+            Double.parseDouble(done[3]));
       }
-    } catch (EOFException end) {
-      // every sample read
     } finally {
       Files.deleteIfExists(samples);
     }
-    return new Result(
-        Long.parseLong(done[1]), Double.parseDouble(done[2]), latency, Double.parseDouble(done[3]));
   }
 
   /** The clients' next line starting with {@code word}; other output is passed on to stderr. */
