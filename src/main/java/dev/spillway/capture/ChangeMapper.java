@@ -4,6 +4,7 @@ import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
+import io.debezium.connector.postgresql.PostgresValueConverter;
 import io.debezium.time.Date;
 import io.debezium.time.MicroTime;
 import io.debezium.time.MicroTimestamp;
@@ -11,15 +12,22 @@ import io.debezium.time.NanoTime;
 import io.debezium.time.NanoTimestamp;
 import io.debezium.time.Time;
 import io.debezium.time.Timestamp;
+import io.debezium.time.ZonedTimestamp;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
+import java.time.Instant;
 import java.time.LocalDate;
 import java.time.LocalDateTime;
 import java.time.LocalTime;
+import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeFormatterBuilder;
+import java.time.format.DateTimeParseException;
+import java.time.format.SignStyle;
+import java.time.temporal.ChronoField;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
@@ -121,18 +129,43 @@ final class ChangeMapper {
 
   private static final long NANOS_PER_DAY = 86_400_000_000_000L;
 
+  /** Years as PostgreSQL reads them: never signed, four digits at least, BC added by the caller. */
+  private static final DateTimeFormatter DATE =
+      new DateTimeFormatterBuilder()
+          .appendValue(ChronoField.YEAR_OF_ERA, 4, 10, SignStyle.NOT_NEGATIVE)
+          .appendLiteral('-')
+          .appendValue(ChronoField.MONTH_OF_YEAR, 2)
+          .appendLiteral('-')
+          .appendValue(ChronoField.DAY_OF_MONTH, 2)
+          .toFormatter();
+
+  private static final DateTimeFormatter DATE_TIME =
+      new DateTimeFormatterBuilder()
+          .append(DATE)
+          .appendLiteral('T')
+          .append(DateTimeFormatter.ISO_LOCAL_TIME)
+          .toFormatter();
+
+  private static final DateTimeFormatter DATE_TIME_OFFSET =
+      new DateTimeFormatterBuilder().append(DATE_TIME).appendOffsetId().toFormatter();
+
   /**
    * A date or time Debezium carries as a number since the epoch or midnight (adaptive time
-   * precision), as ISO-8601 text; null for any other logical type. Types with a time zone and
-   * intervals arrive as text already.
+   * precision), or a {@code timestamptz} it carries as text, as ISO-8601 text that PostgreSQL also
+   * reads; null for any other logical type. Dates before year 1 end in {@code BC} and the infinite
+   * values are {@code infinity} and {@code -infinity}, as PostgreSQL writes them. Intervals and
+   * other types with a time zone arrive as text already.
    */
   static String isoText(String logicalType, Object v) {
+    if (ZonedTimestamp.SCHEMA_NAME.equals(logicalType) && v instanceof String text) {
+      return zonedDateTime(text);
+    }
     if (logicalType == null || !(v instanceof Number n)) {
       return null;
     }
     long x = n.longValue();
     return switch (logicalType) {
-      case Date.SCHEMA_NAME -> LocalDate.ofEpochDay(x).toString();
+      case Date.SCHEMA_NAME -> date(LocalDate.ofEpochDay(x));
       case Time.SCHEMA_NAME -> timeOfDay(x * 1_000_000);
       case MicroTime.SCHEMA_NAME -> timeOfDay(x * 1_000);
       case NanoTime.SCHEMA_NAME -> timeOfDay(x);
@@ -150,11 +183,43 @@ final class ChangeMapper {
         : DateTimeFormatter.ISO_LOCAL_TIME.format(LocalTime.ofNanoOfDay(nanos));
   }
 
+  private static String date(LocalDate d) {
+    // Debezium carries PostgreSQL's infinite dates as two dates far outside its range.
+    if (d.equals(PostgresValueConverter.POSITIVE_INFINITY_LOCAL_DATE)) {
+      return "infinity";
+    }
+    if (d.equals(PostgresValueConverter.NEGATIVE_INFINITY_LOCAL_DATE)) {
+      return "-infinity";
+    }
+    return era(DATE.format(d), d.getYear());
+  }
+
   private static String dateTime(long sinceEpoch, long perSecond) {
     long seconds = Math.floorDiv(sinceEpoch, perSecond);
     long nanos = Math.floorMod(sinceEpoch, perSecond) * (1_000_000_000 / perSecond);
-    return DateTimeFormatter.ISO_LOCAL_DATE_TIME.format(
-        LocalDateTime.ofEpochSecond(seconds, (int) nanos, ZoneOffset.UTC));
+    Instant t = Instant.ofEpochSecond(seconds, nanos);
+    if (t.equals(PostgresValueConverter.POSITIVE_INFINITY_INSTANT)) {
+      return "infinity";
+    }
+    if (t.equals(PostgresValueConverter.NEGATIVE_INFINITY_INSTANT)) {
+      return "-infinity";
+    }
+    LocalDateTime local = LocalDateTime.ofInstant(t, ZoneOffset.UTC);
+    return era(DATE_TIME.format(local), local.getYear());
+  }
+
+  /** Debezium's {@code timestamptz} text (always six fraction digits, signed years) re-written. */
+  private static String zonedDateTime(String text) {
+    try {
+      OffsetDateTime t = OffsetDateTime.parse(text);
+      return era(DATE_TIME_OFFSET.format(t), t.getYear());
+    } catch (DateTimeParseException e) {
+      return text; // infinity and -infinity, which PostgreSQL reads as they are
+    }
+  }
+
+  private static String era(String text, int year) {
+    return year > 0 ? text : text + " BC";
   }
 
   private static Object value(Object v) {

@@ -162,28 +162,69 @@ class BufferPipelineIT {
   @Test
   void should_handle_rows_keyed_by_dates_and_times_and_post_them_as_iso_text(@TempDir Path dir)
       throws Exception {
-    // Key type, two keys as inserted, the same keys as the handler must see them.
-    Map<String, List<String>> inserted =
+    // Buffer name, its key's type, keys as inserted, the same keys as the handler must see them:
+    // ISO-8601, with BC and the infinities written as PostgreSQL writes them.
+    record Keys(String type, List<String> inserted, List<String> posted) {}
+    Map<String, Keys> buffers =
         Map.of(
-            "date", List.of("2026-01-02", "1969-12-31"),
-            "timestamp", List.of("2026-01-02 03:04:05.5", "1969-12-31 23:59:59.999999"),
-            "timestamptz", List.of("2026-01-02 03:04:05+00", "2026-01-02 03:04:06.25+00"),
-            "time", List.of("03:04:05.5", "24:00:00"),
-            "interval", List.of("1 year 2 mons 3 days 04:05:06.5", "-1 days"));
-    Map<String, List<String>> posted =
-        Map.of(
-            "date", List.of("2026-01-02", "1969-12-31"),
-            "timestamp", List.of("2026-01-02T03:04:05.5", "1969-12-31T23:59:59.999999"),
-            "timestamptz", List.of("2026-01-02T03:04:05.000000Z", "2026-01-02T03:04:06.250000Z"),
-            "time", List.of("03:04:05.5", "24:00:00"),
-            "interval", List.of("P1Y2M3DT4H5M6.5S", "P0Y0M-1DT0H0M0S"));
+            "date",
+            new Keys(
+                "date",
+                List.of("2026-01-02", "1969-12-31", "0045-03-15 BC", "infinity", "-infinity"),
+                List.of("2026-01-02", "1969-12-31", "0045-03-15 BC", "infinity", "-infinity")),
+            "timestamp",
+            new Keys(
+                "timestamp",
+                List.of(
+                    "2026-01-02 03:04:05.5",
+                    "1969-12-31 23:59:59.999999",
+                    "0045-03-15 12:00:00 BC",
+                    "infinity",
+                    "-infinity"),
+                List.of(
+                    "2026-01-02T03:04:05.5",
+                    "1969-12-31T23:59:59.999999",
+                    "0045-03-15T12:00:00 BC",
+                    "infinity",
+                    "-infinity")),
+            "timestamp_ms",
+            new Keys(
+                "timestamp(3)",
+                List.of(
+                    "2026-01-02 03:04:05.5", "0045-03-15 12:00:00.25 BC", "infinity", "-infinity"),
+                List.of(
+                    "2026-01-02T03:04:05.5", "0045-03-15T12:00:00.25 BC", "infinity", "-infinity")),
+            "timestamptz",
+            new Keys(
+                "timestamptz",
+                List.of(
+                    "2026-01-02 03:04:05+00",
+                    "2026-01-02 03:04:06.25+00",
+                    "0045-03-15 12:00:00+00 BC",
+                    "10000-01-01 00:00:00+00",
+                    "infinity",
+                    "-infinity"),
+                List.of(
+                    "2026-01-02T03:04:05Z",
+                    "2026-01-02T03:04:06.25Z",
+                    "0045-03-15T12:00:00Z BC",
+                    "10000-01-01T00:00:00Z",
+                    "infinity",
+                    "-infinity")),
+            "time",
+            new Keys("time", List.of("03:04:05.5", "24:00:00"), List.of("03:04:05.5", "24:00:00")),
+            "interval",
+            new Keys(
+                "interval",
+                List.of("1 year 2 mons 3 days 04:05:06.5", "-1 days"),
+                List.of("P1Y2M3DT4H5M6.5S", "P0Y0M-1DT0H0M0S")));
     try (BulkReceiver receiver = new BulkReceiver()) {
       withBuffers(
           dir,
           schema ->
-              inserted.keySet().stream()
+              buffers.keySet().stream()
                   .map(
-                      type ->
+                      name ->
                           String.format(
                               """
                                 by_%s:
@@ -192,34 +233,37 @@ class BufferPipelineIT {
                                   max-wait: 1s
                                   handler: { http: { url: "%s" } }
                               """,
-                              type, schema, type, receiver.url()))
+                              name, schema, name, receiver.url()))
                   .collect(Collectors.joining()),
           schema ->
-              inserted.keySet().stream()
+              buffers.entrySet().stream()
                   .map(
-                      type ->
+                      b ->
                           "CREATE TABLE "
                               + schema
                               + ".by_"
-                              + type
+                              + b.getKey()
                               + " (k "
-                              + type
+                              + b.getValue().type()
                               + " PRIMARY KEY, v text)")
                   .toList(),
           (runtime, ds, schema) -> {
-            inserted.forEach(
-                (type, keys) ->
-                    keys.forEach(
-                        k ->
-                            TestSql.exec(
-                                ds,
-                                "INSERT INTO "
-                                    + schema
-                                    + ".by_"
-                                    + type
-                                    + " VALUES ('"
-                                    + k
-                                    + "', 'call')")));
+            buffers.forEach(
+                (name, keys) ->
+                    keys.inserted()
+                        .forEach(
+                            k ->
+                                TestSql.exec(
+                                    ds,
+                                    "INSERT INTO "
+                                        + schema
+                                        + ".by_"
+                                        + name
+                                        + " VALUES ('"
+                                        + k
+                                        + "', '"
+                                        + name
+                                        + "')")));
 
             await()
                 .atMost(TIMEOUT)
@@ -227,36 +271,25 @@ class BufferPipelineIT {
                     () ->
                         TestSql.count(
                                 ds,
-                                inserted.keySet().stream()
-                                    .map(t -> "(SELECT count(*) FROM " + schema + ".by_" + t + ")")
+                                buffers.keySet().stream()
+                                    .map(n -> "(SELECT count(*) FROM " + schema + ".by_" + n + ")")
                                     .collect(Collectors.joining(" + ", "SELECT ", "")))
                             == 0);
-            Map<String, List<Object>> keysPosted = new HashMap<>();
+            Map<Object, List<Object>> keysPosted = new HashMap<>();
             for (BulkReceiver.Call call : receiver.calls()) {
               for (Map<String, Object> row : call.rows()) {
-                keysPosted
-                    .computeIfAbsent(typeOf(row, posted), t -> new ArrayList<>())
-                    .add(row.get("k"));
+                keysPosted.computeIfAbsent(row.get("v"), n -> new ArrayList<>()).add(row.get("k"));
               }
             }
             assertThat(keysPosted.keySet())
-                .as("every posted key is one of those inserted")
-                .containsExactlyInAnyOrderElementsOf(posted.keySet());
-            posted.forEach(
-                (type, keys) ->
-                    assertThat(keysPosted.get(type))
-                        .as("keys of the %s buffer as posted", type)
-                        .containsExactlyInAnyOrderElementsOf(keys));
+                .as("every buffer posted its rows")
+                .containsExactlyInAnyOrderElementsOf(buffers.keySet());
+            buffers.forEach(
+                (name, keys) ->
+                    assertThat(keysPosted.get(name))
+                        .as("keys of the %s buffer as posted", name)
+                        .containsExactlyInAnyOrderElementsOf(keys.posted()));
           });
     }
-  }
-
-  /** Which buffer a posted row came from: the one whose expected keys hold its key. */
-  private static String typeOf(Map<String, Object> row, Map<String, List<String>> posted) {
-    return posted.entrySet().stream()
-        .filter(e -> e.getValue().contains(row.get("k")))
-        .map(Map.Entry::getKey)
-        .findFirst()
-        .orElse("unexpected key " + row.get("k"));
   }
 }

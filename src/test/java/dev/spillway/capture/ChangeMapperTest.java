@@ -9,6 +9,7 @@ import io.debezium.time.NanoTimestamp;
 import io.debezium.time.Time;
 import io.debezium.time.Timestamp;
 import io.debezium.time.ZonedTimestamp;
+import java.time.LocalDate;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
 import org.apache.kafka.connect.data.Struct;
@@ -56,7 +57,51 @@ class ChangeMapperTest {
   void should_leave_other_types_alone() {
     assertThat(ChangeMapper.isoText(null, 5L)).isNull();
     assertThat(ChangeMapper.isoText("io.debezium.data.Json", 5L)).isNull();
-    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "2026-01-02T03:04:05Z")).isNull();
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, 5L)).isNull();
+  }
+
+  // The raw values below are those Debezium's capture handed on for rows PostgreSQL stored.
+
+  @Test
+  void should_write_dates_before_year_one_as_postgresql_does() {
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, -735_525)).isEqualTo("0045-03-15 BC");
+    assertThat(ChangeMapper.isoText(MicroTimestamp.SCHEMA_NAME, -63_549_316_800_000_000L))
+        .isEqualTo("0045-03-15T12:00:00 BC");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "-0044-03-15T12:00:00.000000Z"))
+        .isEqualTo("0045-03-15T12:00:00Z BC");
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, (int) LocalDate.of(0, 1, 1).toEpochDay()))
+        .as("ISO year 0 is 1 BC")
+        .isEqualTo("0001-01-01 BC");
+  }
+
+  @Test
+  void should_write_years_past_9999_without_a_sign() {
+    assertThat(
+            ChangeMapper.isoText(Date.SCHEMA_NAME, (int) LocalDate.of(10_000, 1, 1).toEpochDay()))
+        .isEqualTo("10000-01-01");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "+10000-01-01T00:00:00.000000Z"))
+        .isEqualTo("10000-01-01T00:00:00Z");
+  }
+
+  @Test
+  void should_write_infinite_dates_and_timestamps_as_postgresql_does() {
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, -2_147_472_692)).isEqualTo("infinity");
+    assertThat(ChangeMapper.isoText(Date.SCHEMA_NAME, -2_147_472_691)).isEqualTo("-infinity");
+    assertThat(ChangeMapper.isoText(MicroTimestamp.SCHEMA_NAME, 9_223_372_036_825_200_000L))
+        .isEqualTo("infinity");
+    assertThat(ChangeMapper.isoText(MicroTimestamp.SCHEMA_NAME, -9_223_372_036_832_400_000L))
+        .isEqualTo("-infinity");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "infinity")).isEqualTo("infinity");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "-infinity"))
+        .isEqualTo("-infinity");
+  }
+
+  @Test
+  void should_write_a_timestamptz_with_only_the_fraction_it_has() {
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "2026-01-02T03:04:05.000000Z"))
+        .isEqualTo("2026-01-02T03:04:05Z");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "2026-01-02T03:04:06.250000Z"))
+        .isEqualTo("2026-01-02T03:04:06.25Z");
   }
 
   @Test
