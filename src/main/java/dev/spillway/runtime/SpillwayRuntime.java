@@ -36,6 +36,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.apache.kafka.streams.Topology;
 import org.slf4j.Logger;
@@ -75,6 +77,8 @@ public final class SpillwayRuntime implements AutoCloseable {
   private final List<StreamsApp> streamsApps = new java.util.concurrent.CopyOnWriteArrayList<>();
   private volatile java.util.function.Supplier<List<StatusReport.BufferStatus>> bufferStatus =
       List::of;
+  private final Thread shutdownHook = new Thread(this::close, "spillway-shutdown");
+  private final CountDownLatch closed = new CountDownLatch(1);
 
   private SpillwayRuntime(SpillwayConfig config, Clock clock) {
     this.config = config;
@@ -93,6 +97,9 @@ public final class SpillwayRuntime implements AutoCloseable {
       SpillwayConfig config, Set<String> extraEmbeddedDatabases, Clock clock)
       throws IOException, InterruptedException {
     SpillwayRuntime runtime = new SpillwayRuntime(config, clock);
+    // SIGINT or SIGTERM, whatever command is running, stops what was started (an embedded
+    // PostgreSQL would otherwise outlive the JVM and keep the working directory's data).
+    Runtime.getRuntime().addShutdownHook(runtime.shutdownHook);
     try {
       runtime.startInfrastructure(extraEmbeddedDatabases);
       return runtime;
@@ -408,7 +415,10 @@ public final class SpillwayRuntime implements AutoCloseable {
         failure().orElse(null));
   }
 
-  /** Stops everything in reverse start order; safe to call twice. */
+  /**
+   * Stops everything in reverse start order; safe to call twice. The JVM calls it on SIGINT or
+   * SIGTERM.
+   */
   @Override
   public synchronized void close() {
     while (!started.isEmpty()) {
@@ -419,5 +429,18 @@ public final class SpillwayRuntime implements AutoCloseable {
         log.warn("Stopping {} failed: {}", part.getClass().getSimpleName(), e.getMessage());
       }
     }
+    if (Thread.currentThread() != shutdownHook) {
+      try {
+        Runtime.getRuntime().removeShutdownHook(shutdownHook);
+      } catch (IllegalStateException e) {
+        // The JVM is shutting down and runs the hook, which finds nothing left to stop.
+      }
+    }
+    closed.countDown();
+  }
+
+  /** Waits up to {@code timeout} for {@link #close()} to finish; true once it has. */
+  public boolean awaitClosed(java.time.Duration timeout) throws InterruptedException {
+    return closed.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
   }
 }
