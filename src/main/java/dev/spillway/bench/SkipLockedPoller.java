@@ -64,12 +64,16 @@ final class SkipLockedPoller {
   }
 
   private void loop() {
+    // The document's claim (lock up to batchSize unclaimed ids, then give them the group id) as
+    // one statement. MATERIALIZED runs the locking scan once per claim. Written as "WHERE id IN
+    // (SELECT … SKIP LOCKED)" the planner may run it again within a claim, and in one run at
+    // 5,000 inserts/s four such claims stayed busy for over seven minutes.
     String claim =
-        "UPDATE "
+        "WITH claimed AS MATERIALIZED (SELECT id FROM "
             + table
-            + " SET group_id = ? WHERE id IN (SELECT id FROM "
+            + " WHERE group_id IS NULL LIMIT ? FOR UPDATE SKIP LOCKED) UPDATE "
             + table
-            + " WHERE group_id IS NULL LIMIT ? FOR UPDATE SKIP LOCKED)";
+            + " t SET group_id = ? FROM claimed WHERE t.id = claimed.id";
     String delete =
         "DELETE FROM "
             + table
@@ -81,8 +85,8 @@ final class SkipLockedPoller {
       c.setAutoCommit(true);
       while (running.get()) {
         UUID group = UUID.randomUUID();
-        claimGroup.setObject(1, group); // the new group id
-        claimGroup.setInt(2, batchSize); // the most rows one group takes
+        claimGroup.setInt(1, batchSize); // the most rows one group takes
+        claimGroup.setObject(2, group); // the new group id
         int claimed = claimGroup.executeUpdate();
         if (claimed > 0) {
           // The events job: the bulk operation is a no-op here, then the group is deleted.
