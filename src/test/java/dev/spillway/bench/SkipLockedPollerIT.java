@@ -1,0 +1,45 @@
+package dev.spillway.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import java.time.Duration;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+
+/** The document's design the buffers benchmark compares against, on the embedded PostgreSQL. */
+class SkipLockedPollerIT {
+
+  @Test
+  void should_claim_every_row_in_groups_and_delete_it() throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    String table = "polled_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    try (Databases databases = infra.databases("bench")) {
+      DataSource ds = databases.dataSource("bench");
+      TestSql.exec(
+          ds,
+          "CREATE TABLE "
+              + table
+              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+              + " created_at timestamptz NOT NULL DEFAULT clock_timestamp(), group_id uuid)",
+          "CREATE INDEX ON " + table + " (group_id)",
+          "INSERT INTO "
+              + table
+              + " (created_at) SELECT clock_timestamp() FROM generate_series(1, 2500)");
+      // Four claimers taking groups of at most 100 rows from the same table.
+      SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 4, 10);
+      poller.start();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) == 0);
+      Samples latencies = poller.stop();
+
+      assertThat(latencies.size()).as("one latency per row deleted").isEqualTo(2500);
+      TestSql.exec(ds, "DROP TABLE " + table);
+    }
+  }
+}
