@@ -134,7 +134,7 @@ abstract class CaptureContract {
           .containsEntry("contact_id", 7)
           .containsEntry("kind", "call")
           .containsEntry("amount", "12.50")
-          .containsEntry("happened_at", "2026-01-02T03:04:05.000000Z")
+          .containsEntry("happened_at", "2026-01-02T03:04:05Z")
           .containsEntry("on_day", "2026-01-02")
           .containsEntry("at_local", "2026-01-02T03:04:05.25")
           .containsEntry("took", "P0Y0M1DT2H0M0S");
