@@ -12,11 +12,14 @@ import java.io.PrintWriter;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
+import java.util.stream.IntStream;
 import javax.sql.DataSource;
 
 /**
@@ -31,6 +34,7 @@ public final class BufferBench {
    *
    * @param rate inserts per second of all clients together, each phase at the same rate; 0 for as
    *     fast as the database takes them
+   * @param waits whether to sample what the inserts wait on ({@link InsertWaits})
    */
   public record Options(
       Duration duration,
@@ -38,7 +42,8 @@ public final class BufferBench {
       double rate,
       int batchSize,
       Duration maxWait,
-      int maxInFlight) {
+      int maxInFlight,
+      boolean waits) {
     boolean paced() {
       return rate > 0;
     }
@@ -87,7 +92,8 @@ public final class BufferBench {
       double drainSeconds,
       double databaseCpuSeconds,
       double processCpuSeconds,
-      boolean drained) {
+      boolean drained,
+      Map<String, Long> waits) {
     /** Database CPU milliseconds per 1,000 inserted rows. */
     double databaseCpuPerThousand() {
       return databaseCpuSeconds * 1e6 / load.inserts();
@@ -196,6 +202,9 @@ public final class BufferBench {
     printLatency("mean", Samples::mean, plainPhase, polled, spillway);
     printLatency("p50", l -> l.percentile(50), plainPhase, polled, spillway);
     printLatency("p99", l -> l.percentile(99), plainPhase, polled, spillway);
+    if (o.waits()) {
+      printWaits(plainPhase, polled, spillway);
+    }
     if (databaseCpu.isPresent()) {
       new Comparison("database CPU per 1,000 inserts, load and drain", "ms")
           .add("plain table, nothing running", plainPhase.databaseCpuPerThousand())
@@ -279,6 +288,40 @@ public final class BufferBench {
         .print(out);
   }
 
+  /** Each wait event's share of the sampled inserts, for events at 1% or more in some phase. */
+  private void printWaits(Phase plain, Phase polled, Phase spillway) {
+    List<Map<String, Long>> phases = List.of(plain.waits(), polled.waits(), spillway.waits());
+    List<Long> totals =
+        phases.stream().map(w -> w.values().stream().mapToLong(Long::longValue).sum()).toList();
+    out.printf(
+        "   what inserts waited on (pg_stat_activity every 5 ms; %s: running or runnable)%n",
+        InsertWaits.ON_CPU);
+    out.printf("   %-44s %8s %8s %8s%n", "share of samples", "plain", "poller", "Spillway");
+    phases.stream()
+        .flatMap(w -> w.keySet().stream())
+        .distinct()
+        .filter(
+            event ->
+                IntStream.range(0, 3)
+                    .anyMatch(i -> share(phases.get(i), event, totals.get(i)) >= 1))
+        .sorted(Comparator.comparing((String event) -> -phases.get(0).getOrDefault(event, 0L)))
+        .forEach(
+            event ->
+                out.printf(
+                    "   %-44s %7.0f%% %7.0f%% %7.0f%%%n",
+                    event,
+                    share(phases.get(0), event, totals.get(0)),
+                    share(phases.get(1), event, totals.get(1)),
+                    share(phases.get(2), event, totals.get(2))));
+    out.printf(
+        "   %-44s %8d %8d %8d%n",
+        "samples of active inserts", totals.get(0), totals.get(1), totals.get(2));
+  }
+
+  private static double share(Map<String, Long> waits, String event, long total) {
+    return total == 0 ? 0 : 100.0 * waits.getOrDefault(event, 0L) / total;
+  }
+
   private static BufferSettings buffer(String name, TableName table, Options o) {
     return BufferSettings.of(
             name, table, SpillwayRuntime.MAIN, new HandlerSpec.JavaClass(NoopBulkHandler.class))
@@ -306,6 +349,11 @@ public final class BufferBench {
     String count = "SELECT count(*) FROM " + table.quoted();
     String any = "SELECT count(*) FROM (SELECT FROM " + table.quoted() + " LIMIT 1) t";
     load.start(); // returns once its clients insert, their process warmed up
+    Optional<InsertWaits> waits =
+        o.waits()
+            ? Optional.of(new InsertWaits(ds, "INSERT INTO " + table.quoted() + " "))
+            : Optional.empty();
+    waits.ifPresent(InsertWaits::start);
     double cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
     double processBefore = ProcessCpu.seconds();
     long end = System.nanoTime() + duration.toNanos();
@@ -317,6 +365,7 @@ public final class BufferBench {
       }
     }
     InsertLoad.Result result = load.stop();
+    Map<String, Long> waited = waits.isPresent() ? waits.get().stop() : Map.of();
     long stopped = System.nanoTime();
     long drainDeadline = stopped + DRAIN_LIMIT.toNanos();
     while (drainer && BenchSql.single(ds, any) > 0 && System.nanoTime() < drainDeadline) {
@@ -331,7 +380,8 @@ public final class BufferBench {
           left, table, DRAIN_LIMIT.toSeconds());
       out.flush();
     }
-    return new Phase(result, backlog, (System.nanoTime() - stopped) / 1e9, cpu, process, left == 0);
+    return new Phase(
+        result, backlog, (System.nanoTime() - stopped) / 1e9, cpu, process, left == 0, waited);
   }
 
   private void printBacklog(String name, Phase p) {

@@ -331,6 +331,14 @@ final class BenchCommand implements Runnable {
                 + " ${DEFAULT-VALUE}).")
     int maxInFlight;
 
+    @Option(
+        names = "--waits",
+        description =
+            "Also sample pg_stat_activity every 5 ms for what the inserts wait on (WAL sync, WAL"
+                + " write lock, CPU...), as shares per design; the sampling costs the database a"
+                + " little CPU.")
+    boolean waits;
+
     @Override
     public Integer call() throws Exception {
       if (duration < 1 || clients < 1 || batchSize < 1 || maxWaitMs < 1 || maxInFlight < 1) {
@@ -356,7 +364,8 @@ final class BenchCommand implements Runnable {
                     rate,
                     batchSize,
                     Duration.ofMillis(maxWaitMs),
-                    maxInFlight));
+                    maxInFlight,
+                    waits));
       }
       return ErrorHandler.OK;
     }
