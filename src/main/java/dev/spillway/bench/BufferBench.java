@@ -66,6 +66,8 @@ public final class BufferBench {
 
   private static final Duration DRAIN_LIMIT = Duration.ofMinutes(5);
   private static final long POLLER_IDLE_MILLIS = 100;
+  private static final String WAL_BYTES = "SELECT wal_bytes::bigint FROM pg_stat_wal";
+  private static final String WAL_FULL_PAGES = "SELECT wal_fpi FROM pg_stat_wal";
 
   private final SpillwayRuntime runtime;
   private final PrintWriter out;
@@ -93,10 +95,22 @@ public final class BufferBench {
       double databaseCpuSeconds,
       double processCpuSeconds,
       boolean drained,
-      Map<String, Long> waits) {
+      Map<String, Long> waits,
+      long walBytes,
+      long walFullPages) {
     /** Database CPU milliseconds per 1,000 inserted rows. */
     double databaseCpuPerThousand() {
       return databaseCpuSeconds * 1e6 / load.inserts();
+    }
+
+    /** Kilobytes of WAL the whole server wrote per 1,000 inserted rows. */
+    double walKbPerThousand() {
+      return walBytes / 1024.0 * 1000 / load.inserts();
+    }
+
+    /** Full-page images in that WAL per 1,000 inserted rows. */
+    double walFullPagesPerThousand() {
+      return walFullPages * 1000.0 / load.inserts();
     }
 
     /** The clients' and this process's CPU milliseconds per 1,000 inserted rows. */
@@ -212,6 +226,16 @@ public final class BufferBench {
           .add("Spillway draining it", spillway.databaseCpuPerThousand())
           .print(out);
     }
+    new Comparison("WAL written per 1,000 inserts, load and drain", "kB")
+        .add("plain table, nothing running", plainPhase.walKbPerThousand())
+        .add("SKIP LOCKED poller draining it", polled.walKbPerThousand())
+        .add("Spillway draining it", spillway.walKbPerThousand())
+        .print(out);
+    new Comparison("  of which full-page images, per 1,000 inserts", "pages")
+        .add("plain table, nothing running", plainPhase.walFullPagesPerThousand())
+        .add("SKIP LOCKED poller draining it", polled.walFullPagesPerThousand())
+        .add("Spillway draining it", spillway.walFullPagesPerThousand())
+        .print(out);
     new Comparison("benchmark processes' CPU per 1,000 inserts, load and drain", "ms")
         .add("plain table: the inserting clients", plainPhase.processCpuPerThousand())
         .add("clients and the SKIP LOCKED poller", polled.processCpuPerThousand())
@@ -356,6 +380,8 @@ public final class BufferBench {
     waits.ifPresent(InsertWaits::start);
     double cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
     double processBefore = ProcessCpu.seconds();
+    long walBefore = BenchSql.single(ds, WAL_BYTES);
+    long fullPagesBefore = BenchSql.single(ds, WAL_FULL_PAGES);
     long end = System.nanoTime() + duration.toNanos();
     while (System.nanoTime() < end) {
       Thread.sleep(
@@ -373,6 +399,8 @@ public final class BufferBench {
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
     double process = ProcessCpu.seconds() - processBefore + result.cpuSeconds();
+    long wal = BenchSql.single(ds, WAL_BYTES) - walBefore;
+    long fullPages = BenchSql.single(ds, WAL_FULL_PAGES) - fullPagesBefore;
     long left = drainer ? BenchSql.single(ds, count) : 0;
     if (left > 0) {
       out.printf(
@@ -381,7 +409,15 @@ public final class BufferBench {
       out.flush();
     }
     return new Phase(
-        result, backlog, (System.nanoTime() - stopped) / 1e9, cpu, process, left == 0, waited);
+        result,
+        backlog,
+        (System.nanoTime() - stopped) / 1e9,
+        cpu,
+        process,
+        left == 0,
+        waited,
+        wal,
+        fullPages);
   }
 
   private void printBacklog(String name, Phase p) {
