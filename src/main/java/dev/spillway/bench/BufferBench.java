@@ -66,6 +66,7 @@ public final class BufferBench {
 
   private static final Duration DRAIN_LIMIT = Duration.ofMinutes(5);
   private static final long POLLER_IDLE_MILLIS = 100;
+  private static final int POLLER_STATEMENT_TIMEOUT_SECONDS = 60;
   private static final String WAL_BYTES = "SELECT wal_bytes::bigint FROM pg_stat_wal";
   private static final String WAL_FULL_PAGES = "SELECT wal_fpi FROM pg_stat_wal";
 
@@ -355,7 +356,12 @@ public final class BufferBench {
 
   private SkipLockedPoller poller(Options o) {
     return new SkipLockedPoller(
-        ds, POLLED.quoted(), o.batchSize(), o.maxInFlight(), POLLER_IDLE_MILLIS);
+        ds,
+        POLLED.quoted(),
+        o.batchSize(),
+        o.maxInFlight(),
+        POLLER_IDLE_MILLIS,
+        POLLER_STATEMENT_TIMEOUT_SECONDS);
   }
 
   private static String insert(TableName t) {

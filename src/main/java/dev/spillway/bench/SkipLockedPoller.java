@@ -23,6 +23,7 @@ final class SkipLockedPoller {
   private final int batchSize;
   private final int claimers;
   private final long idleMillis;
+  private final int timeoutSeconds;
   private final AtomicBoolean running = new AtomicBoolean();
   private final List<Thread> threads = new ArrayList<>();
   private final Samples latencyMicros = new Samples();
@@ -30,13 +31,21 @@ final class SkipLockedPoller {
 
   /**
    * @param table quoted; has {@code id}, {@code group_id uuid} and {@code created_at timestamptz}
+   * @param timeoutSeconds the longest one statement may run before the poller fails
    */
-  SkipLockedPoller(DataSource ds, String table, int batchSize, int claimers, long idleMillis) {
+  SkipLockedPoller(
+      DataSource ds,
+      String table,
+      int batchSize,
+      int claimers,
+      long idleMillis,
+      int timeoutSeconds) {
     this.ds = ds;
     this.table = table;
     this.batchSize = batchSize;
     this.claimers = claimers;
     this.idleMillis = idleMillis;
+    this.timeoutSeconds = timeoutSeconds;
   }
 
   void start() {
@@ -81,6 +90,10 @@ final class SkipLockedPoller {
         PreparedStatement claimIds = c.prepareStatement(claim);
         PreparedStatement deleteGroup = c.prepareStatement(delete)) {
       c.setAutoCommit(false);
+      // A statement that never returns would hang the benchmark, whose stop waits for the claimers.
+      for (PreparedStatement s : List.of(lockIds, claimIds, deleteGroup)) {
+        s.setQueryTimeout(timeoutSeconds);
+      }
       while (running.get()) {
         UUID group = UUID.randomUUID();
         int claimed = claim(c, lockIds, claimIds, group);

@@ -1,13 +1,19 @@
 package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -31,7 +37,7 @@ class SkipLockedPollerIT {
               + table
               + " (created_at) SELECT clock_timestamp() FROM generate_series(1, 2500)");
       // Four claimers taking groups of at most 100 rows from the same table.
-      SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 4, 10);
+      SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 4, 10, 30);
       poller.start();
       await()
           .atMost(Duration.ofSeconds(30))
@@ -39,6 +45,59 @@ class SkipLockedPollerIT {
       Samples latencies = poller.stop();
 
       assertThat(latencies.size()).as("one latency per row deleted").isEqualTo(2500);
+      TestSql.exec(ds, "DROP TABLE " + table);
+    }
+  }
+
+  @Test
+  void should_fail_with_the_reason_when_a_claim_runs_past_its_timeout() throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    String table = "polled_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    try (Databases databases = infra.databases("bench")) {
+      DataSource ds = databases.dataSource("bench");
+      TestSql.exec(
+          ds,
+          "CREATE TABLE "
+              + table
+              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+              + " created_at timestamptz NOT NULL DEFAULT clock_timestamp(), group_id uuid)");
+      try (Connection locker = ds.getConnection()) {
+        // Another session holds the table, so the claim's first statement waits.
+        locker.setAutoCommit(false);
+        try (Statement s = locker.createStatement()) {
+          s.execute("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+        }
+        SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 1, 10, 1);
+        poller.start();
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () ->
+                    TestSql.count(
+                            ds,
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                + " AND starts_with(query, 'SELECT id FROM "
+                                + table
+                                + "')")
+                        == 1);
+        // The timeout cancels the claim; the claimer ends and stop() says why (without the
+        // timeout, stop() would wait as long as the lock is held).
+        CompletableFuture<Samples> stopped =
+            CompletableFuture.supplyAsync(
+                () -> {
+                  try {
+                    return poller.stop();
+                  } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                  }
+                });
+        assertThatThrownBy(() -> stopped.get(30, TimeUnit.SECONDS))
+            .isInstanceOf(ExecutionException.class)
+            .hasCauseInstanceOf(IllegalStateException.class)
+            .hasMessageContaining("The SKIP LOCKED poller failed")
+            .hasMessageContaining("canceling statement");
+        locker.rollback();
+      }
       TestSql.exec(ds, "DROP TABLE " + table);
     }
   }
