@@ -62,7 +62,8 @@ public final class SpillwayRuntime implements AutoCloseable {
   private final SpillwayConfig config;
   private final Clock clock;
   private final Instant startedAt;
-  private final Deque<AutoCloseable> started = new ArrayDeque<>();
+  private final Deque<AutoCloseable> started = new ArrayDeque<>(); // guarded by this
+  private boolean closing; // guarded by this
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final CaptureStats captureStats = new CaptureStats(registry);
@@ -112,7 +113,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private void startInfrastructure(Set<String> extraEmbeddedDatabases)
       throws IOException, InterruptedException {
     workingDir = WorkingDirectory.acquire(config.workingDir());
-    started.push(workingDir);
+    own(workingDir);
     log.info("Configuration: {}", config.describe());
 
     List<DatabaseEndpoint> endpoints = new ArrayList<>();
@@ -121,7 +122,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       extraEmbeddedDatabases.stream().filter(n -> !names.contains(n)).forEach(names::add);
       EmbeddedPostgresServer postgres =
           EmbeddedPostgresServer.start(workingDir.resolve("postgres"), 0, names);
-      started.push(postgres);
+      own(postgres);
       for (String name : names) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -140,14 +141,14 @@ public final class SpillwayRuntime implements AutoCloseable {
 
     if (config.kafka().embedded()) {
       EmbeddedKafka kafka = EmbeddedKafka.start(workingDir.resolve("kafka"), 0);
-      started.push(kafka);
+      own(kafka);
       bootstrapServers = kafka.bootstrapServers();
     } else {
       bootstrapServers = config.kafka().bootstrapServers().orElseThrow();
     }
 
     databases = new Databases(endpoints, registry);
-    started.push(databases);
+    own(databases);
     startHealth(endpoints);
     TopicProvisioner.ensure(
         bootstrapServers,
@@ -157,7 +158,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         config.kafka().replicationFactor());
 
     http = HttpEndpoint.start(config.http().port(), registry, this::status);
-    started.push(http);
+    own(http);
     Map<String, String> urls = new LinkedHashMap<>();
     endpoints.forEach(e -> urls.put(e.name(), e.url()));
     workingDir.publish(
@@ -178,7 +179,7 @@ public final class SpillwayRuntime implements AutoCloseable {
               latency(e.name())::p95Seconds));
     }
     health.start();
-    started.push(health);
+    own(health);
   }
 
   /** Recent sub-batch latencies of one database, shared by its sinks and its health monitor. */
@@ -212,7 +213,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       throws InterruptedException {
     Sink sink = Sink.start(pipeline, batchesTopic, handler, settings, sinkWiring());
     sinks.put(pipeline, sink);
-    started.push(sink);
+    own(sink);
     return sink;
   }
 
@@ -233,7 +234,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       throws InterruptedException {
     Sink sink = Sink.start(pipeline, batchesTopics, handler, settings, sinkWiring());
     sinks.put(pipeline, sink);
-    started.push(sink);
+    own(sink);
     return sink;
   }
 
@@ -266,7 +267,7 @@ public final class SpillwayRuntime implements AutoCloseable {
             STREAMS_COMMIT_INTERVAL,
             config.kafka().replicationFactor());
     streamsApps.add(app);
-    started.push(app);
+    own(app);
     return app;
   }
 
@@ -275,7 +276,7 @@ public final class SpillwayRuntime implements AutoCloseable {
    * it stops first), before everything started earlier.
    */
   public void closeWith(AutoCloseable part) {
-    started.push(part);
+    own(part);
   }
 
   /** Where the status report gets its per-buffer lines from, once the buffers pipeline runs. */
@@ -291,7 +292,7 @@ public final class SpillwayRuntime implements AutoCloseable {
     }
     capture =
         Capture.start(new CapturePlan(routes), databases, captureSettings(), captureStats, clock);
-    started.push(capture);
+    own(capture);
   }
 
   public CaptureSettings captureSettings() {
@@ -421,13 +422,9 @@ public final class SpillwayRuntime implements AutoCloseable {
    */
   @Override
   public synchronized void close() {
+    closing = true;
     while (!started.isEmpty()) {
-      AutoCloseable part = started.pop();
-      try {
-        part.close();
-      } catch (Exception e) {
-        log.warn("Stopping {} failed: {}", part.getClass().getSimpleName(), e.getMessage());
-      }
+      stop(started.pop());
     }
     if (Thread.currentThread() != shutdownHook) {
       try {
@@ -437,6 +434,26 @@ public final class SpillwayRuntime implements AutoCloseable {
       }
     }
     closed.countDown();
+  }
+
+  /**
+   * Takes a started part to stop in reverse order on {@link #close()}; one started while closing (a
+   * signal during start-up) is stopped at once, so nothing outlives the runtime.
+   */
+  private synchronized void own(AutoCloseable part) {
+    if (closing) {
+      stop(part);
+    } else {
+      started.push(part);
+    }
+  }
+
+  private void stop(AutoCloseable part) {
+    try {
+      part.close();
+    } catch (Exception e) {
+      log.warn("Stopping {} failed: {}", part.getClass().getSimpleName(), e.getMessage());
+    }
   }
 
   /** Waits up to {@code timeout} for {@link #close()} to finish; true once it has. */
