@@ -1,21 +1,21 @@
 package dev.spillway.capture;
 
+import java.util.Locale;
+
 /** The row changes Spillway captures. Updates and truncates are never published. */
 public enum ChangeKind {
-  INSERT("c", "insert"),
-  DELETE("d", "delete");
+  INSERT("c"),
+  DELETE("d");
 
   private final String debeziumOp;
-  private final String publishAction;
 
-  ChangeKind(String debeziumOp, String publishAction) {
+  ChangeKind(String debeziumOp) {
     this.debeziumOp = debeziumOp;
-    this.publishAction = publishAction;
   }
 
   /** The action a publication's {@code publish} option names for this kind. */
   String publishAction() {
-    return publishAction;
+    return name().toLowerCase(Locale.ROOT);
   }
 
   /** The {@code op} code of a Debezium change envelope, or null for other codes. */
