@@ -21,11 +21,20 @@ final class BenchSql {
 
   /** The first column of the first row of a query returning a number. */
   static long single(DataSource ds, String query) throws SQLException {
+    return row(ds, query)[0];
+  }
+
+  /** Every column of the first row of a query returning numbers. */
+  static long[] row(DataSource ds, String query) throws SQLException {
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement();
         ResultSet rs = s.executeQuery(query)) {
       rs.next();
-      return rs.getLong(1);
+      long[] values = new long[rs.getMetaData().getColumnCount()];
+      for (int i = 0; i < values.length; i++) {
+        values[i] = rs.getLong(i + 1);
+      }
+      return values;
     }
   }
 }

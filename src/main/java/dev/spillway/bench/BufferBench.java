@@ -12,6 +12,7 @@ import java.io.PrintWriter;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
@@ -67,8 +68,9 @@ public final class BufferBench {
   private static final Duration DRAIN_LIMIT = Duration.ofMinutes(5);
   private static final long POLLER_IDLE_MILLIS = 100;
   private static final int POLLER_STATEMENT_TIMEOUT_SECONDS = 60;
-  private static final String WAL_BYTES = "SELECT wal_bytes::bigint FROM pg_stat_wal";
-  private static final String WAL_FULL_PAGES = "SELECT wal_fpi FROM pg_stat_wal";
+
+  /** WAL bytes and full-page images the server has written. */
+  private static final String WAL = "SELECT wal_bytes::bigint, wal_fpi FROM pg_stat_wal";
 
   private final SpillwayRuntime runtime;
   private final PrintWriter out;
@@ -154,6 +156,8 @@ public final class BufferBench {
         o.maxInFlight());
     out.flush();
 
+    // The clients' process warms itself up; this warms the database for the plain phase, which has
+    // no design warm-up of its own.
     InsertLoad warmUp = new InsertLoad(endpoint, insert(PLAIN), o.clients(), o.rate());
     warmUp.start();
     Thread.sleep(WARM_UP.toMillis());
@@ -319,32 +323,42 @@ public final class BufferBench {
     List<Long> totals =
         phases.stream().map(w -> w.values().stream().mapToLong(Long::longValue).sum()).toList();
     out.printf(
-        "   what inserts waited on (pg_stat_activity every 5 ms; %s: running or runnable)%n",
-        InsertWaits.ON_CPU);
+        "   what inserts waited on (pg_stat_activity every %d ms; %s: running or runnable)%n",
+        InsertWaits.EVERY_MILLIS, InsertWaits.ON_CPU);
     out.printf("   %-44s %8s %8s %8s%n", "share of samples", "plain", "poller", "Spillway");
     phases.stream()
         .flatMap(w -> w.keySet().stream())
         .distinct()
-        .filter(
-            event ->
-                IntStream.range(0, 3)
-                    .anyMatch(i -> share(phases.get(i), event, totals.get(i)) >= 1))
-        .sorted(Comparator.comparing((String event) -> -phases.get(0).getOrDefault(event, 0L)))
+        .map(event -> new WaitShares(event, phases, totals))
+        .filter(w -> w.max() >= 1)
+        .sorted(Comparator.comparingDouble((WaitShares w) -> -w.percent()[0]))
         .forEach(
-            event ->
+            w ->
                 out.printf(
                     "   %-44s %7.0f%% %7.0f%% %7.0f%%%n",
-                    event,
-                    share(phases.get(0), event, totals.get(0)),
-                    share(phases.get(1), event, totals.get(1)),
-                    share(phases.get(2), event, totals.get(2))));
+                    w.event(), w.percent()[0], w.percent()[1], w.percent()[2]));
     out.printf(
         "   %-44s %8d %8d %8d%n",
         "samples of active inserts", totals.get(0), totals.get(1), totals.get(2));
   }
 
-  private static double share(Map<String, Long> waits, String event, long total) {
-    return total == 0 ? 0 : 100.0 * waits.getOrDefault(event, 0L) / total;
+  /** One wait event's share of each phase's samples, in percent. */
+  private record WaitShares(String event, double[] percent) {
+    WaitShares(String event, List<Map<String, Long>> phases, List<Long> totals) {
+      this(
+          event,
+          IntStream.range(0, phases.size())
+              .mapToDouble(
+                  i ->
+                      totals.get(i) == 0
+                          ? 0
+                          : 100.0 * phases.get(i).getOrDefault(event, 0L) / totals.get(i))
+              .toArray());
+    }
+
+    double max() {
+      return Arrays.stream(percent).max().orElse(0);
+    }
   }
 
   private static BufferSettings buffer(String name, TableName table, Options o) {
@@ -386,8 +400,7 @@ public final class BufferBench {
     waits.ifPresent(InsertWaits::start);
     double cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
     double processBefore = ProcessCpu.seconds();
-    long walBefore = BenchSql.single(ds, WAL_BYTES);
-    long fullPagesBefore = BenchSql.single(ds, WAL_FULL_PAGES);
+    long[] walBefore = BenchSql.row(ds, WAL);
     long end = System.nanoTime() + duration.toNanos();
     while (System.nanoTime() < end) {
       Thread.sleep(
@@ -405,8 +418,7 @@ public final class BufferBench {
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
     double process = ProcessCpu.seconds() - processBefore + result.cpuSeconds();
-    long wal = BenchSql.single(ds, WAL_BYTES) - walBefore;
-    long fullPages = BenchSql.single(ds, WAL_FULL_PAGES) - fullPagesBefore;
+    long[] walAfter = BenchSql.row(ds, WAL);
     long left = drainer ? BenchSql.single(ds, count) : 0;
     if (left > 0) {
       out.printf(
@@ -422,8 +434,8 @@ public final class BufferBench {
         process,
         left == 0,
         waited,
-        wal,
-        fullPages);
+        walAfter[0] - walBefore[0],
+        walAfter[1] - walBefore[1]);
   }
 
   private void printBacklog(String name, Phase p) {

@@ -17,7 +17,7 @@ import javax.sql.DataSource;
  */
 final class InsertWaits {
   static final String ON_CPU = "CPU";
-  private static final long EVERY_MILLIS = 5;
+  static final long EVERY_MILLIS = 5;
 
   private final DataSource ds;
   private final String statementStart;
@@ -56,7 +56,7 @@ final class InsertWaits {
         "SELECT coalesce(wait_event_type || ':' || wait_event, '"
             + ON_CPU
             + "'), count(*) FROM pg_stat_activity"
-            + " WHERE state = 'active' AND starts_with(query, ?) AND pid <> pg_backend_pid()"
+            + " WHERE state = 'active' AND starts_with(query, ?)"
             + " GROUP BY 1";
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(query)) {
