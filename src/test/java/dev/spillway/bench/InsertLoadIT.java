@@ -9,7 +9,6 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.time.Duration;
-import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -21,7 +20,7 @@ class InsertLoadIT {
   void should_insert_at_the_rate_asked_and_report_every_insert_it_made() throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
     DatabaseEndpoint db = infra.database("bench");
-    String table = "load_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String table = TestSql.uniqueName("load");
     try (Databases databases = infra.databases("bench")) {
       DataSource ds = databases.dataSource("bench");
       TestSql.exec(ds, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, contact_id bigint)");

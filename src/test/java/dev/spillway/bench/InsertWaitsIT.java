@@ -6,7 +6,6 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.util.Map;
-import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -16,7 +15,7 @@ class InsertWaitsIT {
   @Test
   void should_count_what_the_sampled_statement_waits_on_and_no_other_statement() throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
-    String table = "waits_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String table = TestSql.uniqueName("waits");
     try (Databases databases = infra.databases("bench")) {
       DataSource ds = databases.dataSource("bench");
       TestSql.exec(ds, "CREATE TABLE " + table + " (v text)");

@@ -10,7 +10,6 @@ import dev.spillway.testing.TestSql;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -23,16 +22,12 @@ class SkipLockedPollerIT {
   @Test
   void should_claim_every_row_in_groups_and_delete_it() throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
-    String table = "polled_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String table = TestSql.uniqueName("polled");
     try (Databases databases = infra.databases("bench")) {
       DataSource ds = databases.dataSource("bench");
+      createPolledTable(ds, table);
       TestSql.exec(
           ds,
-          "CREATE TABLE "
-              + table
-              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-              + " created_at timestamptz NOT NULL DEFAULT clock_timestamp(), group_id uuid)",
-          "CREATE INDEX ON " + table + " (group_id)",
           "INSERT INTO "
               + table
               + " (created_at) SELECT clock_timestamp() FROM generate_series(1, 2500)");
@@ -52,22 +47,17 @@ class SkipLockedPollerIT {
   @Test
   void should_fail_with_the_reason_when_a_claim_runs_past_its_timeout() throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
-    String table = "polled_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String table = TestSql.uniqueName("polled");
     try (Databases databases = infra.databases("bench")) {
       DataSource ds = databases.dataSource("bench");
-      TestSql.exec(
-          ds,
-          "CREATE TABLE "
-              + table
-              + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
-              + " created_at timestamptz NOT NULL DEFAULT clock_timestamp(), group_id uuid)");
+      createPolledTable(ds, table);
       try (Connection locker = ds.getConnection()) {
         // Another session holds the table, so the claim's first statement waits.
         locker.setAutoCommit(false);
         try (Statement s = locker.createStatement()) {
           s.execute("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
         }
-        SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 1, 10, 1);
+        SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 1, 10, 5);
         poller.start();
         await()
             .atMost(Duration.ofSeconds(30))
@@ -100,5 +90,16 @@ class SkipLockedPollerIT {
       }
       TestSql.exec(ds, "DROP TABLE " + table);
     }
+  }
+
+  /** The columns the poller reads and writes, and the index its delete by group uses. */
+  private static void createPolledTable(DataSource ds, String table) {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE "
+            + table
+            + " (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            + " created_at timestamptz NOT NULL DEFAULT clock_timestamp(), group_id uuid)",
+        "CREATE INDEX ON " + table + " (group_id)");
   }
 }

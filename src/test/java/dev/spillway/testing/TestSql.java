@@ -4,6 +4,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /** Plain SQL for test set-up and checks. */
@@ -42,6 +43,11 @@ public final class TestSql {
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /** A table name no other test uses: the prefix and eight random hex digits. */
+  public static String uniqueName(String prefix) {
+    return prefix + "_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
   }
 
   /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
