@@ -82,7 +82,7 @@ final class BufferStatements {
                 + " b WHERE b."
                 + t.id()
                 + " = u.id)")) {
-      ps.setArray(1, array(c, t, ids)); // the batch's ids
+      ps.setArray(1, idArray(c, t.idType(), ids)); // the batch's ids
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           out.add(rs.getInt(1));
@@ -153,7 +153,7 @@ final class BufferStatements {
       sql = "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)";
     }
     try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setArray(1, array(c, t, ids)); // the handled ids
+      ps.setArray(1, idArray(c, t.idType(), ids)); // the handled ids
       return ps.executeUpdate();
     }
   }
@@ -164,7 +164,7 @@ final class BufferStatements {
     try (PreparedStatement ps =
         c.prepareStatement(
             "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)")) {
-      ps.setArray(1, array(c, t, ids)); // the dead-lettered ids
+      ps.setArray(1, idArray(c, t.idType(), ids)); // the dead-lettered ids
       return ps.executeUpdate();
     }
   }
@@ -201,10 +201,10 @@ final class BufferStatements {
     return j.toString();
   }
 
-  private static Array array(Connection c, BufferTable t, Collection<Object> ids)
-      throws SQLException {
+  /** Primary keys of type {@code idType} ({@code pg_type.typname}) as an array parameter. */
+  static Array idArray(Connection c, String idType, Collection<?> ids) throws SQLException {
     // The driver takes bytea elements only as byte[][], and capture gives bytea keys as byte[].
-    Object[] elements = "bytea".equals(t.idType()) ? ids.toArray(new byte[0][]) : ids.toArray();
-    return c.createArrayOf(t.idType(), elements);
+    Object[] elements = "bytea".equals(idType) ? ids.toArray(new byte[0][]) : ids.toArray();
+    return c.createArrayOf(idType, elements);
   }
 }

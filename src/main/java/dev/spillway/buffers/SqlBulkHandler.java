@@ -46,7 +46,7 @@ final class SqlBulkHandler implements BulkHandler {
   public Result handle(Batch batch) throws Exception {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(sql)) {
-      Array ids = c.createArrayOf(idType, batch.ids().toArray());
+      Array ids = BufferStatements.idArray(c, idType, batch.ids());
       for (int i = 0; i < parameters.size(); i++) {
         if (parameters.get(i).equals("ids")) {
           ps.setArray(i + 1, ids); // :ids, the batch's primary keys

@@ -218,6 +218,24 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_pass_bytea_ids_to_the_sql_handler_as_an_array() throws Exception {
+    TableName copied = new TableName(schema, "copied_keys");
+    TestSql.exec(ds, "CREATE TABLE " + copied.quoted() + " (k bytea PRIMARY KEY)");
+    BulkHandler sql =
+        new SqlBulkHandler(
+            ds,
+            "INSERT INTO " + copied.quoted() + " SELECT unnest(CAST(:ids AS bytea[]))",
+            "bytea");
+    List<Object> keys = List.of(new byte[] {1}, new byte[] {2, 3});
+    assertKeyedRowsHandled("bytea", "decode(k, 'hex')", List.of("01", "0203"), keys, sql);
+    assertThat(
+            TestSql.text(
+                ds, "SELECT string_agg(encode(k, 'hex'), ',' ORDER BY k) FROM " + copied.quoted()))
+        .as("the keys the statement received")
+        .isEqualTo("01,0203");
+  }
+
+  @Test
   void should_delete_rows_keyed_by_floating_point_whose_text_differs_from_java() throws Exception {
     // PostgreSQL writes these as 1e+20 and 1e-07, Java as 1.0E20 and 1.0E-7.
     List<Object> keys = List.of(1e20, 1e-7, 2.5);
