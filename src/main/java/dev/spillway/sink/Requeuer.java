@@ -49,10 +49,9 @@ final class Requeuer {
   void deadLetter(SinkRecord r, Throwable error, byte[] value)
       throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
-    h.add(SinkHeaders.ERROR_CLASS, SinkHeaders.text(error.getClass().getName()));
-    h.add(SinkHeaders.ERROR_MESSAGE, SinkHeaders.text(String.valueOf(error.getMessage())));
+    SinkHeaders.addFailure(
+        h, error.getClass().getName(), String.valueOf(error.getMessage()), r.position());
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(r.attempts()));
-    h.add(SinkHeaders.SOURCE, SinkHeaders.text(r.position()));
     h.add(SinkHeaders.FAILED_AT, SinkHeaders.longValue(clock.millis()));
     send(deadLetterTopic, r.key(), value == null ? r.value() : value, h);
   }

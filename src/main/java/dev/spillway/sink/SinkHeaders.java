@@ -59,6 +59,13 @@ public final class SinkHeaders {
     return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
   }
 
+  /** The headers every dead letter carries: why it failed and where it was read. */
+  public static void addFailure(Headers headers, String errorClass, String message, String source) {
+    headers.add(ERROR_CLASS, text(errorClass));
+    headers.add(ERROR_MESSAGE, text(message));
+    headers.add(SOURCE, text(source));
+  }
+
   /** Where a record was read from, as dead letters and logs name it: topic-partition@offset. */
   public static String position(String topic, int partition, long offset) {
     return topic + "-" + partition + "@" + offset;

@@ -67,14 +67,12 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
       return;
     }
     RecordHeaders h = new RecordHeaders(record.headers().toArray());
-    h.add(SinkHeaders.ERROR_CLASS, SinkHeaders.text(v.errorClass()));
-    h.add(SinkHeaders.ERROR_MESSAGE, SinkHeaders.text(v.problem()));
     String source =
         context
             .recordMetadata()
             .map(m -> SinkHeaders.position(m.topic(), m.partition(), m.offset()))
             .orElse("unknown");
-    h.add(SinkHeaders.SOURCE, SinkHeaders.text(source));
+    SinkHeaders.addFailure(h, v.errorClass(), v.problem(), source);
     context.forward(record.withHeaders(h), deadLetters);
   }
 }
