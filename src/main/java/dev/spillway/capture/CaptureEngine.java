@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -46,6 +47,7 @@ final class CaptureEngine implements AutoCloseable {
   private final Clock clock;
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
   private final ExecutorService executor;
+  private final CountDownLatch tasksStarted = new CountDownLatch(1);
   private volatile boolean stopping;
   private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
 
@@ -100,11 +102,20 @@ final class CaptureEngine implements AutoCloseable {
                         "Capture of database {} stopped: {}", endpoint.name(), message, error);
                   }
                 })
+            .using(
+                new DebeziumEngine.ConnectorCallback() {
+                  @Override
+                  public void taskStarted() {
+                    tasksStarted.countDown();
+                  }
+                })
             .notifying(this::handleBatch)
             .build();
     executor.execute(engine);
     long deadline = System.nanoTime() + timeout.toNanos();
-    while (!SourcePreparation.slotActive(dataSource, slot)) {
+    // Streaming can begin before the engine counts its task as started, and an engine closed in
+    // between refuses to stop ("tasks are starting") and keeps its metrics registered.
+    while (tasksStarted.getCount() > 0 || !SourcePreparation.slotActive(dataSource, slot)) {
       Throwable f = failure.get();
       if (f != null) {
         throw new CaptureSetupException(
