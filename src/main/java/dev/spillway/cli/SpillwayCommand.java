@@ -14,6 +14,7 @@ import picocli.CommandLine.ScopeType;
 @Command(
     name = "spillway",
     mixinStandardHelpOptions = true,
+    scope = ScopeType.INHERIT,
     versionProvider = Version.class,
     description = "Background data work for PostgreSQL, run as one Kafka-driven pipeline.",
     subcommands = {

@@ -7,6 +7,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** Exit codes and the one-sentence errors users and scripts rely on. */
 class CliErrorsTest {
@@ -39,6 +41,29 @@ class CliErrorsTest {
     Cli.Result r = Cli.run("status", "-c", dir.resolve("missing.yml").toString());
     assertThat(r.exitCode()).isEqualTo(2);
     assertThat(r.err()).contains("missing.yml").doesNotContain("Exception");
+  }
+
+  @ParameterizedTest
+  @ValueSource(
+      strings = {
+        "quickstart",
+        "run",
+        "status",
+        "lfk",
+        "lfk status",
+        "lfk generate",
+        "bench",
+        "bench capture",
+        "bench sink",
+        "bench lfk",
+        "bench buffers"
+      })
+  void should_show_usage_for_help_on_every_command(String command) {
+    String[] words = (command + " --help").split(" ");
+    Cli.Result r = Cli.run(words);
+    assertThat(r.exitCode()).isEqualTo(0);
+    assertThat(r.out()).startsWith("Usage: spillway " + command + " ").contains("--help");
+    assertThat(r.err()).isEmpty();
   }
 
   @Test
