@@ -83,18 +83,21 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--rows",
+        paramLabel = "N",
         defaultValue = "100000",
         description = "Rows deleted at once (default ${DEFAULT-VALUE}).")
     int rows;
 
     @Option(
         names = "--rate",
+        paramLabel = "N",
         defaultValue = "5000",
         description = "Changes per second in the steady phase (default ${DEFAULT-VALUE}).")
     int rate;
 
     @Option(
         names = "--seconds",
+        paramLabel = "SECONDS",
         defaultValue = "30",
         description = "Length of the steady phase (default ${DEFAULT-VALUE}).")
     int seconds;
@@ -128,24 +131,28 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--rows",
+        paramLabel = "N",
         defaultValue = "300000",
         description = "Rows the sink deletes (default ${DEFAULT-VALUE}).")
     int rows;
 
     @Option(
         names = "--batch-size",
+        paramLabel = "N",
         defaultValue = "5000",
         description = "Rows per batch (default ${DEFAULT-VALUE}).")
     int batchSize;
 
     @Option(
         names = "--sub-batch",
+        paramLabel = "N",
         defaultValue = "500",
         description = "Rows per sub-batch (default ${DEFAULT-VALUE}).")
     int subBatch;
 
     @Option(
         names = "--clients",
+        paramLabel = "N",
         defaultValue = "4",
         description = "Foreground probe clients (default ${DEFAULT-VALUE}).")
     int clients;
@@ -180,12 +187,14 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--parents",
+        paramLabel = "N",
         defaultValue = "10000",
         description = "Parent rows deleted at once (default ${DEFAULT-VALUE}).")
     int parents;
 
     @Option(
         names = "--children",
+        paramLabel = "N",
         defaultValue = "1000000",
         description = "Child rows, spread evenly over the parents (default ${DEFAULT-VALUE}).")
     int children;
@@ -201,24 +210,28 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--clients",
+        paramLabel = "N",
         defaultValue = "4",
         description = "Foreground probe clients (default ${DEFAULT-VALUE}).")
     int clients;
 
     @Option(
         names = "--poll-ms",
+        paramLabel = "MS",
         defaultValue = "20",
         description = "How often to ask whether a child is left, in ms (default ${DEFAULT-VALUE}).")
     int pollMillis;
 
     @Option(
         names = "--batch-size",
+        paramLabel = "N",
         defaultValue = "" + LfkSettings.DEFAULT_BATCH_SIZE,
         description = "Deleted parents per cleanup batch (default ${DEFAULT-VALUE}).")
     int batchSize;
 
     @Option(
         names = "--max-wait-ms",
+        paramLabel = "MS",
         defaultValue = "1000",
         description =
             "Longest a deleted parent waits for its batch, in ms (default ${DEFAULT-VALUE}).")
@@ -226,18 +239,21 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--delete-limit",
+        paramLabel = "N",
         defaultValue = "" + LfkSettings.DEFAULT_DELETE_LIMIT,
         description = "Children per delete statement (default ${DEFAULT-VALUE}).")
     int deleteLimit;
 
     @Option(
         names = "--max-deletes-per-run",
+        paramLabel = "N",
         defaultValue = "" + LfkSettings.DEFAULT_MAX_DELETES_PER_RUN,
         description = "Deletes after which a cleanup run ends (default ${DEFAULT-VALUE}).")
     long maxDeletesPerRun;
 
     @Option(
         names = "--sink-poll-ms",
+        paramLabel = "MS",
         description =
             "The cleanup sink's poll timeout in ms, for experiments (default: the configured"
                 + " sink's).")
@@ -293,18 +309,21 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--duration",
+        paramLabel = "SECONDS",
         defaultValue = "60",
         description = "Seconds of inserts per phase (default ${DEFAULT-VALUE}).")
     int duration;
 
     @Option(
         names = "--clients",
+        paramLabel = "N",
         defaultValue = "4",
         description = "Inserting clients (default ${DEFAULT-VALUE}).")
     int clients;
 
     @Option(
         names = "--rate",
+        paramLabel = "N",
         defaultValue = "0",
         description =
             "Inserts per second of all clients together, each on a fixed schedule as pgbench"
@@ -313,18 +332,21 @@ final class BenchCommand implements Runnable {
 
     @Option(
         names = "--batch-size",
+        paramLabel = "N",
         defaultValue = "1000",
         description = "Events per batch (default ${DEFAULT-VALUE}).")
     int batchSize;
 
     @Option(
         names = "--max-wait-ms",
+        paramLabel = "MS",
         defaultValue = "500",
         description = "Longest a batch waits for more events (default ${DEFAULT-VALUE}).")
     int maxWaitMs;
 
     @Option(
         names = "--max-in-flight",
+        paramLabel = "N",
         defaultValue = "4",
         description =
             "Batches handled at once; the poller runs as many claim jobs (default"
