@@ -41,6 +41,7 @@ final class BufferMetrics {
             .description("From the inserting commit to the row's deletion after its handler")
             .tag("buffer", buffer)
             .publishPercentiles(0.5, 0.99)
+            .percentilePrecision(2)
             .publishPercentileHistogram()
             .minimumExpectedValue(Duration.ofMillis(1))
             .maximumExpectedValue(Duration.ofMinutes(10))

@@ -1,0 +1,33 @@
+package dev.spillway.buffers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.TableName;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/** The insert-to-handled figures {@code status} and {@code bench buffers} report. */
+class BufferMetricsTest {
+
+  @Test
+  void should_report_insert_to_handled_percentiles_within_one_percent() {
+    BufferMetrics metrics = new BufferMetrics(new SimpleMeterRegistry(), "b", () -> 0);
+    long now = 1_800_000_000_000L;
+    List<BufferEvent> events = new ArrayList<>();
+    for (int ms = 1; ms <= 1_000; ms++) {
+      events.add(
+          new BufferEvent(
+              "db", new TableName("public", "b"), Map.of("id", ms), (now - ms) * 1000, ms, now));
+    }
+    metrics.handled(events, now);
+
+    assertThat(metrics.handledCount()).isEqualTo(1_000);
+    assertThat(metrics.percentileMillis(0.5)).isCloseTo(500, within(5.0));
+    assertThat(metrics.percentileMillis(0.99)).isCloseTo(990, within(9.9));
+  }
+}
