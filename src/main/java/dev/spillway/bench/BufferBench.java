@@ -218,9 +218,9 @@ public final class BufferBench {
       out.println(
           "   (paced: an insert's latency runs from its scheduled start, waiting included)");
     }
-    printLatency("mean", Samples::mean, plainPhase, polled, spillway);
-    printLatency("p50", l -> l.percentile(50), plainPhase, polled, spillway);
-    printLatency("p99", l -> l.percentile(99), plainPhase, polled, spillway);
+    printLatency("mean", InsertLoad.Latency::mean, plainPhase, polled, spillway);
+    printLatency("p50", InsertLoad.Latency::p50, plainPhase, polled, spillway);
+    printLatency("p99", InsertLoad.Latency::p99, plainPhase, polled, spillway);
     if (o.waits()) {
       printWaits(plainPhase, polled, spillway);
     }
@@ -265,7 +265,7 @@ public final class BufferBench {
     // As fast as they can, the cost is the throughput lost; at a fixed rate, the latency added.
     double cost =
         o.paced()
-            ? spillway.load().latencyMicros().mean() / plain.latencyMicros().mean()
+            ? spillway.load().latency().mean() / plain.latency().mean()
             : plain.tps() / spillway.load().tps();
     String costMeasure =
         o.paced()
@@ -302,18 +302,14 @@ public final class BufferBench {
 
   private void printLatency(
       String statistic,
-      ToDoubleFunction<Samples> micros,
+      ToDoubleFunction<InsertLoad.Latency> micros,
       Phase plain,
       Phase polled,
       Phase spillway) {
     new Comparison("insert latency " + statistic, "ms")
-        .add(
-            "plain table, nothing running",
-            micros.applyAsDouble(plain.load().latencyMicros()) / 1000)
-        .add(
-            "SKIP LOCKED poller draining it",
-            micros.applyAsDouble(polled.load().latencyMicros()) / 1000)
-        .add("Spillway draining it", micros.applyAsDouble(spillway.load().latencyMicros()) / 1000)
+        .add("plain table, nothing running", micros.applyAsDouble(plain.load().latency()) / 1000)
+        .add("SKIP LOCKED poller draining it", micros.applyAsDouble(polled.load().latency()) / 1000)
+        .add("Spillway draining it", micros.applyAsDouble(spillway.load().latency()) / 1000)
         .print(out);
   }
 

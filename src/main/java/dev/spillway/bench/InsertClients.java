@@ -2,13 +2,9 @@ package dev.spillway.bench;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 
-import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
-import java.io.DataOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -150,10 +146,10 @@ final class InsertClients {
 
   /**
    * Runs the clients until a line {@code stop} (or the end of input) arrives on standard input,
-   * then writes each latency in microseconds to the samples file as 8-byte numbers and prints
-   * {@code done <inserts> <seconds> <cpu seconds>}; prints {@code started} once the clients run.
+   * then prints {@code done <inserts> <seconds> <cpu seconds> <mean> <p50> <p99>}, the latencies in
+   * microseconds; prints {@code started} once the clients run.
    *
-   * <p>Arguments: JDBC URL, user, clients, rate (0: as fast as they can), samples file, insert.
+   * <p>Arguments: JDBC URL, user, clients, rate (0: as fast as they can), insert.
    */
   public static void main(String[] args) throws Exception {
     PGSimpleDataSource ds = new PGSimpleDataSource();
@@ -173,7 +169,7 @@ final class InsertClients {
     Thread.sleep(WARM_UP_MILLIS);
     warmUp.stop();
     InsertClients clients =
-        new InsertClients(ds, null, args[5], count, Double.parseDouble(args[3]));
+        new InsertClients(ds, null, args[4], count, Double.parseDouble(args[3]));
     PrintStream out = System.out;
     double cpuBefore = ProcessCpu.seconds();
     clients.start();
@@ -186,11 +182,9 @@ final class InsertClients {
     try {
       Result r = clients.stop();
       double cpu = ProcessCpu.seconds() - cpuBefore;
-      try (DataOutputStream file =
-          new DataOutputStream(new BufferedOutputStream(Files.newOutputStream(Path.of(args[4]))))) {
-        r.latencyMicros().writeTo(file);
-      }
-      out.printf("done %d %s %s%n", r.inserts(), r.seconds(), cpu);
+      InsertLoad.Latency l = InsertLoad.Latency.of(r.latencyMicros());
+      out.printf(
+          "done %d %s %s %s %d %d%n", r.inserts(), r.seconds(), cpu, l.mean(), l.p50(), l.p99());
     } catch (IllegalStateException e) {
       out.println("failed " + e.getMessage());
     }

@@ -3,14 +3,11 @@ package dev.spillway.bench;
 import static java.nio.charset.StandardCharsets.UTF_8;
 
 import dev.spillway.jdbc.DatabaseEndpoint;
-import java.io.BufferedInputStream;
 import java.io.BufferedReader;
-import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -26,9 +23,16 @@ final class InsertLoad {
    *
    * @param cpuSeconds CPU the clients' process used while they ran
    */
-  record Result(long inserts, double seconds, Samples latencyMicros, double cpuSeconds) {
+  record Result(long inserts, double seconds, double cpuSeconds, Latency latency) {
     double tps() {
       return inserts / seconds;
+    }
+  }
+
+  /** The inserts' latency in microseconds: the mean and nearest-rank percentiles. */
+  record Latency(double mean, long p50, long p99) {
+    static Latency of(Samples s) {
+      return new Latency(s.mean(), s.percentile(50), s.percentile(99));
     }
   }
 
@@ -40,7 +44,6 @@ final class InsertLoad {
   private final double rate;
   private Process process;
   private BufferedReader lines;
-  private Path samples;
 
   /**
    * @param insert a statement with one bigint parameter, such as {@code INSERT INTO t (contact_id,
@@ -60,7 +63,6 @@ final class InsertLoad {
    * into a temporary table (no WAL, nothing captured) that leave its code compiled.
    */
   void start() throws IOException {
-    samples = Files.createTempFile("spillway-bench-latency", ".bin");
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add(HEAP);
@@ -71,7 +73,6 @@ final class InsertLoad {
     command.add(database.username());
     command.add(String.valueOf(clients));
     command.add(String.valueOf(rate));
-    command.add(samples.toString());
     command.add(insert);
     ProcessBuilder builder =
         new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT);
@@ -90,21 +91,13 @@ final class InsertLoad {
     } catch (IOException gone) {
       // the process has ended already; what it said last tells why
     }
-    try {
-      String[] done = expect("done").split(" ");
-      process.waitFor();
-      long inserts = Long.parseLong(done[1]);
-      try (DataInputStream in =
-          new DataInputStream(new BufferedInputStream(Files.newInputStream(samples)))) {
-        return new Result(
-            inserts,
-            Double.parseDouble(done[2]),
-            Samples.readFrom(in, inserts),
-            Double.parseDouble(done[3]));
-      }
-    } finally {
-      Files.deleteIfExists(samples);
-    }
+    String[] done = expect("done").split(" ");
+    process.waitFor();
+    return new Result(
+        Long.parseLong(done[1]),
+        Double.parseDouble(done[2]),
+        Double.parseDouble(done[3]),
+        new Latency(Double.parseDouble(done[4]), Long.parseLong(done[5]), Long.parseLong(done[6])));
   }
 
   /** The clients' next line starting with {@code word}; other output is passed on to stderr. */

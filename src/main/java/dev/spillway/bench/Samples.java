@@ -1,8 +1,5 @@
 package dev.spillway.bench;
 
-import java.io.DataInput;
-import java.io.DataOutput;
-import java.io.IOException;
 import java.util.Arrays;
 
 /** Latency samples in microseconds and their percentiles. Not thread-safe. */
@@ -45,22 +42,6 @@ public final class Samples {
       sum += values[i];
     }
     return sum / size;
-  }
-
-  /** Writes every sample as an 8-byte number, in the order added. */
-  void writeTo(DataOutput out) throws IOException {
-    for (int i = 0; i < size; i++) {
-      out.writeLong(values[i]);
-    }
-  }
-
-  /** Reads {@code count} samples {@link #writeTo} wrote. */
-  static Samples readFrom(DataInput in, long count) throws IOException {
-    Samples s = new Samples();
-    for (long i = 0; i < count; i++) {
-      s.add(in.readLong());
-    }
-    return s;
   }
 
   public void forEach(java.util.function.LongConsumer action) {

@@ -2,12 +2,6 @@ package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
-import java.util.ArrayList;
-import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class SamplesTest {
@@ -29,20 +23,5 @@ class SamplesTest {
     Samples s = new Samples();
     assertThat(s.mean()).isZero();
     assertThat(s.percentile(50)).isZero();
-  }
-
-  @Test
-  void should_read_back_what_it_wrote_in_order() throws Exception {
-    Samples s = new Samples();
-    s.add(3);
-    s.add(1);
-    s.add(2);
-    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    s.writeTo(new DataOutputStream(bytes));
-    Samples read =
-        Samples.readFrom(new DataInputStream(new ByteArrayInputStream(bytes.toByteArray())), 3);
-    List<Long> values = new ArrayList<>();
-    read.forEach(values::add);
-    assertThat(values).containsExactly(3L, 1L, 2L);
   }
 }
