@@ -31,6 +31,23 @@ class SkipLockedPollerIT {
           "INSERT INTO "
               + table
               + " (created_at) SELECT clock_timestamp() FROM generate_series(1, 2500)");
+      // Each deleted row's id and group, as it leaves the table.
+      String deleted = table + "_deleted";
+      TestSql.exec(ds, "CREATE TABLE " + deleted + " (id bigint, group_id uuid)");
+      TestSql.exec(
+          ds,
+          "CREATE FUNCTION "
+              + deleted
+              + "_log() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN INSERT INTO "
+              + deleted
+              + " VALUES (OLD.id, OLD.group_id); RETURN OLD; END $$");
+      TestSql.exec(
+          ds,
+          "CREATE TRIGGER log_delete BEFORE DELETE ON "
+              + table
+              + " FOR EACH ROW EXECUTE FUNCTION "
+              + deleted
+              + "_log()");
       // Four claimers taking groups of at most 100 rows from the same table.
       SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 4, 10, 30);
       poller.start();
@@ -40,7 +57,24 @@ class SkipLockedPollerIT {
       Samples latencies = poller.stop();
 
       assertThat(latencies.size()).as("one latency per row deleted").isEqualTo(2500);
+      assertThat(TestSql.count(ds, "SELECT count(DISTINCT id) FROM " + deleted))
+          .as("rows deleted, each once")
+          .isEqualTo(TestSql.count(ds, "SELECT count(*) FROM " + deleted))
+          .isEqualTo(2500);
+      assertThat(TestSql.count(ds, "SELECT count(*) FROM " + deleted + " WHERE group_id IS NULL"))
+          .as("rows deleted without a group")
+          .isZero();
+      assertThat(
+              TestSql.count(
+                  ds,
+                  "SELECT max(n) FROM (SELECT count(*) AS n FROM "
+                      + deleted
+                      + " GROUP BY group_id) g"))
+          .as("largest group")
+          .isBetween(1L, 100L);
       TestSql.exec(ds, "DROP TABLE " + table);
+      TestSql.exec(ds, "DROP TABLE " + deleted);
+      TestSql.exec(ds, "DROP FUNCTION " + deleted + "_log()");
     }
   }
 
