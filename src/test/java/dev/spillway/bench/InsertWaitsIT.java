@@ -1,11 +1,17 @@
 package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -13,32 +19,53 @@ import org.junit.jupiter.api.Test;
 class InsertWaitsIT {
 
   @Test
-  void should_count_what_the_sampled_statement_waits_on_and_no_other_statement() throws Exception {
+  void should_count_what_the_sampled_statement_waits_on_and_not_what_another_waits_on_meanwhile()
+      throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
     String table = TestSql.uniqueName("waits");
     try (Databases databases = infra.databases("bench")) {
       DataSource ds = databases.dataSource("bench");
       TestSql.exec(ds, "CREATE TABLE " + table + " (v text)");
+      String other = table + "_other";
+      TestSql.exec(ds, "CREATE TABLE " + other + " (v text)");
       String insert = "INSERT INTO " + table + " ";
 
-      // A statement that is not the one sampled is not counted.
-      InsertWaits notSampled = new InsertWaits(ds, insert);
-      notSampled.start();
-      TestSql.exec(ds, "SELECT pg_sleep(1)");
-      assertThat(notSampled.stop()).isEmpty();
+      Map<String, Long> counted;
+      try (Connection locker = ds.getConnection()) {
+        // A statement that is not the one sampled waits on a lock the whole time...
+        locker.setAutoCommit(false);
+        try (Statement st = locker.createStatement()) {
+          st.execute("LOCK TABLE " + other + " IN ACCESS EXCLUSIVE MODE");
+        }
+        CompletableFuture<Void> blocked =
+            CompletableFuture.runAsync(() -> TestSql.exec(ds, "SELECT count(*) FROM " + other));
+        await()
+            .atMost(Duration.ofSeconds(30))
+            .until(
+                () ->
+                    TestSql.count(
+                            ds,
+                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                + " AND query = 'SELECT count(*) FROM "
+                                + other
+                                + "'")
+                        == 1);
+        // ...while an insert that sleeps 1 s inside the server is sampled.
+        InsertWaits waits = new InsertWaits(ds, insert);
+        waits.start();
+        TestSql.exec(ds, insert + "SELECT pg_sleep(1)::text");
+        counted = waits.stop();
+        locker.rollback();
+        blocked.get(30, TimeUnit.SECONDS);
+      }
 
-      // An insert that sleeps 1 s inside the server is counted under its wait event.
-      InsertWaits sampled = new InsertWaits(ds, insert);
-      sampled.start();
-      TestSql.exec(ds, insert + "SELECT pg_sleep(1)::text");
-      Map<String, Long> counted = sampled.stop();
       long total = counted.values().stream().mapToLong(Long::longValue).sum();
-      assertThat(counted).containsKey("Timeout:PgSleep");
+      assertThat(counted).containsKey("Timeout:PgSleep").doesNotContainKey("Lock:relation");
       assertThat(counted.get("Timeout:PgSleep"))
           .as("samples of the sleeping insert, of %s in all", counted)
           .isGreaterThanOrEqualTo(20L)
           .isGreaterThanOrEqualTo(total * 9 / 10);
-      TestSql.exec(ds, "DROP TABLE " + table);
+      TestSql.exec(ds, "DROP TABLE " + table + ", " + other);
     }
   }
 }
