@@ -323,6 +323,11 @@ abstract class BufferSinkContract {
     assertThat(seen).as("the handler was not called").isEmpty();
     assertThat(sink.metrics().requeuedCount()).as("paused, not put back").isZero();
     assertThat(rows(100, 100)).isEqualTo(1);
+
+    // Paused, not dropped either: the next worker runs the batch (row 101 was never committed).
+    start(settings(), recording(seen));
+    await().atMost(TIMEOUT).until(() -> rows(100, 100) == 0);
+    assertThat(seen).containsExactly(100L);
   }
 
   /** A handler that succeeds, noting every id it is given. */
@@ -528,7 +533,8 @@ abstract class BufferSinkContract {
               called.add(b.groupId());
               return BulkHandler.Result.success();
             });
-    produce(batch(1, 5), batch(6, 10));
+    BufferBatch waiting = batch(6, 10);
+    produce(batch(1, 5), waiting);
     await().atMost(TIMEOUT).until(() -> rows(1, 10) == 5);
     // The first run has ended (its outcome is counted after it leaves the in-flight gauge), so the
     // one batch in flight is the second, waiting for its permit.
@@ -545,6 +551,17 @@ abstract class BufferSinkContract {
     assertThat(called).as("the handler was called once, for the first batch").hasSize(1);
     assertThat(rows(1, 10)).as("the waiting batch's rows stay for its next delivery").isEqualTo(5);
     assertThat(sink.metrics().deadLetteredCount()).isZero();
+
+    // The next worker runs the waiting batch.
+    List<String> next = new CopyOnWriteArrayList<>();
+    start(
+        settings(),
+        b -> {
+          next.add(b.groupId());
+          return BulkHandler.Result.success();
+        });
+    await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
+    assertThat(next).containsExactly(waiting.groupId());
   }
 
   /** Batch runs the sink counted with this outcome. */
