@@ -158,10 +158,11 @@ public final class BufferBench {
 
     // The clients' process warms itself up; this warms the database for the plain phase, which has
     // no design warm-up of its own.
-    InsertLoad warmUp = new InsertLoad(endpoint, insert(PLAIN), o.clients(), o.rate());
-    warmUp.start();
-    Thread.sleep(WARM_UP.toMillis());
-    warmUp.stop();
+    try (InsertLoad warmUp = new InsertLoad(endpoint, insert(PLAIN), o.clients(), o.rate())) {
+      warmUp.start();
+      Thread.sleep(WARM_UP.toMillis());
+      warmUp.stop();
+    }
     BenchSql.exec(ds, "TRUNCATE " + PLAIN.quoted());
 
     databaseCpu = DatabaseCpu.of(ds);
@@ -384,28 +385,33 @@ public final class BufferBench {
    */
   private Phase loaded(TableName table, Options o, Duration duration, boolean drainer)
       throws Exception {
-    InsertLoad load = new InsertLoad(endpoint, insert(table), o.clients(), o.rate());
     List<Long> backlog = new ArrayList<>();
     String count = "SELECT count(*) FROM " + table.quoted();
     String any = "SELECT count(*) FROM (SELECT FROM " + table.quoted() + " LIMIT 1) t";
-    load.start(); // returns once its clients insert, their process warmed up
     Optional<InsertWaits> waits =
         o.waits()
             ? Optional.of(new InsertWaits(ds, "INSERT INTO " + table.quoted() + " "))
             : Optional.empty();
-    waits.ifPresent(InsertWaits::start);
-    double cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
-    double processBefore = ProcessCpu.seconds();
-    long[] walBefore = BenchSql.row(ds, WAL);
-    long end = System.nanoTime() + duration.toNanos();
-    while (System.nanoTime() < end) {
-      Thread.sleep(
-          Math.min(SAMPLE_EVERY.toMillis(), Math.max(1, (end - System.nanoTime()) / 1_000_000)));
-      if (drainer) {
-        backlog.add(BenchSql.single(ds, count));
+    double cpuBefore;
+    double processBefore;
+    long[] walBefore;
+    InsertLoad.Result result;
+    try (InsertLoad load = new InsertLoad(endpoint, insert(table), o.clients(), o.rate())) {
+      load.start(); // returns once its clients insert, their process warmed up
+      waits.ifPresent(InsertWaits::start);
+      cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
+      processBefore = ProcessCpu.seconds();
+      walBefore = BenchSql.row(ds, WAL);
+      long end = System.nanoTime() + duration.toNanos();
+      while (System.nanoTime() < end) {
+        Thread.sleep(
+            Math.min(SAMPLE_EVERY.toMillis(), Math.max(1, (end - System.nanoTime()) / 1_000_000)));
+        if (drainer) {
+          backlog.add(BenchSql.single(ds, count));
+        }
       }
+      result = load.stop();
     }
-    InsertLoad.Result result = load.stop();
     Map<String, Long> waited = waits.isPresent() ? waits.get().stop() : Map.of();
     long stopped = System.nanoTime();
     long drainDeadline = stopped + DRAIN_LIMIT.toNanos();

@@ -17,7 +17,7 @@ import java.util.List;
  * pgbench runs apart from what it measures. Sharing a process would let its garbage collections and
  * safepoints stop the clients too, and charge them to the database. Not thread-safe.
  */
-final class InsertLoad {
+final class InsertLoad implements AutoCloseable {
   /**
    * What one run saw.
    *
@@ -98,6 +98,14 @@ final class InsertLoad {
         Double.parseDouble(done[2]),
         Double.parseDouble(done[3]),
         new Latency(Double.parseDouble(done[4]), Long.parseLong(done[5]), Long.parseLong(done[6])));
+  }
+
+  /** Ends the clients' process if it still runs, as after a phase that failed before stop(). */
+  @Override
+  public void close() {
+    if (process != null && process.isAlive()) {
+      process.destroy();
+    }
   }
 
   /** The clients' next line starting with {@code word}; other output is passed on to stderr. */

@@ -43,6 +43,28 @@ class InsertLoadIT {
   }
 
   @Test
+  void should_end_its_clients_when_closed_without_being_stopped() throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("bench");
+    String table = TestSql.uniqueName("load");
+    try (Databases databases = infra.databases("bench")) {
+      DataSource ds = databases.dataSource("bench");
+      TestSql.exec(ds, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, contact_id bigint)");
+      String clients =
+          "SELECT count(*) FROM pg_stat_activity WHERE starts_with(query, 'INSERT INTO "
+              + table
+              + " ')";
+      try (InsertLoad load =
+          new InsertLoad(db, "INSERT INTO " + table + " (contact_id) VALUES (?)", 2, 200)) {
+        load.start();
+        await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 2); // both inserting
+      } // as when a phase fails between start and stop
+      await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 0);
+      TestSql.exec(ds, "DROP TABLE " + table);
+    }
+  }
+
+  @Test
   void should_say_why_when_its_clients_fail() throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
     DatabaseEndpoint db = infra.database("bench");
