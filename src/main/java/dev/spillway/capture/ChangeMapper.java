@@ -210,6 +210,24 @@ final class ChangeMapper {
 
   /** Debezium's {@code timestamptz} text (always six fraction digits, signed years) re-written. */
   private static String zonedDateTime(String text) {
+    // On the capture path for every timestamptz value, so the common form (years 1000 to 9999
+    // AD, UTC) only loses its fraction's trailing zeros, without being parsed and formatted.
+    int n = text.length();
+    if (n >= 20
+        && text.charAt(n - 1) == 'Z'
+        && text.charAt(0) >= '1'
+        && text.charAt(0) <= '9'
+        && text.charAt(4) == '-'
+        && text.charAt(10) == 'T') {
+      int end = n - 1;
+      while (end > 19 && text.charAt(end - 1) == '0') {
+        end--;
+      }
+      if (end == 20) {
+        end = 19; // no fraction left: drop its dot too
+      }
+      return end == n - 1 ? text : text.substring(0, end) + 'Z';
+    }
     try {
       OffsetDateTime t = OffsetDateTime.parse(text);
       return era(DATE_TIME_OFFSET.format(t), t.getYear());

@@ -9,7 +9,12 @@ import io.debezium.time.NanoTimestamp;
 import io.debezium.time.Time;
 import io.debezium.time.Timestamp;
 import io.debezium.time.ZonedTimestamp;
+import java.time.Instant;
 import java.time.LocalDate;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.util.Random;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
 import org.apache.kafka.connect.data.Struct;
@@ -102,6 +107,38 @@ class ChangeMapperTest {
         .isEqualTo("2026-01-02T03:04:05Z");
     assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "2026-01-02T03:04:06.250000Z"))
         .isEqualTo("2026-01-02T03:04:06.25Z");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "2026-01-02T03:04:07Z"))
+        .isEqualTo("2026-01-02T03:04:07Z");
+    assertThat(ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, "0999-01-02T03:04:05.100000Z"))
+        .isEqualTo("0999-01-02T03:04:05.1Z");
+  }
+
+  @Test
+  void should_keep_every_timestamptz_instant_from_year_1_to_9999() {
+    DateTimeFormatter debezium = DateTimeFormatter.ofPattern("uuuu-MM-dd'T'HH:mm:ss.SSSSSSX");
+    Random random = new Random(42);
+    long first = Instant.parse("0001-01-01T00:00:00Z").getEpochSecond();
+    long last = Instant.parse("9999-12-31T23:59:59Z").getEpochSecond();
+    for (int i = 0; i < 10_000; i++) {
+      // A fifth with no fraction, a fifth whole milliseconds, the rest any microsecond.
+      long micros =
+          switch (i % 5) {
+            case 0 -> 0;
+            case 1 -> random.nextInt(1_000) * 1_000L;
+            default -> random.nextInt(1_000_000);
+          };
+      OffsetDateTime t =
+          Instant.ofEpochSecond(random.nextLong(first, last + 1), micros * 1_000)
+              .atOffset(ZoneOffset.UTC);
+      String text = debezium.format(t);
+
+      String written = ChangeMapper.isoText(ZonedTimestamp.SCHEMA_NAME, text);
+
+      assertThat(written)
+          .as("written for %s", text)
+          .matches("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d(\\.\\d*[1-9])?Z");
+      assertThat(OffsetDateTime.parse(written)).as("read back from %s", written).isEqualTo(t);
+    }
   }
 
   @Test
