@@ -10,78 +10,80 @@ import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.time.Duration;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** The benchmark's clients in a process of their own, against the embedded PostgreSQL. */
 class InsertLoadIT {
   private static final Duration WAIT = Duration.ofSeconds(30);
 
+  private DatabaseEndpoint db;
+  private Databases databases;
+  private DataSource ds;
+  private String table;
+  private String insert;
+
+  @BeforeEach
+  void setUp() {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    db = infra.database("bench");
+    databases = infra.databases("bench");
+    ds = databases.dataSource("bench");
+    table = TestSql.uniqueName("load");
+    insert = "INSERT INTO " + table + " (contact_id) VALUES (?)";
+    TestSql.exec(ds, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, contact_id bigint)");
+  }
+
+  @AfterEach
+  void tearDown() {
+    TestSql.exec(ds, "DROP TABLE " + table);
+    databases.close();
+  }
+
   @Test
   void should_insert_at_the_rate_asked_and_report_every_insert_and_its_latency() throws Exception {
-    EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("bench");
-    String table = TestSql.uniqueName("load");
-    try (Databases databases = infra.databases("bench")) {
-      DataSource ds = databases.dataSource("bench");
-      TestSql.exec(ds, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, contact_id bigint)");
-      InsertLoad load =
-          new InsertLoad(db, "INSERT INTO " + table + " (contact_id) VALUES (?)", 2, 200);
-      load.start();
-      await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 300);
-      InsertLoad.Result r = load.stop();
+    InsertLoad load = new InsertLoad(db, insert, 2, 200);
+    load.start();
+    await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 300);
+    InsertLoad.Result r = load.stop();
 
-      assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table))
-          .as("rows in the table")
-          .isEqualTo(r.inserts());
-      assertThat(r.latency().p50()).as("p50 latency, µs").isPositive();
-      assertThat(r.latency().p99()).as("p99 latency, µs").isGreaterThanOrEqualTo(r.latency().p50());
-      assertThat(r.latency().mean()).as("mean latency, µs").isPositive();
-      assertThat(r.tps()).as("inserts per second, paced at 200").isBetween(180.0, 205.0);
-      assertThat(r.cpuSeconds()).isPositive();
-      TestSql.exec(ds, "DROP TABLE " + table);
-    }
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table))
+        .as("rows in the table")
+        .isEqualTo(r.inserts());
+    assertThat(r.latency().p50()).as("p50 latency, µs").isPositive();
+    assertThat(r.latency().p99()).as("p99 latency, µs").isGreaterThanOrEqualTo(r.latency().p50());
+    assertThat(r.latency().mean()).as("mean latency, µs").isPositive();
+    assertThat(r.tps()).as("inserts per second, paced at 200").isBetween(180.0, 205.0);
+    assertThat(r.cpuSeconds()).isPositive();
   }
 
   @Test
   void should_end_its_clients_when_closed_without_being_stopped() throws Exception {
-    EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("bench");
-    String table = TestSql.uniqueName("load");
-    try (Databases databases = infra.databases("bench")) {
-      DataSource ds = databases.dataSource("bench");
-      TestSql.exec(ds, "CREATE TABLE " + table + " (id bigserial PRIMARY KEY, contact_id bigint)");
-      String clients =
-          "SELECT count(*) FROM pg_stat_activity WHERE starts_with(query, 'INSERT INTO "
-              + table
-              + " ')";
-      try (InsertLoad load =
-          new InsertLoad(db, "INSERT INTO " + table + " (contact_id) VALUES (?)", 2, 200)) {
-        load.start();
-        await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 2); // both inserting
-      } // as when a phase fails between start and stop
-      await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 0);
-      TestSql.exec(ds, "DROP TABLE " + table);
-    }
+    String clients =
+        "SELECT count(*) FROM pg_stat_activity WHERE starts_with(query, 'INSERT INTO "
+            + table
+            + " ')";
+    try (InsertLoad load = new InsertLoad(db, insert, 2, 200)) {
+      load.start();
+      await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 2); // both inserting
+    } // as when a phase fails between start and stop
+    await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 0);
   }
 
   @Test
   void should_say_why_when_its_clients_fail() throws Exception {
-    EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("bench");
-    try (Databases databases = infra.databases("bench")) {
-      DataSource ds = databases.dataSource("bench");
-      String rollbacks =
-          "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
-      long before = TestSql.count(ds, rollbacks);
-      InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0);
-      load.start();
-      // The client's failed insert ends its transaction and then its connection, whose
-      // statistics reach pg_stat_database as it closes.
-      await().atMost(WAIT).until(() -> TestSql.count(ds, rollbacks) > before);
-      assertThatThrownBy(load::stop)
-          .isInstanceOf(IllegalStateException.class)
-          .hasMessageStartingWith("The insert load failed: ")
-          .hasMessageContaining("no_such_table");
-    }
+    String rollbacks =
+        "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
+    long before = TestSql.count(ds, rollbacks);
+    InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0);
+    load.start();
+    // The client's failed insert ends its transaction and then its connection, whose
+    // statistics reach pg_stat_database as it closes.
+    await().atMost(WAIT).until(() -> TestSql.count(ds, rollbacks) > before);
+    assertThatThrownBy(load::stop)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith("The insert load failed: ")
+        .hasMessageContaining("no_such_table");
   }
 }

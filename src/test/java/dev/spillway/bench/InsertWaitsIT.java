@@ -1,14 +1,11 @@
 package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.sql.Connection;
-import java.sql.Statement;
-import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -31,25 +28,12 @@ class InsertWaitsIT {
       String insert = "INSERT INTO " + table + " ";
 
       Map<String, Long> counted;
-      try (Connection locker = ds.getConnection()) {
-        // A statement that is not the one sampled waits on a lock the whole time...
-        locker.setAutoCommit(false);
-        try (Statement st = locker.createStatement()) {
-          st.execute("LOCK TABLE " + other + " IN ACCESS EXCLUSIVE MODE");
-        }
+      // A statement that is not the one sampled waits on a lock the whole time...
+      try (Connection locker = TestSql.lockTable(ds, other)) {
+        String select = "SELECT count(*) FROM " + other;
         CompletableFuture<Void> blocked =
-            CompletableFuture.runAsync(() -> TestSql.exec(ds, "SELECT count(*) FROM " + other));
-        await()
-            .atMost(Duration.ofSeconds(30))
-            .until(
-                () ->
-                    TestSql.count(
-                            ds,
-                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                + " AND query = 'SELECT count(*) FROM "
-                                + other
-                                + "'")
-                        == 1);
+            CompletableFuture.runAsync(() -> TestSql.exec(ds, select));
+        TestSql.awaitWaitingOnLock(ds, select);
         // ...while an insert that sleeps 1 s inside the server is sampled.
         InsertWaits waits = new InsertWaits(ds, insert);
         waits.start();

@@ -8,7 +8,6 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -85,25 +84,11 @@ class SkipLockedPollerIT {
     try (Databases databases = infra.databases("bench")) {
       DataSource ds = databases.dataSource("bench");
       createPolledTable(ds, table);
-      try (Connection locker = ds.getConnection()) {
-        // Another session holds the table, so the claim's first statement waits.
-        locker.setAutoCommit(false);
-        try (Statement s = locker.createStatement()) {
-          s.execute("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
-        }
+      // Another session holds the table, so the claim's first statement waits.
+      try (Connection locker = TestSql.lockTable(ds, table)) {
         SkipLockedPoller poller = new SkipLockedPoller(ds, table, 100, 1, 10, 5);
         poller.start();
-        await()
-            .atMost(Duration.ofSeconds(30))
-            .until(
-                () ->
-                    TestSql.count(
-                            ds,
-                            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                + " AND starts_with(query, 'SELECT id FROM "
-                                + table
-                                + "')")
-                        == 1);
+        TestSql.awaitWaitingOnLock(ds, "SELECT id FROM " + table);
         // The timeout cancels the claim; the claimer ends and stop() says why (without the
         // timeout, stop() would wait as long as the lock is held).
         CompletableFuture<Samples> stopped =

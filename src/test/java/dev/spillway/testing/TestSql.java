@@ -1,9 +1,12 @@
 package dev.spillway.testing;
 
+import static org.awaitility.Awaitility.await;
+
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.UUID;
 import javax.sql.DataSource;
 
@@ -43,6 +46,29 @@ public final class TestSql {
     } catch (SQLException e) {
       throw new IllegalStateException(e);
     }
+  }
+
+  /**
+   * A connection whose open transaction holds the table in {@code ACCESS EXCLUSIVE} mode, so any
+   * other session's statement on it waits; closing the connection frees it.
+   */
+  public static Connection lockTable(DataSource ds, String table) throws SQLException {
+    Connection c = ds.getConnection();
+    c.setAutoCommit(false);
+    try (Statement s = c.createStatement()) {
+      s.execute("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+    }
+    return c;
+  }
+
+  /** Waits until exactly one session whose statement begins with this text waits on a lock. */
+  public static void awaitWaitingOnLock(DataSource ds, String statementStart) {
+    String waiting =
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            + " AND starts_with(query, '"
+            + statementStart.replace("'", "''")
+            + "')";
+    await().atMost(Duration.ofSeconds(30)).until(() -> count(ds, waiting) == 1);
   }
 
   /** A table name no other test uses: the prefix and eight random hex digits. */
