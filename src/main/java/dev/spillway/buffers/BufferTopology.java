@@ -77,10 +77,14 @@ public final class BufferTopology {
   }
 
   /**
-   * Passes events that decode on to the batcher; one that does not throws, and the node
-   * dead-letters it with the exception's class and message.
+   * Passes keyed events that decode on to the batcher; one without a key is rejected, and one that
+   * does not decode throws, so the node dead-letters it with the exception's class and message.
    */
   private static Verdict check(Record<String, byte[]> record) {
+    if (record.key() == null) {
+      return Verdict.reject(
+          "MalformedBufferEvent", "no key: capture keys each buffer event by its table");
+    }
     EventSerdes.decodeBufferEvent(record.value());
     return Verdict.pass(record.key());
   }

@@ -142,6 +142,19 @@ class BufferTopologyTest {
   }
 
   @Test
+  void should_dead_letter_an_event_without_a_key_with_the_reason() {
+    events.pipeInput((String) null, EventSerdes.encode(event(9)));
+    insert(1, 2, 3);
+    List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(new String(dead.get(0).headers().lastHeader(SinkHeaders.ERROR_CLASS).value()))
+        .isEqualTo("MalformedBufferEvent");
+    assertThat(new String(dead.get(0).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .startsWith("no key: ");
+    assertThat(batches.readRecordsToList()).hasSize(1);
+  }
+
+  @Test
   void should_match_the_committed_description() {
     BufferSettings s = BufferSettings.of("contact_activity_events", TABLE, "main", HTTP);
     TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS), "buffers");
