@@ -59,11 +59,15 @@ public final class SpillwayRuntime implements AutoCloseable {
   private static final java.time.Duration STREAMS_COMMIT_INTERVAL =
       java.time.Duration.ofMillis(100);
 
+  /** The longest {@link #close()} waits for a server process still starting, to stop it too. */
+  private static final java.time.Duration SERVER_START_WAIT = java.time.Duration.ofSeconds(90);
+
   private final SpillwayConfig config;
   private final Clock clock;
   private final Instant startedAt;
   private final Deque<AutoCloseable> started = new ArrayDeque<>(); // guarded by this
   private boolean closing; // guarded by this
+  private int serversStarting; // guarded by this
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final CaptureStats captureStats = new CaptureStats(registry);
@@ -121,8 +125,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       List<String> names = new ArrayList<>(List.of(MAIN));
       extraEmbeddedDatabases.stream().filter(n -> !names.contains(n)).forEach(names::add);
       EmbeddedPostgresServer postgres =
-          EmbeddedPostgresServer.start(workingDir.resolve("postgres"), 0, names);
-      own(postgres);
+          startServer(() -> EmbeddedPostgresServer.start(workingDir.resolve("postgres"), 0, names));
       for (String name : names) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -423,6 +426,18 @@ public final class SpillwayRuntime implements AutoCloseable {
   @Override
   public synchronized void close() {
     closing = true;
+    // A server process still starting (a signal during start-up) would outlive the JVM, which
+    // exits once this hook returns: wait for its start, whose own() then stops it at once, before
+    // what was started earlier (the working directory's lock) is let go.
+    long until = System.nanoTime() + SERVER_START_WAIT.toNanos();
+    while (serversStarting > 0 && System.nanoTime() < until) {
+      try {
+        wait(Math.max(1, (until - System.nanoTime()) / 1_000_000));
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
     while (!started.isEmpty()) {
       stop(started.pop());
     }
@@ -434,6 +449,31 @@ public final class SpillwayRuntime implements AutoCloseable {
       }
     }
     closed.countDown();
+  }
+
+  /** Starts a part that runs as a process of its own and takes it; see {@link #close()}. */
+  private <T extends AutoCloseable> T startServer(ServerStart<T> start) throws IOException {
+    synchronized (this) {
+      if (closing) {
+        throw new IllegalStateException("Spillway is stopping");
+      }
+      serversStarting++;
+    }
+    try {
+      T server = start.start();
+      own(server);
+      return server;
+    } finally {
+      synchronized (this) {
+        serversStarting--;
+        notifyAll();
+      }
+    }
+  }
+
+  /** Starts a server process. */
+  private interface ServerStart<T> {
+    T start() throws IOException;
   }
 
   /**

@@ -4,11 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -25,20 +27,7 @@ class SignalIT {
     Path postmasterPid =
         dir.resolve("wd/bench/capture/postgres/data/postmaster.pid").toAbsolutePath();
     // Its first step inserts far more rows than it gets time for, so the signal finds it busy.
-    Process spillway =
-        new ProcessBuilder(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp",
-                System.getProperty("java.class.path"),
-                SpillwayCommand.class.getName(),
-                "-c",
-                config.toString(),
-                "bench",
-                "capture",
-                "--rows",
-                "500000000")
-            .redirectErrorStream(true)
-            .start();
+    Process spillway = benchCapture(config, ProcessBuilder.Redirect.PIPE);
     Optional<ProcessHandle> postgres = Optional.empty();
     try (BufferedReader out =
         new BufferedReader(
@@ -60,17 +49,89 @@ class SignalIT {
               () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
     } finally {
       spillway.destroyForcibly();
-      // A server left behind by a failed assertion is stopped here (SIGINT: fast shutdown).
-      postgres
-          .filter(ProcessHandle::isAlive)
-          .ifPresent(
-              p -> {
-                try {
-                  new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).start().waitFor();
-                } catch (Exception e) {
-                  throw new IllegalStateException(e);
-                }
-              });
+      stopLeftServer(postgres);
     }
+  }
+
+  @Test
+  void should_stop_the_embedded_postgresql_when_terminated_while_it_starts(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Path postmasterPid =
+        dir.resolve("wd/bench/capture/postgres/data/postmaster.pid").toAbsolutePath();
+    Process spillway =
+        benchCapture(config, ProcessBuilder.Redirect.to(dir.resolve("spillway.log").toFile()));
+    Optional<ProcessHandle> postgres = Optional.empty();
+    try {
+      // The server writes its pid file as it starts, before it takes connections and before
+      // Spillway creates its databases: the signal comes within that start.
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(5))
+          .until(() -> pid(postmasterPid).isPresent());
+      spillway.destroy(); // SIGTERM
+      postgres = pid(postmasterPid).flatMap(ProcessHandle::of);
+      assertThat(postgres).as("the embedded PostgreSQL starting").isPresent();
+      assertThat(spillway.waitFor(120, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
+      ProcessHandle server = postgres.get();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .untilAsserted(
+              () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
+      assertThat(postmasterPid).as("the server's pid file, removed as it stops").doesNotExist();
+    } finally {
+      spillway.destroyForcibly();
+      stopLeftServer(postgres);
+    }
+  }
+
+  /**
+   * {@code bench capture} in a JVM of its own; its first step inserts far more rows than needed.
+   */
+  private static Process benchCapture(Path config, ProcessBuilder.Redirect output)
+      throws IOException {
+    return new ProcessBuilder(
+            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            "-cp",
+            System.getProperty("java.class.path"),
+            SpillwayCommand.class.getName(),
+            "-c",
+            config.toString(),
+            "bench",
+            "capture",
+            "--rows",
+            "500000000")
+        .redirectErrorStream(true)
+        .redirectOutput(output)
+        .start();
+  }
+
+  /**
+   * The server's pid on the first line of a postmaster.pid file, once it is there and complete.
+   * initdb's bootstrap backend writes the file too, with its pid negated; that one is skipped.
+   */
+  private static Optional<Long> pid(Path postmasterPid) {
+    try {
+      List<String> lines = Files.readAllLines(postmasterPid);
+      long pid = lines.size() > 1 ? Long.parseLong(lines.get(0).trim()) : 0;
+      return pid > 0 ? Optional.of(pid) : Optional.empty();
+    } catch (IOException | NumberFormatException e) {
+      return Optional.empty();
+    }
+  }
+
+  /** Stops a server a failed assertion left behind (SIGINT: fast shutdown). */
+  private static void stopLeftServer(Optional<ProcessHandle> postgres) {
+    postgres
+        .filter(ProcessHandle::isAlive)
+        .ifPresent(
+            p -> {
+              try {
+                new ProcessBuilder("kill", "-INT", Long.toString(p.pid())).start().waitFor();
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
   }
 }
