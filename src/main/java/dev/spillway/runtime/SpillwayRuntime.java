@@ -430,6 +430,9 @@ public final class SpillwayRuntime implements AutoCloseable {
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before
     // what was started earlier (the working directory's lock) is let go.
     long until = System.nanoTime() + SERVER_START_WAIT.toNanos();
+    if (serversStarting > 0) {
+      log.info("Waiting for the embedded PostgreSQL being started, to stop it");
+    }
     while (serversStarting > 0 && System.nanoTime() < until) {
       try {
         wait(Math.max(1, (until - System.nanoTime()) / 1_000_000));
@@ -462,6 +465,12 @@ public final class SpillwayRuntime implements AutoCloseable {
     try {
       T server = start.start();
       own(server);
+      synchronized (this) {
+        if (closing) {
+          // Stopped by own() already: start-up must not go on without the working directory.
+          throw new IllegalStateException("Spillway is stopping");
+        }
+      }
       return server;
     } finally {
       synchronized (this) {

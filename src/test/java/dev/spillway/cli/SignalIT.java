@@ -66,12 +66,14 @@ class SignalIT {
     try {
       // The server writes its pid file as it starts, before it takes connections and before
       // Spillway creates its databases: the signal comes within that start.
-      await()
-          .atMost(Duration.ofSeconds(120))
-          .pollInterval(Duration.ofMillis(5))
-          .until(() -> pid(postmasterPid).isPresent());
+      long pid =
+          await()
+              .atMost(Duration.ofSeconds(120))
+              .pollInterval(Duration.ofMillis(5))
+              .until(() -> pid(postmasterPid), Optional::isPresent)
+              .get();
       spillway.destroy(); // SIGTERM
-      postgres = pid(postmasterPid).flatMap(ProcessHandle::of);
+      postgres = ProcessHandle.of(pid);
       assertThat(postgres).as("the embedded PostgreSQL starting").isPresent();
       assertThat(spillway.waitFor(120, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
       ProcessHandle server = postgres.get();
