@@ -411,6 +411,8 @@ public final class BufferBench {
         }
       }
       result = load.stop();
+    } finally {
+      waits.ifPresent(InsertWaits::close);
     }
     Map<String, Long> waited = waits.isPresent() ? waits.get().stop() : Map.of();
     long stopped = System.nanoTime();

@@ -15,7 +15,7 @@ import javax.sql.DataSource;
  * its wait event ({@code IO:WalSync}, {@code LWLock:WALWrite}, …) or, with none, under {@code CPU}
  * (running or waiting to run). The shares say where the statement's time goes.
  */
-final class InsertWaits {
+final class InsertWaits implements AutoCloseable {
   static final String ON_CPU = "CPU";
   static final long EVERY_MILLIS = 5;
 
@@ -42,6 +42,12 @@ final class InsertWaits {
   }
 
   /** Stops sampling; returns the samples counted under each wait event. */
+  /** Stops sampling without waiting for it, as after a phase that failed; stop() reports. */
+  @Override
+  public void close() {
+    running.set(false);
+  }
+
   Map<String, Long> stop() throws InterruptedException {
     running.set(false);
     thread.join();

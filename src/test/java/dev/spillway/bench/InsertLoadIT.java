@@ -43,10 +43,12 @@ class InsertLoadIT {
 
   @Test
   void should_insert_at_the_rate_asked_and_report_every_insert_and_its_latency() throws Exception {
-    InsertLoad load = new InsertLoad(db, insert, 2, 200);
-    load.start();
-    await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 300);
-    InsertLoad.Result r = load.stop();
+    InsertLoad.Result r;
+    try (InsertLoad load = new InsertLoad(db, insert, 2, 200)) {
+      load.start();
+      await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 300);
+      r = load.stop();
+    }
 
     assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table))
         .as("rows in the table")
@@ -60,15 +62,12 @@ class InsertLoadIT {
 
   @Test
   void should_end_its_clients_when_closed_without_being_stopped() throws Exception {
-    String clients =
-        "SELECT count(*) FROM pg_stat_activity WHERE starts_with(query, 'INSERT INTO "
-            + table
-            + " ')";
+    String inserting = "INSERT INTO " + table + " ";
     try (InsertLoad load = new InsertLoad(db, insert, 2, 200)) {
       load.start();
-      await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 2); // both inserting
+      await().atMost(WAIT).until(() -> TestSql.sessions(ds, inserting, "true") == 2);
     } // as when a phase fails between start and stop
-    await().atMost(WAIT).until(() -> TestSql.count(ds, clients) == 0);
+    await().atMost(WAIT).until(() -> TestSql.sessions(ds, inserting, "true") == 0);
   }
 
   @Test
@@ -76,14 +75,15 @@ class InsertLoadIT {
     String rollbacks =
         "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
     long before = TestSql.count(ds, rollbacks);
-    InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0);
-    load.start();
-    // The client's failed insert ends its transaction and then its connection, whose
-    // statistics reach pg_stat_database as it closes.
-    await().atMost(WAIT).until(() -> TestSql.count(ds, rollbacks) > before);
-    assertThatThrownBy(load::stop)
-        .isInstanceOf(IllegalStateException.class)
-        .hasMessageStartingWith("The insert load failed: ")
-        .hasMessageContaining("no_such_table");
+    try (InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0)) {
+      load.start();
+      // The client's failed insert ends its transaction and then its connection, whose
+      // statistics reach pg_stat_database as it closes.
+      await().atMost(WAIT).until(() -> TestSql.count(ds, rollbacks) > before);
+      assertThatThrownBy(load::stop)
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageStartingWith("The insert load failed: ")
+          .hasMessageContaining("no_such_table");
+    }
   }
 }

@@ -54,21 +54,31 @@ public final class TestSql {
    */
   public static Connection lockTable(DataSource ds, String table) throws SQLException {
     Connection c = ds.getConnection();
-    c.setAutoCommit(false);
     try (Statement s = c.createStatement()) {
+      c.setAutoCommit(false);
       s.execute("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+    } catch (SQLException e) {
+      c.close();
+      throw e;
     }
     return c;
   }
 
   /** Waits until exactly one session whose statement begins with this text waits on a lock. */
   public static void awaitWaitingOnLock(DataSource ds, String statementStart) {
-    String waiting =
-        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-            + " AND starts_with(query, '"
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .until(() -> sessions(ds, statementStart, "wait_event_type = 'Lock'") == 1);
+  }
+
+  /** Sessions whose (last) statement begins with this text and that meet the condition. */
+  public static long sessions(DataSource ds, String statementStart, String condition) {
+    return count(
+        ds,
+        "SELECT count(*) FROM pg_stat_activity WHERE starts_with(query, '"
             + statementStart.replace("'", "''")
-            + "')";
-    await().atMost(Duration.ofSeconds(30)).until(() -> count(ds, waiting) == 1);
+            + "') AND "
+            + condition);
   }
 
   /** A table name no other test uses: the prefix and eight random hex digits. */
