@@ -6,12 +6,14 @@ import java.util.Arrays;
 public final class Samples {
   private long[] values = new long[1024];
   private int size;
+  private boolean sorted = true;
 
   public void add(long micros) {
     if (size == values.length) {
       values = Arrays.copyOf(values, size * 2);
     }
     values[size++] = micros;
+    sorted = false;
   }
 
   public int size() {
@@ -26,10 +28,12 @@ public final class Samples {
     if (size == 0) {
       return 0;
     }
-    long[] sorted = Arrays.copyOf(values, size);
-    Arrays.sort(sorted);
+    if (!sorted) {
+      Arrays.sort(values, 0, size); // once for every percentile until the next add
+      sorted = true;
+    }
     int rank = (int) Math.ceil(p / 100.0 * size);
-    return sorted[Math.max(0, Math.min(size - 1, rank - 1))];
+    return values[Math.max(0, Math.min(size - 1, rank - 1))];
   }
 
   /** The mean, or 0 without samples. */
@@ -44,6 +48,7 @@ public final class Samples {
     return sum / size;
   }
 
+  /** Every sample, in no particular order (percentiles sort them in place). */
   public void forEach(java.util.function.LongConsumer action) {
     for (int i = 0; i < size; i++) {
       action.accept(values[i]);

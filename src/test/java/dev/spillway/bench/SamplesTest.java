@@ -19,6 +19,21 @@ class SamplesTest {
   }
 
   @Test
+  void should_take_samples_added_after_a_percentile_into_the_next() {
+    Samples s = new Samples();
+    for (long v : new long[] {30, 10, 20}) {
+      s.add(v);
+    }
+    assertThat(s.percentile(50)).isEqualTo(20);
+    s.add(5);
+    s.add(1);
+    assertThat(s.percentile(50)).isEqualTo(10);
+    assertThat(s.percentile(0)).isEqualTo(1);
+    assertThat(s.max()).isEqualTo(30);
+    assertThat(s.mean()).isEqualTo(13.2);
+  }
+
+  @Test
   void should_give_zero_without_samples() {
     Samples s = new Samples();
     assertThat(s.mean()).isZero();
