@@ -59,6 +59,18 @@ public final class BuffersSection {
   }
 
   private static BufferSettings buffer(String name, ConfigNode n, SpillwayConfig config) {
+    n.only(
+        "table",
+        "database",
+        "batch-size",
+        "max-wait",
+        "handler",
+        "max-attempts",
+        "retry-backoff",
+        "on-exhausted",
+        "archive-table",
+        "max-in-flight",
+        "rate-limit");
     TableName table = tableName(n, "table", name);
     String database = n.string("database", config.databaseOf(table.toString()));
     if (!config.databaseNames().contains(database)) {
@@ -91,8 +103,6 @@ public final class BuffersSection {
         n.has("rate-limit")
             ? Optional.of(n.decimal("rate-limit", 0, 0.001, 1_000_000))
             : Optional.empty();
-    n.known("archive-table", "rate-limit"); // read only when present; known for suggestions
-    n.finish();
     return new BufferSettings(
         name,
         table,

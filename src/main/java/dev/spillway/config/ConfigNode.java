@@ -424,6 +424,15 @@ public final class ConfigNode {
     return Optional.of(text);
   }
 
+  /**
+   * Rejects, before any value is read, a key that is not one of these: a misspelled key is then
+   * named even when its absence would fail a check first ({@code handlr:} for {@code handler:}).
+   */
+  public void only(String... keys) {
+    known(keys);
+    finish();
+  }
+
   /** Marks keys as known without reading them, so {@link #finish()} accepts them. */
   public void known(String... keys) {
     Collections.addAll(read, keys);

@@ -197,6 +197,13 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_name_a_misspelled_key_before_what_its_absence_breaks() {
+    refused(
+        "buffers:\n  events:\n    on-exhausted: drop\n    handlr: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:4: unknown key buffers.events.handlr (did you mean handler?).");
+  }
+
+  @Test
   void should_exit_2_naming_the_key_when_run_finds_a_bad_handler() throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(
