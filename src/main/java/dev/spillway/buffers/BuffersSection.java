@@ -146,10 +146,9 @@ public final class BuffersSection {
   }
 
   private static HandlerSpec handler(ConfigNode h) {
+    h.only("http", "sql", "class"); // an unknown key explains more than "exactly one"
     int kinds = (h.has("http") ? 1 : 0) + (h.has("sql") ? 1 : 0) + (h.has("class") ? 1 : 0);
-    h.known("http", "sql", "class");
     if (kinds != 1) {
-      h.finish(); // an unknown key explains more than "exactly one"
       throw h.invalid(
           kinds == 0
               ? "must name one of http, sql and class"
@@ -167,11 +166,11 @@ public final class BuffersSection {
     } else {
       spec = javaClass(h, h.requiredString("class"));
     }
-    h.finish();
     return spec;
   }
 
   private static HandlerSpec http(ConfigNode n) {
+    n.only("url", "headers", "timeout");
     String url = n.requiredString("url");
     URI uri;
     try {
@@ -191,7 +190,6 @@ public final class BuffersSection {
       }
     }
     Duration timeout = n.positiveDuration("timeout", HandlerSpec.Http.DEFAULT_TIMEOUT);
-    n.finish();
     return new HandlerSpec.Http(uri, headers, timeout);
   }
 

@@ -201,6 +201,9 @@ class BuffersSectionTest {
     refused(
         "buffers:\n  events:\n    on-exhausted: drop\n    handlr: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:4: unknown key buffers.events.handlr (did you mean handler?).");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http:\n        urll: http://crm.example/bulk\n",
+        "spillway.yml:5: unknown key buffers.events.handler.http.urll (did you mean url?).");
   }
 
   @Test
