@@ -11,6 +11,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -183,8 +184,16 @@ final class InsertClients {
       Result r = clients.stop();
       double cpu = ProcessCpu.seconds() - cpuBefore;
       InsertLoad.Latency l = InsertLoad.Latency.of(r.latencyMicros());
+      // Locale.ROOT: InsertLoad parses the numbers back with Long.parseLong and Double.parseDouble.
       out.printf(
-          "done %d %s %s %s %d %d%n", r.inserts(), r.seconds(), cpu, l.mean(), l.p50(), l.p99());
+          Locale.ROOT,
+          "done %d %s %s %s %d %d%n",
+          r.inserts(),
+          r.seconds(),
+          cpu,
+          l.mean(),
+          l.p50(),
+          l.p99());
     } catch (IllegalStateException e) {
       out.println("failed " + e.getMessage());
     }

@@ -41,13 +41,13 @@ final class InsertWaits implements AutoCloseable {
     thread.start();
   }
 
-  /** Stops sampling; returns the samples counted under each wait event. */
   /** Stops sampling without waiting for it, as after a phase that failed; stop() reports. */
   @Override
   public void close() {
     running.set(false);
   }
 
+  /** Stops sampling; returns the samples counted under each wait event. */
   Map<String, Long> stop() throws InterruptedException {
     running.set(false);
     thread.join();
