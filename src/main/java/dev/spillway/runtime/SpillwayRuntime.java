@@ -59,15 +59,15 @@ public final class SpillwayRuntime implements AutoCloseable {
   private static final java.time.Duration STREAMS_COMMIT_INTERVAL =
       java.time.Duration.ofMillis(100);
 
-  /** The longest {@link #close()} waits for a server process still starting, to stop it too. */
-  private static final java.time.Duration SERVER_START_WAIT = java.time.Duration.ofSeconds(90);
+  /** The longest {@link #close()} waits for the embedded PostgreSQL still starting, to stop it. */
+  private static final java.time.Duration POSTGRES_START_WAIT = java.time.Duration.ofSeconds(90);
 
   private final SpillwayConfig config;
   private final Clock clock;
   private final Instant startedAt;
   private final Deque<AutoCloseable> started = new ArrayDeque<>(); // guarded by this
   private boolean closing; // guarded by this
-  private int serversStarting; // guarded by this
+  private boolean postgresStarting; // guarded by this
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final CaptureStats captureStats = new CaptureStats(registry);
@@ -124,8 +124,7 @@ public final class SpillwayRuntime implements AutoCloseable {
     if (config.embeddedDatabases()) {
       List<String> names = new ArrayList<>(List.of(MAIN));
       extraEmbeddedDatabases.stream().filter(n -> !names.contains(n)).forEach(names::add);
-      EmbeddedPostgresServer postgres =
-          startServer(() -> EmbeddedPostgresServer.start(workingDir.resolve("postgres"), 0, names));
+      EmbeddedPostgresServer postgres = startPostgres(names);
       for (String name : names) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -426,14 +425,14 @@ public final class SpillwayRuntime implements AutoCloseable {
   @Override
   public synchronized void close() {
     closing = true;
-    // A server process still starting (a signal during start-up) would outlive the JVM, which
+    // An embedded PostgreSQL still starting (a signal during start-up) would outlive the JVM, which
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before
     // what was started earlier (the working directory's lock) is let go.
-    long until = System.nanoTime() + SERVER_START_WAIT.toNanos();
-    if (serversStarting > 0) {
+    long until = System.nanoTime() + POSTGRES_START_WAIT.toNanos();
+    if (postgresStarting) {
       log.info("Waiting for the embedded PostgreSQL being started, to stop it");
     }
-    while (serversStarting > 0 && System.nanoTime() < until) {
+    while (postgresStarting && System.nanoTime() < until) {
       try {
         wait(Math.max(1, (until - System.nanoTime()) / 1_000_000));
       } catch (InterruptedException e) {
@@ -454,47 +453,46 @@ public final class SpillwayRuntime implements AutoCloseable {
     closed.countDown();
   }
 
-  /** Starts a part that runs as a process of its own and takes it; see {@link #close()}. */
-  private <T extends AutoCloseable> T startServer(ServerStart<T> start) throws IOException {
+  /**
+   * Starts the embedded PostgreSQL, a process of its own that would outlive the JVM, and takes it;
+   * {@link #close()} waits for a start under way.
+   */
+  private EmbeddedPostgresServer startPostgres(List<String> names) throws IOException {
     synchronized (this) {
       if (closing) {
         throw new IllegalStateException("Spillway is stopping");
       }
-      serversStarting++;
+      postgresStarting = true;
     }
     try {
-      T server = start.start();
-      own(server);
-      synchronized (this) {
-        if (closing) {
-          // Stopped by own() already: start-up must not go on without the working directory.
-          throw new IllegalStateException("Spillway is stopping");
-        }
+      EmbeddedPostgresServer server =
+          EmbeddedPostgresServer.start(workingDir.resolve("postgres"), 0, names);
+      if (!own(server)) {
+        // Stopped already: start-up must not go on without the working directory.
+        throw new IllegalStateException("Spillway is stopping");
       }
       return server;
     } finally {
       synchronized (this) {
-        serversStarting--;
+        postgresStarting = false;
         notifyAll();
       }
     }
   }
 
-  /** Starts a server process. */
-  private interface ServerStart<T> {
-    T start() throws IOException;
-  }
-
   /**
    * Takes a started part to stop in reverse order on {@link #close()}; one started while closing (a
    * signal during start-up) is stopped at once, so nothing outlives the runtime.
+   *
+   * @return false when the part was stopped at once
    */
-  private synchronized void own(AutoCloseable part) {
+  private synchronized boolean own(AutoCloseable part) {
     if (closing) {
       stop(part);
-    } else {
-      started.push(part);
+      return false;
     }
+    started.push(part);
+    return true;
   }
 
   private void stop(AutoCloseable part) {
