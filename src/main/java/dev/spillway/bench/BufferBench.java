@@ -210,38 +210,32 @@ public final class BufferBench {
             .takeSnapshot();
 
     out.println();
-    new Comparison("insert throughput", "tx/s")
-        .add("plain table, nothing running", plain.tps())
-        .add("SKIP LOCKED poller draining it", polled.load().tps())
-        .add("Spillway draining it", spillway.load().tps())
-        .print(out);
+    List<Phase> designs = List.of(plainPhase, polled, spillway);
+    printPerDesign("insert throughput", "tx/s", p -> p.load().tps(), designs);
     if (o.paced()) {
       out.println(
           "   (paced: an insert's latency runs from its scheduled start, waiting included)");
     }
-    printLatency("mean", InsertLoad.Latency::mean, plainPhase, polled, spillway);
-    printLatency("p50", InsertLoad.Latency::p50, plainPhase, polled, spillway);
-    printLatency("p99", InsertLoad.Latency::p99, plainPhase, polled, spillway);
+    printPerDesign("insert latency mean", "ms", p -> p.load().latency().mean() / 1000, designs);
+    printPerDesign("insert latency p50", "ms", p -> p.load().latency().p50() / 1000.0, designs);
+    printPerDesign("insert latency p99", "ms", p -> p.load().latency().p99() / 1000.0, designs);
     if (o.waits()) {
-      printWaits(plainPhase, polled, spillway);
+      printWaits(designs);
     }
     if (databaseCpu.isPresent()) {
-      new Comparison("database CPU per 1,000 inserts, load and drain", "ms")
-          .add("plain table, nothing running", plainPhase.databaseCpuPerThousand())
-          .add("SKIP LOCKED poller draining it", polled.databaseCpuPerThousand())
-          .add("Spillway draining it", spillway.databaseCpuPerThousand())
-          .print(out);
+      printPerDesign(
+          "database CPU per 1,000 inserts, load and drain",
+          "ms",
+          Phase::databaseCpuPerThousand,
+          designs);
     }
-    new Comparison("WAL written per 1,000 inserts, load and drain", "kB")
-        .add("plain table, nothing running", plainPhase.walKbPerThousand())
-        .add("SKIP LOCKED poller draining it", polled.walKbPerThousand())
-        .add("Spillway draining it", spillway.walKbPerThousand())
-        .print(out);
-    new Comparison("  of which full-page images, per 1,000 inserts", "pages")
-        .add("plain table, nothing running", plainPhase.walFullPagesPerThousand())
-        .add("SKIP LOCKED poller draining it", polled.walFullPagesPerThousand())
-        .add("Spillway draining it", spillway.walFullPagesPerThousand())
-        .print(out);
+    printPerDesign(
+        "WAL written per 1,000 inserts, load and drain", "kB", Phase::walKbPerThousand, designs);
+    printPerDesign(
+        "  of which full-page images, per 1,000 inserts",
+        "pages",
+        Phase::walFullPagesPerThousand,
+        designs);
     new Comparison("benchmark processes' CPU per 1,000 inserts, load and drain", "ms")
         .add("plain table: the inserting clients", plainPhase.processCpuPerThousand())
         .add("clients and the SKIP LOCKED poller", polled.processCpuPerThousand())
@@ -301,22 +295,19 @@ public final class BufferBench {
     out.flush();
   }
 
-  private void printLatency(
-      String statistic,
-      ToDoubleFunction<InsertLoad.Latency> micros,
-      Phase plain,
-      Phase polled,
-      Phase spillway) {
-    new Comparison("insert latency " + statistic, "ms")
-        .add("plain table, nothing running", micros.applyAsDouble(plain.load().latency()) / 1000)
-        .add("SKIP LOCKED poller draining it", micros.applyAsDouble(polled.load().latency()) / 1000)
-        .add("Spillway draining it", micros.applyAsDouble(spillway.load().latency()) / 1000)
+  /** One figure of the plain, poller and Spillway phases, each as a ratio to the plain one. */
+  private void printPerDesign(
+      String measure, String unit, ToDoubleFunction<Phase> figure, List<Phase> designs) {
+    new Comparison(measure, unit)
+        .add("plain table, nothing running", figure.applyAsDouble(designs.get(0)))
+        .add("SKIP LOCKED poller draining it", figure.applyAsDouble(designs.get(1)))
+        .add("Spillway draining it", figure.applyAsDouble(designs.get(2)))
         .print(out);
   }
 
   /** Each wait event's share of the sampled inserts, for events at 1% or more in some phase. */
-  private void printWaits(Phase plain, Phase polled, Phase spillway) {
-    List<Map<String, Long>> phases = List.of(plain.waits(), polled.waits(), spillway.waits());
+  private void printWaits(List<Phase> designs) {
+    List<Map<String, Long>> phases = designs.stream().map(Phase::waits).toList();
     List<Long> totals =
         phases.stream().map(w -> w.values().stream().mapToLong(Long::longValue).sum()).toList();
     out.printf(
