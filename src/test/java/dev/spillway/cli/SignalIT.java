@@ -13,21 +13,27 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** A command stopped by SIGTERM, as Ctrl+C or a process manager stops it, in a JVM of its own. */
 class SignalIT {
+  @TempDir Path dir;
+  private Path config;
+  private Path postmasterPid;
+
+  @BeforeEach
+  void setUp() throws IOException {
+    config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    postmasterPid = dir.resolve("wd/bench/capture/postgres/data/postmaster.pid").toAbsolutePath();
+  }
 
   @Test
-  void should_stop_the_embedded_postgresql_when_a_benchmark_is_terminated(@TempDir Path dir)
-      throws Exception {
-    Path config = dir.resolve("spillway.yml");
-    Files.writeString(config, "working-dir: wd\n");
-    Path postmasterPid =
-        dir.resolve("wd/bench/capture/postgres/data/postmaster.pid").toAbsolutePath();
+  void should_stop_the_embedded_postgresql_when_a_benchmark_is_terminated() throws Exception {
     // Its first step inserts far more rows than it gets time for, so the signal finds it busy.
-    Process spillway = benchCapture(config, ProcessBuilder.Redirect.PIPE);
+    Process spillway = benchCapture(ProcessBuilder.Redirect.PIPE);
     Optional<ProcessHandle> postgres = Optional.empty();
     try (BufferedReader out =
         new BufferedReader(
@@ -37,7 +43,7 @@ class SignalIT {
         // Skip start-up lines until the runtime is up.
       }
       assertThat(line).as("the benchmark started").isNotNull();
-      postgres = ProcessHandle.of(Long.parseLong(Files.readAllLines(postmasterPid).get(0).trim()));
+      postgres = pid(postmasterPid).flatMap(ProcessHandle::of);
       assertThat(postgres).as("the embedded PostgreSQL runs").isPresent();
 
       spillway.destroy(); // SIGTERM
@@ -54,14 +60,9 @@ class SignalIT {
   }
 
   @Test
-  void should_stop_the_embedded_postgresql_when_terminated_while_it_starts(@TempDir Path dir)
-      throws Exception {
-    Path config = dir.resolve("spillway.yml");
-    Files.writeString(config, "working-dir: wd\n");
-    Path postmasterPid =
-        dir.resolve("wd/bench/capture/postgres/data/postmaster.pid").toAbsolutePath();
+  void should_stop_the_embedded_postgresql_when_terminated_while_it_starts() throws Exception {
     Process spillway =
-        benchCapture(config, ProcessBuilder.Redirect.to(dir.resolve("spillway.log").toFile()));
+        benchCapture(ProcessBuilder.Redirect.to(dir.resolve("spillway.log").toFile()));
     Optional<ProcessHandle> postgres = Optional.empty();
     try {
       // The server writes its pid file as it starts, before it takes connections and before
@@ -91,8 +92,7 @@ class SignalIT {
   /**
    * {@code bench capture} in a JVM of its own; its first step inserts far more rows than needed.
    */
-  private static Process benchCapture(Path config, ProcessBuilder.Redirect output)
-      throws IOException {
+  private Process benchCapture(ProcessBuilder.Redirect output) throws IOException {
     return new ProcessBuilder(
             Path.of(System.getProperty("java.home"), "bin", "java").toString(),
             "-cp",
