@@ -330,6 +330,14 @@ abstract class BufferSinkContract {
     assertThat(seen).containsExactly(100L);
   }
 
+  /** A handler that succeeds, noting the group id of every batch it is given. */
+  private static BulkHandler recordingGroups(List<String> groups) {
+    return b -> {
+      groups.add(b.groupId());
+      return BulkHandler.Result.success();
+    };
+  }
+
   /** A handler that succeeds, noting every id it is given. */
   private static BulkHandler recording(List<Object> seen) {
     return b -> {
@@ -526,13 +534,7 @@ abstract class BufferSinkContract {
   void should_not_hold_a_stopping_worker_while_a_batch_waits_for_the_rate_limit() throws Exception {
     List<String> called = new CopyOnWriteArrayList<>();
     // One call every 20 s: the second batch waits for its permit far longer than this test runs.
-    Sink sink =
-        start(
-            settings().withConcurrency(2, 0.05),
-            b -> {
-              called.add(b.groupId());
-              return BulkHandler.Result.success();
-            });
+    Sink sink = start(settings().withConcurrency(2, 0.05), recordingGroups(called));
     BufferBatch one = batch(1, 5);
     BufferBatch other = batch(6, 10);
     produce(one, other);
@@ -557,12 +559,7 @@ abstract class BufferSinkContract {
 
     // The next worker runs the waiting batch.
     List<String> next = new CopyOnWriteArrayList<>();
-    start(
-        settings(),
-        b -> {
-          next.add(b.groupId());
-          return BulkHandler.Result.success();
-        });
+    start(settings(), recordingGroups(next));
     await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
     assertThat(next).containsExactly(waiting);
   }
@@ -628,12 +625,7 @@ abstract class BufferSinkContract {
     sinks.remove(first);
 
     List<String> secondKeys = new CopyOnWriteArrayList<>();
-    start(
-        settings(),
-        batch -> {
-          secondKeys.add(batch.groupId());
-          return BulkHandler.Result.success();
-        });
+    start(settings(), recordingGroups(secondKeys));
     await().atMost(TIMEOUT).until(() -> rows(1, 6) == 0);
     assertThat(firstKeys).containsExactly(b.groupId());
     assertThat(secondKeys).containsExactly(b.groupId());
