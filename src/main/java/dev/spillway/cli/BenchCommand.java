@@ -39,7 +39,7 @@ final class BenchCommand implements Runnable {
 
   @Override
   public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
+    throw CommandGroup.missingCommand(spec);
   }
 
   /**

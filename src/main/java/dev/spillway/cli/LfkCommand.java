@@ -16,6 +16,6 @@ final class LfkCommand implements Runnable {
 
   @Override
   public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
+    throw CommandGroup.missingCommand(spec);
   }
 }

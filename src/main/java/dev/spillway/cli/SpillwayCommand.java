@@ -43,7 +43,7 @@ public final class SpillwayCommand implements Runnable {
 
   @Override
   public void run() {
-    spec.commandLine().usage(spec.commandLine().getOut());
+    throw CommandGroup.missingCommand(spec);
   }
 
   public static void main(String[] args) {

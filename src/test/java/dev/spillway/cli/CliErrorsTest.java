@@ -74,6 +74,20 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_naming_the_commands_when_a_group_is_run_without_one() {
+    assertMissingCommand(Cli.run(), "spillway", "quickstart, run, status, lfk, bench, help");
+    assertMissingCommand(Cli.run("bench"), "spillway bench", "capture, sink, lfk, buffers");
+    assertMissingCommand(Cli.run("lfk"), "spillway lfk", "status, generate");
+  }
+
+  private static void assertMissingCommand(Cli.Result r, String group, String commands) {
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo("Missing command: choose one of " + commands + " (see '" + group + " --help').");
+    assertThat(r.out()).isEmpty();
+  }
+
+  @Test
   void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");
