@@ -158,9 +158,22 @@ public final class ConfigNode {
     return optionalString(key).orElse(dflt);
   }
 
-  /** A string that must be present: {@code databases.main.url is required.} otherwise. */
+  /**
+   * A string that must be present: {@code databases.main.url is required.} otherwise, or, when the
+   * mapping holds a misspelling of it, {@code unknown key databases.main.ulr (did you mean url?).}
+   */
   public String requiredString(String key) {
-    return optionalString(key).orElseThrow(() -> error(key, "is required"));
+    return optionalString(key).orElseThrow(() -> missing(key));
+  }
+
+  /** A required key's absence, told as the misspelling of it that the mapping holds, if any. */
+  private ConfigException missing(String key) {
+    for (String written : entries.keySet()) {
+      if (!read.contains(written) && closeness(written, key) <= MAX_SUGGESTION_DISTANCE) {
+        return unknown(written, " (did you mean " + key + "?)");
+      }
+    }
+    return error(key, "is required");
   }
 
   public Optional<String> optionalString(String key) {
@@ -453,10 +466,14 @@ public final class ConfigNode {
                     read.isEmpty()
                         ? ""
                         : " (known keys: " + String.join(", ", new TreeSet<>(read)) + ")");
-        throw ConfigException.sentence(
-            source, line(key), qualified(key), "unknown key " + qualified(key) + hint, null);
+        throw unknown(key, hint);
       }
     }
+  }
+
+  private ConfigException unknown(String key, String hint) {
+    return ConfigException.sentence(
+        source, line(key), qualified(key), "unknown key " + qualified(key) + hint, null);
   }
 
   /**
@@ -464,22 +481,31 @@ public final class ConfigNode {
    * {@code poll_interval}, else the closest key within a small edit distance.
    */
   private Optional<String> suggestion(String key) {
-    String kebab =
-        CAMEL_HUMP.matcher(key).replaceAll("$1-$2").replace('_', '-').toLowerCase(Locale.ROOT);
-    if (read.contains(kebab)) {
-      return Optional.of(kebab);
-    }
     String best = null;
     int bestDistance = MAX_SUGGESTION_DISTANCE + 1;
     for (String k : read) {
-      int d = distance(key, k);
-      // Two edits turn "ab" into anything of two letters; that is a guess, not a suggestion.
-      if (d < bestDistance && d < key.length()) {
+      int d = closeness(key, k);
+      if (d < bestDistance) {
         best = k;
         bestDistance = d;
       }
     }
     return Optional.ofNullable(best);
+  }
+
+  /**
+   * How far a written key is from a known one: 0 when it is the known key in another case style
+   * ({@code pollInterval}, {@code poll_interval}), else the edit distance, or more than any
+   * suggestion allows when the distance is the whole key ("ab" is two edits from any two letters).
+   */
+  private static int closeness(String written, String known) {
+    String kebab =
+        CAMEL_HUMP.matcher(written).replaceAll("$1-$2").replace('_', '-').toLowerCase(Locale.ROOT);
+    if (kebab.equals(known)) {
+      return 0;
+    }
+    int d = distance(written, known);
+    return d < written.length() ? d : Integer.MAX_VALUE;
   }
 
   private Node value(String key) {

@@ -142,6 +142,18 @@ class ConfigNodeTest {
   }
 
   @Test
+  void should_name_a_misspelled_required_key_instead_of_its_absence() {
+    String yaml = "databases:\n  main:\n    username: app\n    ulr: jdbc:postgresql:///app\n";
+    assertThat(error(yaml, n -> n.children("databases").get("main").requiredString("url")))
+        .isEqualTo("app.yml:4: unknown key databases.main.ulr (did you mean url?).");
+    assertThat(error("onDelete: cascade\n", n -> n.requiredString("on-delete")))
+        .isEqualTo("app.yml:1: unknown key onDelete (did you mean on-delete?).");
+    // A key already read is not a misspelling, and a key nothing like it is left to finish().
+    assertThat(error("uri: x\nother: 1\n", n -> n.requiredString("sql")))
+        .isEqualTo("app.yml:1: sql is required.");
+  }
+
+  @Test
   void should_treat_an_empty_value_as_absent() {
     ConfigNode n = root("a:\nb: ~\nc: null\n");
     assertThat(n.string("a", "d")).isEqualTo("d");
