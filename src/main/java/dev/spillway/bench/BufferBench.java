@@ -90,12 +90,14 @@ public final class BufferBench {
    *
    * @param databaseCpuSeconds CPU the database server used from the load's start until the table
    *     was drained; NaN when it cannot be read
+   * @param walSenderCpuSeconds the part of it its WAL senders used
    */
   private record Phase(
       InsertLoad.Result load,
       List<Long> backlog,
       double drainSeconds,
       double databaseCpuSeconds,
+      double walSenderCpuSeconds,
       double processCpuSeconds,
       boolean drained,
       Map<String, Long> waits,
@@ -104,6 +106,11 @@ public final class BufferBench {
     /** Database CPU milliseconds per 1,000 inserted rows. */
     double databaseCpuPerThousand() {
       return databaseCpuSeconds * 1e6 / load.inserts();
+    }
+
+    /** WAL sender CPU milliseconds per 1,000 inserted rows. */
+    double walSenderCpuPerThousand() {
+      return walSenderCpuSeconds * 1e6 / load.inserts();
     }
 
     /** Kilobytes of WAL the whole server wrote per 1,000 inserted rows. */
@@ -171,35 +178,31 @@ public final class BufferBench {
     Phase plainPhase = loaded(PLAIN, o, o.duration(), false);
     InsertLoad.Result plain = plainPhase.load();
 
-    // Spillway starts here so its Streams application has settled before its phase; it idles
-    // meanwhile: its publication holds only its own tables, which get no rows until they are
-    // loaded.
-    // A second buffer, on its own table, takes the warm-up load, so the measured buffer's figures
-    // hold only the measured phase.
-    BufferPipeline pipeline =
-        BufferPipeline.of(List.of(buffer(BUFFER, EVENTS, o), buffer(WARM_BUFFER, WARM, o)));
-    pipeline.start(runtime, Clock.systemUTC());
-    runtime.startCapture(pipeline.routes(runtime.topics()));
     out.printf(
-        "Warm-up: %d s of the same load into each design, not measured%n",
+        "Warm-up before each design: %d s of the same load, not measured%n",
         DESIGN_WARM_UP.toSeconds());
+    out.println(
+        "2) The document's design: SKIP LOCKED claim jobs with a group id, then delete by group");
     out.flush();
     SkipLockedPoller warmPoller = poller(o);
     warmPoller.start();
     loaded(POLLED, o, DESIGN_WARM_UP, true);
     warmPoller.stop();
-    loaded(WARM, o, DESIGN_WARM_UP, true);
-    out.println(
-        "2) The document's design: SKIP LOCKED claim jobs with a group id, then delete by group"
-            + " (Spillway started, idle)");
-    out.flush();
     SkipLockedPoller poller = poller(o);
     poller.start();
     Phase polled = loaded(POLLED, o, o.duration(), true);
     Samples pollerLatency = poller.stop();
 
+    // Spillway starts only now: once its replication slot exists, the server decodes all its WAL,
+    // the poller's included, whatever the publication holds. A second buffer, on its own table,
+    // takes the warm-up load, so the measured buffer's figures hold only the measured phase.
     out.println("3) Spillway: capture, Kafka Streams batches, sink with a no-op handler");
     out.flush();
+    BufferPipeline pipeline =
+        BufferPipeline.of(List.of(buffer(BUFFER, EVENTS, o), buffer(WARM_BUFFER, WARM, o)));
+    pipeline.start(runtime, Clock.systemUTC());
+    runtime.startCapture(pipeline.routes(runtime.topics()));
+    loaded(WARM, o, DESIGN_WARM_UP, true);
     Phase spillway = loaded(EVENTS, o, o.duration(), true);
     HistogramSnapshot handled =
         runtime
@@ -228,6 +231,9 @@ public final class BufferBench {
           "ms",
           Phase::databaseCpuPerThousand,
           designs);
+      out.printf(
+          "   of which Spillway's WAL sender (logical decoding) %11.2f ms per 1,000 inserts%n",
+          spillway.walSenderCpuPerThousand());
     }
     printPerDesign(
         "WAL written per 1,000 inserts, load and drain", "kB", Phase::walKbPerThousand, designs);
@@ -384,6 +390,7 @@ public final class BufferBench {
             ? Optional.of(new InsertWaits(ds, "INSERT INTO " + table.quoted() + " "))
             : Optional.empty();
     double cpuBefore;
+    double walSenderBefore;
     double processBefore;
     long[] walBefore;
     InsertLoad.Result result;
@@ -391,6 +398,7 @@ public final class BufferBench {
       load.start(); // returns once its clients insert, their process warmed up
       waits.ifPresent(InsertWaits::start);
       cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
+      walSenderBefore = databaseCpu.map(DatabaseCpu::walSenderSeconds).orElse(Double.NaN);
       processBefore = ProcessCpu.seconds();
       walBefore = BenchSql.row(ds, WAL);
       long end = System.nanoTime() + duration.toNanos();
@@ -412,6 +420,8 @@ public final class BufferBench {
       Thread.sleep(20);
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
+    double walSender =
+        databaseCpu.map(DatabaseCpu::walSenderSeconds).orElse(Double.NaN) - walSenderBefore;
     double process = ProcessCpu.seconds() - processBefore + result.cpuSeconds();
     long[] walAfter = BenchSql.row(ds, WAL);
     long left = drainer ? BenchSql.single(ds, count) : 0;
@@ -426,6 +436,7 @@ public final class BufferBench {
         backlog,
         (System.nanoTime() - stopped) / 1e9,
         cpu,
+        walSender,
         process,
         left == 0,
         waited,

@@ -1,10 +1,12 @@
 package dev.spillway.bench;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.SQLException;
 import java.util.Optional;
+import java.util.function.LongPredicate;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 
@@ -41,20 +43,42 @@ final class DatabaseCpu {
   /** CPU seconds the server has used so far. */
   double seconds() {
     long ticks = stat(postmaster).map(s -> s[1] + s[2]).orElse(0L);
+    return (ticks + childTicks(pid -> true)) / TICKS_PER_SECOND;
+  }
+
+  /**
+   * CPU seconds its live WAL senders have used so far: for a logical replication slot, the decoding
+   * of all the server's WAL and the sending of what the publication holds.
+   */
+  double walSenderSeconds() {
+    return childTicks(DatabaseCpu::isWalSender) / TICKS_PER_SECOND;
+  }
+
+  private long childTicks(LongPredicate which) {
     try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-      ticks +=
-          procs
-              .map(p -> p.getFileName().toString())
-              .filter(n -> n.chars().allMatch(Character::isDigit))
-              .map(n -> stat(Long.parseLong(n)))
-              .flatMap(Optional::stream)
-              .filter(s -> s[0] == postmaster)
-              .mapToLong(s -> s[1])
-              .sum();
+      return procs
+          .map(p -> p.getFileName().toString())
+          .filter(n -> n.chars().allMatch(Character::isDigit))
+          .mapToLong(Long::parseLong)
+          .filter(which)
+          .mapToObj(DatabaseCpu::stat)
+          .flatMap(Optional::stream)
+          .filter(s -> s[0] == postmaster)
+          .mapToLong(s -> s[1])
+          .sum();
     } catch (IOException e) {
       return 0;
     }
-    return ticks / TICKS_PER_SECOND;
+  }
+
+  /** Whether the process's title, which PostgreSQL sets, names a WAL sender. */
+  private static boolean isWalSender(long pid) {
+    try {
+      byte[] title = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
+      return new String(title, StandardCharsets.UTF_8).startsWith("postgres: walsender ");
+    } catch (IOException | RuntimeException e) {
+      return false;
+    }
   }
 
   /**
