@@ -1,9 +1,10 @@
 package dev.spillway.streams;
 
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.BiFunction;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
@@ -18,9 +19,11 @@ import org.apache.kafka.streams.state.Stores;
 
 /**
  * Groups the values of each key into batches of at most {@code maxSize}, each emitted no later than
- * {@code maxWait} after its first value arrived (checked on wall-clock time). Pending values live
- * in a changelogged store, one entry per value, so a crash loses nothing and appending stays cheap.
- * Pure: no I/O besides its store. Output: key → the pipeline's batch built from the raw values.
+ * {@code maxWait} after its first value arrived (checked on wall-clock time). Pending values are
+ * held in memory and written, one entry per value, to a changelogged store that is only read when
+ * the processor starts: what a crash left pending comes back from it and is emitted at the first
+ * tick. Pure: no I/O besides its store. Output: key → the pipeline's batch built from the raw
+ * values.
  */
 public final class Batcher implements Processor<String, byte[], String, byte[]> {
   /** Turns one key's pending values, in arrival order, into the key and value emitted. */
@@ -34,18 +37,26 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     }
   }
 
+  /** Separates a key from its entry's sequence number in a store key. */
   private static final char ENTRY = '\u0000';
-  private static final char META = '\u0001';
 
   /** Digits of an entry's sequence number: enough for any non-negative long. */
   private static final int SEQ_WIDTH = 19;
+
+  private static final Duration MIN_TICK = Duration.ofMillis(20);
+  private static final Duration MAX_TICK = Duration.ofSeconds(1);
 
   private final String storeName;
   private final int maxSize;
   private final Duration maxWait;
   private final BatchBuilder toBatch;
+
+  /** Per key, in the order keys got their first pending value. */
+  private final Map<String, Pending> pending = new LinkedHashMap<>();
+
   private ProcessorContext<String, byte[]> context;
   private KeyValueStore<String, byte[]> store;
+  private long nextSeq;
 
   /**
    * @param toBatch turns a key and its pending values (in arrival order) into the emitted record
@@ -59,8 +70,8 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
 
   /**
    * The store a Batcher with this name needs: in memory, backed by a changelog topic, behind a
-   * cache that is flushed to both before each commit. An entry appended and emitted between two
-   * commits reaches the changelog as a tombstone only, and the per-key counter once per commit.
+   * cache that is flushed to both before each commit, so an entry appended and emitted between two
+   * commits reaches the changelog as a tombstone only.
    */
   public static StoreBuilder<KeyValueStore<String, byte[]>> store(String name) {
     return Stores.keyValueStoreBuilder(
@@ -72,11 +83,43 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   public void init(ProcessorContext<String, byte[]> context) {
     this.context = context;
     this.store = context.getStateStore(storeName);
-    Duration tick =
-        maxWait.dividedBy(4).compareTo(Duration.ofMillis(20)) < 0
-            ? Duration.ofMillis(20)
-            : maxWait.dividedBy(4);
-    context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
+    restore();
+    context.schedule(tick(maxWait), PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
+  }
+
+  /**
+   * How often pending values are checked: a quarter of {@code maxWait}, at least 20 ms, and at most
+   * a second, so values a restart brought back wait no longer than that.
+   */
+  static Duration tick(Duration maxWait) {
+    Duration quarter = maxWait.dividedBy(4);
+    return quarter.compareTo(MIN_TICK) < 0
+        ? MIN_TICK
+        : quarter.compareTo(MAX_TICK) > 0 ? MAX_TICK : quarter;
+  }
+
+  /**
+   * Takes up what the store holds (restored from its changelog before this runs) as pending since
+   * time 0, so it goes out at the first tick. Entries of another layout, which earlier versions
+   * wrote (a counter per key), are dropped: their values are in entries of this layout.
+   */
+  private void restore() {
+    List<String> foreign = new ArrayList<>();
+    try (KeyValueIterator<String, byte[]> it = store.all()) {
+      while (it.hasNext()) {
+        KeyValue<String, byte[]> kv = it.next();
+        int at = kv.key.length() - SEQ_WIDTH - 1;
+        if (at < 0 || kv.key.charAt(at) != ENTRY) {
+          foreign.add(kv.key);
+          continue;
+        }
+        nextSeq = Math.max(nextSeq, Long.parseLong(kv.key.substring(at + 1)) + 1);
+        pending.computeIfAbsent(kv.key.substring(0, at), k -> new Pending(0)).add(kv.key, kv.value);
+      }
+    }
+    foreign.forEach(store::delete);
+    System.err.println(
+        "DEBUG restore " + pending.keySet() + " entries " + store.approximateNumEntries());
   }
 
   @Override
@@ -85,57 +128,38 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     if (key == null || record.value() == null) {
       return;
     }
-    Meta meta = Meta.decode(store.get(key + META));
     long now = context.currentSystemTimeMs();
-    if (meta.count == 0) {
-      meta = new Meta(0, now, meta.nextSeq);
-    }
-    store.put(entryKey(key, meta.nextSeq), record.value());
-    meta = new Meta(meta.count + 1, meta.firstSeenMs, meta.nextSeq + 1);
-    store.put(key + META, meta.encode());
-    if (meta.count >= maxSize) {
-      emit(key, meta);
+    Pending p = pending.computeIfAbsent(key, k -> new Pending(now));
+    String entry = entryKey(key, nextSeq++);
+    store.put(entry, record.value());
+    p.add(entry, record.value());
+    if (p.values.size() >= maxSize) {
+      emit(key, p);
     }
   }
 
   private void emitExpired(long now) {
-    List<KeyValue<String, Meta>> due = new ArrayList<>();
-    try (KeyValueIterator<String, byte[]> it = store.all()) {
-      while (it.hasNext()) {
-        KeyValue<String, byte[]> kv = it.next();
-        if (kv.key.charAt(kv.key.length() - 1) == META) {
-          Meta m = Meta.decode(kv.value);
-          if (m.count > 0 && now - m.firstSeenMs >= maxWait.toMillis()) {
-            due.add(KeyValue.pair(kv.key.substring(0, kv.key.length() - 1), m));
-          }
-        }
+    List<Map.Entry<String, Pending>> due = new ArrayList<>();
+    for (Map.Entry<String, Pending> e : pending.entrySet()) {
+      if (now - e.getValue().firstSeenMs >= maxWait.toMillis()) {
+        due.add(e);
       }
     }
-    due.forEach(kv -> emit(kv.key, kv.value));
+    due.forEach(e -> emit(e.getKey(), e.getValue()));
   }
 
-  private void emit(String key, Meta meta) {
-    List<byte[]> values = new ArrayList<>(meta.count);
-    List<String> keys = new ArrayList<>(meta.count);
-    try (KeyValueIterator<String, byte[]> it =
-        store.range(entryKey(key, 0), entryKey(key, Long.MAX_VALUE))) {
-      while (it.hasNext()) {
-        KeyValue<String, byte[]> kv = it.next();
-        keys.add(kv.key);
-        values.add(kv.value);
-      }
-    }
-    for (int from = 0; from < values.size(); from += maxSize) {
-      List<byte[]> part = values.subList(from, Math.min(values.size(), from + maxSize));
+  private void emit(String key, Pending p) {
+    pending.remove(key);
+    for (int from = 0; from < p.values.size(); from += maxSize) {
+      List<byte[]> part = p.values.subList(from, Math.min(p.values.size(), from + maxSize));
       KeyValue<String, byte[]> batch = toBatch.build(key, part);
       context.forward(new Record<>(batch.key, batch.value, context.currentSystemTimeMs()));
     }
-    keys.forEach(store::delete);
-    store.put(key + META, new Meta(0, 0, meta.nextSeq).encode());
+    p.entries.forEach(store::delete);
   }
 
   private static String entryKey(String key, long seq) {
-    // Fixed-width sequence numbers keep a key's entries in arrival order within a range scan.
+    // Fixed-width sequence numbers keep a key's entries in arrival order in the store.
     String digits = Long.toString(seq);
     StringBuilder b = new StringBuilder(key.length() + 1 + SEQ_WIDTH).append(key).append(ENTRY);
     for (int i = digits.length(); i < SEQ_WIDTH; i++) {
@@ -144,17 +168,19 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     return b.append(digits).toString();
   }
 
-  private record Meta(int count, long firstSeenMs, long nextSeq) {
-    static Meta decode(byte[] bytes) {
-      if (bytes == null) {
-        return new Meta(0, 0, 0);
-      }
-      ByteBuffer b = ByteBuffer.wrap(bytes);
-      return new Meta(b.getInt(), b.getLong(), b.getLong());
+  /** One key's pending values in arrival order, and their entries in the store. */
+  private static final class Pending {
+    final long firstSeenMs;
+    final List<String> entries = new ArrayList<>();
+    final List<byte[]> values = new ArrayList<>();
+
+    Pending(long firstSeenMs) {
+      this.firstSeenMs = firstSeenMs;
     }
 
-    byte[] encode() {
-      return ByteBuffer.allocate(20).putInt(count).putLong(firstSeenMs).putLong(nextSeq).array();
+    void add(String entry, byte[] value) {
+      entries.add(entry);
+      values.add(value);
     }
   }
 }
