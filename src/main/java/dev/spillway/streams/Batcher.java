@@ -118,8 +118,6 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
       }
     }
     foreign.forEach(store::delete);
-    System.err.println(
-        "DEBUG restore " + pending.keySet() + " entries " + store.approximateNumEntries());
   }
 
   @Override
