@@ -1,13 +1,10 @@
 package dev.spillway.buffers;
 
-import dev.spillway.event.BufferBatch;
-import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Topics;
 import dev.spillway.streams.Batcher;
 import dev.spillway.streams.CheckOrDeadLetter;
 import dev.spillway.streams.CheckOrDeadLetter.Verdict;
-import java.util.ArrayList;
 import java.util.List;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -70,10 +67,8 @@ public final class BufferTopology {
 
   /** The batch of these events, keyed by its group id. */
   static KeyValue<String, byte[]> toBatch(String buffer, List<byte[]> values) {
-    List<BufferEvent> events = new ArrayList<>(values.size());
-    values.forEach(v -> events.add(EventSerdes.decodeBufferEvent(v)));
-    BufferBatch batch = BufferBatch.of(buffer, events);
-    return KeyValue.pair(batch.groupId(), EventSerdes.encode(batch));
+    EventSerdes.EncodedBatch batch = EventSerdes.encodeBufferBatch(buffer, values);
+    return KeyValue.pair(batch.groupId(), batch.bytes());
   }
 
   /**

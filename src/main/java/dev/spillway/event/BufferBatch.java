@@ -36,11 +36,25 @@ public record BufferBatch(String groupId, String buffer, List<BufferEvent> event
 
   private static String groupId(List<BufferEvent> events) {
     BufferEvent first = events.get(0);
-    byte[] source = (first.database() + "/" + first.table()).getBytes(StandardCharsets.UTF_8);
-    ByteBuffer b = ByteBuffer.allocate(source.length + events.size() * 2 * Long.BYTES);
+    long[] positions = new long[events.size() * 2];
+    for (int i = 0; i < events.size(); i++) {
+      positions[2 * i] = events.get(i).lsn();
+      positions[2 * i + 1] = events.get(i).commitTimeMicros();
+    }
+    return groupId(first.database(), first.table().toString(), positions);
+  }
+
+  /**
+   * The group id of a batch from this source database and table whose events have these WAL
+   * positions and commit times: {@code positions} holds each event's LSN then its commit time in
+   * microseconds, in the batch's order.
+   */
+  static String groupId(String database, String table, long[] positions) {
+    byte[] source = (database + "/" + table).getBytes(StandardCharsets.UTF_8);
+    ByteBuffer b = ByteBuffer.allocate(source.length + positions.length * Long.BYTES);
     b.put(source);
-    for (BufferEvent e : events) {
-      b.putLong(e.lsn()).putLong(e.commitTimeMicros());
+    for (long p : positions) {
+      b.putLong(p);
     }
     return UUID.nameUUIDFromBytes(b.array()).toString();
   }

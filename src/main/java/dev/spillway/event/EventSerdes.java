@@ -1,11 +1,21 @@
 package dev.spillway.event;
 
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
+import org.apache.avro.Schema;
+import org.apache.avro.SchemaNormalization;
+import org.apache.avro.generic.GenericDatumReader;
+import org.apache.avro.io.BinaryDecoder;
+import org.apache.avro.io.BinaryEncoder;
+import org.apache.avro.io.DecoderFactory;
+import org.apache.avro.io.EncoderFactory;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -28,6 +38,19 @@ public final class EventSerdes {
           trusted.isEmpty() ? "dev.spillway.event.avro" : trusted + ",dev.spillway.event.avro");
     }
   }
+
+  private static final byte[] SINGLE_OBJECT_MARKER = {(byte) 0xC3, (byte) 0x01};
+  private static final byte[] EVENT_HEADER =
+      singleObjectHeader(dev.spillway.event.avro.BufferEvent.getClassSchema());
+  private static final byte[] BATCH_HEADER =
+      singleObjectHeader(dev.spillway.event.avro.BufferBatch.getClassSchema());
+  private static final Schema ROW =
+      dev.spillway.event.avro.BufferEvent.getClassSchema().getField("row").schema();
+
+  /** Bytes of a group id (a UUID's text) and the most a length prefix takes. */
+  private static final int GROUP_ID_LENGTH = 36;
+
+  private static final int MAX_VARINT = 10;
 
   private EventSerdes() {}
 
@@ -120,6 +143,98 @@ public final class EventSerdes {
     }
     var avro = new dev.spillway.event.avro.BufferBatch(b.groupId(), b.buffer(), events);
     return bytes(() -> avro.toByteBuffer());
+  }
+
+  /** An encoded batch and its group id. */
+  public record EncodedBatch(String groupId, byte[] bytes) {}
+
+  /**
+   * The batch of these encoded buffer events, byte for byte as {@link #encode(BufferBatch)} writes
+   * it, built from their encodings: each event's body is copied as it is, and only its source, WAL
+   * position and commit time are read, for the group id. This is how the batcher builds every
+   * batch, so it decodes no row.
+   *
+   * @param events at least one, each written by {@link #encode(BufferEvent)} with this version's
+   *     schema
+   * @throws SerializationException when one is not
+   */
+  public static EncodedBatch encodeBufferBatch(String buffer, List<byte[]> events) {
+    if (events.isEmpty()) {
+      throw new IllegalArgumentException("A batch of " + buffer + " without events");
+    }
+    long[] positions = new long[events.size() * 2];
+    String database = null;
+    String table = null;
+    int size = BATCH_HEADER.length + 2 * MAX_VARINT + buffer.length() * 3 + GROUP_ID_LENGTH + 1;
+    BinaryDecoder in = null;
+    for (int i = 0; i < events.size(); i++) {
+      byte[] e = events.get(i);
+      if (e == null
+          || e.length < EVENT_HEADER.length
+          || !Arrays.equals(e, 0, EVENT_HEADER.length, EVENT_HEADER, 0, EVENT_HEADER.length)) {
+        throw new SerializationException(
+            "Not a Spillway buffer event of this version's schema: event " + i + " of the batch");
+      }
+      in = DecoderFactory.get().binaryDecoder(e, EVENT_HEADER.length, bodyLength(e), in);
+      try {
+        if (i == 0) {
+          database = in.readString();
+          table = in.readString();
+        } else {
+          in.skipString();
+          in.skipString();
+        }
+        GenericDatumReader.skip(ROW, in);
+        positions[2 * i + 1] = in.readLong(); // commit_time_us, then lsn: the schema's order
+        positions[2 * i] = in.readLong();
+        in.readLong(); // captured_at_ms
+        if (!in.isEnd()) {
+          throw new SerializationException("event " + i + " of the batch goes on past its end");
+        }
+      } catch (IOException | RuntimeException ex) {
+        throw new SerializationException("Not a Spillway event: " + ex.getMessage(), ex);
+      }
+      size += bodyLength(e);
+    }
+    String groupId = BufferBatch.groupId(database, table, positions);
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream(size);
+    bytes.writeBytes(BATCH_HEADER);
+    BinaryEncoder out = EncoderFactory.get().directBinaryEncoder(bytes, null);
+    try {
+      out.writeString(groupId);
+      out.writeString(buffer);
+      out.writeArrayStart();
+      out.setItemCount(events.size());
+      for (byte[] e : events) {
+        out.startItem();
+        out.writeFixed(e, EVENT_HEADER.length, bodyLength(e));
+      }
+      out.writeArrayEnd();
+      out.flush();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return new EncodedBatch(groupId, bytes.toByteArray());
+  }
+
+  private static int bodyLength(byte[] event) {
+    return event.length - EVENT_HEADER.length;
+  }
+
+  /**
+   * What Avro's single-object encoding puts before a record of this schema: its marker, then the
+   * schema's 64-bit fingerprint.
+   */
+  private static byte[] singleObjectHeader(Schema schema) {
+    try {
+      byte[] fingerprint = SchemaNormalization.parsingFingerprint("CRC-64-AVRO", schema);
+      byte[] header = new byte[SINGLE_OBJECT_MARKER.length + fingerprint.length];
+      System.arraycopy(SINGLE_OBJECT_MARKER, 0, header, 0, SINGLE_OBJECT_MARKER.length);
+      System.arraycopy(fingerprint, 0, header, SINGLE_OBJECT_MARKER.length, fingerprint.length);
+      return header;
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   public static BufferBatch decodeBufferBatch(byte[] data) {
