@@ -28,24 +28,35 @@ import java.time.format.DateTimeFormatterBuilder;
 import java.time.format.DateTimeParseException;
 import java.time.format.SignStyle;
 import java.time.temporal.ChronoField;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.connect.data.Field;
+import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.source.SourceRecord;
 
 /**
  * Turns a Debezium change record into the Kafka record Spillway publishes, or nothing when the
  * change is not routed (heartbeats, deletes of buffer rows, tables captured for another kind).
- * Stateless and thread-safe.
+ * Thread-safe; it remembers, per envelope schema, where the fields every change reads are.
  */
 final class ChangeMapper {
   private final String database;
   private final CapturePlan plan;
   private final Clock clock;
   private final Map<TableName, byte[]> keys = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * Per envelope schema (one per captured table, until its columns change), by identity: a field
+   * looked up by name costs a hash look-up per read, which a profile showed on every change.
+   */
+  private volatile Map<Schema, EnvelopeFields> envelopes = new IdentityHashMap<>();
+
+  /** Past this many envelope schemas (tables altered again and again), the memory starts over. */
+  private static final int MAX_ENVELOPES = 1_000;
 
   ChangeMapper(String database, CapturePlan plan, Clock clock) {
     this.database = database;
@@ -57,21 +68,26 @@ final class ChangeMapper {
   record Mapped(CaptureRoute route, ProducerRecord<byte[], byte[]> record) {}
 
   Optional<Mapped> map(SourceRecord record) {
-    if (!(record.value() instanceof Struct envelope) || envelope.schema().field("op") == null) {
+    if (!(record.value() instanceof Struct envelope)) {
+      return Optional.empty();
+    }
+    EnvelopeFields f = fields(envelope.schema());
+    if (f == null) {
       return Optional.empty(); // heartbeat or schema-change records
     }
-    ChangeKind kind = ChangeKind.ofDebeziumOp(envelope.getString("op"));
+    ChangeKind kind = ChangeKind.ofDebeziumOp((String) envelope.get(f.op()));
     if (kind == null) {
       return Optional.empty();
     }
-    Struct source = envelope.getStruct("source");
-    TableName table = new TableName(source.getString("schema"), source.getString("table"));
+    Struct source = (Struct) envelope.get(f.source());
+    TableName table =
+        new TableName((String) source.get(f.schema()), (String) source.get(f.table()));
     Optional<CaptureRoute> route = plan.route(database, table, kind);
     if (route.isEmpty()) {
       return Optional.empty();
     }
-    long lsn = longOrZero(source, "lsn");
-    long commitMicros = commitMicros(source);
+    long lsn = f.lsn() == null ? 0 : orZero((Long) source.get(f.lsn()));
+    long commitMicros = f.commitMicros(source);
     long now = clock.millis();
     byte[] key = keys.computeIfAbsent(table, t -> t.toString().getBytes(StandardCharsets.UTF_8));
     byte[] value =
@@ -85,7 +101,7 @@ final class ChangeMapper {
                   new BufferEvent(
                       database,
                       table,
-                      columns(envelope.getStruct("after")),
+                      columns(f.after() == null ? null : (Struct) envelope.get(f.after())),
                       commitMicros,
                       lsn,
                       now));
@@ -94,19 +110,64 @@ final class ChangeMapper {
         new Mapped(route.get(), new ProducerRecord<>(route.get().topic(), key, value)));
   }
 
-  private static long commitMicros(Struct source) {
-    if (source.schema().field("ts_us") != null && source.getInt64("ts_us") != null) {
-      return source.getInt64("ts_us");
+  /** The fields of a change envelope's schema, or null when it is not one of a change. */
+  private EnvelopeFields fields(Schema envelope) {
+    Map<Schema, EnvelopeFields> known = envelopes;
+    if (known.containsKey(envelope)) {
+      return known.get(envelope);
     }
-    return source.getInt64("ts_ms") * 1000;
+    EnvelopeFields f = EnvelopeFields.of(envelope);
+    synchronized (this) {
+      Map<Schema, EnvelopeFields> more =
+          envelopes.size() < MAX_ENVELOPES
+              ? new IdentityHashMap<>(envelopes)
+              : new IdentityHashMap<>();
+      more.put(envelope, f);
+      envelopes = more;
+    }
+    return f;
   }
 
-  private static long longOrZero(Struct s, String field) {
-    if (s.schema().field(field) == null) {
-      return 0;
-    }
-    Long v = s.getInt64(field);
+  private static long orZero(Long v) {
     return v == null ? 0 : v;
+  }
+
+  /**
+   * Where a change envelope holds what every change reads. Debezium's source block has {@code
+   * ts_us} from 2.x on, only {@code ts_ms} before; {@code after} is absent for deletes.
+   */
+  private record EnvelopeFields(
+      Field op,
+      Field source,
+      Field after,
+      Field schema,
+      Field table,
+      Field lsn,
+      Field tsUs,
+      Field tsMs) {
+    /** Null when the schema is not a change envelope's (no {@code op} or no source block). */
+    static EnvelopeFields of(Schema envelope) {
+      Field op = envelope.field("op");
+      Field source = envelope.field("source");
+      if (op == null || source == null) {
+        return null;
+      }
+      Schema s = source.schema();
+      return new EnvelopeFields(
+          op,
+          source,
+          envelope.field("after"),
+          s.field("schema"),
+          s.field("table"),
+          s.field("lsn"),
+          s.field("ts_us"),
+          s.field("ts_ms"));
+    }
+
+    long commitMicros(Struct source) {
+      Long micros = tsUs == null ? null : (Long) source.get(tsUs);
+      return micros != null ? micros : orZero((Long) source.get(tsMs)) * 1000;
+    }
   }
 
   /**

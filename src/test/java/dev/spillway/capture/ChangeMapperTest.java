@@ -2,6 +2,10 @@ package dev.spillway.capture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.spillway.event.BufferEvent;
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
 import io.debezium.time.Date;
 import io.debezium.time.MicroTime;
 import io.debezium.time.MicroTimestamp;
@@ -9,15 +13,19 @@ import io.debezium.time.NanoTimestamp;
 import io.debezium.time.Time;
 import io.debezium.time.Timestamp;
 import io.debezium.time.ZonedTimestamp;
+import java.time.Clock;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
+import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaBuilder;
 import org.apache.kafka.connect.data.Struct;
+import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 
 class ChangeMapperTest {
@@ -163,5 +171,100 @@ class ChangeMapperTest {
             org.assertj.core.api.Assertions.entry("day", "2026-01-02"),
             org.assertj.core.api.Assertions.entry("seen_at", "2026-01-02T03:04:05.5"),
             org.assertj.core.api.Assertions.entry("note", null));
+  }
+
+  @Test
+  void should_map_changes_of_tables_with_their_own_envelopes_and_skip_heartbeats() {
+    TableName events = new TableName("public", "events");
+    TableName parents = new TableName("app", "parents");
+    ChangeMapper mapper =
+        new ChangeMapper(
+            "main",
+            new CapturePlan(
+                List.of(
+                    new CaptureRoute("main", events, ChangeKind.INSERT, "t.events"),
+                    new CaptureRoute("main", parents, ChangeKind.DELETE, "t.deleted"))),
+            Clock.fixed(Instant.parse("2026-01-01T00:00:00Z"), ZoneOffset.UTC));
+    Schema withMicros =
+        SchemaBuilder.struct()
+            .field("schema", Schema.STRING_SCHEMA)
+            .field("table", Schema.STRING_SCHEMA)
+            .field("lsn", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("ts_ms", Schema.INT64_SCHEMA)
+            .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA)
+            .build();
+    Schema millisOnly =
+        SchemaBuilder.struct()
+            .field("table", Schema.STRING_SCHEMA)
+            .field("schema", Schema.STRING_SCHEMA)
+            .field("ts_ms", Schema.INT64_SCHEMA)
+            .build();
+    Schema row = SchemaBuilder.struct().field("id", Schema.INT64_SCHEMA).build();
+    Schema insertEnvelope =
+        SchemaBuilder.struct()
+            .field("after", row)
+            .field("source", withMicros)
+            .field("op", Schema.STRING_SCHEMA)
+            .build();
+    Schema deleteEnvelope =
+        SchemaBuilder.struct()
+            .field("op", Schema.STRING_SCHEMA)
+            .field("source", millisOnly)
+            .build();
+    Schema heartbeat = SchemaBuilder.struct().field("ts_ms", Schema.INT64_SCHEMA).build();
+
+    for (long i = 1; i <= 3; i++) { // the second and third take the remembered fields
+      Struct insert =
+          new Struct(insertEnvelope)
+              .put("after", new Struct(row).put("id", i))
+              .put("op", "c")
+              .put(
+                  "source",
+                  new Struct(withMicros)
+                      .put("schema", "public")
+                      .put("table", "events")
+                      .put("lsn", 100 + i)
+                      .put("ts_ms", 5L)
+                      .put("ts_us", 5_001L + i));
+      BufferEvent e =
+          EventSerdes.decodeBufferEvent(
+              mapper.map(record(insert, null)).orElseThrow().record().value());
+      assertThat(e.table()).isEqualTo(events);
+      assertThat(e.row()).containsEntry("id", i);
+      assertThat(e.lsn()).isEqualTo(100 + i);
+      assertThat(e.commitTimeMicros()).isEqualTo(5_001L + i);
+
+      Struct delete =
+          new Struct(deleteEnvelope)
+              .put("op", "d")
+              .put(
+                  "source",
+                  new Struct(millisOnly)
+                      .put("schema", "app")
+                      .put("table", "parents")
+                      .put("ts_ms", 7L));
+      Struct key = new Struct(row).put("id", 10 * i);
+      ChangeMapper.Mapped deleted = mapper.map(record(delete, key)).orElseThrow();
+      DeletedRecord d = EventSerdes.decodeDeletedRecord(deleted.record().value());
+      assertThat(deleted.record().topic()).isEqualTo("t.deleted");
+      assertThat(d.table()).isEqualTo(parents);
+      assertThat(d.key()).containsEntry("id", 10 * i);
+      assertThat(d.lsn()).isZero();
+      assertThat(d.commitTimeMicros()).isEqualTo(7_000L);
+
+      assertThat(mapper.map(record(new Struct(heartbeat).put("ts_ms", 1L), null))).isEmpty();
+    }
+  }
+
+  private static SourceRecord record(Struct value, Struct key) {
+    return new SourceRecord(
+        Map.of(),
+        Map.of(),
+        "topic",
+        null,
+        key == null ? null : key.schema(),
+        key,
+        value.schema(),
+        value);
   }
 }
