@@ -6,6 +6,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.streams.Batcher;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -80,7 +81,7 @@ public final class LfkBacklog {
           });
       store.forEach(
           (k, v) -> {
-            if (k.indexOf('\u0000') >= 0) {
+            if (Batcher.isEntry(k)) {
               backlog.addDeleted(EventSerdes.decodeDeletedRecord(v));
             }
           });

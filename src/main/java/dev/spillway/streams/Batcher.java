@@ -83,6 +83,10 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   public void init(ProcessorContext<String, byte[]> context) {
     this.context = context;
     this.store = context.getStateStore(storeName);
+    // Streams initializes the same instance again when a task comes back (resumed, or revived
+    // after a dirty close): only the store tells what is pending then.
+    pending.clear();
+    nextSeq = 0;
     restore();
     context.schedule(tick(maxWait), PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
   }
@@ -108,16 +112,22 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     try (KeyValueIterator<String, byte[]> it = store.all()) {
       while (it.hasNext()) {
         KeyValue<String, byte[]> kv = it.next();
-        int at = kv.key.length() - SEQ_WIDTH - 1;
-        if (at < 0 || kv.key.charAt(at) != ENTRY) {
+        if (!isEntry(kv.key)) {
           foreign.add(kv.key);
           continue;
         }
+        int at = kv.key.length() - SEQ_WIDTH - 1;
         nextSeq = Math.max(nextSeq, Long.parseLong(kv.key.substring(at + 1)) + 1);
         pending.computeIfAbsent(kv.key.substring(0, at), k -> new Pending(0)).add(kv.key, kv.value);
       }
     }
     foreign.forEach(store::delete);
+  }
+
+  /** Whether a key of a batcher's store is one pending value's entry (its value the raw value). */
+  public static boolean isEntry(String storeKey) {
+    int at = storeKey.length() - SEQ_WIDTH - 1;
+    return at >= 0 && storeKey.charAt(at) == ENTRY;
   }
 
   @Override

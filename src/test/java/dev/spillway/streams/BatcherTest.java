@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Properties;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.StreamsConfig;
@@ -16,6 +17,10 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TestOutputTopic;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.TopologyTestDriver;
+import org.apache.kafka.streams.processor.api.MockProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.test.TestRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -94,5 +99,48 @@ class BatcherTest {
     send("a", "3");
     driver.advanceWallClockTime(Duration.ofSeconds(3));
     assertThat(emitted()).containsExactly("a=3,");
+  }
+
+  @Test
+  void should_emit_each_pending_value_once_when_the_same_instance_is_initialized_again() {
+    KeyValueStore<String, byte[]> store =
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore("pending"), Serdes.String(), Serdes.ByteArray())
+            .withLoggingDisabled()
+            .build();
+    MockProcessorContext<String, byte[]> context = new MockProcessorContext<>();
+    store.init(context.getStateStoreContext(), store);
+    context.addStateStore(store);
+    Batcher batcher =
+        new Batcher(
+            "pending",
+            10,
+            Duration.ofSeconds(2),
+            Batcher.BatchBuilder.keepingKey(
+                (key, values) -> {
+                  StringBuilder b = new StringBuilder();
+                  values.forEach(v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
+                  return b.toString().getBytes(StandardCharsets.UTF_8);
+                }));
+    context.setCurrentSystemTimeMs(1_000);
+    batcher.init(context);
+    batcher.process(new Record<>("a", "1".getBytes(StandardCharsets.UTF_8), 0));
+    batcher.process(new Record<>("a", "2".getBytes(StandardCharsets.UTF_8), 0));
+
+    batcher.init(context); // as Streams does when a suspended task is resumed
+    context.scheduledPunctuators().get(1).getPunctuator().punctuate(10_000);
+
+    assertThat(
+            context.forwarded().stream()
+                .map(
+                    f ->
+                        f.record().key()
+                            + "="
+                            + new String(f.record().value(), StandardCharsets.UTF_8))
+                .toList())
+        .containsExactly("a=1,2,");
+    try (var left = store.all()) {
+      assertThat(left.hasNext()).as("entries left in the store").isFalse();
+    }
   }
 }
