@@ -166,14 +166,23 @@ public final class ConfigNode {
     return optionalString(key).orElseThrow(() -> missing(key));
   }
 
-  /** A required key's absence, told as the misspelling of it that the mapping holds, if any. */
+  /**
+   * A required key's absence, told as the misspelling of it that the mapping holds, if any: the
+   * closest key not read so far.
+   */
   private ConfigException missing(String key) {
+    String misspelt = null;
+    int best = MAX_SUGGESTION_DISTANCE + 1;
     for (String written : entries.keySet()) {
-      if (!read.contains(written) && closeness(written, key) <= MAX_SUGGESTION_DISTANCE) {
-        return unknown(written, " (did you mean " + key + "?)");
+      int d = read.contains(written) ? Integer.MAX_VALUE : closeness(written, key);
+      if (d < best) {
+        misspelt = written;
+        best = d;
       }
     }
-    return error(key, "is required");
+    return misspelt == null
+        ? error(key, "is required")
+        : unknown(misspelt, " (did you mean " + key + "?)");
   }
 
   public Optional<String> optionalString(String key) {

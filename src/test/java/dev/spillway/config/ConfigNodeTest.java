@@ -148,7 +148,18 @@ class ConfigNodeTest {
         .isEqualTo("app.yml:4: unknown key databases.main.ulr (did you mean url?).");
     assertThat(error("onDelete: cascade\n", n -> n.requiredString("on-delete")))
         .isEqualTo("app.yml:1: unknown key onDelete (did you mean on-delete?).");
-    // A key already read is not a misspelling, and a key nothing like it is left to finish().
+    assertThat(error("sxyl: 1\nsqll: 2\n", n -> n.requiredString("sql")))
+        .as("the closest of two")
+        .isEqualTo("app.yml:2: unknown key sqll (did you mean sql?).");
+    assertThat(
+            error(
+                "sql-file: a.sql\nsqll: 2\n",
+                n -> {
+                  n.string("sqll", null); // a key of its own, read before
+                  n.requiredString("sql");
+                }))
+        .isEqualTo("app.yml:1: sql is required.");
+    // A key nothing like it is left to finish().
     assertThat(error("uri: x\nother: 1\n", n -> n.requiredString("sql")))
         .isEqualTo("app.yml:1: sql is required.");
   }
