@@ -166,7 +166,7 @@ final class ChangeMapper {
 
     long commitMicros(Struct source) {
       Long micros = tsUs == null ? null : (Long) source.get(tsUs);
-      return micros != null ? micros : orZero((Long) source.get(tsMs)) * 1000;
+      return micros != null ? micros : tsMs == null ? 0 : orZero((Long) source.get(tsMs)) * 1000;
     }
   }
 

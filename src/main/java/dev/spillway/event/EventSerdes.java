@@ -150,9 +150,10 @@ public final class EventSerdes {
 
   /**
    * The batch of these encoded buffer events, byte for byte as {@link #encode(BufferBatch)} writes
-   * it, built from their encodings: each event's body is copied as it is, and only its source, WAL
-   * position and commit time are read, for the group id. This is how the batcher builds every
-   * batch, so it decodes no row.
+   * it, built from their encodings: each event's body is copied as it is. Of each event only the
+   * source, WAL position and commit time are decoded, for the group id; its row is stepped over
+   * (which also finds an event cut short or running past its end). This is how the batcher builds
+   * every batch.
    *
    * @param events at least one, each written by {@link #encode(BufferEvent)} with this version's
    *     schema
@@ -189,8 +190,11 @@ public final class EventSerdes {
         positions[2 * i] = in.readLong();
         in.readLong(); // captured_at_ms
         if (!in.isEnd()) {
-          throw new SerializationException("event " + i + " of the batch goes on past its end");
+          throw new SerializationException(
+              "Not a Spillway event: event " + i + " of the batch goes on past its end");
         }
+      } catch (SerializationException ex) {
+        throw ex;
       } catch (IOException | RuntimeException ex) {
         throw new SerializationException("Not a Spillway event: " + ex.getMessage(), ex);
       }
