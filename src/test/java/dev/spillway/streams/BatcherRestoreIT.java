@@ -98,21 +98,7 @@ class BatcherRestoreIT {
       String bootstrap, String run, String in, String out, Path stateDir) throws Exception {
     Topology t = new Topology();
     t.addSource("in", new StringDeserializer(), new ByteArrayDeserializer(), in);
-    t.addProcessor(
-        "batch",
-        () ->
-            new Batcher(
-                "pending",
-                10,
-                Duration.ofHours(1),
-                Batcher.BatchBuilder.keepingKey(
-                    (key, values) -> {
-                      StringBuilder b = new StringBuilder();
-                      values.forEach(
-                          v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
-                      return b.toString().getBytes(StandardCharsets.UTF_8);
-                    })),
-        "in");
+    t.addProcessor("batch", () -> BatcherTest.joining(10, Duration.ofHours(1)), "in");
     t.addStateStore(Batcher.store("pending"), "batch");
     t.addSink("out", out, new StringSerializer(), new ByteArraySerializer(), "batch");
     return StreamsApp.start(run, t, bootstrap, Map.of(), stateDir, COMMIT_INTERVAL, (short) 1);

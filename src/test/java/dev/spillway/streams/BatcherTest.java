@@ -35,21 +35,7 @@ class BatcherTest {
   void setUp() {
     Topology t = new Topology();
     t.addSource("source-in", new StringDeserializer(), new ByteArrayDeserializer(), "in");
-    t.addProcessor(
-        "batcher",
-        () ->
-            new Batcher(
-                "pending",
-                3,
-                Duration.ofSeconds(2),
-                Batcher.BatchBuilder.keepingKey(
-                    (key, values) -> {
-                      StringBuilder b = new StringBuilder();
-                      values.forEach(
-                          v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
-                      return b.toString().getBytes(StandardCharsets.UTF_8);
-                    })),
-        "source-in");
+    t.addProcessor("batcher", () -> joining(3, Duration.ofSeconds(2)), "source-in");
     t.addStateStore(Batcher.store("pending"), "batcher");
     t.addSink("sink-out", "out", new StringSerializer(), new ByteArraySerializer(), "batcher");
     Properties p = new Properties();
@@ -58,6 +44,20 @@ class BatcherTest {
     driver = new TopologyTestDriver(t, p, Instant.parse("2026-01-01T00:00:00Z"));
     in = driver.createInputTopic("in", new StringSerializer(), new ByteArraySerializer());
     out = driver.createOutputTopic("out", new StringDeserializer(), new ByteArrayDeserializer());
+  }
+
+  /** A batcher on store {@code pending} whose batches are their values joined: {@code 1,2,}. */
+  static Batcher joining(int maxSize, Duration maxWait) {
+    return new Batcher(
+        "pending",
+        maxSize,
+        maxWait,
+        Batcher.BatchBuilder.keepingKey(
+            (key, values) -> {
+              StringBuilder b = new StringBuilder();
+              values.forEach(v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
+              return b.toString().getBytes(StandardCharsets.UTF_8);
+            }));
   }
 
   @AfterEach
@@ -111,17 +111,7 @@ class BatcherTest {
     MockProcessorContext<String, byte[]> context = new MockProcessorContext<>();
     store.init(context.getStateStoreContext(), store);
     context.addStateStore(store);
-    Batcher batcher =
-        new Batcher(
-            "pending",
-            10,
-            Duration.ofSeconds(2),
-            Batcher.BatchBuilder.keepingKey(
-                (key, values) -> {
-                  StringBuilder b = new StringBuilder();
-                  values.forEach(v -> b.append(new String(v, StandardCharsets.UTF_8)).append(','));
-                  return b.toString().getBytes(StandardCharsets.UTF_8);
-                }));
+    Batcher batcher = joining(10, Duration.ofSeconds(2));
     context.setCurrentSystemTimeMs(1_000);
     batcher.init(context);
     batcher.process(new Record<>("a", "1".getBytes(StandardCharsets.UTF_8), 0));
