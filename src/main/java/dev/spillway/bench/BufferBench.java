@@ -36,6 +36,8 @@ public final class BufferBench {
    * @param rate inserts per second of all clients together, each phase at the same rate; 0 for as
    *     fast as the database takes them
    * @param waits whether to sample what the inserts wait on ({@link InsertWaits})
+   * @param separateCores whether to run the database and the clients on half of the CPUs and
+   *     Spillway on the other ({@link CpuSplit})
    */
   public record Options(
       Duration duration,
@@ -44,7 +46,8 @@ public final class BufferBench {
       int batchSize,
       Duration maxWait,
       int maxInFlight,
-      boolean waits) {
+      boolean waits,
+      boolean separateCores) {
     boolean paced() {
       return rate > 0;
     }
@@ -77,6 +80,9 @@ public final class BufferBench {
   private final DataSource ds;
   private final DatabaseEndpoint endpoint;
   private Optional<DatabaseCpu> databaseCpu = Optional.empty();
+
+  /** What goes before the clients' command: nothing, or taskset onto the database's CPUs. */
+  private List<String> clientsLauncher = List.of();
 
   public BufferBench(SpillwayRuntime runtime, PrintWriter out) {
     this.runtime = runtime;
@@ -163,16 +169,21 @@ public final class BufferBench {
         o.maxInFlight());
     out.flush();
 
+    databaseCpu = DatabaseCpu.of(ds);
+    if (o.separateCores()) {
+      separateCores();
+    }
+
     // The clients' process warms itself up; this warms the database for the plain phase, which has
     // no design warm-up of its own.
-    try (InsertLoad warmUp = new InsertLoad(endpoint, insert(PLAIN), o.clients(), o.rate())) {
+    try (InsertLoad warmUp =
+        new InsertLoad(endpoint, insert(PLAIN), o.clients(), o.rate(), clientsLauncher)) {
       warmUp.start();
       Thread.sleep(WARM_UP.toMillis());
       warmUp.stop();
     }
     BenchSql.exec(ds, "TRUNCATE " + PLAIN.quoted());
 
-    databaseCpu = DatabaseCpu.of(ds);
     out.println("1) Plain inserts, nothing else running");
     out.flush();
     Phase plainPhase = loaded(PLAIN, o, o.duration(), false);
@@ -301,6 +312,29 @@ public final class BufferBench {
     out.flush();
   }
 
+  /**
+   * Puts the database server and (through their launcher) the clients on one half of the CPUs and
+   * this process on the other, for every phase, so Spillway's own CPU is not taken from the
+   * database's: what its insert cost would be with Spillway and Kafka on a machine of their own.
+   */
+  private void separateCores() throws Exception {
+    CpuSplit split = CpuSplit.halves(Runtime.getRuntime().availableProcessors());
+    DatabaseCpu server =
+        databaseCpu.orElseThrow(
+            () ->
+                new IllegalStateException(
+                    "Separate cores need the embedded database's processes, which are not"
+                        + " readable here."));
+    split.pinDatabase(server.postmaster());
+    split.pinThisProcess();
+    clientsLauncher = split.onDatabaseCpus();
+    out.printf(
+        "Separate cores: the database and the clients on CPU %s, Spillway and its Kafka on CPU"
+            + " %s, every phase%n",
+        split.database(), split.spillway());
+    out.flush();
+  }
+
   /** One figure of the plain, poller and Spillway phases, each as a ratio to the plain one. */
   private void printPerDesign(
       String measure, String unit, ToDoubleFunction<Phase> figure, List<Phase> designs) {
@@ -394,7 +428,8 @@ public final class BufferBench {
     double processBefore;
     long[] walBefore;
     InsertLoad.Result result;
-    try (InsertLoad load = new InsertLoad(endpoint, insert(table), o.clients(), o.rate())) {
+    try (InsertLoad load =
+        new InsertLoad(endpoint, insert(table), o.clients(), o.rate(), clientsLauncher)) {
       load.start(); // returns once its clients insert, their process warmed up
       waits.ifPresent(InsertWaits::start);
       cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);

@@ -40,6 +40,11 @@ final class DatabaseCpu {
     }
   }
 
+  /** The server's postmaster: the parent of its processes. */
+  long postmaster() {
+    return postmaster;
+  }
+
   /** CPU seconds the server has used so far. */
   double seconds() {
     long ticks = stat(postmaster).map(s -> s[1] + s[2]).orElse(0L);

@@ -42,6 +42,7 @@ final class InsertLoad implements AutoCloseable {
   private final String insert;
   private final int clients;
   private final double rate;
+  private final List<String> launcher;
   private Process process;
   private BufferedReader lines;
 
@@ -52,10 +53,19 @@ final class InsertLoad implements AutoCloseable {
    *     database takes them
    */
   InsertLoad(DatabaseEndpoint database, String insert, int clients, double rate) {
+    this(database, insert, clients, rate, List.of());
+  }
+
+  /**
+   * @param launcher what goes before the clients' java command, such as {@code taskset -c 0}
+   */
+  InsertLoad(
+      DatabaseEndpoint database, String insert, int clients, double rate, List<String> launcher) {
     this.database = database;
     this.insert = insert;
     this.clients = clients;
     this.rate = rate;
+    this.launcher = List.copyOf(launcher);
   }
 
   /**
@@ -63,7 +73,7 @@ final class InsertLoad implements AutoCloseable {
    * into a temporary table (no WAL, nothing captured) that leave its code compiled.
    */
   void start() throws IOException {
-    List<String> command = new ArrayList<>();
+    List<String> command = new ArrayList<>(launcher);
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add(HEAP);
     command.add("-cp");

@@ -361,6 +361,14 @@ final class BenchCommand implements Runnable {
                 + " little CPU.")
     boolean waits;
 
+    @Option(
+        names = "--separate-cores",
+        description =
+            "Run the database and the clients on half of the CPUs and Spillway with its Kafka on"
+                + " the other half (Linux taskset), in every phase: insert cost as if Spillway ran"
+                + " on a machine of its own.")
+    boolean separateCores;
+
     @Override
     public Integer call() throws Exception {
       if (duration < 1 || clients < 1 || batchSize < 1 || maxWaitMs < 1 || maxInFlight < 1) {
@@ -368,6 +376,10 @@ final class BenchCommand implements Runnable {
             spec.commandLine(),
             "--duration, --clients, --batch-size, --max-wait-ms and --max-in-flight must be"
                 + " positive");
+      }
+      if (separateCores && Runtime.getRuntime().availableProcessors() < 2) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), "--separate-cores needs at least 2 CPUs; this machine has 1");
       }
       if (!(rate >= 0) || Double.isInfinite(rate)) {
         throw new picocli.CommandLine.ParameterException(
@@ -387,7 +399,8 @@ final class BenchCommand implements Runnable {
                     batchSize,
                     Duration.ofMillis(maxWaitMs),
                     maxInFlight,
-                    waits));
+                    waits,
+                    separateCores));
       }
       return ErrorHandler.OK;
     }
