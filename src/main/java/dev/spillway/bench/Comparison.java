@@ -36,7 +36,10 @@ public final class Comparison {
       Row r = rows.get(i);
       out.printf(
           "   %-44s %12.2f %8s%n",
-          r.name(), r.value(), i == 0 ? "1.00" : String.format("%.2f", ratio(i)));
+          r.name(),
+          r.value(),
+          // A ratio to nothing (no full-page images in the baseline, say) is no figure at all.
+          rows.get(0).value() == 0 ? "-" : String.format("%.2f", ratio(i)));
     }
     out.flush();
   }
