@@ -61,6 +61,35 @@ class InsertLoadIT {
   }
 
   @Test
+  void should_report_latencies_that_hold_the_time_each_insert_took() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE FUNCTION "
+            + table
+            + "_slow() RETURNS trigger LANGUAGE plpgsql AS"
+            + " $$BEGIN PERFORM pg_sleep(0.02); RETURN NEW; END$$",
+        "CREATE TRIGGER slow BEFORE INSERT ON "
+            + table
+            + " FOR EACH ROW EXECUTE FUNCTION "
+            + table
+            + "_slow()");
+    InsertLoad.Result r;
+    try (InsertLoad load = new InsertLoad(db, insert, 1, 0)) {
+      load.start(); // its warm-up inserts go to a table of its own, without the trigger
+      await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 20);
+      r = load.stop();
+    } finally {
+      TestSql.exec(ds, "DROP FUNCTION " + table + "_slow() CASCADE");
+    }
+
+    // Every insert waits 20 ms in its trigger: one client cannot do more than 50 a second.
+    assertThat(r.latency().p50()).as("p50 latency, µs").isBetween(20_000L, 500_000L);
+    assertThat(r.latency().p99()).as("p99 latency, µs").isBetween(r.latency().p50(), 1_000_000L);
+    assertThat(r.latency().mean()).as("mean latency, µs").isGreaterThanOrEqualTo(20_000);
+    assertThat(r.tps()).as("inserts per second").isPositive().isLessThanOrEqualTo(50.0);
+  }
+
+  @Test
   void should_end_its_clients_when_closed_without_being_stopped() throws Exception {
     String inserting = "INSERT INTO " + table + " ";
     try (InsertLoad load = new InsertLoad(db, insert, 2, 200)) {
