@@ -51,7 +51,14 @@ public record SpillwayConfig(
    * knows nothing of pipeline code; each pipeline reads and checks its own section at start-up.
    */
   public static final java.util.List<String> PIPELINE_SECTIONS =
-      java.util.List.of("loose-foreign-keys", "buffers", "operations", "migrations", "scheduler");
+      java.util.List.of("loose-foreign-keys", "buffers");
+
+  /**
+   * Sections of pipelines this version does not run: refused, so that a configuration written for
+   * them does not start and do nothing.
+   */
+  private static final java.util.List<String> LATER_SECTIONS =
+      java.util.List.of("operations", "migrations", "scheduler");
 
   /** The database that holds every table not listed under {@code tables:}. */
   public static final String MAIN = "main";
@@ -90,6 +97,14 @@ public record SpillwayConfig(
    * @param baseDir a relative working-dir resolves against it
    */
   static SpillwayConfig from(ConfigNode root, Path source, Path baseDir) {
+    for (String key : LATER_SECTIONS) {
+      if (root.keys().contains(key)) { // even empty: its pipeline would not run
+        throw root.error(
+            key,
+            "is a pipeline this version of Spillway does not run yet; it runs "
+                + String.join(" and ", PIPELINE_SECTIONS));
+      }
+    }
     Path workingDir = workingDir(root, baseDir);
     HttpConfig http = HttpConfig.from(root.section("http"));
     KafkaConfig kafka = KafkaConfig.from(root.section("kafka"));

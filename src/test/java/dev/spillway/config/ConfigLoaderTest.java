@@ -132,8 +132,16 @@ class ConfigLoaderTest {
     assertThat(error("frobnicate: true\n"))
         .isEqualTo(
             "spillway.yml:1: unknown key frobnicate (known keys: buffers, capture, databases,"
-                + " health, http, kafka, loose-foreign-keys, migrations, operations, scheduler,"
-                + " sink, tables, working-dir).");
+                + " health, http, kafka, loose-foreign-keys, sink, tables, working-dir).");
+  }
+
+  @Test
+  void should_refuse_the_section_of_a_pipeline_this_version_does_not_run() {
+    assertThat(error("http:\n  port: 8088\nmigrations:\n  jobs: []\n"))
+        .isEqualTo(
+            "spillway.yml:3: migrations is a pipeline this version of Spillway does not run yet;"
+                + " it runs loose-foreign-keys and buffers.");
+    assertThat(error("scheduler:\n")).startsWith("spillway.yml:1: scheduler is a pipeline");
   }
 
   @Test
