@@ -1,13 +1,16 @@
 package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 /** Real taskset on real processes; the test JVM itself is never pinned. */
@@ -43,15 +46,12 @@ class CpuSplitIT {
     assertThat(said.strip()).endsWith("\t" + split.database());
   }
 
-  private static long awaitChild(Process parent) throws InterruptedException {
-    for (int i = 0; i < 100; i++) {
-      var child = parent.children().findFirst();
-      if (child.isPresent()) {
-        return child.get().pid();
-      }
-      Thread.sleep(50);
-    }
-    throw new AssertionError("sh started no child");
+  private static long awaitChild(Process parent) {
+    return await()
+        .atMost(Duration.ofSeconds(5))
+        .until(() -> parent.children().findFirst(), Optional::isPresent)
+        .orElseThrow()
+        .pid();
   }
 
   private static String allowed(long pid) throws Exception {
