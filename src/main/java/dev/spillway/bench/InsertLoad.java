@@ -51,13 +51,8 @@ final class InsertLoad implements AutoCloseable {
    *     activity) VALUES (?, 'call')}
    * @param rate inserts per second of all clients together, spread evenly; 0 for as fast as the
    *     database takes them
-   */
-  InsertLoad(DatabaseEndpoint database, String insert, int clients, double rate) {
-    this(database, insert, clients, rate, List.of());
-  }
-
-  /**
-   * @param launcher what goes before the clients' java command, such as {@code taskset -c 0}
+   * @param launcher what goes before the clients' java command, such as {@code taskset -c 0}, or
+   *     nothing
    */
   InsertLoad(
       DatabaseEndpoint database, String insert, int clients, double rate, List<String> launcher) {

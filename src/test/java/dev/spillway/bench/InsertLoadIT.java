@@ -9,6 +9,7 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.time.Duration;
+import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -44,7 +45,7 @@ class InsertLoadIT {
   @Test
   void should_insert_at_the_rate_asked_and_report_every_insert_and_its_latency() throws Exception {
     InsertLoad.Result r;
-    try (InsertLoad load = new InsertLoad(db, insert, 2, 200)) {
+    try (InsertLoad load = new InsertLoad(db, insert, 2, 200, List.of())) {
       load.start();
       await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 300);
       r = load.stop();
@@ -74,7 +75,7 @@ class InsertLoadIT {
             + table
             + "_slow()");
     InsertLoad.Result r;
-    try (InsertLoad load = new InsertLoad(db, insert, 1, 0)) {
+    try (InsertLoad load = new InsertLoad(db, insert, 1, 0, List.of())) {
       load.start(); // its warm-up inserts go to a table of its own, without the trigger
       await().atMost(WAIT).until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) >= 20);
       r = load.stop();
@@ -92,7 +93,7 @@ class InsertLoadIT {
   @Test
   void should_end_its_clients_when_closed_without_being_stopped() throws Exception {
     String inserting = "INSERT INTO " + table + " ";
-    try (InsertLoad load = new InsertLoad(db, insert, 2, 200)) {
+    try (InsertLoad load = new InsertLoad(db, insert, 2, 200, List.of())) {
       load.start();
       await().atMost(WAIT).until(() -> TestSql.sessions(ds, inserting, "true") == 2);
     } // as when a phase fails between start and stop
@@ -104,7 +105,8 @@ class InsertLoadIT {
     String rollbacks =
         "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()";
     long before = TestSql.count(ds, rollbacks);
-    try (InsertLoad load = new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0)) {
+    try (InsertLoad load =
+        new InsertLoad(db, "INSERT INTO no_such_table VALUES (?)", 1, 0, List.of())) {
       load.start();
       // The client's failed insert ends its transaction and then its connection, whose
       // statistics reach pg_stat_database as it closes.
