@@ -96,7 +96,8 @@ public final class BufferBench {
    *
    * @param databaseCpuSeconds CPU the database server used from the load's start until the table
    *     was drained; NaN when it cannot be read
-   * @param walSenderCpuSeconds the part of it its WAL senders used
+   * @param walSenderCpuSeconds the part of it its WAL senders used; NaN when it cannot be read or a
+   *     WAL sender ended during the phase
    */
   private record Phase(
       InsertLoad.Result load,
@@ -242,9 +243,15 @@ public final class BufferBench {
           "ms",
           Phase::databaseCpuPerThousand,
           designs);
-      out.printf(
-          "   of which Spillway's WAL sender (logical decoding) %11.2f ms per 1,000 inserts%n",
-          spillway.walSenderCpuPerThousand());
+      if (Double.isNaN(spillway.walSenderCpuSeconds())) {
+        out.println(
+            "   of which Spillway's WAL sender (logical decoding): not known, a WAL sender ended"
+                + " during the phase");
+      } else {
+        out.printf(
+            "   of which Spillway's WAL sender (logical decoding) %11.2f ms per 1,000 inserts%n",
+            spillway.walSenderCpuPerThousand());
+      }
     }
     printPerDesign(
         "WAL written per 1,000 inserts, load and drain", "kB", Phase::walKbPerThousand, designs);
@@ -424,7 +431,7 @@ public final class BufferBench {
             ? Optional.of(new InsertWaits(ds, "INSERT INTO " + table.quoted() + " "))
             : Optional.empty();
     double cpuBefore;
-    double walSenderBefore;
+    Optional<DatabaseCpu.WalSenders> walSendersBefore;
     double processBefore;
     long[] walBefore;
     InsertLoad.Result result;
@@ -433,7 +440,7 @@ public final class BufferBench {
       load.start(); // returns once its clients insert, their process warmed up
       waits.ifPresent(InsertWaits::start);
       cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
-      walSenderBefore = databaseCpu.map(DatabaseCpu::walSenderSeconds).orElse(Double.NaN);
+      walSendersBefore = databaseCpu.map(DatabaseCpu::walSenders);
       processBefore = ProcessCpu.seconds();
       walBefore = BenchSql.row(ds, WAL);
       long end = System.nanoTime() + duration.toNanos();
@@ -456,7 +463,11 @@ public final class BufferBench {
     }
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
     double walSender =
-        databaseCpu.map(DatabaseCpu::walSenderSeconds).orElse(Double.NaN) - walSenderBefore;
+        walSendersBefore
+            .flatMap(
+                before ->
+                    databaseCpu.map(c -> c.walSenders().secondsSince(before).orElse(Double.NaN)))
+            .orElse(Double.NaN);
     double process = ProcessCpu.seconds() - processBefore + result.cpuSeconds();
     long[] walAfter = BenchSql.row(ds, WAL);
     long left = drainer ? BenchSql.single(ds, count) : 0;

@@ -5,7 +5,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.SQLException;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalDouble;
 import java.util.function.LongPredicate;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
@@ -52,28 +56,56 @@ final class DatabaseCpu {
   }
 
   /**
-   * CPU seconds its live WAL senders have used so far: for a logical replication slot, the decoding
-   * of all the server's WAL and the sending of what the publication holds.
+   * CPU ticks each of its live WAL senders has used so far: for a logical replication slot, the
+   * decoding of all the server's WAL and the sending of what the publication holds.
    */
-  double walSenderSeconds() {
-    return childTicks(DatabaseCpu::isWalSender) / TICKS_PER_SECOND;
+  WalSenders walSenders() {
+    Map<Long, Long> ticks = new HashMap<>();
+    children(DatabaseCpu::isWalSender).forEach(s -> ticks.put(s[3], s[1]));
+    return new WalSenders(ticks);
+  }
+
+  /** The WAL senders' CPU ticks at one moment, per process id. */
+  record WalSenders(Map<Long, Long> ticksByPid) {
+    /**
+     * CPU seconds the WAL senders used since {@code before}: what those alive at both moments added
+     * and all that ones started since used. Empty when one alive before has ended: what it used
+     * after {@code before} is no longer readable.
+     */
+    OptionalDouble secondsSince(WalSenders before) {
+      if (!ticksByPid.keySet().containsAll(before.ticksByPid.keySet())) {
+        return OptionalDouble.empty();
+      }
+      long ticks = 0;
+      for (Map.Entry<Long, Long> e : ticksByPid.entrySet()) {
+        ticks += e.getValue() - before.ticksByPid.getOrDefault(e.getKey(), 0L);
+      }
+      return OptionalDouble.of(ticks / TICKS_PER_SECOND);
+    }
   }
 
   private long childTicks(LongPredicate which) {
+    return children(which).mapToLong(s -> s[1]).sum();
+  }
+
+  /** The stat of each of the postmaster's live children that {@code which} selects by pid. */
+  private Stream<long[]> children(LongPredicate which) {
+    List<long[]> stats;
     try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-      return procs
-          .map(p -> p.getFileName().toString())
-          .filter(n -> n.chars().allMatch(Character::isDigit))
-          .mapToLong(Long::parseLong)
-          .filter(which)
-          .mapToObj(DatabaseCpu::stat)
-          .flatMap(Optional::stream)
-          .filter(s -> s[0] == postmaster)
-          .mapToLong(s -> s[1])
-          .sum();
+      stats =
+          procs
+              .map(p -> p.getFileName().toString())
+              .filter(n -> n.chars().allMatch(Character::isDigit))
+              .mapToLong(Long::parseLong)
+              .filter(which)
+              .mapToObj(DatabaseCpu::stat)
+              .flatMap(Optional::stream)
+              .filter(s -> s[0] == postmaster)
+              .toList();
     } catch (IOException e) {
-      return 0;
+      stats = List.of();
     }
+    return stats.stream();
   }
 
   /** Whether the process's title, which PostgreSQL sets, names a WAL sender. */
@@ -87,8 +119,8 @@ final class DatabaseCpu {
   }
 
   /**
-   * Of one process: its parent, its own user+system ticks, and the ticks of its ended children.
-   * Empty when it is gone or not readable.
+   * Of one process: its parent, its own user+system ticks, the ticks of its ended children, and its
+   * pid. Empty when it is gone or not readable.
    */
   private static Optional<long[]> stat(long pid) {
     try {
@@ -98,7 +130,7 @@ final class DatabaseCpu {
       long parent = Long.parseLong(f[1]);
       long own = Long.parseLong(f[11]) + Long.parseLong(f[12]);
       long children = Long.parseLong(f[13]) + Long.parseLong(f[14]);
-      return Optional.of(new long[] {parent, own, children});
+      return Optional.of(new long[] {parent, own, children, pid});
     } catch (IOException | RuntimeException e) {
       return Optional.empty();
     }
