@@ -53,6 +53,9 @@ public final class BufferBench {
     }
   }
 
+  /** How often {@code --waits} samples what the inserts wait on. */
+  public static final long WAIT_SAMPLE_MILLIS = InsertWaits.EVERY_MILLIS;
+
   /** A paced phase more than this far below its rate did not keep the schedule. */
   private static final double KEPT_RATE = 0.97;
 

@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import dev.spillway.bench.BufferBench;
 import dev.spillway.bench.CaptureBench;
 import dev.spillway.bench.LfkBench;
 import dev.spillway.config.SpillwayConfig;
@@ -356,7 +357,9 @@ final class BenchCommand implements Runnable {
     @Option(
         names = "--waits",
         description =
-            "Also sample pg_stat_activity every 5 ms for what the inserts wait on (WAL sync, WAL"
+            "Also sample pg_stat_activity every "
+                + BufferBench.WAIT_SAMPLE_MILLIS
+                + " ms for what the inserts wait on (WAL sync, WAL"
                 + " write lock, CPU...), as shares per design; the sampling costs the database a"
                 + " little CPU.")
     boolean waits;
@@ -390,9 +393,9 @@ final class BenchCommand implements Runnable {
         out.printf(
             "Buffers benchmark: embedded PostgreSQL and Kafka, %d cores%n",
             Runtime.getRuntime().availableProcessors());
-        new dev.spillway.bench.BufferBench(runtime, out)
+        new BufferBench(runtime, out)
             .run(
-                new dev.spillway.bench.BufferBench.Options(
+                new BufferBench.Options(
                     Duration.ofSeconds(duration),
                     clients,
                     rate,
