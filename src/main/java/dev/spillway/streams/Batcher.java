@@ -147,11 +147,13 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   }
 
   private void emitExpired(long now) {
+    // Keys are in the order of their first pending value, so the due ones come first.
     List<Map.Entry<String, Pending>> due = new ArrayList<>();
     for (Map.Entry<String, Pending> e : pending.entrySet()) {
-      if (now - e.getValue().firstSeenMs >= maxWait.toMillis()) {
-        due.add(e);
+      if (now - e.getValue().firstSeenMs < maxWait.toMillis()) {
+        break;
       }
+      due.add(e);
     }
     due.forEach(e -> emit(e.getKey(), e.getValue()));
   }

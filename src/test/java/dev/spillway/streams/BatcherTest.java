@@ -102,6 +102,22 @@ class BatcherTest {
   }
 
   @Test
+  void should_time_a_key_that_closed_by_size_again_from_its_next_value() {
+    send("a", "1");
+    send("b", "x");
+    driver.advanceWallClockTime(Duration.ofSeconds(1));
+    send("a", "2");
+    send("a", "3");
+    send("a", "4");
+    assertThat(emitted()).containsExactly("a=1,2,3,");
+
+    driver.advanceWallClockTime(Duration.ofMillis(1200));
+    assertThat(emitted()).containsExactly("b=x,");
+    driver.advanceWallClockTime(Duration.ofMillis(1000));
+    assertThat(emitted()).containsExactly("a=4,");
+  }
+
+  @Test
   void should_emit_each_pending_value_once_when_the_same_instance_is_initialized_again() {
     KeyValueStore<String, byte[]> store =
         Stores.keyValueStoreBuilder(
