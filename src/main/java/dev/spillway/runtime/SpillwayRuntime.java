@@ -55,7 +55,8 @@ public final class SpillwayRuntime implements AutoCloseable {
   /** The embedded database when none is configured. */
   public static final String MAIN = "main";
 
-  // Emitted batches reach their topic at the latest one commit interval after they close.
+  // Batches go out as they close (at least once: no transaction holds them back); the interval
+  // bounds what a crash makes the Streams applications read and batch again.
   private static final java.time.Duration STREAMS_COMMIT_INTERVAL =
       java.time.Duration.ofMillis(100);
 

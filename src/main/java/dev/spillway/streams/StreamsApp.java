@@ -40,8 +40,9 @@ public final class StreamsApp implements AutoCloseable {
   /**
    * Starts the application and returns once it is RUNNING.
    *
-   * @param commitInterval how often results are committed; also bounds how long an emitted batch
-   *     can wait in the producer's hands
+   * @param commitInterval how often the input read and the stores' changes are committed: what a
+   *     crash makes the application process again. Emitted records do not wait for it (at least
+   *     once, no transactions); they go out within the producer's linger.
    * @throws IllegalStateException when it does not reach RUNNING within a minute
    */
   public static StreamsApp start(
