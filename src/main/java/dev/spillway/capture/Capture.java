@@ -1,5 +1,6 @@
 package dev.spillway.capture;
 
+import dev.spillway.event.KafkaClients;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.jdbc.Databases;
 import java.io.IOException;
@@ -9,6 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
@@ -101,15 +103,25 @@ public final class Capture implements AutoCloseable {
   }
 
   private static Producer<byte[], byte[]> newProducer(CaptureSettings settings) {
-    Properties p = new Properties();
-    p.putAll(settings.kafkaProperties());
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, settings.bootstrapServers());
-    p.put(ProducerConfig.CLIENT_ID_CONFIG, "spillway-capture");
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    p.put(ProducerConfig.LINGER_MS_CONFIG, 1);
-    p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4");
-    p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+    Properties p =
+        KafkaClients.properties(
+            Map.of(
+                ProducerConfig.LINGER_MS_CONFIG,
+                1,
+                ProducerConfig.COMPRESSION_TYPE_CONFIG,
+                "lz4",
+                ProducerConfig.BATCH_SIZE_CONFIG,
+                256 * 1024),
+            settings.kafkaProperties(),
+            Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                settings.bootstrapServers(),
+                ProducerConfig.CLIENT_ID_CONFIG,
+                "spillway-capture",
+                ProducerConfig.ACKS_CONFIG,
+                "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                true));
     return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
   }
 

@@ -1,5 +1,6 @@
 package dev.spillway.config;
 
+import dev.spillway.event.KafkaClients;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -14,8 +15,9 @@ import java.util.regex.Pattern;
  * @param topicPrefix first part of every topic name, {@code [a-zA-Z0-9_-]+}
  * @param partitions of the topics Spillway creates, at least 1
  * @param replicationFactor of the topics Spillway creates, at least 1
- * @param properties passed as is to every Kafka client (security settings and the like); they may
- *     hold secrets, so only their names are ever logged
+ * @param properties given to every Kafka client (security settings and the like) over Spillway's
+ *     tuning defaults; none of {@link KafkaClients#SET_BY_SPILLWAY}. They may hold secrets, so only
+ *     their names are ever logged
  */
 public record KafkaConfig(
     Optional<String> bootstrapServers,
@@ -46,6 +48,13 @@ public record KafkaConfig(
     if (partitions < 1 || replicationFactor < 1) {
       throw new IllegalArgumentException("partitions and replicationFactor must be at least 1");
     }
+    properties.keySet().stream()
+        .filter(KafkaClients::setBySpillway)
+        .findFirst()
+        .ifPresent(
+            k -> {
+              throw new IllegalArgumentException("property " + k + " is set by Spillway itself");
+            });
     properties = Collections.unmodifiableMap(new LinkedHashMap<>(properties));
   }
 
@@ -79,6 +88,22 @@ public record KafkaConfig(
         + "]";
   }
 
+  private static Map<String, String> properties(ConfigNode n) {
+    Map<String, String> properties = n.stringMap("properties");
+    for (String k : properties.keySet()) {
+      if (KafkaClients.setBySpillway(k)) {
+        ConfigNode p = n.child("properties").orElseThrow();
+        throw p.error(
+            k,
+            k.endsWith("bootstrap.servers")
+                ? "is set by Spillway itself; use kafka.bootstrap-servers"
+                : "is set by Spillway itself, since delivery, its consumer groups and its topics"
+                    + " depend on it; remove it");
+      }
+    }
+    return properties;
+  }
+
   /** The {@code kafka:} section. */
   static KafkaConfig from(ConfigNode n) {
     Optional<String> bootstrap = n.optionalString("bootstrap-servers");
@@ -98,7 +123,7 @@ public record KafkaConfig(
             (short)
                 n.integer(
                     "replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR),
-            n.stringMap("properties"));
+            properties(n));
     n.finish();
     return c;
   }

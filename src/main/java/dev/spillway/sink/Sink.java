@@ -1,5 +1,6 @@
 package dev.spillway.sink;
 
+import dev.spillway.event.KafkaClients;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.Topics;
@@ -9,7 +10,6 @@ import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -218,27 +218,41 @@ public final class Sink implements AutoCloseable {
   }
 
   private static KafkaConsumer<byte[], byte[]> consumer(Wiring w, String group, int maxPoll) {
-    Map<String, Object> p = new HashMap<>(w.kafkaProperties());
-    p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrapServers());
-    p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-    p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-    p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-    // Claim no more than can run: the rest stays in Kafka for other workers.
-    p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, maxPoll);
-    p.put(
-        ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
-        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
+    Properties p =
+        KafkaClients.properties(
+            Map.of(
+                ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG,
+                "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"),
+            w.kafkaProperties(),
+            Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                w.bootstrapServers(),
+                ConsumerConfig.GROUP_ID_CONFIG,
+                group,
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false,
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                "earliest",
+                // Claim no more than can run: the rest stays in Kafka for other workers.
+                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
+                maxPoll));
     return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
   }
 
   private static Producer<byte[], byte[]> producer(Wiring w, Pipeline pipeline) {
-    Properties p = new Properties();
-    p.putAll(w.kafkaProperties());
-    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, w.bootstrapServers());
-    p.put(ProducerConfig.CLIENT_ID_CONFIG, "spillway-" + pipeline.id() + "-sink");
-    p.put(ProducerConfig.ACKS_CONFIG, "all");
-    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    p.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+    Properties p =
+        KafkaClients.properties(
+            Map.of(ProducerConfig.LINGER_MS_CONFIG, 0),
+            w.kafkaProperties(),
+            Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                w.bootstrapServers(),
+                ProducerConfig.CLIENT_ID_CONFIG,
+                "spillway-" + pipeline.id() + "-sink",
+                ProducerConfig.ACKS_CONFIG,
+                "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                true));
     return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
   }
 }

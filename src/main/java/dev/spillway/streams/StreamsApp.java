@@ -1,5 +1,6 @@
 package dev.spillway.streams;
 
+import dev.spillway.event.KafkaClients;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
@@ -54,17 +55,27 @@ public final class StreamsApp implements AutoCloseable {
       Duration commitInterval,
       short replicationFactor)
       throws InterruptedException {
-    Properties p = new Properties();
-    p.putAll(kafkaProperties);
-    p.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
-    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir.toString());
-    p.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, commitInterval.toMillis());
-    p.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, (int) replicationFactor);
-    p.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, StreamsConfig.AT_LEAST_ONCE);
-    p.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
-    p.put(StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG), "all");
-    p.put(StreamsConfig.producerPrefix(ProducerConfig.LINGER_MS_CONFIG), 5);
+    Properties p =
+        KafkaClients.properties(
+            Map.of(ProducerConfig.LINGER_MS_CONFIG, 5),
+            kafkaProperties,
+            Map.of(
+                StreamsConfig.APPLICATION_ID_CONFIG,
+                applicationId,
+                StreamsConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrapServers,
+                StreamsConfig.STATE_DIR_CONFIG,
+                stateDir.toString(),
+                StreamsConfig.COMMIT_INTERVAL_MS_CONFIG,
+                commitInterval.toMillis(),
+                StreamsConfig.REPLICATION_FACTOR_CONFIG,
+                (int) replicationFactor,
+                StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+                StreamsConfig.AT_LEAST_ONCE,
+                StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG),
+                "earliest",
+                StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG),
+                "all"));
     KafkaStreams streams = new KafkaStreams(topology, p);
     StreamsApp app = new StreamsApp(applicationId, streams);
     CountDownLatch running = new CountDownLatch(1);

@@ -121,6 +121,21 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_client_properties_spillway_sets_itself() {
+    assertThat(
+            error("kafka:\n  properties:\n    security.protocol: SSL\n    producer.acks: \"1\"\n"))
+        .isEqualTo(
+            "spillway.yml:4: kafka.properties.producer.acks is set by Spillway itself, since"
+                + " delivery, its consumer groups and its topics depend on it; remove it.");
+    assertThat(error("kafka:\n  properties:\n    bootstrap.servers: k:9092\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.bootstrap.servers is set by Spillway itself; use"
+                + " kafka.bootstrap-servers.");
+    assertThat(parse("kafka:\n  properties:\n    linger.ms: 20\n").kafka().properties())
+        .containsEntry("linger.ms", "20");
+  }
+
+  @Test
   void should_reject_unknown_key_with_file_line_and_suggestion() {
     assertThat(error("http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n"))
         .isEqualTo(
