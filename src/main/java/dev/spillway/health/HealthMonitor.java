@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -197,12 +198,22 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   }
 
   /** The combined state of a database ({@code table} null) or of a watched table in it. */
-  public record State(String database, TableName table, Health health) {}
+  public record State(String database, TableName table, Health health) {
+    /** By database; in each, the database as a whole first, then its tables by name. */
+    static final Comparator<State> ORDER =
+        Comparator.comparing(State::database)
+            .thenComparing(
+                State::table, Comparator.nullsFirst(Comparator.comparing(TableName::toString)));
+  }
 
-  /** The combined state of each database and watched table. */
+  /**
+   * The combined state of each database and watched table, by database, the database as a whole
+   * before its tables.
+   */
   public List<State> states() {
     List<State> out = new ArrayList<>();
     published.forEach((k, v) -> out.add(new State(k.database(), k.table(), v)));
+    out.sort(State.ORDER);
     return out;
   }
 
