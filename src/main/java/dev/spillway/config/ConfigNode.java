@@ -1,5 +1,6 @@
 package dev.spillway.config;
 
+import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -227,9 +228,15 @@ public final class ConfigNode {
       throw error(key, "must be a number, not " + quote(s));
     }
     if (!(v >= min && v <= max)) {
-      throw error(key, "must be between " + min + " and " + max + ", not " + s.trim());
+      throw error(
+          key, "must be between " + plain(min) + " and " + plain(max) + ", not " + s.trim());
     }
     return v;
+  }
+
+  /** A bound as people write it: {@code 1000000}, {@code 0.001}, not {@code 1000000.0}. */
+  private static String plain(double bound) {
+    return BigDecimal.valueOf(bound).stripTrailingZeros().toPlainString();
   }
 
   /** A size in bytes: {@code 512B}, {@code 64kB}, {@code 100MB}, {@code 4GB}, {@code 1TB}. */

@@ -186,6 +186,9 @@ class BuffersSectionTest {
         "buffers:\n  events:\n    batch-size: 0\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.batch-size must be between 1 and 1000000, not 0.");
     refused(
+        "buffers:\n  events:\n    rate-limit: -1\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.events.rate-limit must be between 0.001 and 1000000, not -1.");
+    refused(
         "buffers:\n  events:\n    database: ci\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.database names database 'ci', which is not configured"
             + " (known: main).");

@@ -315,7 +315,7 @@ class ConfigLoaderTest {
         .isEqualTo(
             "spillway.yml:2: health.slot-wal-stop must be a size such as 100MB or 4GB, not 'lots'.");
     assertThat(error("health:\n  connections-stop: 1.5\n"))
-        .isEqualTo("spillway.yml:2: health.connections-stop must be between 0.0 and 1.0, not 1.5.");
+        .isEqualTo("spillway.yml:2: health.connections-stop must be between 0 and 1, not 1.5.");
     assertThat(error("sink:\n  max-attempts: 0\n"))
         .isEqualTo("spillway.yml:2: sink.max-attempts must be between 1 and 1000, not 0.");
     assertThat(error("sink:\n  retry-backoff: 10s\n  retry-backoff-max: 1s\n"))
