@@ -24,6 +24,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
@@ -155,6 +156,74 @@ class BufferPipelineIT {
             assertThat(runtime.registry().scrape())
                 .contains("spillway_buffer_insert_to_handled_seconds_count{buffer=\"activity\"} 12")
                 .contains("spillway_buffer_rows_waiting{buffer=\"activity\"} 0.0");
+          });
+    }
+  }
+
+  @Test
+  void should_deliver_kept_rows_once_they_are_inserted_again(@TempDir Path dir) throws Exception {
+    AtomicBoolean accept = new AtomicBoolean();
+    try (BulkReceiver receiver =
+        new BulkReceiver()
+            .answering(
+                n -> accept.get() ? BulkReceiver.Answer.ok() : BulkReceiver.Answer.status(400))) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    activity:
+                      table: %s.contact_activity_events
+                      batch-size: 3
+                      max-wait: 200ms
+                      on-exhausted: keep
+                      handler:
+                        http: { url: "%s" }
+                  """,
+                  schema, receiver.url()),
+          schema ->
+              List.of(
+                  "CREATE TABLE "
+                      + schema
+                      + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY"
+                      + " PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)"),
+          (runtime, ds, schema) -> {
+            String table = schema + ".contact_activity_events";
+            for (int i = 0; i < 3; i++) {
+              TestSql.exec(
+                  ds,
+                  "INSERT INTO " + table + " (contact_id, activity) VALUES (" + i + ", 'call')");
+            }
+            // Rejected (400): dead-lettered at once, the rows kept.
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        StatusClient.fetch(runtime.httpPort())
+                                .buffers()
+                                .get(0)
+                                .deadLetteredBatches()
+                            == 1);
+            assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table)).isEqualTo(3);
+
+            accept.set(true);
+            // The README's way to try kept rows again: insert them anew, in one statement.
+            TestSql.exec(
+                ds,
+                "WITH kept AS (DELETE FROM "
+                    + table
+                    + " RETURNING *) INSERT INTO "
+                    + table
+                    + " OVERRIDING SYSTEM VALUE SELECT * FROM kept");
+
+            await()
+                .atMost(TIMEOUT)
+                .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) == 0);
+            List<BulkReceiver.Call> calls = receiver.calls();
+            assertThat(calls).hasSize(2);
+            assertThat(calls.get(1).rows())
+                .extracting(r -> ((Number) r.get("contact_id")).longValue())
+                .containsExactlyInAnyOrder(0L, 1L, 2L);
           });
     }
   }
