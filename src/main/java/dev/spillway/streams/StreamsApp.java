@@ -56,26 +56,13 @@ public final class StreamsApp implements AutoCloseable {
       short replicationFactor)
       throws InterruptedException {
     Properties p =
-        KafkaClients.properties(
-            Map.of(ProducerConfig.LINGER_MS_CONFIG, 5),
+        properties(
+            applicationId,
+            bootstrapServers,
             kafkaProperties,
-            Map.of(
-                StreamsConfig.APPLICATION_ID_CONFIG,
-                applicationId,
-                StreamsConfig.BOOTSTRAP_SERVERS_CONFIG,
-                bootstrapServers,
-                StreamsConfig.STATE_DIR_CONFIG,
-                stateDir.toString(),
-                StreamsConfig.COMMIT_INTERVAL_MS_CONFIG,
-                commitInterval.toMillis(),
-                StreamsConfig.REPLICATION_FACTOR_CONFIG,
-                (int) replicationFactor,
-                StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
-                StreamsConfig.AT_LEAST_ONCE,
-                StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG),
-                "earliest",
-                StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG),
-                "all"));
+            stateDir,
+            commitInterval,
+            replicationFactor);
     KafkaStreams streams = new KafkaStreams(topology, p);
     StreamsApp app = new StreamsApp(applicationId, streams);
     CountDownLatch running = new CountDownLatch(1);
@@ -109,6 +96,36 @@ public final class StreamsApp implements AutoCloseable {
     }
     log.info("Streams application {} running", applicationId);
     return app;
+  }
+
+  /** The application's client properties: tuning defaults, then the configured ones, then ours. */
+  static Properties properties(
+      String applicationId,
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      Path stateDir,
+      Duration commitInterval,
+      short replicationFactor) {
+    return KafkaClients.properties(
+        Map.of(ProducerConfig.LINGER_MS_CONFIG, 5),
+        kafkaProperties,
+        Map.of(
+            StreamsConfig.APPLICATION_ID_CONFIG,
+            applicationId,
+            StreamsConfig.BOOTSTRAP_SERVERS_CONFIG,
+            bootstrapServers,
+            StreamsConfig.STATE_DIR_CONFIG,
+            stateDir.toString(),
+            StreamsConfig.COMMIT_INTERVAL_MS_CONFIG,
+            commitInterval.toMillis(),
+            StreamsConfig.REPLICATION_FACTOR_CONFIG,
+            (int) replicationFactor,
+            StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
+            StreamsConfig.AT_LEAST_ONCE,
+            StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG),
+            "earliest",
+            StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG),
+            "all"));
   }
 
   public String applicationId() {
