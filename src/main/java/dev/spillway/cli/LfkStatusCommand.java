@@ -62,17 +62,7 @@ final class LfkStatusCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     SpillwayConfig config = Launch.config(lfk.root);
     Optional<RuntimeInfo> running = WorkingDirectory.running(config.workingDir());
-    String bootstrap =
-        config
-            .kafka()
-            .bootstrapServers()
-            .or(() -> running.map(RuntimeInfo::bootstrapServers))
-            .orElseThrow(
-                () ->
-                    new IllegalStateException(
-                        "Spillway is not running in "
-                            + config.workingDir()
-                            + ", and its embedded Kafka holding the backlog runs only with it."));
+    String bootstrap = Launch.kafka(config, running, "the backlog");
     List<LfkBacklog.Parent> backlog =
         LfkBacklog.read(
             bootstrap, config.kafka().properties(), new Topics(config.kafka().topicPrefix()));

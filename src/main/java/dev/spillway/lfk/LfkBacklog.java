@@ -5,6 +5,7 @@ import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
+import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
 import dev.spillway.streams.Batcher;
 import java.time.Duration;
@@ -14,17 +15,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
-import java.util.concurrent.ExecutionException;
 import java.util.function.BiConsumer;
+import java.util.function.Consumer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
@@ -64,35 +61,37 @@ public final class LfkBacklog {
         KafkaConsumer<byte[], byte[]> consumer =
             new KafkaConsumer<>(
                 consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      Reader reader = new Reader(admin, consumer);
-      reader.readUncommitted(
+      TopicRange range = new TopicRange(admin, consumer);
+      range.read(
           topics.deletedRecords(),
-          app,
-          (k, v) -> backlog.addDeleted(EventSerdes.decodeDeletedRecord(v)));
+          range.afterCommitted(app),
+          decoded((k, v) -> backlog.addDeleted(EventSerdes.decodeDeletedRecord(v))));
       Map<String, byte[]> store = new HashMap<>();
-      reader.readAll(
+      range.read(
           app + "-" + LfkTopology.PENDING_STORE + "-changelog",
-          (k, v) -> {
-            if (v == null) {
-              store.remove(new String(k, java.nio.charset.StandardCharsets.UTF_8));
-            } else {
-              store.put(new String(k, java.nio.charset.StandardCharsets.UTF_8), v);
-            }
-          });
+          TopicRange.all(),
+          decoded(
+              (k, v) -> {
+                if (v == null) {
+                  store.remove(new String(k, java.nio.charset.StandardCharsets.UTF_8));
+                } else {
+                  store.put(new String(k, java.nio.charset.StandardCharsets.UTF_8), v);
+                }
+              }));
       store.forEach(
           (k, v) -> {
             if (Batcher.isEntry(k)) {
               backlog.addDeleted(EventSerdes.decodeDeletedRecord(v));
             }
           });
-      reader.readUncommitted(
+      range.read(
           topics.cleanupBatches(),
-          topics.sinkGroup(Pipeline.LFK),
-          (k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), false));
-      reader.readUncommitted(
+          range.afterCommitted(topics.sinkGroup(Pipeline.LFK)),
+          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), false)));
+      range.read(
           topics.delayed(Pipeline.LFK),
-          topics.delayGroup(Pipeline.LFK),
-          (k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true));
+          range.afterCommitted(topics.delayGroup(Pipeline.LFK)),
+          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true)));
     }
     List<Parent> out = new ArrayList<>();
     backlog.counts.forEach(
@@ -120,77 +119,14 @@ public final class LfkBacklog {
     }
   }
 
-  /** Reads ranges of topics without joining any group. */
-  private record Reader(Admin admin, KafkaConsumer<byte[], byte[]> consumer) {
-    /** Records after the group's committed positions (all of them when it committed none). */
-    void readUncommitted(String topic, String group, BiConsumer<byte[], byte[]> each)
-        throws InterruptedException {
-      Map<TopicPartition, OffsetAndMetadata> committed;
+  /** Each record's key and value; a malformed record is the dead-letter topic's business. */
+  private static Consumer<ConsumerRecord<byte[], byte[]>> decoded(BiConsumer<byte[], byte[]> each) {
+    return r -> {
       try {
-        committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-      } catch (ExecutionException e) {
-        committed = Map.of();
+        each.accept(r.key(), r.value());
+      } catch (RuntimeException e) {
+        // Not counted: the pipeline dead-letters it.
       }
-      read(topic, committed, each);
-    }
-
-    void readAll(String topic, BiConsumer<byte[], byte[]> each) throws InterruptedException {
-      read(topic, Map.of(), each);
-    }
-
-    private void read(
-        String topic, Map<TopicPartition, OffsetAndMetadata> from, BiConsumer<byte[], byte[]> each)
-        throws InterruptedException {
-      List<TopicPartition> partitions = partitions(topic);
-      if (partitions.isEmpty()) {
-        return;
-      }
-      consumer.assign(partitions);
-      Map<TopicPartition, Long> start = consumer.beginningOffsets(partitions);
-      Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
-      Map<TopicPartition, Long> remaining = new HashMap<>();
-      for (TopicPartition tp : partitions) {
-        OffsetAndMetadata c = from.get(tp);
-        long position = Math.max(start.get(tp), c == null ? 0 : c.offset());
-        if (position < end.get(tp)) {
-          consumer.seek(tp, position);
-          remaining.put(tp, end.get(tp));
-        }
-      }
-      consumer.assign(new ArrayList<>(remaining.keySet()));
-      while (!remaining.isEmpty()) {
-        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
-          TopicPartition tp = new TopicPartition(r.topic(), r.partition());
-          Long stop = remaining.get(tp);
-          if (stop == null || r.offset() >= stop) {
-            continue;
-          }
-          try {
-            each.accept(r.key(), r.value());
-          } catch (RuntimeException e) {
-            // A malformed record is the dead-letter topic's business, not the backlog's.
-          }
-        }
-        // Compacted or control records leave gaps: the position, not the last record, tells.
-        remaining.keySet().removeIf(tp -> consumer.position(tp) >= remaining.get(tp));
-        if (Thread.interrupted()) {
-          throw new InterruptedException();
-        }
-      }
-      consumer.assign(List.of());
-    }
-
-    private List<TopicPartition> partitions(String topic) throws InterruptedException {
-      try {
-        TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
-        return d.partitions().stream().map(p -> new TopicPartition(topic, p.partition())).toList();
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof UnknownTopicOrPartitionException) {
-          return List.of();
-        }
-        throw new IllegalStateException(
-            "Could not describe topic " + topic + ": " + e.getCause().getMessage(), e.getCause());
-      }
-    }
+    };
   }
 }

@@ -1,0 +1,115 @@
+package dev.spillway.event;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+import java.util.function.Consumer;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+
+/**
+ * Reads a topic's partitions from chosen positions up to their ends as they were when the read
+ * began, without joining a consumer group, so a read of a topic still written to ends. Not
+ * thread-safe.
+ */
+public final class TopicRange {
+  private static final Duration POLL = Duration.ofMillis(200);
+
+  /** Where a read starts on each partition; a partition left out starts at its first record. */
+  @FunctionalInterface
+  public interface Start {
+    Map<TopicPartition, Long> positions(List<TopicPartition> partitions)
+        throws InterruptedException;
+  }
+
+  private final Admin admin;
+  private final KafkaConsumer<byte[], byte[]> consumer;
+
+  public TopicRange(Admin admin, KafkaConsumer<byte[], byte[]> consumer) {
+    this.admin = admin;
+    this.consumer = consumer;
+  }
+
+  /** Every record still in the topic. */
+  public static Start all() {
+    return partitions -> Map.of();
+  }
+
+  /** After a consumer group's committed positions; every record when it committed none. */
+  public Start afterCommitted(String group) {
+    return partitions -> {
+      Map<TopicPartition, OffsetAndMetadata> committed;
+      try {
+        committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+      } catch (ExecutionException e) {
+        return Map.of();
+      }
+      Map<TopicPartition, Long> out = new HashMap<>();
+      committed.forEach(
+          (tp, c) -> {
+            if (c != null) {
+              out.put(tp, c.offset());
+            }
+          });
+      return out;
+    };
+  }
+
+  /** Records from {@code start} to the partitions' ends; nothing when the topic does not exist. */
+  public void read(String topic, Start start, Consumer<ConsumerRecord<byte[], byte[]>> each)
+      throws InterruptedException {
+    List<TopicPartition> partitions = partitions(topic);
+    if (partitions.isEmpty()) {
+      return;
+    }
+    consumer.assign(partitions);
+    Map<TopicPartition, Long> first = consumer.beginningOffsets(partitions);
+    Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+    Map<TopicPartition, Long> from = start.positions(partitions);
+    Map<TopicPartition, Long> remaining = new HashMap<>();
+    for (TopicPartition tp : partitions) {
+      long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));
+      if (position < end.get(tp)) {
+        consumer.seek(tp, position);
+        remaining.put(tp, end.get(tp));
+      }
+    }
+    consumer.assign(new ArrayList<>(remaining.keySet()));
+    while (!remaining.isEmpty()) {
+      for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
+        Long stop = remaining.get(new TopicPartition(r.topic(), r.partition()));
+        if (stop != null && r.offset() < stop) {
+          each.accept(r);
+        }
+      }
+      // Compacted or control records leave gaps: the position, not the last record, tells.
+      remaining.keySet().removeIf(tp -> consumer.position(tp) >= remaining.get(tp));
+      if (Thread.interrupted()) {
+        throw new InterruptedException();
+      }
+    }
+    consumer.assign(List.of());
+  }
+
+  /** The topic's partitions; none when it does not exist. */
+  public List<TopicPartition> partitions(String topic) throws InterruptedException {
+    try {
+      TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+      return d.partitions().stream().map(p -> new TopicPartition(topic, p.partition())).toList();
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+        return List.of();
+      }
+      throw new IllegalStateException(
+          "Could not describe topic " + topic + ": " + e.getCause().getMessage(), e.getCause());
+    }
+  }
+}
