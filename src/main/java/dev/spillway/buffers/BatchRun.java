@@ -21,9 +21,11 @@ import java.util.stream.IntStream;
 
 /**
  * One run of one batch: keep only the events whose rows are still buffered (a redelivered batch
- * skips what an earlier run finished), call the handler, delete what it handled in one statement,
- * and call again for the rest after a backoff, up to {@code max-attempts} calls. What is left then
- * becomes a permanent failure carrying just those events, for the dead-letter topic.
+ * skips what an earlier run finished; a batch replayed from the dead-letter topic keeps all of its
+ * events, since their rows may have been deleted when it was dead-lettered), call the handler,
+ * delete what it handled in one statement, and call again for the rest after a backoff, up to
+ * {@code max-attempts} calls. What is left then becomes a permanent failure carrying just those
+ * events, for the dead-letter topic.
  */
 final class BatchRun {
   private static final Duration CHECK_EVERY = Duration.ofMillis(100);
@@ -35,12 +37,18 @@ final class BatchRun {
 
   private final RunningBuffer buffer;
   private final BufferBatch batch;
+  private final boolean replayed;
   private final RunContext context;
   private final Clock clock;
 
-  BatchRun(RunningBuffer buffer, BufferBatch batch, RunContext context, Clock clock) {
+  /**
+   * @param replayed whether the batch was handed over again from the dead-letter topic
+   */
+  BatchRun(
+      RunningBuffer buffer, BufferBatch batch, boolean replayed, RunContext context, Clock clock) {
     this.buffer = buffer;
     this.batch = batch;
+    this.replayed = replayed;
     this.context = context;
     this.clock = clock;
   }
@@ -57,7 +65,7 @@ final class BatchRun {
 
   private Outcome runToEnd() throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     checkpoint();
-    Optional<List<BufferEvent>> buffered = stillBuffered();
+    Optional<List<BufferEvent>> buffered = replayed ? Optional.of(batch.events()) : stillBuffered();
     if (buffered.isEmpty()) {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
@@ -190,7 +198,7 @@ final class BatchRun {
       deleted = BufferStatements.deleteHandled(c, buffer.table, ids(done));
     }
     context.subBatchDone(deleted, System.nanoTime() - start);
-    buffer.metrics.handled(done, clock.millis());
+    buffer.metrics.handled(done, clock.millis(), replayed);
   }
 
   private Outcome exhausted(List<BufferEvent> pending, int attempts, String reason) {

@@ -6,6 +6,7 @@ import dev.spillway.ops.StatusReport;
 import dev.spillway.sink.BatchHandler;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.RunContext;
+import dev.spillway.sink.SinkHeaders;
 import dev.spillway.sink.SinkRecord;
 import dev.spillway.sink.Target;
 import java.sql.Connection;
@@ -62,7 +63,8 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     }
     b.metrics.inFlight().incrementAndGet();
     try {
-      return new BatchRun(b, batch, context, clock).run();
+      boolean replayed = record.headers().containsKey(SinkHeaders.REPLAYED_FROM);
+      return new BatchRun(b, batch, replayed, context, clock).run();
     } finally {
       b.metrics.inFlight().decrementAndGet();
     }

@@ -65,8 +65,15 @@ final class BufferMetrics {
     return inFlight;
   }
 
-  void handled(Collection<BufferEvent> events, long nowMillis) {
+  /**
+   * Counts handled events and times them from their insert, unless they were replayed from the
+   * dead-letter topic: their time would be how long they were left there.
+   */
+  void handled(Collection<BufferEvent> events, long nowMillis, boolean replayed) {
     handled.increment(events.size());
+    if (replayed) {
+      return;
+    }
     for (BufferEvent e : events) {
       insertToHandled.record(
           Math.max(0, nowMillis * 1000 - e.commitTimeMicros()), TimeUnit.MICROSECONDS);

@@ -4,8 +4,11 @@ import dev.spillway.capture.CaptureRoute;
 import dev.spillway.capture.ChangeKind;
 import dev.spillway.config.ConfigException;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.BufferBatch;
+import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.Topics;
+import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.sink.BatchesTopic;
 import dev.spillway.sink.Sink;
@@ -66,9 +69,16 @@ public final class BufferPipeline {
     return routes;
   }
 
-  /** Where a buffer's batches go. */
-  public static String batchesTopic(Topics topics, String buffer) {
-    return topics.batches(Pipeline.BUFFERS, buffer + ".batches");
+  /** The batches of these buffers, as a replay of the dead-letter topic reads them. */
+  public DeadLetterReplay.Batches deadLetterBatches(Topics topics) {
+    java.util.Set<String> batchesTopics = new java.util.HashSet<>();
+    buffers.forEach(b -> batchesTopics.add(topics.bufferBatches(b.name())));
+    return new DeadLetterReplay.Batches(
+        batchesTopics::contains,
+        value -> {
+          BufferBatch batch = EventSerdes.decodeBufferBatch(value);
+          return new DeadLetterReplay.Batch(batch.buffer(), batch.events().size());
+        });
   }
 
   /** What runs once {@link #start} returned. */
@@ -97,7 +107,7 @@ public final class BufferPipeline {
       BulkHandler handler = handler(b, table, ds, clock);
       BufferMetrics metrics =
           new BufferMetrics(runtime.registry(), b.name(), () -> countRows(ds, b));
-      String topic = batchesTopic(topics, b.name());
+      String topic = topics.bufferBatches(b.name());
       byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
       batches.add(new BatchesTopic(topic, b.maxInFlight()));
       needed.add(topics.bufferEvents(b.name()));

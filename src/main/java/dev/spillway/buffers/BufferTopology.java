@@ -52,7 +52,7 @@ public final class BufferTopology {
     t.addStateStore(Batcher.store(STORE), BATCHER);
     t.addSink(
         BATCHES,
-        topics.batches(dev.spillway.event.Pipeline.BUFFERS, buffer.name() + ".batches"),
+        topics.bufferBatches(buffer.name()),
         new StringSerializer(),
         new ByteArraySerializer(),
         BATCHER);

@@ -22,6 +22,7 @@ import picocli.CommandLine.ScopeType;
       RunCommand.class,
       StatusCommand.class,
       LfkCommand.class,
+      ReplayCommand.class,
       BenchCommand.class,
       CommandLine.HelpCommand.class
     })

@@ -11,13 +11,13 @@ import java.util.regex.Pattern;
  * {@code 1h}, {@code 1d}, or ISO-8601 such as {@code PT2S}. The same form is used when the
  * configuration is described, so a logged value can be pasted back into the file.
  */
-final class DurationText {
+public final class DurationText {
   private static final Pattern SHORT = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
 
   private DurationText() {}
 
   /** The duration written in {@code text}, or empty when it is not one of the accepted forms. */
-  static Optional<Duration> parse(String text) {
+  public static Optional<Duration> parse(String text) {
     String s = text.trim();
     Matcher m = SHORT.matcher(s);
     try {

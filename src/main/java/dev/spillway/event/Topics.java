@@ -41,6 +41,11 @@ public final class Topics {
     return name(Pipeline.BUFFERS, checked(buffer) + ".events");
   }
 
+  /** One buffer's batches, taken and run by the sink workers. */
+  public String bufferBatches(String buffer) {
+    return batches(Pipeline.BUFFERS, checked(buffer) + ".batches");
+  }
+
   /** Batches a sink worker takes and runs; the consumer group is the claim. */
   public String batches(Pipeline pipeline, String entity) {
     return name(pipeline, checked(entity));

@@ -2,8 +2,11 @@ package dev.spillway.lfk;
 
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.capture.ChangeKind;
+import dev.spillway.event.CleanupBatch;
+import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.Topics;
+import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -50,6 +53,16 @@ public final class LfkPipeline {
   }
 
   /** What capture must route: deletes of every parent table, from the database holding it. */
+  /** Cleanup batches, as a replay of the dead-letter topic reads them: per parent table. */
+  public static DeadLetterReplay.Batches deadLetterBatches(Topics topics) {
+    return new DeadLetterReplay.Batches(
+        topics.cleanupBatches()::equals,
+        value -> {
+          CleanupBatch batch = EventSerdes.decodeCleanupBatch(value);
+          return new DeadLetterReplay.Batch(batch.table().toString(), batch.ids().size());
+        });
+  }
+
   public List<CaptureRoute> routes(Topics topics) {
     return routes(keys, topics);
   }

@@ -28,6 +28,20 @@ public final class SinkHeaders {
 
   public static final String FAILED_AT = "spillway.failed-at";
 
+  /**
+   * On a batch handed over again from the dead-letter topic: the dead letter's
+   * topic-partition@offset.
+   */
+  public static final String REPLAYED_FROM = "spillway.replayed-from";
+
+  /**
+   * What a batch's earlier runs left in its headers: its attempts, delay and failure. A replayed
+   * batch starts without them.
+   */
+  public static final java.util.Set<String> RUN_STATE =
+      java.util.Set.of(
+          ATTEMPTS, CONSUME_AFTER, BATCHES_TOPIC, ERROR_CLASS, ERROR_MESSAGE, SOURCE, FAILED_AT);
+
   static Map<String, byte[]> toMap(Headers headers) {
     Map<String, byte[]> out = new LinkedHashMap<>();
     for (Header h : headers) {

@@ -24,10 +24,27 @@ class BufferMetricsTest {
           new BufferEvent(
               "db", new TableName("public", "b"), Map.of("id", ms), (now - ms) * 1000, ms, now));
     }
-    metrics.handled(events, now);
+    metrics.handled(events, now, false);
 
     assertThat(metrics.handledCount()).isEqualTo(1_000);
     assertThat(metrics.percentileMillis(0.5)).isCloseTo(500, within(5.0));
     assertThat(metrics.percentileMillis(0.99)).isCloseTo(990, within(9.9));
+  }
+
+  @Test
+  void should_count_replayed_events_without_timing_their_stay_as_dead_letters() {
+    BufferMetrics metrics = new BufferMetrics(new SimpleMeterRegistry(), "b", () -> 0);
+    long now = 1_800_000_000_000L;
+    BufferEvent fresh =
+        new BufferEvent(
+            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now);
+    BufferEvent dayOld =
+        new BufferEvent(
+            "db", new TableName("public", "b"), Map.of("id", 2), (now - 86_400_000) * 1000, 2, now);
+    metrics.handled(List.of(fresh), now, false);
+    metrics.handled(List.of(dayOld), now, true);
+
+    assertThat(metrics.handledCount()).isEqualTo(2);
+    assertThat(metrics.percentileMillis(0.99)).isCloseTo(20, within(1.0));
   }
 }

@@ -5,13 +5,17 @@ import static org.awaitility.Awaitility.await;
 
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.Pipeline;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.BulkReceiver;
+import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -28,6 +32,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -67,6 +75,8 @@ class BufferPipelineIT {
                 """,
                 infra.bootstrapServers(), prefix, db.url(), db.username())
             + buffers.apply(schema);
+    // Also on disk, for the commands a test runs against this Spillway.
+    Files.writeString(dir.resolve("spillway.yml"), yaml);
     SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
     BufferPipeline pipeline = BufferPipeline.fromConfig(config);
     try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
@@ -102,12 +112,7 @@ class BufferPipelineIT {
                         http: { url: "%s", headers: { Authorization: "Bearer t" } }
                   """,
                   schema, receiver.url()),
-          schema ->
-              List.of(
-                  "CREATE TABLE "
-                      + schema
-                      + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY"
-                      + " PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)"),
+          schema -> activityTable(schema),
           (runtime, ds, schema) -> {
             try (Connection c = ds.getConnection();
                 PreparedStatement ps =
@@ -160,52 +165,79 @@ class BufferPipelineIT {
     }
   }
 
+  /** The buffer table most tests use, in {@code schema}. */
+  private static List<String> activityTable(String schema) {
+    return List.of(
+        "CREATE TABLE "
+            + schema
+            + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY"
+            + " PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)");
+  }
+
+  /** What a test does once its buffer's handler rejected the first batch, three rows. */
+  private interface AfterRejection {
+    void run(SpillwayRuntime runtime, DataSource ds, String table) throws Exception;
+  }
+
+  /**
+   * A buffer whose receiver answers 400 until {@code accept} is set: three rows are inserted, their
+   * batch is rejected and dead-lettered at once, and its rows are deleted or kept per {@code
+   * onExhausted} before {@code body} runs.
+   */
+  private static void afterRejection(
+      Path dir,
+      BulkReceiver receiver,
+      AtomicBoolean accept,
+      String onExhausted,
+      AfterRejection body)
+      throws Exception {
+    receiver.answering(
+        n -> accept.get() ? BulkReceiver.Answer.ok() : BulkReceiver.Answer.status(400));
+    withBuffers(
+        dir,
+        schema ->
+            String.format(
+                """
+                  activity:
+                    table: %s.contact_activity_events
+                    batch-size: 3
+                    max-wait: 200ms
+                    on-exhausted: %s
+                    handler:
+                      http: { url: "%s" }
+                """,
+                schema, onExhausted, receiver.url()),
+        schema -> activityTable(schema),
+        (runtime, ds, schema) -> {
+          String table = schema + ".contact_activity_events";
+          for (int i = 0; i < 3; i++) {
+            TestSql.exec(
+                ds, "INSERT INTO " + table + " (contact_id, activity) VALUES (" + i + ", 'call')");
+          }
+          await()
+              .atMost(TIMEOUT)
+              .until(
+                  () ->
+                      StatusClient.fetch(runtime.httpPort()).buffers().get(0).deadLetteredBatches()
+                          == 1);
+          long left = onExhausted.equals("keep") ? 3 : 0;
+          await()
+              .atMost(TIMEOUT)
+              .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) == left);
+          body.run(runtime, ds, table);
+        });
+  }
+
   @Test
   void should_deliver_kept_rows_once_they_are_inserted_again(@TempDir Path dir) throws Exception {
     AtomicBoolean accept = new AtomicBoolean();
-    try (BulkReceiver receiver =
-        new BulkReceiver()
-            .answering(
-                n -> accept.get() ? BulkReceiver.Answer.ok() : BulkReceiver.Answer.status(400))) {
-      withBuffers(
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      afterRejection(
           dir,
-          schema ->
-              String.format(
-                  """
-                    activity:
-                      table: %s.contact_activity_events
-                      batch-size: 3
-                      max-wait: 200ms
-                      on-exhausted: keep
-                      handler:
-                        http: { url: "%s" }
-                  """,
-                  schema, receiver.url()),
-          schema ->
-              List.of(
-                  "CREATE TABLE "
-                      + schema
-                      + ".contact_activity_events (id bigint GENERATED ALWAYS AS IDENTITY"
-                      + " PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)"),
-          (runtime, ds, schema) -> {
-            String table = schema + ".contact_activity_events";
-            for (int i = 0; i < 3; i++) {
-              TestSql.exec(
-                  ds,
-                  "INSERT INTO " + table + " (contact_id, activity) VALUES (" + i + ", 'call')");
-            }
-            // Rejected (400): dead-lettered at once, the rows kept.
-            await()
-                .atMost(TIMEOUT)
-                .until(
-                    () ->
-                        StatusClient.fetch(runtime.httpPort())
-                                .buffers()
-                                .get(0)
-                                .deadLetteredBatches()
-                            == 1);
-            assertThat(TestSql.count(ds, "SELECT count(*) FROM " + table)).isEqualTo(3);
-
+          receiver,
+          accept,
+          "keep",
+          (runtime, ds, table) -> {
             accept.set(true);
             // The README's way to try kept rows again: insert them anew, in one statement.
             TestSql.exec(
@@ -224,6 +256,78 @@ class BufferPipelineIT {
             assertThat(calls.get(1).rows())
                 .extracting(r -> ((Number) r.get("contact_id")).longValue())
                 .containsExactlyInAnyOrder(0L, 1L, 2L);
+          });
+    }
+  }
+
+  @Test
+  void should_hand_a_dead_lettered_batch_over_whole_again_when_replayed(@TempDir Path dir)
+      throws Exception {
+    AtomicBoolean accept = new AtomicBoolean();
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      afterRejection(
+          dir,
+          receiver,
+          accept,
+          "delete",
+          (runtime, ds, table) -> {
+            // A dead letter of an event that never became a batch is listed and left.
+            String events = runtime.topics().bufferEvents("activity");
+            try (KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(
+                    Map.of("bootstrap.servers", runtime.bootstrapServers()),
+                    new ByteArraySerializer(),
+                    new ByteArraySerializer())) {
+              RecordHeaders headers = new RecordHeaders();
+              SinkHeaders.addFailure(
+                  headers, "MalformedBufferEvent", "does not decode", events + "-0@7");
+              producer
+                  .send(
+                      new ProducerRecord<byte[], byte[]>(
+                          runtime.topics().dlq(Pipeline.BUFFERS),
+                          null,
+                          null,
+                          new byte[] {1, 2},
+                          headers))
+                  .get();
+            }
+            String config = dir.resolve("spillway.yml").toString();
+
+            Cli.Result dry = Cli.run("replay", "buffers", "--dry-run", "-c", config);
+            assertThat(dry.exitCode()).as(dry.err()).isZero();
+            assertThat(dry.out())
+                .contains("Would replay 1 batch (3 events) from")
+                .contains("activity  3 events  -> " + runtime.topics().bufferBatches("activity"))
+                .contains("Left 1 dead letter that cannot be replayed:")
+                .contains("not a batch: it failed on " + events + "-0@7, before batching");
+
+            accept.set(true);
+            Cli.Result replayed =
+                Cli.run("replay", "buffers", "--buffer", "activity", "-c", config);
+            assertThat(replayed.exitCode()).as(replayed.err()).isZero();
+            assertThat(replayed.out()).startsWith("Replayed 1 batch (3 events) from");
+
+            await().atMost(TIMEOUT).until(() -> receiver.calls().size() >= 2);
+            // Exactly once more: the dry run sent nothing.
+            await()
+                .during(Duration.ofSeconds(2))
+                .atMost(Duration.ofSeconds(10))
+                .until(() -> receiver.calls().size() == 2);
+            List<BulkReceiver.Call> calls = receiver.calls();
+            assertThat(calls.get(1).idempotencyKey()).isEqualTo(calls.get(0).idempotencyKey());
+            assertThat(calls.get(1).rows()).isEqualTo(calls.get(0).rows());
+            assertThat(calls.get(1).rows())
+                .extracting(r -> ((Number) r.get("contact_id")).longValue())
+                .containsExactlyInAnyOrder(0L, 1L, 2L);
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        StatusClient.fetch(runtime.httpPort()).buffers().get(0).handledEvents()
+                            == 3);
+            assertThat(
+                    StatusClient.fetch(runtime.httpPort()).buffers().get(0).deadLetteredBatches())
+                .isEqualTo(1);
           });
     }
   }

@@ -81,7 +81,7 @@ abstract class BufferSinkContract {
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 10);
     schema = "b" + id;
     topics = new Topics("t" + id);
-    batches = BufferPipeline.batchesTopic(topics, NAME);
+    batches = topics.bufferBatches(NAME);
     databases = infra.databases(DB);
     ds = databases.dataSource(DB);
     table = new TableName(schema, "contact_activity_events");

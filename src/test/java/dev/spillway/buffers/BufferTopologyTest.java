@@ -58,7 +58,7 @@ class BufferTopologyTest {
             new ByteArraySerializer());
     batches =
         driver.createOutputTopic(
-            BufferPipeline.batchesTopic(TOPICS, "contact_activity_events"),
+            TOPICS.bufferBatches("contact_activity_events"),
             new StringDeserializer(),
             new ByteArrayDeserializer());
     dlq =

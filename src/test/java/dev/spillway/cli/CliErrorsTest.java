@@ -52,6 +52,9 @@ class CliErrorsTest {
         "lfk",
         "lfk status",
         "lfk generate",
+        "replay",
+        "replay buffers",
+        "replay lfk",
         "bench",
         "bench capture",
         "bench sink",
@@ -75,7 +78,9 @@ class CliErrorsTest {
 
   @Test
   void should_exit_2_naming_the_commands_when_a_group_is_run_without_one() {
-    assertMissingCommand(Cli.run(), "spillway", "quickstart, run, status, lfk, bench, help");
+    assertMissingCommand(
+        Cli.run(), "spillway", "quickstart, run, status, lfk, replay, bench, help");
+    assertMissingCommand(Cli.run("replay"), "spillway replay", "buffers, lfk");
     assertMissingCommand(Cli.run("bench"), "spillway bench", "capture, sink, lfk, buffers");
     assertMissingCommand(Cli.run("lfk"), "spillway lfk", "status, generate");
   }
@@ -133,6 +138,43 @@ class CliErrorsTest {
     assertThat(r.exitCode()).isEqualTo(2);
     assertThat(r.err().strip())
         .startsWith("--rate must be 0 (as fast as they can) or a positive number")
+        .doesNotContain("Exception");
+  }
+
+  @Test
+  void should_exit_1_when_replay_finds_neither_kafka_nor_spillway_running(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Cli.Result r = Cli.run("replay", "lfk", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(1);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "Spillway is not running in "
+                + dir.resolve("wd")
+                + ", and its embedded Kafka holding the dead letters runs only with it.");
+  }
+
+  @Test
+  void should_exit_2_naming_the_buffers_when_replay_is_given_another(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config, "working-dir: wd\nbuffers:\n  events:\n    handler:\n      sql: \"SELECT :ids\"\n");
+    Cli.Result r = Cli.run("replay", "buffers", "--buffer", "evnts", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "--buffer evnts is not a buffer of the configuration (buffers: events) (see 'spillway"
+                + " replay buffers --help').");
+  }
+
+  @Test
+  void should_exit_2_in_one_sentence_for_a_since_that_is_no_time() {
+    Cli.Result r = Cli.run("replay", "lfk", "--since", "yesterday");
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .startsWith("Invalid value for option '--since': 'yesterday' is neither an instant")
         .doesNotContain("Exception");
   }
 }

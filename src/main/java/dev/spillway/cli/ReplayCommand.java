@@ -1,0 +1,305 @@
+package dev.spillway.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.buffers.BufferSettings;
+import dev.spillway.config.DurationText;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.ops.DeadLetterReplay;
+import dev.spillway.ops.DeadLetterReplay.Fate;
+import dev.spillway.ops.DeadLetterReplay.Letter;
+import dev.spillway.runtime.WorkingDirectory;
+import java.io.PrintWriter;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.format.DateTimeParseException;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.Callable;
+import java.util.function.Predicate;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
+
+/** {@code spillway replay …}: hand dead-lettered batches over again. */
+@Command(
+    name = "replay",
+    description = "Hand a pipeline's dead-lettered batches to its workers again.",
+    subcommands = {ReplayCommand.Buffers.class, ReplayCommand.Lfk.class})
+final class ReplayCommand implements Runnable {
+  @ParentCommand SpillwayCommand root;
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    throw CommandGroup.missingCommand(spec);
+  }
+
+  /** The options every pipeline's replay takes. */
+  static final class Options {
+    @Option(
+        names = "--since",
+        paramLabel = "TIME",
+        converter = SinceConverter.class,
+        description =
+            "Only what was dead-lettered at or after TIME: an instant (2026-11-24T08:00:00Z) or a"
+                + " time ago (30m, 2h, 1d). Default: everything still in the dead-letter topic.")
+    Instant since;
+
+    @Option(names = "--dry-run", description = "List what would be replayed; send nothing.")
+    boolean dryRun;
+
+    @Option(names = "--json", description = "Print the dead letters as JSON.")
+    boolean json;
+  }
+
+  @Command(
+      name = "buffers",
+      description =
+          "Replay dead-lettered buffer batches: each is handed to its handler again, whole, with"
+              + " the same group id.")
+  static final class Buffers implements Callable<Integer> {
+    @ParentCommand ReplayCommand replay;
+    @Spec CommandSpec spec;
+    @Mixin Options options;
+
+    @Option(
+        names = "--buffer",
+        paramLabel = "NAME",
+        description = "Only this buffer's batches (default: every configured buffer's).")
+    String buffer;
+
+    @Override
+    public Integer call() throws Exception {
+      SpillwayConfig config = Launch.config(replay.root);
+      BufferPipeline pipeline = BufferPipeline.fromConfig(config);
+      List<String> names = pipeline.buffers().stream().map(BufferSettings::name).toList();
+      if (buffer != null && !names.contains(buffer)) {
+        throw new ParameterException(
+            spec.commandLine(),
+            "--buffer "
+                + buffer
+                + " is not a buffer of the configuration"
+                + (names.isEmpty() ? ", which has none" : " (buffers: " + String.join(", ", names))
+                + (names.isEmpty() ? "" : ")"));
+      }
+      Topics topics = new Topics(config.kafka().topicPrefix());
+      return ReplayCommand.replay(
+          spec,
+          config,
+          options,
+          Pipeline.BUFFERS,
+          pipeline.deadLetterBatches(topics),
+          buffer == null ? name -> true : buffer::equals,
+          "events");
+    }
+  }
+
+  @Command(
+      name = "lfk",
+      description =
+          "Replay dead-lettered cleanup batches: their children are cleaned up again (every"
+              + " statement is idempotent).")
+  static final class Lfk implements Callable<Integer> {
+    @ParentCommand ReplayCommand replay;
+    @Spec CommandSpec spec;
+    @Mixin Options options;
+
+    @Option(
+        names = "--table",
+        paramLabel = "TABLE",
+        description = "Only batches of this parent table (table or schema.table).")
+    String table;
+
+    @Override
+    public Integer call() throws Exception {
+      SpillwayConfig config = Launch.config(replay.root);
+      Topics topics = new Topics(config.kafka().topicPrefix());
+      String only = table == null ? null : TableName.parse(table).toString();
+      return ReplayCommand.replay(
+          spec,
+          config,
+          options,
+          Pipeline.LFK,
+          LfkPipeline.deadLetterBatches(topics),
+          only == null ? name -> true : only::equals,
+          "deleted rows");
+    }
+  }
+
+  private static int replay(
+      CommandSpec spec,
+      SpillwayConfig config,
+      Options options,
+      Pipeline pipeline,
+      DeadLetterReplay.Batches batches,
+      Predicate<String> only,
+      String unit)
+      throws Exception {
+    Topics topics = new Topics(config.kafka().topicPrefix());
+    String dlq = topics.dlq(pipeline);
+    String bootstrap =
+        Launch.kafka(config, WorkingDirectory.running(config.workingDir()), "the dead letters");
+    List<Letter> letters;
+    try {
+      letters =
+          DeadLetterReplay.replay(
+              bootstrap,
+              config.kafka().properties(),
+              dlq,
+              batches,
+              options.since,
+              only,
+              options.dryRun);
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw new IllegalStateException(
+          "Kafka did not take every replayed batch ("
+              + e.getCause().getMessage()
+              + "); those it took run again, so replaying again hands them over twice, with"
+              + " the same group ids.",
+          e.getCause());
+    }
+    PrintWriter out = spec.commandLine().getOut();
+    if (options.json) {
+      out.println(
+          new ObjectMapper()
+              .enable(SerializationFeature.INDENT_OUTPUT)
+              .writeValueAsString(letters.stream().map(JsonLetter::of).toList()));
+    } else {
+      out.print(render(dlq, letters, unit, options.dryRun));
+    }
+    out.flush();
+    return ErrorHandler.OK;
+  }
+
+  /** What was replayed (or would be) and what was left, a line per dead letter. */
+  static String render(String dlq, List<Letter> letters, String unit, boolean dryRun) {
+    StringBuilder s = new StringBuilder();
+    List<Letter> replayed = letters.stream().filter(l -> l.fate() != Fate.LEFT).toList();
+    List<Letter> left = letters.stream().filter(l -> l.fate() == Fate.LEFT).toList();
+    if (letters.isEmpty()) {
+      return "No dead letters to replay in " + dlq + ".\n";
+    }
+    if (!replayed.isEmpty()) {
+      long size = replayed.stream().mapToLong(Letter::size).sum();
+      s.append(dryRun ? "Would replay " : "Replayed ")
+          .append(count(replayed.size(), "batch", "batches"))
+          .append(" (")
+          .append(size)
+          .append(' ')
+          .append(unit)
+          .append(") from ")
+          .append(dlq)
+          .append(":\n");
+      for (Letter l : replayed) {
+        s.append("  ")
+            .append(l.position())
+            .append("  ")
+            .append(l.failedAt())
+            .append("  ")
+            .append(l.entity())
+            .append("  ")
+            .append(l.size())
+            .append(' ')
+            .append(unit)
+            .append("  -> ")
+            .append(l.sentTo())
+            .append(because(l.error()))
+            .append('\n');
+      }
+    }
+    if (!left.isEmpty()) {
+      s.append("Left ")
+          .append(count(left.size(), "dead letter", "dead letters"))
+          .append(" that cannot be replayed:\n");
+      for (Letter l : left) {
+        s.append("  ")
+            .append(l.position())
+            .append("  ")
+            .append(l.failedAt())
+            .append("  ")
+            .append(l.left())
+            .append(because(l.error()))
+            .append('\n');
+      }
+    }
+    return s.toString();
+  }
+
+  private static String count(int n, String one, String many) {
+    return n + " " + (n == 1 ? one : many);
+  }
+
+  /** The dead letter's error in brackets, cut at 200 characters; nothing when it has none. */
+  private static String because(String error) {
+    if (error.isEmpty()) {
+      return "";
+    }
+    return "  (" + (error.length() <= 200 ? error : error.substring(0, 197) + "...") + ")";
+  }
+
+  /** {@code --since}: an ISO-8601 instant, or a duration meaning that long ago. */
+  static final class SinceConverter implements ITypeConverter<Instant> {
+    private final Clock clock;
+
+    SinceConverter() {
+      this(Clock.systemUTC());
+    }
+
+    SinceConverter(Clock clock) {
+      this.clock = clock;
+    }
+
+    @Override
+    public Instant convert(String value) {
+      try {
+        return Instant.parse(value.trim());
+      } catch (DateTimeParseException e) {
+        Optional<Duration> ago = DurationText.parse(value);
+        if (ago.isPresent() && !ago.get().isNegative()) {
+          return clock.instant().minus(ago.get());
+        }
+      }
+      throw new TypeConversionException(
+          "'"
+              + value
+              + "' is neither an instant such as 2026-11-24T08:00:00Z nor a time ago such as 30m,"
+              + " 2h or 1d");
+    }
+  }
+
+  /** A dead letter in {@code --json}: its time as ISO-8601 text. */
+  record JsonLetter(
+      String position,
+      String failedAt,
+      String error,
+      String entity,
+      int size,
+      String sentTo,
+      String fate,
+      String left) {
+    static JsonLetter of(Letter l) {
+      return new JsonLetter(
+          l.position(),
+          l.failedAt().toString(),
+          l.error(),
+          l.entity(),
+          l.size(),
+          l.sentTo(),
+          l.fate().name().toLowerCase(java.util.Locale.ROOT),
+          l.left());
+    }
+  }
+}

@@ -1,0 +1,256 @@
+package dev.spillway.ops;
+
+import dev.spillway.event.KafkaClients;
+import dev.spillway.event.TopicRange;
+import dev.spillway.sink.SinkHeaders;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.function.Function;
+import java.util.function.Predicate;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * Hands a pipeline's dead-lettered batches over again. A dead letter that a sink worker wrote for a
+ * batch (its {@code spillway.source} is one of the pipeline's batches topics) goes back to that
+ * topic with its key and value, without the headers of its failed runs and with {@code
+ * spillway.replayed-from}; the workers then run it as a new batch. Dead letters of records that
+ * never became a batch (a captured change that did not decode, say) are listed and left. The
+ * dead-letter topic is read up to its end when the replay begins, so what fails again during the
+ * replay is not replayed twice; nothing is removed from it.
+ */
+public final class DeadLetterReplay {
+  /** What a pipeline's batches are: which topics they run from and how one reads. */
+  public record Batches(Predicate<String> isBatchesTopic, Function<byte[], Batch> describe) {}
+
+  /**
+   * One batch as the replay lists it.
+   *
+   * @param entity the buffer or parent table it belongs to
+   * @param size events or deleted rows in it
+   */
+  public record Batch(String entity, int size) {}
+
+  /** What the replay did with a dead letter. */
+  public enum Fate {
+    REPLAYED,
+    WOULD_REPLAY,
+    LEFT
+  }
+
+  /**
+   * One dead letter.
+   *
+   * @param position where it is: dead-letter topic-partition@offset
+   * @param failedAt when it was dead-lettered
+   * @param error why, as its headers say
+   * @param entity its batch's buffer or parent table; null when it is not a batch
+   * @param size events or rows in its batch; 0 when it is not a batch
+   * @param sentTo the batches topic it went (or would go) back to; null when left
+   * @param left why it was left; null when replayed
+   */
+  public record Letter(
+      String position,
+      Instant failedAt,
+      String error,
+      String entity,
+      int size,
+      String sentTo,
+      Fate fate,
+      String left) {
+    static Letter left(String position, Instant failedAt, String error, String why) {
+      return new Letter(position, failedAt, error, null, 0, null, Fate.LEFT, why);
+    }
+  }
+
+  private DeadLetterReplay() {}
+
+  /**
+   * Replays the dead letters of {@code dlq} written at or after {@code since} (all when null) whose
+   * batch belongs to an entity {@code only} accepts; with {@code dryRun} only lists them.
+   */
+  public static List<Letter> replay(
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      String dlq,
+      Batches batches,
+      Instant since,
+      Predicate<String> only,
+      boolean dryRun)
+      throws InterruptedException, ExecutionException {
+    Map<String, Object> common = new HashMap<>(kafkaProperties);
+    common.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    Properties consumerProps =
+        KafkaClients.properties(
+            Map.of(),
+            kafkaProperties,
+            Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrapServers,
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false));
+    List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+    try (Admin admin = Admin.create(common);
+        KafkaConsumer<byte[], byte[]> consumer =
+            new KafkaConsumer<>(
+                consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+      TopicRange range = new TopicRange(admin, consumer);
+      range.read(dlq, since == null ? TopicRange.all() : from(consumer, since), read::add);
+    }
+    List<Letter> letters = new ArrayList<>();
+    List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();
+    for (ConsumerRecord<byte[], byte[]> r : read) {
+      Letter letter = examine(r, batches, dryRun);
+      if (letter.entity() != null && !only.test(letter.entity())) {
+        continue;
+      }
+      letters.add(letter);
+      if (letter.fate() == Fate.REPLAYED) {
+        sends.add(
+            new ProducerRecord<>(letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)));
+      }
+    }
+    if (!sends.isEmpty()) {
+      send(bootstrapServers, kafkaProperties, sends);
+    }
+    return letters;
+  }
+
+  /** From the first record written at or after {@code since}; nothing where none was. */
+  private static TopicRange.Start from(KafkaConsumer<byte[], byte[]> consumer, Instant since) {
+    return partitions -> {
+      Map<TopicPartition, Long> times = new HashMap<>();
+      partitions.forEach(tp -> times.put(tp, since.toEpochMilli()));
+      Map<TopicPartition, OffsetAndTimestamp> found = consumer.offsetsForTimes(times);
+      Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+      Map<TopicPartition, Long> out = new HashMap<>();
+      for (TopicPartition tp : partitions) {
+        OffsetAndTimestamp o = found.get(tp);
+        out.put(tp, o == null ? ends.get(tp) : o.offset());
+      }
+      return out;
+    };
+  }
+
+  private static Letter examine(ConsumerRecord<byte[], byte[]> r, Batches batches, boolean dryRun) {
+    String position = SinkHeaders.position(r.topic(), r.partition(), r.offset());
+    Instant failedAt = Instant.ofEpochMilli(r.timestamp());
+    String error = error(r);
+    String source = header(r, SinkHeaders.SOURCE);
+    String sourceTopic = source == null ? null : topicOf(source);
+    if (sourceTopic == null) {
+      return Letter.left(position, failedAt, error, "it names no source");
+    }
+    if (!batches.isBatchesTopic().test(sourceTopic)) {
+      return Letter.left(
+          position, failedAt, error, "not a batch: it failed on " + source + ", before batching");
+    }
+    Batch batch;
+    try {
+      batch = batches.describe().apply(r.value());
+    } catch (RuntimeException e) {
+      return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
+    }
+    return new Letter(
+        position,
+        failedAt,
+        error,
+        batch.entity(),
+        batch.size(),
+        sourceTopic,
+        dryRun ? Fate.WOULD_REPLAY : Fate.REPLAYED,
+        null);
+  }
+
+  /** The topic of a topic-partition@offset position; null when it is not one. */
+  static String topicOf(String position) {
+    int at = position.lastIndexOf('@');
+    int dash = at < 0 ? -1 : position.lastIndexOf('-', at);
+    if (dash <= 0) {
+      return null;
+    }
+    String partition = position.substring(dash + 1, at);
+    return partition.isEmpty() || !partition.chars().allMatch(Character::isDigit)
+        ? null
+        : position.substring(0, dash);
+  }
+
+  private static String error(ConsumerRecord<byte[], byte[]> r) {
+    String cls = header(r, SinkHeaders.ERROR_CLASS);
+    String message = header(r, SinkHeaders.ERROR_MESSAGE);
+    if (cls == null) {
+      return message == null ? "" : message;
+    }
+    String simple = cls.substring(cls.lastIndexOf('.') + 1);
+    return message == null || message.isEmpty() ? simple : simple + ": " + message;
+  }
+
+  private static String header(ConsumerRecord<byte[], byte[]> r, String key) {
+    Header h = r.headers().lastHeader(key);
+    return h == null ? null : SinkHeaders.text(h.value());
+  }
+
+  /** The dead letter's headers less its runs' state, with where it was replayed from. */
+  private static RecordHeaders replayHeaders(ConsumerRecord<byte[], byte[]> r) {
+    RecordHeaders h = new RecordHeaders();
+    for (Header header : r.headers()) {
+      if (!SinkHeaders.RUN_STATE.contains(header.key())
+          && !header.key().equals(SinkHeaders.REPLAYED_FROM)) {
+        h.add(header);
+      }
+    }
+    h.add(
+        SinkHeaders.REPLAYED_FROM,
+        SinkHeaders.text(SinkHeaders.position(r.topic(), r.partition(), r.offset())));
+    return h;
+  }
+
+  /** Sends every record and waits for Kafka to acknowledge each. */
+  private static void send(
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      List<ProducerRecord<byte[], byte[]>> sends)
+      throws InterruptedException, ExecutionException {
+    Properties p =
+        KafkaClients.properties(
+            Map.of(),
+            kafkaProperties,
+            Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrapServers,
+                ProducerConfig.CLIENT_ID_CONFIG,
+                "spillway-replay",
+                ProducerConfig.ACKS_CONFIG,
+                "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                true));
+    try (Producer<byte[], byte[]> producer =
+        new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+      List<Future<RecordMetadata>> acks = new ArrayList<>();
+      sends.forEach(s -> acks.add(producer.send(s)));
+      for (Future<RecordMetadata> ack : acks) {
+        ack.get();
+      }
+    }
+  }
+}

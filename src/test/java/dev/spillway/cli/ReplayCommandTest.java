@@ -1,0 +1,74 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.spillway.ops.DeadLetterReplay.Fate;
+import dev.spillway.ops.DeadLetterReplay.Letter;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine.TypeConversionException;
+
+/** What {@code spillway replay} accepts as a time and how it reports dead letters. */
+class ReplayCommandTest {
+  private static final Instant NOW = Instant.parse("2026-11-24T12:00:00Z");
+  private final ReplayCommand.SinceConverter since =
+      new ReplayCommand.SinceConverter(Clock.fixed(NOW, ZoneOffset.UTC));
+
+  @Test
+  void should_take_an_instant_or_a_time_ago_as_since() {
+    assertThat(since.convert("2026-11-24T08:30:00Z")).isEqualTo("2026-11-24T08:30:00Z");
+    assertThat(since.convert("2h")).isEqualTo("2026-11-24T10:00:00Z");
+    assertThat(since.convert("1d")).isEqualTo("2026-11-23T12:00:00Z");
+    assertThat(since.convert("PT30M")).isEqualTo("2026-11-24T11:30:00Z");
+  }
+
+  @Test
+  void should_refuse_a_since_that_is_no_time_in_one_sentence() {
+    assertThatThrownBy(() -> since.convert("last tuesday"))
+        .isInstanceOf(TypeConversionException.class)
+        .hasMessage(
+            "'last tuesday' is neither an instant such as 2026-11-24T08:00:00Z nor a time ago"
+                + " such as 30m, 2h or 1d");
+    assertThatThrownBy(() -> since.convert("2026-11-24"))
+        .isInstanceOf(TypeConversionException.class);
+  }
+
+  @Test
+  void should_list_what_was_replayed_and_what_was_left() {
+    List<Letter> letters =
+        List.of(
+            new Letter(
+                "s.buffers.dlq-0@3",
+                Instant.parse("2026-11-24T10:00:00Z"),
+                "BufferExhaustedException: answered 503",
+                "activity",
+                4,
+                "s.buffers.activity.batches",
+                Fate.REPLAYED,
+                null),
+            new Letter(
+                "s.buffers.dlq-1@0",
+                Instant.parse("2026-11-24T10:00:01Z"),
+                "MalformedBufferEvent: no key",
+                null,
+                0,
+                null,
+                Fate.LEFT,
+                "not a batch: it failed on s.buffers.activity.events-0@9, before batching"));
+
+    assertThat(ReplayCommand.render("s.buffers.dlq", letters, "events", false))
+        .isEqualTo(
+            """
+            Replayed 1 batch (4 events) from s.buffers.dlq:
+              s.buffers.dlq-0@3  2026-11-24T10:00:00Z  activity  4 events  -> s.buffers.activity.batches  (BufferExhaustedException: answered 503)
+            Left 1 dead letter that cannot be replayed:
+              s.buffers.dlq-1@0  2026-11-24T10:00:01Z  not a batch: it failed on s.buffers.activity.events-0@9, before batching  (MalformedBufferEvent: no key)
+            """);
+    assertThat(ReplayCommand.render("s.buffers.dlq", List.of(), "events", false))
+        .isEqualTo("No dead letters to replay in s.buffers.dlq.\n");
+  }
+}

@@ -1,0 +1,176 @@
+package dev.spillway.ops;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
+
+import dev.spillway.event.CleanupBatch;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.ops.DeadLetterReplay.Fate;
+import dev.spillway.ops.DeadLetterReplay.Letter;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TopicReader;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Replaying the loose-foreign-key dead-letter topic on the shared embedded Kafka: which dead
+ * letters go back to the cleanup batches topic, and with which headers.
+ */
+class DeadLetterReplayIT {
+  private static final Duration TIMEOUT = Duration.ofSeconds(30);
+
+  private String bootstrap;
+  private Topics topics;
+  private Instant now;
+
+  @BeforeEach
+  void topics() throws Exception {
+    bootstrap = EmbeddedInfra.get().bootstrapServers();
+    topics = new Topics("r" + UUID.randomUUID().toString().substring(0, 8));
+    now = Instant.now();
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin
+          .createTopics(
+              List.of(
+                  new NewTopic(topics.dlq(Pipeline.LFK), 1, (short) 1),
+                  new NewTopic(topics.cleanupBatches(), 2, (short) 1)))
+          .all()
+          .get();
+    }
+  }
+
+  private static byte[] batch(String table, String... ids) {
+    return EventSerdes.encode(
+        new CleanupBatch("main", TableName.parse(table), List.of(ids), 1_000_000L));
+  }
+
+  /** A dead letter as the sink writes one, {@code age} ago. */
+  private void deadLetter(Duration age, String source, String key, byte[] value) throws Exception {
+    RecordHeaders h = new RecordHeaders();
+    h.add("trace", "kept".getBytes());
+    SinkHeaders.addFailure(h, "org.postgresql.util.PSQLException", "deadlock detected", source);
+    h.add(SinkHeaders.ATTEMPTS, ByteBuffer.allocate(4).putInt(5).array());
+    h.add(SinkHeaders.FAILED_AT, ByteBuffer.allocate(8).putLong(now.toEpochMilli()).array());
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(
+            Map.of("bootstrap.servers", bootstrap),
+            new ByteArraySerializer(),
+            new ByteArraySerializer())) {
+      producer
+          .send(
+              new ProducerRecord<>(
+                  topics.dlq(Pipeline.LFK),
+                  0,
+                  now.minus(age).toEpochMilli(),
+                  key == null ? null : key.getBytes(),
+                  value,
+                  h))
+          .get();
+    }
+  }
+
+  private List<Letter> replay(Instant since, String onlyTable, boolean dryRun) throws Exception {
+    return DeadLetterReplay.replay(
+        bootstrap,
+        Map.of(),
+        topics.dlq(Pipeline.LFK),
+        LfkPipeline.deadLetterBatches(topics),
+        since,
+        onlyTable == null ? t -> true : onlyTable::equals,
+        dryRun);
+  }
+
+  @Test
+  void should_send_batches_back_without_their_failure_and_leave_what_is_no_batch()
+      throws Exception {
+    String batches = topics.cleanupBatches();
+    deadLetter(Duration.ofHours(3), batches + "-1@2", "projects", batch("projects", "1"));
+    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7", "8"));
+    deadLetter(Duration.ofMinutes(4), batches + "-1@9", "groups", batch("app.groups", "3"));
+    deadLetter(Duration.ofMinutes(3), batches + "-0@5", "projects", new byte[] {9, 9, 9});
+    deadLetter(Duration.ofMinutes(2), topics.deletedRecords() + "-2@40", null, new byte[] {1});
+
+    List<Letter> dry = replay(now.minus(Duration.ofHours(1)), null, true);
+    assertThat(dry).extracting(Letter::fate).containsOnly(Fate.WOULD_REPLAY, Fate.LEFT);
+
+    List<Letter> letters = replay(now.minus(Duration.ofHours(1)), "public.projects", false);
+
+    String dlq = topics.dlq(Pipeline.LFK);
+    assertThat(letters)
+        .extracting(Letter::position, Letter::fate, Letter::entity, Letter::size)
+        .containsExactly(
+            tuple(dlq + "-0@1", Fate.REPLAYED, "public.projects", 2),
+            tuple(dlq + "-0@3", Fate.LEFT, null, 0),
+            tuple(dlq + "-0@4", Fate.LEFT, null, 0));
+    assertThat(letters.get(0).sentTo()).isEqualTo(batches);
+    assertThat(letters.get(0).error()).isEqualTo("PSQLException: deadlock detected");
+    assertThat(letters.get(1).left()).startsWith("its batch does not decode");
+    assertThat(letters.get(2).left())
+        .isEqualTo(
+            "not a batch: it failed on " + topics.deletedRecords() + "-2@40, before batching");
+
+    List<ConsumerRecord<byte[], byte[]>> sent =
+        TopicReader.readUntil(bootstrap, batches, r -> !r.isEmpty(), TIMEOUT);
+    assertThat(sent).hasSize(1);
+    ConsumerRecord<byte[], byte[]> r = sent.get(0);
+    assertThat(new String(r.key())).isEqualTo("projects");
+    assertThat(EventSerdes.decodeCleanupBatch(r.value()).ids()).containsExactly("7", "8");
+    assertThat(r.headers())
+        .extracting(Header::key)
+        .containsExactlyInAnyOrder("trace", SinkHeaders.REPLAYED_FROM);
+    assertThat(SinkHeaders.text(r.headers().lastHeader(SinkHeaders.REPLAYED_FROM).value()))
+        .isEqualTo(dlq + "-0@1");
+    // Nothing more: the dry run sent nothing, the old and the other table's batch stayed.
+    assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  @Test
+  void should_replay_every_batch_without_since_and_nothing_from_an_empty_topic() throws Exception {
+    assertThat(replay(null, null, false)).isEmpty();
+
+    String batches = topics.cleanupBatches();
+    deadLetter(Duration.ofDays(2), batches + "-1@2", "projects", batch("projects", "1"));
+    deadLetter(Duration.ofMinutes(4), batches + "-1@9", "groups", batch("app.groups", "3"));
+
+    assertThat(replay(null, null, false))
+        .extracting(Letter::entity)
+        .containsExactly("public.projects", "app.groups");
+    assertThat(endOffsets(batches)).isEqualTo(2);
+  }
+
+  private long endOffsets(String topic) throws Exception {
+    try (KafkaConsumer<byte[], byte[]> consumer =
+        new KafkaConsumer<>(
+            Map.of("bootstrap.servers", bootstrap),
+            new ByteArrayDeserializer(),
+            new ByteArrayDeserializer())) {
+      List<TopicPartition> partitions =
+          consumer.partitionsFor(topic).stream()
+              .map(p -> new TopicPartition(topic, p.partition()))
+              .toList();
+      return consumer.endOffsets(partitions).values().stream().mapToLong(Long::longValue).sum();
+    }
+  }
+}
