@@ -21,6 +21,7 @@ import picocli.CommandLine.ScopeType;
       QuickstartCommand.class,
       RunCommand.class,
       StatusCommand.class,
+      LagCommand.class,
       LfkCommand.class,
       ReplayCommand.class,
       BenchCommand.class,

@@ -5,22 +5,26 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Consumer;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * Reads a topic's partitions from chosen positions up to their ends as they were when the read
  * began, without joining a consumer group, so a read of a topic still written to ends. Not
  * thread-safe.
  */
-public final class TopicRange {
+public final class TopicRange implements AutoCloseable {
   private static final Duration POLL = Duration.ofMillis(200);
 
   /** Where a read starts on each partition; a partition left out starts at its first record. */
@@ -33,9 +37,53 @@ public final class TopicRange {
   private final Admin admin;
   private final KafkaConsumer<byte[], byte[]> consumer;
 
-  public TopicRange(Admin admin, KafkaConsumer<byte[], byte[]> consumer) {
+  private TopicRange(Admin admin, KafkaConsumer<byte[], byte[]> consumer) {
     this.admin = admin;
     this.consumer = consumer;
+  }
+
+  /**
+   * An admin client and a consumer that joins no group and commits nothing, with the configured
+   * client properties; closing the range closes both.
+   */
+  public static TopicRange open(String bootstrapServers, Map<String, String> configured) {
+    Map<String, Object> adminProps = new HashMap<>(configured);
+    adminProps.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    Properties consumerProps =
+        KafkaClients.properties(
+            Map.of(),
+            configured,
+            Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrapServers,
+                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false));
+    Admin admin = Admin.create(adminProps);
+    try {
+      return new TopicRange(
+          admin,
+          new KafkaConsumer<>(
+              consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
+    } catch (RuntimeException e) {
+      admin.close();
+      throw e;
+    }
+  }
+
+  public Admin admin() {
+    return admin;
+  }
+
+  /** The consumer, for reads of its own; it is left with nothing assigned after each read. */
+  public KafkaConsumer<byte[], byte[]> consumer() {
+    return consumer;
+  }
+
+  @Override
+  public void close() {
+    try (admin) {
+      consumer.close();
+    }
   }
 
   /** Every record still in the topic. */

@@ -8,21 +8,14 @@ import dev.spillway.event.TableName;
 import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
 import dev.spillway.streams.Batcher;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.TreeMap;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
  * The loose-foreign-key backlog per parent table, read from Kafka: deleted records the batcher has
@@ -32,7 +25,6 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * passes from one stage to the next.
  */
 public final class LfkBacklog {
-  private static final Duration POLL = Duration.ofMillis(200);
 
   /**
    * @param pending deleted parent rows whose children are not cleaned up yet
@@ -52,16 +44,7 @@ public final class LfkBacklog {
       throws InterruptedException {
     LfkBacklog backlog = new LfkBacklog();
     String app = topics.streamsApplication(Pipeline.LFK, LfkPipeline.STREAMS_NAME);
-    Map<String, Object> common = new HashMap<>(kafkaProperties);
-    common.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    Properties consumerProps = new Properties();
-    consumerProps.putAll(common);
-    consumerProps.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-    try (Admin admin = Admin.create(common);
-        KafkaConsumer<byte[], byte[]> consumer =
-            new KafkaConsumer<>(
-                consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      TopicRange range = new TopicRange(admin, consumer);
+    try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
       range.read(
           topics.deletedRecords(),
           range.afterCommitted(app),

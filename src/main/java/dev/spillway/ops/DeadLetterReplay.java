@@ -13,9 +13,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.function.Function;
 import java.util.function.Predicate;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
@@ -27,7 +24,6 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -98,24 +94,9 @@ public final class DeadLetterReplay {
       Predicate<String> only,
       boolean dryRun)
       throws InterruptedException, ExecutionException {
-    Map<String, Object> common = new HashMap<>(kafkaProperties);
-    common.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    Properties consumerProps =
-        KafkaClients.properties(
-            Map.of(),
-            kafkaProperties,
-            Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                bootstrapServers,
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
-                false));
     List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
-    try (Admin admin = Admin.create(common);
-        KafkaConsumer<byte[], byte[]> consumer =
-            new KafkaConsumer<>(
-                consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
-      TopicRange range = new TopicRange(admin, consumer);
-      range.read(dlq, since == null ? TopicRange.all() : from(consumer, since), read::add);
+    try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
+      range.read(dlq, since == null ? TopicRange.all() : from(range.consumer(), since), read::add);
     }
     List<Letter> letters = new ArrayList<>();
     List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();

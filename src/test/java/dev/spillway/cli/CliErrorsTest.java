@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /** Exit codes and the one-sentence errors users and scripts rely on. */
@@ -49,6 +50,7 @@ class CliErrorsTest {
         "quickstart",
         "run",
         "status",
+        "lag",
         "lfk",
         "lfk status",
         "lfk generate",
@@ -79,7 +81,7 @@ class CliErrorsTest {
   @Test
   void should_exit_2_naming_the_commands_when_a_group_is_run_without_one() {
     assertMissingCommand(
-        Cli.run(), "spillway", "quickstart, run, status, lfk, replay, bench, help");
+        Cli.run(), "spillway", "quickstart, run, status, lag, lfk, replay, bench, help");
     assertMissingCommand(Cli.run("replay"), "spillway replay", "buffers, lfk");
     assertMissingCommand(Cli.run("bench"), "spillway bench", "capture, sink, lfk, buffers");
     assertMissingCommand(Cli.run("lfk"), "spillway lfk", "status, generate");
@@ -141,18 +143,25 @@ class CliErrorsTest {
         .doesNotContain("Exception");
   }
 
-  @Test
-  void should_exit_1_when_replay_finds_neither_kafka_nor_spillway_running(@TempDir Path dir)
-      throws Exception {
+  @ParameterizedTest
+  @CsvSource({
+    "replay lfk, the dead letters",
+    "lag, the consumer groups",
+    "lfk status, the backlog"
+  })
+  void should_exit_1_when_a_kafka_reader_finds_neither_kafka_nor_spillway_running(
+      String command, String holding, @TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");
-    Cli.Result r = Cli.run("replay", "lfk", "-c", config.toString());
+    Cli.Result r = Cli.run((command + " -c " + config).split(" "));
     assertThat(r.exitCode()).isEqualTo(1);
     assertThat(r.err().strip())
         .isEqualTo(
             "Spillway is not running in "
                 + dir.resolve("wd")
-                + ", and its embedded Kafka holding the dead letters runs only with it.");
+                + ", and its embedded Kafka holding "
+                + holding
+                + " runs only with it.");
   }
 
   @Test

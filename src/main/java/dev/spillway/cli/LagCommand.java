@@ -1,0 +1,105 @@
+package dev.spillway.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.ops.ConsumerLag;
+import dev.spillway.ops.ConsumerLag.Lag;
+import dev.spillway.runtime.WorkingDirectory;
+import java.io.PrintWriter;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/** {@code spillway lag}: how far each of Spillway's consumer groups is behind. */
+@Command(
+    name = "lag",
+    description =
+        "Show how far each of Spillway's consumer groups is behind: records not yet committed per"
+            + " topic and the age of the oldest.")
+final class LagCommand implements Callable<Integer> {
+  @ParentCommand SpillwayCommand root;
+  @Spec CommandSpec spec;
+
+  @Option(names = "--json", description = "Print the lag as JSON.")
+  boolean json;
+
+  /** A group on a topic in {@code --json}: the oldest waiting record's age in seconds. */
+  record JsonLag(
+      String group,
+      String topic,
+      int partitions,
+      long lag,
+      Long oldestWaitingSeconds,
+      int members) {}
+
+  @Override
+  public Integer call() throws Exception {
+    SpillwayConfig config = Launch.config(root);
+    String bootstrap =
+        Launch.kafka(config, WorkingDirectory.running(config.workingDir()), "the consumer groups");
+    List<Lag> lags =
+        ConsumerLag.read(bootstrap, config.kafka().properties(), config.kafka().topicPrefix());
+    Instant now = Instant.now();
+    PrintWriter out = spec.commandLine().getOut();
+    if (json) {
+      out.println(
+          new ObjectMapper()
+              .enable(SerializationFeature.INDENT_OUTPUT)
+              .writeValueAsString(
+                  lags.stream()
+                      .map(
+                          l ->
+                              new JsonLag(
+                                  l.group(),
+                                  l.topic(),
+                                  l.partitions(),
+                                  l.lag(),
+                                  ageSeconds(l, now),
+                                  l.members()))
+                      .toList()));
+    } else {
+      out.print(render(lags, now));
+    }
+    out.flush();
+    return ErrorHandler.OK;
+  }
+
+  private static Long ageSeconds(Lag l, Instant now) {
+    return l.oldestWaitingMillis() == null
+        ? null
+        : Math.max(0, (now.toEpochMilli() - l.oldestWaitingMillis()) / 1000);
+  }
+
+  static String render(List<Lag> lags, Instant now) {
+    if (lags.isEmpty()) {
+      return "No consumer groups of Spillway's in Kafka yet.\n";
+    }
+    int group = "GROUP".length();
+    int topic = "TOPIC".length();
+    for (Lag l : lags) {
+      group = Math.max(group, l.group().length());
+      topic = Math.max(topic, l.topic().length());
+    }
+    String row = "%-" + group + "s  %-" + topic + "s  %10s  %14s  %7s%n";
+    StringBuilder s = new StringBuilder();
+    s.append(String.format(row, "GROUP", "TOPIC", "LAG", "OLDEST WAITING", "MEMBERS"));
+    for (Lag l : lags) {
+      Long age = ageSeconds(l, now);
+      s.append(
+          String.format(
+              row,
+              l.group(),
+              l.topic(),
+              l.lag(),
+              age == null ? "-" : LfkStatusCommand.age(age),
+              l.members()));
+    }
+    return s.toString();
+  }
+}

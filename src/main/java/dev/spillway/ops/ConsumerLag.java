@@ -1,0 +1,178 @@
+package dev.spillway.ops;
+
+import dev.spillway.event.TopicRange;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ExecutionException;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ConsumerGroupListing;
+import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+
+/**
+ * How far Spillway's consumer groups are behind, per group and topic: records after each group's
+ * committed positions on every partition of the topics it committed on or is assigned (from a
+ * partition's first record where it committed none) and when the oldest of them was written. Read
+ * from Kafka alone, so it also tells how far a stopped Spillway has to catch up.
+ */
+public final class ConsumerLag {
+  private static final Duration POLL = Duration.ofMillis(200);
+  private static final Duration OLDEST_WAIT = Duration.ofSeconds(5);
+
+  /**
+   * One group on one topic.
+   *
+   * @param lag records the group has not committed yet
+   * @param oldestWaitingMillis when the first of them was written (epoch ms); null when none waits
+   *     or it could not be read
+   * @param members consumers in the group now
+   */
+  public record Lag(
+      String group,
+      String topic,
+      int partitions,
+      long lag,
+      Long oldestWaitingMillis,
+      int members) {}
+
+  private ConsumerLag() {}
+
+  /** The lag of every consumer group whose name starts with {@code prefix.}. */
+  public static List<Lag> read(
+      String bootstrapServers, Map<String, String> kafkaProperties, String prefix)
+      throws InterruptedException, ExecutionException {
+    try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
+      Admin admin = range.admin();
+      KafkaConsumer<byte[], byte[]> consumer = range.consumer();
+      Set<String> groups = new TreeSet<>();
+      for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
+        if (g.groupId().startsWith(prefix + ".")) {
+          groups.add(g.groupId());
+        }
+      }
+      if (groups.isEmpty()) {
+        return List.of();
+      }
+      Map<String, ConsumerGroupDescription> described =
+          admin.describeConsumerGroups(groups).all().get();
+      List<Lag> out = new ArrayList<>();
+      for (String group : groups) {
+        Map<TopicPartition, OffsetAndMetadata> committed =
+            admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+        ConsumerGroupDescription d = described.get(group);
+        // Every partition of each topic the group committed on or is assigned: a partition it
+        // never committed on is behind from its first record.
+        Set<String> topics = new TreeSet<>();
+        committed.forEach(
+            (tp, o) -> {
+              if (o != null) {
+                topics.add(tp.topic());
+              }
+            });
+        if (d != null) {
+          for (MemberDescription m : d.members()) {
+            m.assignment().topicPartitions().forEach(tp -> topics.add(tp.topic()));
+          }
+        }
+        Set<TopicPartition> partitions = new TreeSet<>(BY_TOPIC_PARTITION);
+        for (String topic : topics) {
+          for (PartitionInfo p : consumer.partitionsFor(topic)) {
+            partitions.add(new TopicPartition(topic, p.partition()));
+          }
+        }
+        out.addAll(
+            lags(
+                admin, consumer, group, partitions, committed, d == null ? 0 : d.members().size()));
+      }
+      return out;
+    }
+  }
+
+  private static final Comparator<TopicPartition> BY_TOPIC_PARTITION =
+      Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
+
+  private static List<Lag> lags(
+      Admin admin,
+      KafkaConsumer<byte[], byte[]> consumer,
+      String group,
+      Collection<TopicPartition> partitions,
+      Map<TopicPartition, OffsetAndMetadata> committed,
+      int members)
+      throws InterruptedException, ExecutionException {
+    if (partitions.isEmpty()) {
+      return List.of();
+    }
+    Map<TopicPartition, Long> first = offsets(admin, partitions, OffsetSpec.earliest());
+    Map<TopicPartition, Long> end = offsets(admin, partitions, OffsetSpec.latest());
+    Map<String, List<TopicPartition>> byTopic = new TreeMap<>();
+    partitions.forEach(tp -> byTopic.computeIfAbsent(tp.topic(), t -> new ArrayList<>()).add(tp));
+    List<Lag> out = new ArrayList<>();
+    for (Map.Entry<String, List<TopicPartition>> t : byTopic.entrySet()) {
+      long lag = 0;
+      Map<TopicPartition, Long> waitingFrom = new HashMap<>();
+      for (TopicPartition tp : t.getValue()) {
+        OffsetAndMetadata c = committed.get(tp);
+        long from = Math.max(first.get(tp), c == null ? 0 : c.offset());
+        long behind = Math.max(0, end.get(tp) - from);
+        lag += behind;
+        if (behind > 0) {
+          waitingFrom.put(tp, from);
+        }
+      }
+      out.add(
+          new Lag(
+              group, t.getKey(), t.getValue().size(), lag, oldest(consumer, waitingFrom), members));
+    }
+    return out;
+  }
+
+  private static Map<TopicPartition, Long> offsets(
+      Admin admin, Collection<TopicPartition> partitions, OffsetSpec spec)
+      throws InterruptedException, ExecutionException {
+    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+    partitions.forEach(tp -> request.put(tp, spec));
+    Map<TopicPartition, Long> out = new HashMap<>();
+    admin.listOffsets(request).all().get().forEach((tp, info) -> out.put(tp, info.offset()));
+    return out;
+  }
+
+  /** The earliest write time of the records at these positions; null when none could be read. */
+  private static Long oldest(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> at)
+      throws InterruptedException {
+    if (at.isEmpty()) {
+      return null;
+    }
+    consumer.assign(at.keySet());
+    at.forEach(consumer::seek);
+    Map<TopicPartition, Long> found = new HashMap<>();
+    long until = System.nanoTime() + OLDEST_WAIT.toNanos();
+    while (found.size() < at.size() && System.nanoTime() < until) {
+      for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
+        TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+        if (!found.containsKey(tp)) {
+          found.put(tp, r.timestamp());
+          consumer.pause(List.of(tp));
+        }
+      }
+      if (Thread.interrupted()) {
+        throw new InterruptedException();
+      }
+    }
+    consumer.assign(List.of());
+    return found.values().stream().min(Long::compare).orElse(null);
+  }
+}

@@ -1,0 +1,37 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.ops.ConsumerLag.Lag;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** How {@code spillway lag} lays out its lines. */
+class LagCommandTest {
+
+  @Test
+  void should_show_each_group_and_topic_with_the_age_of_its_oldest_waiting_record() {
+    Instant now = Instant.parse("2026-11-24T12:00:00Z");
+    List<Lag> lags =
+        List.of(
+            new Lag("spillway.buffers.a", "spillway.buffers.a.events", 6, 0, null, 1),
+            new Lag(
+                "spillway.lfk.sink",
+                "spillway.lfk.cleanup-batches",
+                6,
+                1200,
+                now.minusSeconds(125).toEpochMilli(),
+                2));
+
+    assertThat(LagCommand.render(lags, now))
+        .isEqualTo(
+            """
+            GROUP               TOPIC                                LAG  OLDEST WAITING  MEMBERS
+            spillway.buffers.a  spillway.buffers.a.events              0               -        1
+            spillway.lfk.sink   spillway.lfk.cleanup-batches        1200          2m 05s        2
+            """);
+    assertThat(LagCommand.render(List.of(), now))
+        .isEqualTo("No consumer groups of Spillway's in Kafka yet.\n");
+  }
+}
