@@ -56,50 +56,55 @@ public final class ConsumerLag {
       String bootstrapServers, Map<String, String> kafkaProperties, String prefix)
       throws InterruptedException, ExecutionException {
     try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
-      Admin admin = range.admin();
-      KafkaConsumer<byte[], byte[]> consumer = range.consumer();
-      Set<String> groups = new TreeSet<>();
-      for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
-        if (g.groupId().startsWith(prefix + ".")) {
-          groups.add(g.groupId());
-        }
-      }
-      if (groups.isEmpty()) {
-        return List.of();
-      }
-      Map<String, ConsumerGroupDescription> described =
-          admin.describeConsumerGroups(groups).all().get();
-      List<Lag> out = new ArrayList<>();
-      for (String group : groups) {
-        Map<TopicPartition, OffsetAndMetadata> committed =
-            admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-        ConsumerGroupDescription d = described.get(group);
-        // Every partition of each topic the group committed on or is assigned: a partition it
-        // never committed on is behind from its first record.
-        Set<String> topics = new TreeSet<>();
-        committed.forEach(
-            (tp, o) -> {
-              if (o != null) {
-                topics.add(tp.topic());
-              }
-            });
-        if (d != null) {
-          for (MemberDescription m : d.members()) {
-            m.assignment().topicPartitions().forEach(tp -> topics.add(tp.topic()));
-          }
-        }
-        Set<TopicPartition> partitions = new TreeSet<>(BY_TOPIC_PARTITION);
-        for (String topic : topics) {
-          for (PartitionInfo p : consumer.partitionsFor(topic)) {
-            partitions.add(new TopicPartition(topic, p.partition()));
-          }
-        }
-        out.addAll(
-            lags(
-                admin, consumer, group, partitions, committed, d == null ? 0 : d.members().size()));
-      }
-      return out;
+      return read(range, prefix);
     }
+  }
+
+  /** The lag of every consumer group whose name starts with {@code prefix.}, read through range. */
+  public static List<Lag> read(TopicRange range, String prefix)
+      throws InterruptedException, ExecutionException {
+    Admin admin = range.admin();
+    KafkaConsumer<byte[], byte[]> consumer = range.consumer();
+    Set<String> groups = new TreeSet<>();
+    for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
+      if (g.groupId().startsWith(prefix + ".")) {
+        groups.add(g.groupId());
+      }
+    }
+    if (groups.isEmpty()) {
+      return List.of();
+    }
+    Map<String, ConsumerGroupDescription> described =
+        admin.describeConsumerGroups(groups).all().get();
+    List<Lag> out = new ArrayList<>();
+    for (String group : groups) {
+      Map<TopicPartition, OffsetAndMetadata> committed =
+          admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+      ConsumerGroupDescription d = described.get(group);
+      // Every partition of each topic the group committed on or is assigned: a partition it
+      // never committed on is behind from its first record.
+      Set<String> topics = new TreeSet<>();
+      committed.forEach(
+          (tp, o) -> {
+            if (o != null) {
+              topics.add(tp.topic());
+            }
+          });
+      if (d != null) {
+        for (MemberDescription m : d.members()) {
+          m.assignment().topicPartitions().forEach(tp -> topics.add(tp.topic()));
+        }
+      }
+      Set<TopicPartition> partitions = new TreeSet<>(BY_TOPIC_PARTITION);
+      for (String topic : topics) {
+        for (PartitionInfo p : consumer.partitionsFor(topic)) {
+          partitions.add(new TopicPartition(topic, p.partition()));
+        }
+      }
+      out.addAll(
+          lags(admin, consumer, group, partitions, committed, d == null ? 0 : d.members().size()));
+    }
+    return out;
   }
 
   private static final Comparator<TopicPartition> BY_TOPIC_PARTITION =

@@ -16,6 +16,7 @@ import dev.spillway.health.LatencyWindow;
 import dev.spillway.health.StandardIndicators;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
+import dev.spillway.ops.ConsumerLagGauges;
 import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.sink.BatchHandler;
@@ -162,6 +163,13 @@ public final class SpillwayRuntime implements AutoCloseable {
 
     http = HttpEndpoint.start(config.http().port(), registry, this::status);
     own(http);
+    own(
+        ConsumerLagGauges.start(
+            bootstrapServers,
+            config.kafka().properties(),
+            config.kafka().topicPrefix(),
+            registry,
+            clock));
     Map<String, String> urls = new LinkedHashMap<>();
     endpoints.forEach(e -> urls.put(e.name(), e.url()));
     workingDir.publish(

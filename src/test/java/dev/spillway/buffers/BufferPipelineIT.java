@@ -7,6 +7,7 @@ import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Pipeline;
 import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.ops.ConsumerLagGauges;
 import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.runtime.SpillwayRuntime;
@@ -161,6 +162,19 @@ class BufferPipelineIT {
             assertThat(runtime.registry().scrape())
                 .contains("spillway_buffer_insert_to_handled_seconds_count{buffer=\"activity\"} 12")
                 .contains("spillway_buffer_rows_waiting{buffer=\"activity\"} 0.0");
+            // The sink's consumer group, read from Kafka on the lag gauges' schedule.
+            String prefix = runtime.config().kafka().topicPrefix();
+            await()
+                .atMost(ConsumerLagGauges.INTERVAL.multipliedBy(3))
+                .untilAsserted(
+                    () ->
+                        assertThat(runtime.registry().scrape())
+                            .contains(
+                                "spillway_consumer_lag_records{group=\""
+                                    + prefix
+                                    + ".buffers.sink\",topic=\""
+                                    + prefix
+                                    + ".buffers.activity.batches\"} 0.0"));
           });
     }
   }

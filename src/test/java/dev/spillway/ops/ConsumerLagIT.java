@@ -4,7 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.ops.ConsumerLag.Lag;
 import dev.spillway.testing.EmbeddedInfra;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.net.ServerSocket;
+import java.time.Clock;
 import java.time.Instant;
+import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -22,9 +27,85 @@ import org.junit.jupiter.api.Test;
 /** Consumer lag read from the shared embedded Kafka. */
 class ConsumerLagIT {
 
+  private static final long T0 = Instant.parse("2026-11-24T08:00:00Z").toEpochMilli();
+
   @Test
   void should_count_what_each_group_has_not_committed_and_date_the_oldest() throws Exception {
     String bootstrap = EmbeddedInfra.get().bootstrapServers();
+    String prefix = seed(bootstrap);
+
+    List<Lag> lags = ConsumerLag.read(bootstrap, Map.of(), prefix);
+
+    assertThat(lags)
+        .containsExactly(
+            new Lag(prefix + ".buffers.a", prefix + ".buffers.a.events", 1, 0, null, 0),
+            new Lag(prefix + ".lfk.sink", prefix + ".lfk.cleanup-batches", 2, 5, T0 + 2000L, 0));
+  }
+
+  @Test
+  void should_publish_the_lag_per_group_and_topic_on_metrics_and_follow_commits() throws Exception {
+    String bootstrap = EmbeddedInfra.get().bootstrapServers();
+    String prefix = seed(bootstrap);
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    Clock clock = Clock.fixed(Instant.ofEpochMilli(T0 + 62_000L), ZoneOffset.UTC);
+    String sink =
+        "{group=\"" + prefix + ".lfk.sink\",topic=\"" + prefix + ".lfk.cleanup-batches\"}";
+    String buffer =
+        "{group=\"" + prefix + ".buffers.a\",topic=\"" + prefix + ".buffers.a.events\"}";
+
+    try (ConsumerLagGauges gauges =
+        ConsumerLagGauges.start(bootstrap, Map.of(), prefix, registry, clock)) {
+      gauges.refresh();
+      assertThat(registry.scrape())
+          .contains("spillway_consumer_lag_records" + sink + " 5.0")
+          .contains("spillway_consumer_lag_seconds" + sink + " 60.0")
+          .contains("spillway_consumer_lag_records" + buffer + " 0.0")
+          .contains("spillway_consumer_lag_seconds" + buffer + " 0.0");
+
+      // The sink settles everything: the next read shows it caught up.
+      commit(
+          bootstrap,
+          prefix + ".lfk.sink",
+          Map.of(
+              new TopicPartition(prefix + ".lfk.cleanup-batches", 0), 5L,
+              new TopicPartition(prefix + ".lfk.cleanup-batches", 1), 2L));
+      gauges.refresh();
+      assertThat(registry.scrape())
+          .contains("spillway_consumer_lag_records" + sink + " 0.0")
+          .contains("spillway_consumer_lag_seconds" + sink + " 0.0");
+    }
+  }
+
+  @Test
+  void should_withdraw_the_lag_series_when_kafka_cannot_be_read() throws Exception {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    int closedPort;
+    try (ServerSocket s = new ServerSocket(0)) {
+      closedPort = s.getLocalPort();
+    }
+    try (ConsumerLagGauges gauges =
+        ConsumerLagGauges.start(
+            "127.0.0.1:" + closedPort,
+            Map.of("default.api.timeout.ms", "1000", "request.timeout.ms", "500"),
+            "gone",
+            registry,
+            Clock.systemUTC())) {
+      gauges.publish(List.of(new Lag("gone.lfk.sink", "gone.lfk.cleanup-batches", 1, 3, T0, 1)));
+      assertThat(registry.scrape())
+          .contains("spillway_consumer_lag_records{group=\"gone.lfk.sink\"");
+
+      gauges.refresh();
+
+      assertThat(registry.scrape()).doesNotContain("gone.lfk.sink");
+    }
+  }
+
+  /**
+   * Two topics under a new prefix: the sink has settled two batches of partition 0 and none of
+   * partition 1 (behind from its first record, though the group never committed on it); the
+   * buffer's application is up to date; a group of another prefix is no business of this one.
+   */
+  private static String seed(String bootstrap) throws Exception {
     String prefix = "g" + UUID.randomUUID().toString().substring(0, 8);
     String batches = prefix + ".lfk.cleanup-batches";
     String events = prefix + ".buffers.a.events";
@@ -35,33 +116,23 @@ class ConsumerLagIT {
           .all()
           .get();
     }
-    long t0 = Instant.parse("2026-11-24T08:00:00Z").toEpochMilli();
     try (KafkaProducer<byte[], byte[]> producer =
         new KafkaProducer<>(
             Map.of("bootstrap.servers", bootstrap),
             new ByteArraySerializer(),
             new ByteArraySerializer())) {
       for (int i = 0; i < 5; i++) {
-        producer.send(new ProducerRecord<>(batches, 0, t0 + i * 1000L, null, new byte[] {1})).get();
+        producer.send(new ProducerRecord<>(batches, 0, T0 + i * 1000L, null, new byte[] {1})).get();
       }
       for (int i = 0; i < 2; i++) {
-        producer.send(new ProducerRecord<>(batches, 1, t0 + 60_000L, null, new byte[] {1})).get();
+        producer.send(new ProducerRecord<>(batches, 1, T0 + 60_000L, null, new byte[] {1})).get();
       }
-      producer.send(new ProducerRecord<>(events, 0, t0, null, new byte[] {1})).get();
+      producer.send(new ProducerRecord<>(events, 0, T0, null, new byte[] {1})).get();
     }
-    // The sink has settled two batches of partition 0 and none of partition 1 (behind from its
-    // first record, though the group never committed on it); the buffer's
-    // application is up to date; a group of another prefix is no business of this one.
     commit(bootstrap, prefix + ".lfk.sink", Map.of(new TopicPartition(batches, 0), 2L));
     commit(bootstrap, prefix + ".buffers.a", Map.of(new TopicPartition(events, 0), 1L));
     commit(bootstrap, "other." + prefix, Map.of(new TopicPartition(events, 0), 0L));
-
-    List<Lag> lags = ConsumerLag.read(bootstrap, Map.of(), prefix);
-
-    assertThat(lags)
-        .containsExactly(
-            new Lag(prefix + ".buffers.a", events, 1, 0, null, 0),
-            new Lag(prefix + ".lfk.sink", batches, 2, 5, t0 + 2000L, 0));
+    return prefix;
   }
 
   private static void commit(String bootstrap, String group, Map<TopicPartition, Long> offsets) {
