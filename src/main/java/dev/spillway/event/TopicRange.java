@@ -43,8 +43,8 @@ public final class TopicRange implements AutoCloseable {
   }
 
   /**
-   * An admin client and a consumer that joins no group and commits nothing, with the configured
-   * client properties; closing the range closes both.
+   * An admin client and a consumer that joins no group, commits nothing and never has a topic
+   * created by asking for it, with the configured client properties; closing the range closes both.
    */
   public static TopicRange open(String bootstrapServers, Map<String, String> configured) {
     Map<String, Object> adminProps = new HashMap<>(configured);
@@ -57,6 +57,8 @@ public final class TopicRange implements AutoCloseable {
                 ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
                 bootstrapServers,
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
+                false,
+                ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG,
                 false));
     Admin admin = Admin.create(adminProps);
     try {

@@ -20,7 +20,6 @@ import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -97,9 +96,9 @@ public final class ConsumerLag {
       }
       Set<TopicPartition> partitions = new TreeSet<>(BY_TOPIC_PARTITION);
       for (String topic : topics) {
-        for (PartitionInfo p : consumer.partitionsFor(topic)) {
-          partitions.add(new TopicPartition(topic, p.partition()));
-        }
+        // Through the admin client: a topic deleted since the group committed on it is skipped,
+        // not created again by a broker that creates topics on demand.
+        partitions.addAll(range.partitions(topic));
       }
       out.addAll(
           lags(admin, consumer, group, partitions, committed, d == null ? 0 : d.members().size()));
