@@ -61,6 +61,13 @@ final class ReplayCommand implements Runnable {
     @Option(names = "--dry-run", description = "List what would be replayed; send nothing.")
     boolean dryRun;
 
+    @Option(
+        names = "--again",
+        description =
+            "Hand over also what an earlier replay handed over (by default such dead letters are"
+                + " listed and skipped).")
+    boolean again;
+
     @Option(names = "--json", description = "Print the dead letters as JSON.")
     boolean json;
   }
@@ -158,17 +165,17 @@ final class ReplayCommand implements Runnable {
           DeadLetterReplay.replay(
               bootstrap,
               config.kafka().properties(),
+              config.kafka().replicationFactor(),
               dlq,
+              topics.replays(pipeline),
               batches,
-              options.since,
-              only,
-              options.dryRun);
+              new DeadLetterReplay.Request(options.since, only, options.dryRun, options.again));
     } catch (java.util.concurrent.ExecutionException e) {
       throw new IllegalStateException(
           "Kafka did not take every replayed batch ("
               + e.getCause().getMessage()
-              + "); those it took run again, so replaying again hands them over twice, with"
-              + " the same group ids.",
+              + "); those it took run again, but are not recorded as replayed: replaying again"
+              + " hands them over twice, with the same group ids.",
           e.getCause());
     }
     PrintWriter out = spec.commandLine().getOut();
@@ -187,7 +194,11 @@ final class ReplayCommand implements Runnable {
   /** What was replayed (or would be) and what was left, a line per dead letter. */
   static String render(String dlq, List<Letter> letters, String unit, boolean dryRun) {
     StringBuilder s = new StringBuilder();
-    List<Letter> replayed = letters.stream().filter(l -> l.fate() != Fate.LEFT).toList();
+    List<Letter> replayed =
+        letters.stream()
+            .filter(l -> l.fate() == Fate.REPLAYED || l.fate() == Fate.WOULD_REPLAY)
+            .toList();
+    List<Letter> before = letters.stream().filter(l -> l.fate() == Fate.REPLAYED_BEFORE).toList();
     List<Letter> left = letters.stream().filter(l -> l.fate() == Fate.LEFT).toList();
     if (letters.isEmpty()) {
       return "No dead letters to replay in " + dlq + ".\n";
@@ -217,6 +228,26 @@ final class ReplayCommand implements Runnable {
             .append("  -> ")
             .append(l.sentTo())
             .append(because(l.error()))
+            .append('\n');
+      }
+    }
+    if (!before.isEmpty()) {
+      s.append("Skipped ")
+          .append(count(before.size(), "batch", "batches"))
+          .append(" an earlier replay handed over (--again hands them over once more):\n");
+      for (Letter l : before) {
+        s.append("  ")
+            .append(l.position())
+            .append("  ")
+            .append(l.failedAt())
+            .append("  ")
+            .append(l.entity())
+            .append("  ")
+            .append(l.size())
+            .append(' ')
+            .append(unit)
+            .append("  ")
+            .append(l.left())
             .append('\n');
       }
     }

@@ -79,6 +79,14 @@ public final class Topics {
     return name(pipeline, "dlq");
   }
 
+  /**
+   * Which of a pipeline's dead letters were replayed, and when: one record per replay of one, keyed
+   * by its position in the dead-letter topic.
+   */
+  public String replays(Pipeline pipeline) {
+    return name(pipeline, "replays");
+  }
+
   /** Debezium's source offsets (one partition, compacted). */
   public String captureOffsets() {
     return prefix + ".capture.offsets";

@@ -1,6 +1,7 @@
 package dev.spillway.ops;
 
 import dev.spillway.event.KafkaClients;
+import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.TopicRange;
 import dev.spillway.sink.SinkHeaders;
 import java.time.Instant;
@@ -33,7 +34,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * spillway.replayed-from}; the workers then run it as a new batch. Dead letters of records that
  * never became a batch (a captured change that did not decode, say) are listed and left. The
  * dead-letter topic is read up to its end when the replay begins, so what fails again during the
- * replay is not replayed twice; nothing is removed from it.
+ * replay is not replayed twice; nothing is removed from it. Each replayed dead letter is recorded
+ * on the pipeline's replays topic once Kafka took its batch, and a later replay skips it unless
+ * asked to hand it over again.
  */
 public final class DeadLetterReplay {
   /** What a pipeline's batches are: which topics they run from and how one reads. */
@@ -51,8 +54,20 @@ public final class DeadLetterReplay {
   public enum Fate {
     REPLAYED,
     WOULD_REPLAY,
+    /** Replayed by an earlier replay; {@link Letter#left} says when. */
+    REPLAYED_BEFORE,
     LEFT
   }
+
+  /**
+   * What to replay.
+   *
+   * @param since only what was dead-lettered at or after it; everything when null
+   * @param only which of the batches' entities (buffers or parent tables) to replay
+   * @param dryRun list only, send nothing
+   * @param again replay also what an earlier replay handed over
+   */
+  public record Request(Instant since, Predicate<String> only, boolean dryRun, boolean again) {}
 
   /**
    * One dead letter.
@@ -82,37 +97,58 @@ public final class DeadLetterReplay {
   private DeadLetterReplay() {}
 
   /**
-   * Replays the dead letters of {@code dlq} written at or after {@code since} (all when null) whose
-   * batch belongs to an entity {@code only} accepts; with {@code dryRun} only lists them.
+   * Replays the dead letters of {@code dlq} that {@code request} asks for.
+   *
+   * @param replays the pipeline's replays topic; created, with this replication factor, when first
+   *     written to
    */
   public static List<Letter> replay(
       String bootstrapServers,
       Map<String, String> kafkaProperties,
+      short replicationFactor,
       String dlq,
+      String replays,
       Batches batches,
-      Instant since,
-      Predicate<String> only,
-      boolean dryRun)
+      Request request)
       throws InterruptedException, ExecutionException {
     List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+    Map<String, Instant> replayedBefore = new HashMap<>();
     try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
-      range.read(dlq, since == null ? TopicRange.all() : from(range.consumer(), since), read::add);
+      range.read(
+          dlq,
+          request.since() == null ? TopicRange.all() : from(range.consumer(), request.since()),
+          read::add);
+      range.read(
+          replays,
+          TopicRange.all(),
+          r -> {
+            if (r.key() != null) {
+              replayedBefore.merge(
+                  SinkHeaders.text(r.key()),
+                  Instant.ofEpochMilli(r.timestamp()),
+                  (a, b) -> a.isAfter(b) ? a : b);
+            }
+          });
     }
     List<Letter> letters = new ArrayList<>();
     List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     for (ConsumerRecord<byte[], byte[]> r : read) {
-      Letter letter = examine(r, batches, dryRun);
-      if (letter.entity() != null && !only.test(letter.entity())) {
+      Letter letter = examine(r, batches, request, replayedBefore);
+      if (letter.entity() != null && !request.only().test(letter.entity())) {
         continue;
       }
       letters.add(letter);
       if (letter.fate() == Fate.REPLAYED) {
         sends.add(
             new ProducerRecord<>(letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)));
+        records.add(
+            new ProducerRecord<>(
+                replays, SinkHeaders.text(letter.position()), SinkHeaders.text(letter.sentTo())));
       }
     }
     if (!sends.isEmpty()) {
-      send(bootstrapServers, kafkaProperties, sends);
+      send(bootstrapServers, kafkaProperties, replicationFactor, replays, sends, records);
     }
     return letters;
   }
@@ -133,7 +169,11 @@ public final class DeadLetterReplay {
     };
   }
 
-  private static Letter examine(ConsumerRecord<byte[], byte[]> r, Batches batches, boolean dryRun) {
+  private static Letter examine(
+      ConsumerRecord<byte[], byte[]> r,
+      Batches batches,
+      Request request,
+      Map<String, Instant> replayedBefore) {
     String position = SinkHeaders.position(r.topic(), r.partition(), r.offset());
     Instant failedAt = Instant.ofEpochMilli(r.timestamp());
     String error = error(r);
@@ -152,6 +192,18 @@ public final class DeadLetterReplay {
     } catch (RuntimeException e) {
       return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
     }
+    Instant before = replayedBefore.get(position);
+    if (before != null && !request.again()) {
+      return new Letter(
+          position,
+          failedAt,
+          error,
+          batch.entity(),
+          batch.size(),
+          null,
+          Fate.REPLAYED_BEFORE,
+          "replayed at " + before);
+    }
     return new Letter(
         position,
         failedAt,
@@ -159,7 +211,7 @@ public final class DeadLetterReplay {
         batch.entity(),
         batch.size(),
         sourceTopic,
-        dryRun ? Fate.WOULD_REPLAY : Fate.REPLAYED,
+        request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED,
         null);
   }
 
@@ -206,11 +258,17 @@ public final class DeadLetterReplay {
     return h;
   }
 
-  /** Sends every record and waits for Kafka to acknowledge each. */
+  /**
+   * Sends every batch and waits for Kafka to acknowledge each, then records them as replayed (a
+   * replay cut off in between hands them over again next time: at least once).
+   */
   private static void send(
       String bootstrapServers,
       Map<String, String> kafkaProperties,
-      List<ProducerRecord<byte[], byte[]>> sends)
+      short replicationFactor,
+      String replays,
+      List<ProducerRecord<byte[], byte[]>> sends,
+      List<ProducerRecord<byte[], byte[]>> records)
       throws InterruptedException, ExecutionException {
     Properties p =
         KafkaClients.properties(
@@ -227,11 +285,23 @@ public final class DeadLetterReplay {
                 true));
     try (Producer<byte[], byte[]> producer =
         new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-      List<Future<RecordMetadata>> acks = new ArrayList<>();
-      sends.forEach(s -> acks.add(producer.send(s)));
-      for (Future<RecordMetadata> ack : acks) {
-        ack.get();
-      }
+      awaitAll(producer, sends);
+    }
+    TopicProvisioner.ensure(
+        bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
+    try (Producer<byte[], byte[]> producer =
+        new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+      awaitAll(producer, records);
+    }
+  }
+
+  private static void awaitAll(
+      Producer<byte[], byte[]> producer, List<ProducerRecord<byte[], byte[]>> records)
+      throws InterruptedException, ExecutionException {
+    List<Future<RecordMetadata>> acks = new ArrayList<>();
+    records.forEach(r -> acks.add(producer.send(r)));
+    for (Future<RecordMetadata> ack : acks) {
+      ack.get();
     }
   }
 }

@@ -215,7 +215,7 @@ class BufferPipelineIT {
                   activity:
                     table: %s.contact_activity_events
                     batch-size: 3
-                    max-wait: 200ms
+                    max-wait: 5s
                     on-exhausted: %s
                     handler:
                       http: { url: "%s" }
@@ -224,6 +224,7 @@ class BufferPipelineIT {
         schema -> activityTable(schema),
         (runtime, ds, schema) -> {
           String table = schema + ".contact_activity_events";
+          // One batch of three: it closes by size, well before max-wait.
           for (int i = 0; i < 3; i++) {
             TestSql.exec(
                 ds, "INSERT INTO " + table + " (contact_id, activity) VALUES (" + i + ", 'call')");
@@ -342,6 +343,17 @@ class BufferPipelineIT {
             assertThat(
                     StatusClient.fetch(runtime.httpPort()).buffers().get(0).deadLetteredBatches())
                 .isEqualTo(1);
+
+            // Replaying again skips what the first replay handed over.
+            Cli.Result again = Cli.run("replay", "buffers", "-c", config);
+            assertThat(again.exitCode()).as(again.err()).isZero();
+            assertThat(again.out())
+                .doesNotContain("Replayed")
+                .contains("Skipped 1 batch an earlier replay handed over");
+            await()
+                .during(Duration.ofSeconds(2))
+                .atMost(Duration.ofSeconds(10))
+                .until(() -> receiver.calls().size() == 2);
           });
     }
   }

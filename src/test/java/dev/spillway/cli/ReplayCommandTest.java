@@ -51,6 +51,15 @@ class ReplayCommandTest {
                 Fate.REPLAYED,
                 null),
             new Letter(
+                "s.buffers.dlq-0@1",
+                Instant.parse("2026-11-24T09:00:00Z"),
+                "BufferExhaustedException: answered 503",
+                "activity",
+                2,
+                null,
+                Fate.REPLAYED_BEFORE,
+                "replayed at 2026-11-24T09:30:00Z"),
+            new Letter(
                 "s.buffers.dlq-1@0",
                 Instant.parse("2026-11-24T10:00:01Z"),
                 "MalformedBufferEvent: no key",
@@ -65,6 +74,8 @@ class ReplayCommandTest {
             """
             Replayed 1 batch (4 events) from s.buffers.dlq:
               s.buffers.dlq-0@3  2026-11-24T10:00:00Z  activity  4 events  -> s.buffers.activity.batches  (BufferExhaustedException: answered 503)
+            Skipped 1 batch an earlier replay handed over (--again hands them over once more):
+              s.buffers.dlq-0@1  2026-11-24T09:00:00Z  activity  2 events  replayed at 2026-11-24T09:30:00Z
             Left 1 dead letter that cannot be replayed:
               s.buffers.dlq-1@0  2026-11-24T10:00:01Z  not a batch: it failed on s.buffers.activity.events-0@9, before batching  (MalformedBufferEvent: no key)
             """);

@@ -92,14 +92,20 @@ class DeadLetterReplayIT {
   }
 
   private List<Letter> replay(Instant since, String onlyTable, boolean dryRun) throws Exception {
+    return replay(since, onlyTable, dryRun, false);
+  }
+
+  private List<Letter> replay(Instant since, String onlyTable, boolean dryRun, boolean again)
+      throws Exception {
     return DeadLetterReplay.replay(
         bootstrap,
         Map.of(),
+        (short) 1,
         topics.dlq(Pipeline.LFK),
+        topics.replays(Pipeline.LFK),
         LfkPipeline.deadLetterBatches(topics),
-        since,
-        onlyTable == null ? t -> true : onlyTable::equals,
-        dryRun);
+        new DeadLetterReplay.Request(
+            since, onlyTable == null ? t -> true : onlyTable::equals, dryRun, again));
   }
 
   @Test
@@ -158,6 +164,36 @@ class DeadLetterReplayIT {
         .extracting(Letter::entity)
         .containsExactly("public.projects", "app.groups");
     assertThat(endOffsets(batches)).isEqualTo(2);
+  }
+
+  @Test
+  void should_skip_what_an_earlier_replay_handed_over_unless_asked_again() throws Exception {
+    String batches = topics.cleanupBatches();
+    String dlq = topics.dlq(Pipeline.LFK);
+    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7"));
+    assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
+    Instant firstReplayDone = Instant.now();
+    deadLetter(Duration.ofMinutes(1), batches + "-1@6", "groups", batch("app.groups", "3"));
+
+    // The second replay hands over only the new dead letter; the first is listed with its replay.
+    List<Letter> second = replay(null, null, false);
+    assertThat(second)
+        .extracting(Letter::position, Letter::fate, Letter::entity, Letter::size)
+        .containsExactly(
+            tuple(dlq + "-0@0", Fate.REPLAYED_BEFORE, "public.projects", 1),
+            tuple(dlq + "-0@1", Fate.REPLAYED, "app.groups", 1));
+    assertThat(second.get(0).left()).startsWith("replayed at ");
+    assertThat(Instant.parse(second.get(0).left().substring("replayed at ".length())))
+        .isBeforeOrEqualTo(firstReplayDone);
+    assertThat(endOffsets(batches)).isEqualTo(2);
+    assertThat(replay(null, null, true))
+        .extracting(Letter::fate)
+        .containsExactly(Fate.REPLAYED_BEFORE, Fate.REPLAYED_BEFORE);
+
+    assertThat(replay(null, "public.projects", false, true))
+        .extracting(Letter::fate)
+        .containsExactly(Fate.REPLAYED);
+    assertThat(endOffsets(batches)).isEqualTo(3);
   }
 
   private long endOffsets(String topic) throws Exception {
