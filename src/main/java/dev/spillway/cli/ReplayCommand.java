@@ -215,20 +215,8 @@ final class ReplayCommand implements Runnable {
           .append(dlq)
           .append(":\n");
       for (Letter l : replayed) {
-        s.append("  ")
-            .append(l.position())
-            .append("  ")
-            .append(l.failedAt())
-            .append("  ")
-            .append(l.entity())
-            .append("  ")
-            .append(l.size())
-            .append(' ')
-            .append(unit)
-            .append("  -> ")
-            .append(l.sentTo())
-            .append(because(l.error()))
-            .append('\n');
+        batchLine(s, l, unit).append("  -> ").append(l.sentTo()).append(because(l.error()));
+        s.append('\n');
       }
     }
     if (!before.isEmpty()) {
@@ -236,19 +224,7 @@ final class ReplayCommand implements Runnable {
           .append(count(before.size(), "batch", "batches"))
           .append(" an earlier replay handed over (--again hands them over once more):\n");
       for (Letter l : before) {
-        s.append("  ")
-            .append(l.position())
-            .append("  ")
-            .append(l.failedAt())
-            .append("  ")
-            .append(l.entity())
-            .append("  ")
-            .append(l.size())
-            .append(' ')
-            .append(unit)
-            .append("  ")
-            .append(l.left())
-            .append('\n');
+        batchLine(s, l, unit).append("  ").append(l.left()).append('\n');
       }
     }
     if (!left.isEmpty()) {
@@ -267,6 +243,20 @@ final class ReplayCommand implements Runnable {
       }
     }
     return s.toString();
+  }
+
+  /** A batch's dead letter: position, time, buffer or table, size. */
+  private static StringBuilder batchLine(StringBuilder s, Letter l, String unit) {
+    return s.append("  ")
+        .append(l.position())
+        .append("  ")
+        .append(l.failedAt())
+        .append("  ")
+        .append(l.entity())
+        .append("  ")
+        .append(l.size())
+        .append(' ')
+        .append(unit);
   }
 
   private static String count(int n, String one, String many) {

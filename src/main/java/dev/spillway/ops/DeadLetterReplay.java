@@ -193,26 +193,17 @@ public final class DeadLetterReplay {
       return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
     }
     Instant before = replayedBefore.get(position);
-    if (before != null && !request.again()) {
-      return new Letter(
-          position,
-          failedAt,
-          error,
-          batch.entity(),
-          batch.size(),
-          null,
-          Fate.REPLAYED_BEFORE,
-          "replayed at " + before);
-    }
+    boolean skip = before != null && !request.again();
+    Fate fate = skip ? Fate.REPLAYED_BEFORE : request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
     return new Letter(
         position,
         failedAt,
         error,
         batch.entity(),
         batch.size(),
-        sourceTopic,
-        request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED,
-        null);
+        skip ? null : sourceTopic,
+        fate,
+        skip ? "replayed at " + before : null);
   }
 
   /** The topic of a topic-partition@offset position; null when it is not one. */
