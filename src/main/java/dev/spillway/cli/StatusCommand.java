@@ -6,6 +6,7 @@ import dev.spillway.ops.StatusReport;
 import dev.spillway.runtime.RuntimeInfo;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.PrintWriter;
+import java.time.Instant;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -38,7 +39,7 @@ final class StatusCommand implements Callable<Integer> {
     if (json) {
       out.println(StatusText.json(report));
     } else {
-      out.print(StatusText.render(report));
+      out.print(StatusText.render(report, Instant.now()));
     }
     out.flush();
     return report.failure() == null ? ErrorHandler.OK : ErrorHandler.FAILURE;

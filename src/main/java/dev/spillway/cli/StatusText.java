@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.ops.StatusReport;
 import java.io.UncheckedIOException;
+import java.time.Instant;
 import java.util.List;
 
 /** Renders a status report for people, or as JSON for scripts. */
@@ -22,7 +23,7 @@ final class StatusText {
     }
   }
 
-  static String render(StatusReport r) {
+  static String render(StatusReport r, Instant now) {
     StringBuilder b = new StringBuilder();
     b.append(String.format("Spillway pid %d, running since %s%n", r.pid(), r.startedAt()));
     if (r.failure() != null) {
@@ -78,6 +79,16 @@ final class StatusText {
               s.deadLetteredEvents(),
               s.insertToHandledP50Millis(),
               s.insertToHandledP99Millis()));
+    }
+    if (r.lagReadAt() == null) {
+      b.append("Lag       not read from Kafka yet, or Kafka cannot be read")
+          .append(System.lineSeparator());
+    } else {
+      b.append("Lag       read at ").append(r.lagReadAt()).append(System.lineSeparator());
+      for (String line :
+          LagCommand.render(r.lag() == null ? List.of() : r.lag(), now).split("\n")) {
+        b.append("  ").append(line).append(System.lineSeparator());
+      }
     }
     if (r.capture().isEmpty()) {
       b.append("Capture   nothing configured to capture").append(System.lineSeparator());

@@ -8,8 +8,11 @@ import io.micrometer.core.instrument.MultiGauge.Row;
 import io.micrometer.core.instrument.Tags;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -36,6 +39,10 @@ public final class ConsumerLagGauges implements AutoCloseable {
   private final MultiGauge oldest;
   private final ScheduledExecutorService executor;
   private volatile boolean failing;
+  private volatile Reading latest;
+
+  /** The lag as last read, and when. */
+  public record Reading(Instant at, List<Lag> lags) {}
 
   private ConsumerLagGauges(
       String bootstrapServers,
@@ -99,6 +106,7 @@ public final class ConsumerLagGauges implements AutoCloseable {
             String.valueOf(cause.getMessage()));
         failing = true;
       }
+      latest = null;
       publish(List.of());
       return;
     }
@@ -106,7 +114,13 @@ public final class ConsumerLagGauges implements AutoCloseable {
       log.info("Consumer lag read from Kafka again");
       failing = false;
     }
+    latest = new Reading(clock.instant().truncatedTo(ChronoUnit.MILLIS), List.copyOf(lags));
     publish(lags);
+  }
+
+  /** The last reading; empty before the first and while Kafka cannot be read. */
+  public Optional<Reading> latest() {
+    return Optional.ofNullable(latest);
   }
 
   void publish(List<Lag> lags) {

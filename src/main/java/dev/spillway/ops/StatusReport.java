@@ -15,6 +15,8 @@ public record StatusReport(
     List<HealthStatus> health,
     List<SinkStatus> sinks,
     List<BufferStatus> buffers,
+    String lagReadAt,
+    List<ConsumerLag.Lag> lag,
     String failure) {
 
   public record KafkaStatus(String bootstrapServers, boolean embedded) {}

@@ -77,6 +77,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private String bootstrapServers;
   private Databases databases;
   private HttpEndpoint http;
+  private volatile ConsumerLagGauges lagGauges;
   private Capture capture;
   private HealthMonitor health;
   private final Map<String, LatencyWindow> latency = new java.util.concurrent.ConcurrentHashMap<>();
@@ -163,13 +164,14 @@ public final class SpillwayRuntime implements AutoCloseable {
 
     http = HttpEndpoint.start(config.http().port(), registry, this::status);
     own(http);
-    own(
+    lagGauges =
         ConsumerLagGauges.start(
             bootstrapServers,
             config.kafka().properties(),
             config.kafka().topicPrefix(),
             registry,
-            clock));
+            clock);
+    own(lagGauges);
     Map<String, String> urls = new LinkedHashMap<>();
     endpoints.forEach(e -> urls.put(e.name(), e.url()));
     workingDir.publish(
@@ -404,6 +406,8 @@ public final class SpillwayRuntime implements AutoCloseable {
               h.health().label(),
               h.health().reason()));
     }
+    java.util.Optional<ConsumerLagGauges.Reading> lag =
+        lagGauges == null ? java.util.Optional.empty() : lagGauges.latest();
     List<StatusReport.SinkStatus> sinkStatus = new ArrayList<>();
     sinks.forEach(
         (p, sink) ->
@@ -424,6 +428,8 @@ public final class SpillwayRuntime implements AutoCloseable {
         healthStatus,
         sinkStatus,
         bufferStatus.get(),
+        lag.map(l -> l.at().toString()).orElse(null),
+        lag.map(ConsumerLagGauges.Reading::lags).orElse(List.of()),
         failure().orElse(null));
   }
 

@@ -7,6 +7,7 @@ import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Pipeline;
 import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.ops.ConsumerLag;
 import dev.spillway.ops.ConsumerLagGauges;
 import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusReport;
@@ -108,7 +109,7 @@ class BufferPipelineIT {
                     activity:
                       table: %s.contact_activity_events
                       batch-size: 5
-                      max-wait: 1s
+                      max-wait: 3s
                       handler:
                         http: { url: "%s", headers: { Authorization: "Bearer t" } }
                   """,
@@ -175,6 +176,18 @@ class BufferPipelineIT {
                                     + ".buffers.sink\",topic=\""
                                     + prefix
                                     + ".buffers.activity.batches\"} 0.0"));
+            // The same reading in the status report.
+            StatusReport withLag = StatusClient.fetch(runtime.httpPort());
+            assertThat(withLag.lagReadAt()).isNotNull();
+            assertThat(withLag.lag())
+                .contains(
+                    new ConsumerLag.Lag(
+                        prefix + ".buffers.sink",
+                        prefix + ".buffers.activity.batches",
+                        runtime.config().kafka().partitions(),
+                        0,
+                        null,
+                        1));
           });
     }
   }

@@ -1,0 +1,64 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.ops.ConsumerLag.Lag;
+import dev.spillway.ops.StatusReport;
+import java.time.Instant;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class StatusTextTest {
+  private static final Instant NOW = Instant.parse("2026-11-24T10:00:00Z");
+
+  private static StatusReport report(String lagReadAt, List<Lag> lag) {
+    return new StatusReport(
+        42,
+        "2026-11-24T09:00:00Z",
+        new StatusReport.KafkaStatus("localhost:9092", false),
+        List.of(),
+        List.of(),
+        List.of(),
+        List.of(),
+        List.of(),
+        lagReadAt,
+        lag,
+        null);
+  }
+
+  @Test
+  void should_show_each_groups_lag_as_last_read() {
+    String text =
+        StatusText.render(
+            report(
+                "2026-11-24T09:59:55Z",
+                List.of(
+                    new Lag("s.buffers.sink", "s.buffers.a.batches", 3, 0, null, 1),
+                    new Lag(
+                        "s.lfk.sink",
+                        "s.lfk.cleanup-batches",
+                        3,
+                        1200,
+                        NOW.minusSeconds(90).toEpochMilli(),
+                        2))),
+            NOW);
+
+    assertThat(text)
+        .contains(
+            """
+            Lag       read at 2026-11-24T09:59:55Z
+              GROUP           TOPIC                         LAG  OLDEST WAITING  MEMBERS
+              s.buffers.sink  s.buffers.a.batches             0               -        1
+              s.lfk.sink      s.lfk.cleanup-batches        1200          1m 30s        2
+            """
+                .replace("\n", System.lineSeparator()));
+  }
+
+  @Test
+  void should_say_when_the_lag_could_not_be_read() {
+    assertThat(StatusText.render(report(null, List.of()), NOW))
+        .contains("Lag       not read from Kafka yet, or Kafka cannot be read");
+    assertThat(StatusText.render(report("2026-11-24T09:59:55Z", List.of()), NOW))
+        .contains("  No consumer groups of Spillway's in Kafka yet.");
+  }
+}
