@@ -120,33 +120,37 @@ public final class TopicRange implements AutoCloseable {
     if (partitions.isEmpty()) {
       return;
     }
-    consumer.assign(partitions);
-    Map<TopicPartition, Long> first = consumer.beginningOffsets(partitions);
-    Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
-    Map<TopicPartition, Long> from = start.positions(partitions);
-    Map<TopicPartition, Long> remaining = new HashMap<>();
-    for (TopicPartition tp : partitions) {
-      long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));
-      if (position < end.get(tp)) {
-        consumer.seek(tp, position);
-        remaining.put(tp, end.get(tp));
-      }
-    }
-    consumer.assign(new ArrayList<>(remaining.keySet()));
-    while (!remaining.isEmpty()) {
-      for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
-        Long stop = remaining.get(new TopicPartition(r.topic(), r.partition()));
-        if (stop != null && r.offset() < stop) {
-          each.accept(r);
+    try {
+      consumer.assign(partitions);
+      Map<TopicPartition, Long> first = consumer.beginningOffsets(partitions);
+      Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+      Map<TopicPartition, Long> from = start.positions(partitions);
+      Map<TopicPartition, Long> remaining = new HashMap<>();
+      for (TopicPartition tp : partitions) {
+        long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));
+        if (position < end.get(tp)) {
+          consumer.seek(tp, position);
+          remaining.put(tp, end.get(tp));
         }
       }
-      // Compacted or control records leave gaps: the position, not the last record, tells.
-      remaining.keySet().removeIf(tp -> consumer.position(tp) >= remaining.get(tp));
-      if (Thread.interrupted()) {
-        throw new InterruptedException();
+      consumer.assign(new ArrayList<>(remaining.keySet()));
+      while (!remaining.isEmpty()) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
+          Long stop = remaining.get(new TopicPartition(r.topic(), r.partition()));
+          if (stop != null && r.offset() < stop) {
+            each.accept(r);
+          }
+        }
+        // Compacted or control records leave gaps: the position, not the last record, tells.
+        remaining.keySet().removeIf(tp -> consumer.position(tp) >= remaining.get(tp));
+        if (Thread.interrupted()) {
+          throw new InterruptedException();
+        }
       }
+    } finally {
+      // The consumer serves later reads: nothing assigned may outlive this one.
+      consumer.assign(List.of());
     }
-    consumer.assign(List.of());
   }
 
   /** The topic's partitions; none when it does not exist. */

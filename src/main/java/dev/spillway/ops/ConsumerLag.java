@@ -1,5 +1,6 @@
 package dev.spillway.ops;
 
+import dev.spillway.event.Pipeline;
 import dev.spillway.event.TopicRange;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -50,7 +51,7 @@ public final class ConsumerLag {
 
   private ConsumerLag() {}
 
-  /** The lag of every consumer group whose name starts with {@code prefix.}. */
+  /** The lag of every consumer group named {@code <prefix>.<pipeline>.…}. */
   public static List<Lag> read(
       String bootstrapServers, Map<String, String> kafkaProperties, String prefix)
       throws InterruptedException, ExecutionException {
@@ -59,15 +60,19 @@ public final class ConsumerLag {
     }
   }
 
-  /** The lag of every consumer group whose name starts with {@code prefix.}, read through range. */
+  /** The lag of every consumer group named {@code <prefix>.<pipeline>.…}, read through range. */
   public static List<Lag> read(TopicRange range, String prefix)
       throws InterruptedException, ExecutionException {
     Admin admin = range.admin();
     KafkaConsumer<byte[], byte[]> consumer = range.consumer();
     Set<String> groups = new TreeSet<>();
     for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
-      if (g.groupId().startsWith(prefix + ".")) {
-        groups.add(g.groupId());
+      for (Pipeline p : Pipeline.values()) {
+        // Per pipeline: a deployment whose prefix extends this one ("spillway.staging") is not
+        // ours.
+        if (g.groupId().startsWith(prefix + "." + p.id() + ".")) {
+          groups.add(g.groupId());
+        }
       }
     }
     if (groups.isEmpty()) {
@@ -160,23 +165,28 @@ public final class ConsumerLag {
     if (at.isEmpty()) {
       return null;
     }
-    consumer.assign(at.keySet());
-    at.forEach(consumer::seek);
     Map<TopicPartition, Long> found = new HashMap<>();
-    long until = System.nanoTime() + OLDEST_WAIT.toNanos();
-    while (found.size() < at.size() && System.nanoTime() < until) {
-      for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
-        TopicPartition tp = new TopicPartition(r.topic(), r.partition());
-        if (!found.containsKey(tp)) {
-          found.put(tp, r.timestamp());
-          consumer.pause(List.of(tp));
+    try {
+      consumer.assign(at.keySet());
+      at.forEach(consumer::seek);
+      long until = System.nanoTime() + OLDEST_WAIT.toNanos();
+      while (found.size() < at.size() && System.nanoTime() < until) {
+        for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
+          TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+          if (!found.containsKey(tp)) {
+            found.put(tp, r.timestamp());
+            consumer.pause(List.of(tp));
+          }
+        }
+        if (Thread.interrupted()) {
+          throw new InterruptedException();
         }
       }
-      if (Thread.interrupted()) {
-        throw new InterruptedException();
-      }
+    } finally {
+      // The consumer serves later reads: nothing paused or assigned may outlive this one.
+      consumer.resume(consumer.paused());
+      consumer.assign(List.of());
     }
-    consumer.assign(List.of());
     return found.values().stream().min(Long::compare).orElse(null);
   }
 }

@@ -103,7 +103,7 @@ class ConsumerLagIT {
   /**
    * Two topics under a new prefix: the sink has settled two batches of partition 0 and none of
    * partition 1 (behind from its first record, though the group never committed on it); the
-   * buffer's application is up to date; a group of another prefix is no business of this one.
+   * buffer's application is up to date; groups of other prefixes are no business of this one.
    */
   private static String seed(String bootstrap) throws Exception {
     String prefix = "g" + UUID.randomUUID().toString().substring(0, 8);
@@ -132,6 +132,8 @@ class ConsumerLagIT {
     commit(bootstrap, prefix + ".lfk.sink", Map.of(new TopicPartition(batches, 0), 2L));
     commit(bootstrap, prefix + ".buffers.a", Map.of(new TopicPartition(events, 0), 1L));
     commit(bootstrap, "other." + prefix, Map.of(new TopicPartition(events, 0), 0L));
+    // Nor is one of a deployment whose prefix extends this one.
+    commit(bootstrap, prefix + ".staging.lfk.sink", Map.of(new TopicPartition(events, 0), 0L));
     return prefix;
   }
 
