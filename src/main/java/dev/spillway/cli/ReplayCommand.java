@@ -170,12 +170,25 @@ final class ReplayCommand implements Runnable {
               topics.replays(pipeline),
               batches,
               new DeadLetterReplay.Request(options.since, only, options.dryRun, options.again));
-    } catch (java.util.concurrent.ExecutionException e) {
+    } catch (DeadLetterReplay.IncompleteReplay e) {
       throw new IllegalStateException(
-          "Kafka did not take every replayed batch ("
-              + e.getCause().getMessage()
-              + "); those it took run again, but are not recorded as replayed: replaying again"
-              + " hands them over twice, with the same group ids.",
+          e.recorded()
+              ? "Kafka did not take "
+                  + e.failed()
+                  + " of "
+                  + (e.taken() + e.failed())
+                  + " replayed batches ("
+                  + e.getMessage()
+                  + "); the "
+                  + e.taken()
+                  + " it took run and are recorded as replayed, so replaying again hands over only"
+                  + " the rest."
+              : "Kafka took "
+                  + e.taken()
+                  + " replayed batches but could not record them as replayed ("
+                  + e.getMessage()
+                  + "); they run, and replaying again hands them over twice, with the same group"
+                  + " ids.",
           e.getCause());
     }
     PrintWriter out = spec.commandLine().getOut();
@@ -273,6 +286,15 @@ final class ReplayCommand implements Runnable {
 
   /** {@code --since}: an ISO-8601 instant, or a duration meaning that long ago. */
   static final class SinceConverter implements ITypeConverter<Instant> {
+    /** Kafka finds records by time from 1970 on only. */
+    private static Instant notBeforeEpoch(Instant since, String value) {
+      if (since.isBefore(Instant.EPOCH)) {
+        throw new TypeConversionException(
+            "'" + value + "' is before 1970-01-01T00:00:00Z, where Kafka's record times begin");
+      }
+      return since;
+    }
+
     private final Clock clock;
 
     SinceConverter() {
@@ -286,11 +308,11 @@ final class ReplayCommand implements Runnable {
     @Override
     public Instant convert(String value) {
       try {
-        return Instant.parse(value.trim());
+        return notBeforeEpoch(Instant.parse(value.trim()), value);
       } catch (DateTimeParseException e) {
         Optional<Duration> ago = DurationText.parse(value);
         if (ago.isPresent() && !ago.get().isNegative()) {
-          return clock.instant().minus(ago.get());
+          return notBeforeEpoch(clock.instant().minus(ago.get()), value);
         }
       }
       throw new TypeConversionException(

@@ -86,7 +86,7 @@ final class StatusText {
     } else {
       b.append("Lag       read at ").append(r.lagReadAt()).append(System.lineSeparator());
       for (String line :
-          LagCommand.render(r.lag() == null ? List.of() : r.lag(), now).split("\n")) {
+          LagCommand.render(r.lag() == null ? List.of() : r.lag(), now).split("\\R")) {
         b.append("  ").append(line).append(System.lineSeparator());
       }
     }

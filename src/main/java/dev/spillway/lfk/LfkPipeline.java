@@ -52,7 +52,6 @@ public final class LfkPipeline {
     return new LfkPipeline(settings, keys, metrics);
   }
 
-  /** What capture must route: deletes of every parent table, from the database holding it. */
   /** Cleanup batches, as a replay of the dead-letter topic reads them: per parent table. */
   public static DeadLetterReplay.Batches deadLetterBatches(Topics topics) {
     return new DeadLetterReplay.Batches(
@@ -63,6 +62,7 @@ public final class LfkPipeline {
         });
   }
 
+  /** What capture must route: deletes of every parent table, from the database holding it. */
   public List<CaptureRoute> routes(Topics topics) {
     return routes(keys, topics);
   }

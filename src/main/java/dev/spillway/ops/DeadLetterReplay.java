@@ -110,7 +110,7 @@ public final class DeadLetterReplay {
       String replays,
       Batches batches,
       Request request)
-      throws InterruptedException, ExecutionException {
+      throws InterruptedException, ExecutionException, IncompleteReplay {
     List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
     Map<String, Instant> replayedBefore = new HashMap<>();
     try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
@@ -130,6 +130,10 @@ public final class DeadLetterReplay {
             }
           });
     }
+    // In the topic's order, the same from run to run.
+    read.sort(
+        java.util.Comparator.comparingInt((ConsumerRecord<byte[], byte[]> r) -> r.partition())
+            .thenComparingLong(ConsumerRecord::offset));
     List<Letter> letters = new ArrayList<>();
     List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
@@ -250,7 +254,36 @@ public final class DeadLetterReplay {
   }
 
   /**
-   * Sends every batch and waits for Kafka to acknowledge each, then records them as replayed (a
+   * A replay Kafka did not wholly take: the batches it took run and were recorded as replayed
+   * (unless {@code recorded} is false), the others were not sent.
+   */
+  public static final class IncompleteReplay extends Exception {
+    private final int taken;
+    private final int failed;
+    private final boolean recorded;
+
+    IncompleteReplay(int taken, int failed, boolean recorded, Throwable cause) {
+      super(cause.getMessage(), cause);
+      this.taken = taken;
+      this.failed = failed;
+      this.recorded = recorded;
+    }
+
+    public int taken() {
+      return taken;
+    }
+
+    public int failed() {
+      return failed;
+    }
+
+    public boolean recorded() {
+      return recorded;
+    }
+  }
+
+  /**
+   * Sends every batch, waits for each acknowledgement, then records those Kafka took as replayed (a
    * replay cut off in between hands them over again next time: at least once).
    */
   private static void send(
@@ -260,7 +293,10 @@ public final class DeadLetterReplay {
       String replays,
       List<ProducerRecord<byte[], byte[]>> sends,
       List<ProducerRecord<byte[], byte[]>> records)
-      throws InterruptedException, ExecutionException {
+      throws InterruptedException, IncompleteReplay {
+    // Before any batch goes: a replay that cannot be recorded sends nothing.
+    TopicProvisioner.ensure(
+        bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
     Properties p =
         KafkaClients.properties(
             Map.of(),
@@ -276,23 +312,34 @@ public final class DeadLetterReplay {
                 true));
     try (Producer<byte[], byte[]> producer =
         new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-      awaitAll(producer, sends);
-    }
-    TopicProvisioner.ensure(
-        bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
-    try (Producer<byte[], byte[]> producer =
-        new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-      awaitAll(producer, records);
-    }
-  }
-
-  private static void awaitAll(
-      Producer<byte[], byte[]> producer, List<ProducerRecord<byte[], byte[]>> records)
-      throws InterruptedException, ExecutionException {
-    List<Future<RecordMetadata>> acks = new ArrayList<>();
-    records.forEach(r -> acks.add(producer.send(r)));
-    for (Future<RecordMetadata> ack : acks) {
-      ack.get();
+      List<Future<RecordMetadata>> acks = new ArrayList<>();
+      for (ProducerRecord<byte[], byte[]> r : sends) {
+        acks.add(producer.send(r));
+      }
+      List<ProducerRecord<byte[], byte[]>> taken = new ArrayList<>();
+      Throwable failure = null;
+      for (int i = 0; i < acks.size(); i++) {
+        try {
+          acks.get(i).get();
+          taken.add(records.get(i));
+        } catch (ExecutionException e) {
+          failure = failure == null ? e.getCause() : failure;
+        }
+      }
+      List<Future<RecordMetadata>> recorded = new ArrayList<>();
+      for (ProducerRecord<byte[], byte[]> r : taken) {
+        recorded.add(producer.send(r));
+      }
+      try {
+        for (Future<RecordMetadata> f : recorded) {
+          f.get();
+        }
+      } catch (ExecutionException e) {
+        throw new IncompleteReplay(taken.size(), sends.size() - taken.size(), false, e.getCause());
+      }
+      if (failure != null) {
+        throw new IncompleteReplay(taken.size(), sends.size() - taken.size(), true, failure);
+      }
     }
   }
 }

@@ -35,6 +35,14 @@ class ReplayCommandTest {
                 + " such as 30m, 2h or 1d");
     assertThatThrownBy(() -> since.convert("2026-11-24"))
         .isInstanceOf(TypeConversionException.class);
+    assertThatThrownBy(() -> since.convert("1960-01-01T00:00:00Z"))
+        .isInstanceOf(TypeConversionException.class)
+        .hasMessage(
+            "'1960-01-01T00:00:00Z' is before 1970-01-01T00:00:00Z, where Kafka's record times"
+                + " begin");
+    assertThatThrownBy(() -> since.convert("30000d"))
+        .isInstanceOf(TypeConversionException.class)
+        .hasMessageStartingWith("'30000d' is before 1970");
   }
 
   @Test

@@ -1,7 +1,9 @@
 package dev.spillway.ops;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.CleanupBatch;
 import dev.spillway.event.EventSerdes;
@@ -11,6 +13,7 @@ import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.ops.DeadLetterReplay.Fate;
 import dev.spillway.ops.DeadLetterReplay.Letter;
+import dev.spillway.ops.DeadLetterReplay.Request;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TopicReader;
@@ -194,6 +197,48 @@ class DeadLetterReplayIT {
         .extracting(Letter::fate)
         .containsExactly(Fate.REPLAYED);
     assertThat(endOffsets(batches)).isEqualTo(3);
+  }
+
+  @Test
+  void should_record_nothing_and_say_so_when_kafka_does_not_take_the_batches() throws Exception {
+    String batches = topics.cleanupBatches();
+    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7"));
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.deleteTopics(List.of(batches)).all().get();
+    }
+    Request all = new Request(null, t -> true, false, false);
+
+    assertThatThrownBy(
+            () ->
+                DeadLetterReplay.replay(
+                    bootstrap,
+                    Map.of("max.block.ms", "1000"),
+                    (short) 1,
+                    topics.dlq(Pipeline.LFK),
+                    topics.replays(Pipeline.LFK),
+                    LfkPipeline.deadLetterBatches(topics),
+                    all))
+        .isInstanceOfSatisfying(
+            DeadLetterReplay.IncompleteReplay.class,
+            e -> {
+              assertThat(e.taken()).isZero();
+              assertThat(e.failed()).isEqualTo(1);
+              assertThat(e.recorded()).isTrue();
+            });
+
+    // Not recorded as replayed: once the topic is back, the next replay takes it.
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      await()
+          .atMost(TIMEOUT)
+          .ignoreExceptions()
+          .until(
+              () -> {
+                admin.createTopics(List.of(new NewTopic(batches, 2, (short) 1))).all().get();
+                return true;
+              });
+    }
+    assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
+    assertThat(endOffsets(batches)).isEqualTo(1);
   }
 
   private long endOffsets(String topic) throws Exception {
