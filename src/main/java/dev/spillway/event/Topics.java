@@ -92,6 +92,20 @@ public final class Topics {
     return prefix + ".capture.offsets";
   }
 
+  /**
+   * Whether a topic, consumer group or application id is one of this prefix's, {@code
+   * <prefix>.<pipeline>.…}; a prefix that extends this one ({@code spillway.staging}) is another
+   * deployment's.
+   */
+  public boolean owns(String name) {
+    for (Pipeline p : Pipeline.values()) {
+      if (name.startsWith(prefix + "." + p.id() + ".")) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** The dead-letter topics of every pipeline. */
   public List<String> deadLetterTopics() {
     List<String> topics = new ArrayList<>();

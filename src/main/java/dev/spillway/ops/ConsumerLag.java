@@ -1,7 +1,7 @@
 package dev.spillway.ops;
 
-import dev.spillway.event.Pipeline;
 import dev.spillway.event.TopicRange;
+import dev.spillway.event.Topics;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -65,14 +65,11 @@ public final class ConsumerLag {
       throws InterruptedException, ExecutionException {
     Admin admin = range.admin();
     KafkaConsumer<byte[], byte[]> consumer = range.consumer();
+    Topics names = new Topics(prefix);
     Set<String> groups = new TreeSet<>();
     for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
-      for (Pipeline p : Pipeline.values()) {
-        // Per pipeline: a deployment whose prefix extends this one ("spillway.staging") is not
-        // ours.
-        if (g.groupId().startsWith(prefix + "." + p.id() + ".")) {
-          groups.add(g.groupId());
-        }
+      if (names.owns(g.groupId())) {
+        groups.add(g.groupId());
       }
     }
     if (groups.isEmpty()) {
