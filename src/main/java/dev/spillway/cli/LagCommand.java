@@ -71,9 +71,8 @@ final class LagCommand implements Callable<Integer> {
   }
 
   private static Long ageSeconds(Lag l, Instant now) {
-    return l.oldestWaitingMillis() == null
-        ? null
-        : Math.max(0, (now.toEpochMilli() - l.oldestWaitingMillis()) / 1000);
+    Long waited = l.waitedMillis(now.toEpochMilli());
+    return waited == null ? null : waited / 1000;
   }
 
   static String render(List<Lag> lags, Instant now) {

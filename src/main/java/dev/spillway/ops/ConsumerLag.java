@@ -42,12 +42,16 @@ public final class ConsumerLag {
    * @param members consumers in the group now
    */
   public record Lag(
-      String group,
-      String topic,
-      int partitions,
-      long lag,
-      Long oldestWaitingMillis,
-      int members) {}
+      String group, String topic, int partitions, long lag, Long oldestWaitingMillis, int members) {
+
+    /**
+     * How long the oldest waiting record has waited at {@code nowMillis}, never negative (clocks
+     * may disagree); null when none waits or it could not be read.
+     */
+    public Long waitedMillis(long nowMillis) {
+      return oldestWaitingMillis == null ? null : Math.max(0, nowMillis - oldestWaitingMillis);
+    }
+  }
 
   private ConsumerLag() {}
 

@@ -126,15 +126,14 @@ public final class ConsumerLagGauges implements AutoCloseable {
   void publish(List<Lag> lags) {
     records.register(lags.stream().map(l -> Row.of(tags(l), l.lag())).toList(), true);
     oldest.register(
-        lags.stream()
-            .map(l -> Row.of(tags(l), () -> ageSeconds(l.oldestWaitingMillis(), clock.millis())))
-            .toList(),
+        lags.stream().map(l -> Row.of(tags(l), () -> ageSeconds(l, clock.millis()))).toList(),
         true);
   }
 
-  /** Seconds since {@code oldestMillis}; 0 when nothing waits or the clocks disagree. */
-  static double ageSeconds(Long oldestMillis, long nowMillis) {
-    return oldestMillis == null ? 0 : Math.max(0, nowMillis - oldestMillis) / 1000.0;
+  /** Seconds the oldest waiting record has waited; 0 when none waits. */
+  private static double ageSeconds(Lag l, long nowMillis) {
+    Long waited = l.waitedMillis(nowMillis);
+    return waited == null ? 0 : waited / 1000.0;
   }
 
   private static Tags tags(Lag l) {

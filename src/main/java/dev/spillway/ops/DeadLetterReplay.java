@@ -6,6 +6,7 @@ import dev.spillway.event.TopicRange;
 import dev.spillway.sink.SinkHeaders;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -132,7 +133,7 @@ public final class DeadLetterReplay {
     }
     // In the topic's order, the same from run to run.
     read.sort(
-        java.util.Comparator.comparingInt((ConsumerRecord<byte[], byte[]> r) -> r.partition())
+        Comparator.comparingInt((ConsumerRecord<byte[], byte[]> r) -> r.partition())
             .thenComparingLong(ConsumerRecord::offset));
     List<Letter> letters = new ArrayList<>();
     List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();

@@ -36,6 +36,7 @@ import java.util.Deque;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -231,8 +232,8 @@ public final class SpillwayRuntime implements AutoCloseable {
   }
 
   /** The pipeline's sink in this process, if it started one. */
-  public java.util.Optional<Sink> sink(Pipeline pipeline) {
-    return java.util.Optional.ofNullable(sinks.get(pipeline));
+  public Optional<Sink> sink(Pipeline pipeline) {
+    return Optional.ofNullable(sinks.get(pipeline));
   }
 
   /**
@@ -352,7 +353,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   }
 
   /** Why a part stopped on its own, if one did; the process should then exit with 1. */
-  public java.util.Optional<String> failure() {
+  public Optional<String> failure() {
     if (capture != null && capture.failure().isPresent()) {
       return capture.failure();
     }
@@ -366,7 +367,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         return app.failure();
       }
     }
-    return java.util.Optional.empty();
+    return Optional.empty();
   }
 
   /** The report served at {@code /api/status}. Reads slot state from each database. */
@@ -406,8 +407,8 @@ public final class SpillwayRuntime implements AutoCloseable {
               h.health().label(),
               h.health().reason()));
     }
-    java.util.Optional<ConsumerLagGauges.Reading> lag =
-        lagGauges == null ? java.util.Optional.empty() : lagGauges.latest();
+    Optional<ConsumerLagGauges.Reading> lag =
+        lagGauges == null ? Optional.empty() : lagGauges.latest();
     List<StatusReport.SinkStatus> sinkStatus = new ArrayList<>();
     sinks.forEach(
         (p, sink) ->
