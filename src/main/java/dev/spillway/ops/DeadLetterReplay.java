@@ -137,7 +137,6 @@ public final class DeadLetterReplay {
             .thenComparingLong(ConsumerRecord::offset));
     List<Letter> letters = new ArrayList<>();
     List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();
-    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     for (ConsumerRecord<byte[], byte[]> r : read) {
       Letter letter = examine(r, batches, request, replayedBefore);
       if (letter.entity() != null && !request.only().test(letter.entity())) {
@@ -147,13 +146,10 @@ public final class DeadLetterReplay {
       if (letter.fate() == Fate.REPLAYED) {
         sends.add(
             new ProducerRecord<>(letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)));
-        records.add(
-            new ProducerRecord<>(
-                replays, SinkHeaders.text(letter.position()), SinkHeaders.text(letter.sentTo())));
       }
     }
     if (!sends.isEmpty()) {
-      send(bootstrapServers, kafkaProperties, replicationFactor, replays, sends, records);
+      send(bootstrapServers, kafkaProperties, replicationFactor, replays, sends);
     }
     return letters;
   }
@@ -255,6 +251,18 @@ public final class DeadLetterReplay {
   }
 
   /**
+   * The record saying a batch was replayed: keyed by the dead letter it came from (its {@code
+   * spillway.replayed-from}), naming the batches topic it went to.
+   */
+  private static ProducerRecord<byte[], byte[]> replayRecord(
+      String replays, ProducerRecord<byte[], byte[]> sent) {
+    return new ProducerRecord<>(
+        replays,
+        sent.headers().lastHeader(SinkHeaders.REPLAYED_FROM).value(),
+        SinkHeaders.text(sent.topic()));
+  }
+
+  /**
    * A replay Kafka did not wholly take: the batches it took run and were recorded as replayed
    * (unless {@code recorded} is false), the others were not sent.
    */
@@ -292,8 +300,7 @@ public final class DeadLetterReplay {
       Map<String, String> kafkaProperties,
       short replicationFactor,
       String replays,
-      List<ProducerRecord<byte[], byte[]>> sends,
-      List<ProducerRecord<byte[], byte[]>> records)
+      List<ProducerRecord<byte[], byte[]>> sends)
       throws InterruptedException, IncompleteReplay {
     // Before any batch goes: a replay that cannot be recorded sends nothing.
     TopicProvisioner.ensure(
@@ -322,7 +329,7 @@ public final class DeadLetterReplay {
       for (int i = 0; i < acks.size(); i++) {
         try {
           acks.get(i).get();
-          taken.add(records.get(i));
+          taken.add(replayRecord(replays, sends.get(i)));
         } catch (ExecutionException e) {
           failure = failure == null ? e.getCause() : failure;
         }
