@@ -25,7 +25,8 @@ import java.util.stream.IntStream;
  * events, since their rows may have been deleted when it was dead-lettered), call the handler,
  * delete what it handled in one statement, and call again for the rest after a backoff, up to
  * {@code max-attempts} calls. What is left then becomes a permanent failure carrying just those
- * events, for the dead-letter topic.
+ * events, for the dead-letter topic. A replayed batch paused after part of it was handled goes back
+ * as just its rest, since no row would tell its next run what was handled.
  */
 final class BatchRun {
   private static final Duration CHECK_EVERY = Duration.ofMillis(100);
@@ -40,6 +41,9 @@ final class BatchRun {
   private final boolean replayed;
   private final RunContext context;
   private final Clock clock;
+
+  /** The events not handled yet; null until the run knows which are buffered. */
+  private List<BufferEvent> pending;
 
   /**
    * @param replayed whether the batch was handed over again from the dead-letter topic
@@ -59,6 +63,12 @@ final class BatchRun {
     } catch (RunningBuffer.RunEnded e) {
       // Stopping, STOP or a limit between steps: what earlier calls handled is deleted, the rest
       // runs again later.
+      if (replayed
+          && e.outcome instanceof Outcome.Paused p
+          && pending != null
+          && pending.size() < batch.events().size()) {
+        return new Outcome.Paused(p.reason(), EventSerdes.encode(batch.withEvents(pending)));
+      }
       return e.outcome;
     }
   }
@@ -69,7 +79,7 @@ final class BatchRun {
     if (buffered.isEmpty()) {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
-    List<BufferEvent> pending = buffered.get();
+    pending = buffered.get();
     if (pending.isEmpty()) {
       return new Outcome.Done(0);
     }

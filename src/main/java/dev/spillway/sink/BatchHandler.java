@@ -25,7 +25,8 @@ public interface BatchHandler {
 
   /**
    * Told after a run that reached a limit was put back: behind other work ({@code delayed} false)
-   * or on the delay topic after the configured attempts. For a pipeline's own metrics.
+   * or on the delay topic after the configured attempts; also after a paused run's rest was put
+   * back behind other work. For a pipeline's own metrics.
    *
    * @param attempts the attempts the batch now carries
    */

@@ -18,12 +18,21 @@ public sealed interface Outcome {
   }
 
   /**
-   * Health said STOP, or the worker is stopping: the run ended between sub-batches, nothing is
-   * committed, and the batch runs again from the start (statements are idempotent).
+   * Health said STOP, or the worker is stopping: the run ended between sub-batches. Nothing is
+   * committed and the batch runs again from the start (statements are idempotent), unless the run
+   * names its rest: then just that goes back to the end of the batch's topic, with the same
+   * attempts, and the offset is committed. A run names its rest when running the done part again
+   * would repeat it.
+   *
+   * @param rest what is left of the batch, as a value of its topic, or null to run it all again
    */
-  record Paused(String reason) implements Outcome {
+  record Paused(String reason, byte[] rest) implements Outcome {
     public Paused {
       Objects.requireNonNull(reason);
+    }
+
+    public Paused(String reason) {
+      this(reason, null);
     }
   }
 

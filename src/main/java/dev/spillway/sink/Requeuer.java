@@ -28,9 +28,15 @@ final class Requeuer {
   }
 
   void requeue(SinkRecord r, int attempts) throws InterruptedException, ExecutionException {
+    requeue(r, attempts, r.value());
+  }
+
+  /** Back to the end of its batches topic as {@code value}, say only what is left of it. */
+  void requeue(SinkRecord r, int attempts, byte[] value)
+      throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
-    send(r.topic(), r, h);
+    send(r.topic(), r.key(), value, h);
   }
 
   void delay(SinkRecord r, int attempts, long consumeAfterMillis)
@@ -40,7 +46,7 @@ final class Requeuer {
     h.remove(SinkHeaders.CONSUME_AFTER)
         .add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(consumeAfterMillis));
     h.remove(SinkHeaders.BATCHES_TOPIC).add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(r.topic()));
-    send(delayedTopic, r, h);
+    send(delayedTopic, r.key(), r.value(), h);
   }
 
   /**
@@ -54,11 +60,6 @@ final class Requeuer {
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(r.attempts()));
     h.add(SinkHeaders.FAILED_AT, SinkHeaders.longValue(clock.millis()));
     send(deadLetterTopic, r.key(), value == null ? r.value() : value, h);
-  }
-
-  private void send(String topic, SinkRecord r, RecordHeaders headers)
-      throws InterruptedException, ExecutionException {
-    send(topic, r.key(), r.value(), headers);
   }
 
   private void send(String topic, byte[] key, byte[] value, RecordHeaders headers)

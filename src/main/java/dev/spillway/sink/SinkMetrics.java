@@ -28,7 +28,10 @@ public final class SinkMetrics {
     this.rows = counter("spillway_sink_rows", "Rows modified by sub-batches");
     this.deadLettered = counter("spillway_sink_dead_lettered", "Batches sent to the .dlq topic");
     this.delayed = counter("spillway_sink_delayed", "Batches sent to the delay topic");
-    this.requeued = counter("spillway_sink_requeued", "Batches re-enqueued after a limit");
+    this.requeued =
+        counter(
+            "spillway_sink_requeued",
+            "Batches re-enqueued after a limit, or what was left of them after a pause");
     this.subBatch =
         Timer.builder("spillway_sink_sub_batch")
             .description("Sub-batch latency")

@@ -120,6 +120,13 @@ final class UnitOfWork {
 
   private Result act(SinkRecord record, Outcome outcome)
       throws InterruptedException, ExecutionException {
+    if (outcome instanceof Outcome.Paused p && p.rest() != null) {
+      // Part of it is done: only the rest goes back, behind what waits, with the same attempts.
+      requeuer.requeue(record, record.attempts(), p.rest());
+      metrics.requeued();
+      handler.requeued(record, record.attempts(), false);
+      return new Result(record, outcome, true);
+    }
     if (outcome instanceof Outcome.Done || outcome instanceof Outcome.Paused) {
       // Done: commit. Paused: leave the offset, the batch runs again once allowed.
       return new Result(record, outcome, outcome instanceof Outcome.Done);
