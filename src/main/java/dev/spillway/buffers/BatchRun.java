@@ -200,12 +200,19 @@ final class BatchRun {
     return List.of();
   }
 
-  /** Deletes (and archives) handled rows in one statement, its own transaction. */
+  /**
+   * Deletes (and archives) handled rows in one statement, its own transaction. A replayed batch's
+   * rows deleted at dead-lettering are archived from its events.
+   */
   private void delete(List<BufferEvent> done) throws SQLException {
     long start = System.nanoTime();
     int deleted;
     try (Connection c = context.dataSource().getConnection()) {
-      deleted = BufferStatements.deleteHandled(c, buffer.table, ids(done));
+      deleted =
+          replayed && buffer.table.archive().isPresent()
+              ? BufferStatements.deleteHandledReplayed(
+                  c, buffer.table, ids(done), done.stream().map(BufferEvent::row).toList())
+              : BufferStatements.deleteHandled(c, buffer.table, ids(done));
     }
     context.subBatchDone(deleted, System.nanoTime() - start);
     buffer.metrics.handled(done, clock.millis(), replayed);

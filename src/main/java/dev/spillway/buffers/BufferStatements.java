@@ -9,7 +9,9 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.StringJoiner;
@@ -156,6 +158,79 @@ final class BufferStatements {
       ps.setArray(1, idArray(c, t.idType(), ids)); // the handled ids
       return ps.executeUpdate();
     }
+  }
+
+  /**
+   * As {@link #deleteHandled}, for a replayed batch with an archive table: its rows still buffered
+   * are moved there, and those gone (deleted when the batch was dead-lettered) are archived from
+   * the events' values, which PostgreSQL reads as the buffer table's row type. Rows the archive
+   * table refuses as conflicting (a unique key it already holds, say from an earlier replay) are
+   * left out. Returns the rows archived.
+   */
+  static int deleteHandledReplayed(
+      Connection c, BufferTable t, Collection<Object> ids, List<Map<String, Object>> rows)
+      throws SQLException {
+    String columns = t.columnList();
+    String sql =
+        "WITH handled AS (DELETE FROM "
+            + t.table().quoted()
+            + " WHERE "
+            + t.id()
+            + " = ANY (?) RETURNING "
+            + columns
+            + ") INSERT INTO "
+            + t.archive().orElseThrow().quoted()
+            + " ("
+            + columns
+            + ") SELECT "
+            + columns
+            + " FROM handled UNION ALL SELECT "
+            + columns
+            + " FROM (SELECT (CAST(u.r AS "
+            + t.table().quoted()
+            + ")).* FROM unnest(?::text[]) AS u(r)) g WHERE NOT EXISTS (SELECT 1 FROM handled h"
+            + " WHERE h."
+            + t.id()
+            + " = g."
+            + t.id()
+            + ") ON CONFLICT DO NOTHING";
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setArray(1, idArray(c, t.idType(), ids)); // the handled ids
+      String[] records = rows.stream().map(r -> recordText(t.columns(), r)).toArray(String[]::new);
+      ps.setArray(2, c.createArrayOf("text", records)); // the handled rows, as events carry them
+      return ps.executeUpdate();
+    }
+  }
+
+  /**
+   * A row as PostgreSQL's text form of a record of these columns: {@code (1,"call",)}, each value
+   * quoted, a column the row lacks or holds null as nothing. Values are what capture puts in
+   * events: text PostgreSQL reads back, numbers and booleans, {@code bytea} as bytes (written in
+   * hex).
+   */
+  static String recordText(List<String> columns, Map<String, Object> row) {
+    StringBuilder out = new StringBuilder("(");
+    for (int i = 0; i < columns.size(); i++) {
+      if (i > 0) {
+        out.append(',');
+      }
+      Object v = row.get(columns.get(i));
+      if (v == null) {
+        continue;
+      }
+      String text =
+          v instanceof byte[] bytes ? "\\x" + HexFormat.of().formatHex(bytes) : v.toString();
+      out.append('"');
+      for (int k = 0; k < text.length(); k++) {
+        char ch = text.charAt(k);
+        if (ch == '"' || ch == '\\') {
+          out.append('\\');
+        }
+        out.append(ch);
+      }
+      out.append('"');
+    }
+    return out.append(')').toString();
   }
 
   /** Deletes rows whose events were dead-lettered ({@code on-exhausted: delete}); not archived. */

@@ -372,6 +372,137 @@ class BufferPipelineIT {
   }
 
   @Test
+  void should_archive_from_its_events_a_replayed_batch_whose_rows_were_deleted(@TempDir Path dir)
+      throws Exception {
+    String columns =
+        "id, note, payload, doc, at, local_at, day, amount, ratio, score, flag, span, ref, n,"
+            + " small, t";
+    List<String> rows =
+        List.of(
+            "1, 'say \"hi\", (then) \\ leave', '\\x0001ff', '{\"a\": [1, \"x\"], \"b\": null}',"
+                + " '2026-01-02 03:04:05.25+02', '2026-01-02 03:04:05.5', '2026-01-02', 12.50,"
+                + " 0.30000000000000004, 1.1, true, '1 year 2 mons 3 days 04:05:06.5',"
+                + " 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 42, -7, '24:00:00'",
+            "2, '', '\\x', '[]', 'infinity', '-infinity', '0045-03-15 BC', -0.01, 'NaN',"
+                + " '-Infinity', false, '-1 days', '00000000-0000-0000-0000-000000000000', 0, 0,"
+                + " '00:00:00'",
+            "3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+                + " NULL",
+            "4, E'two\\nlines, one ''quoted''', '\\x5c22', '\"text\"',"
+                + " '1969-12-31 23:59:59.999999+00', '0045-03-15 12:00:00 BC', 'infinity', 1e20,"
+                + " 1e-300, 3.4e38, true, '-1 year +2 days -00:00:01',"
+                + " 'ffffffff-ffff-ffff-ffff-ffffffffffff', -2147483648, 32767, '23:59:59.999999'");
+    AtomicBoolean accept = new AtomicBoolean();
+    try (BulkReceiver receiver =
+        new BulkReceiver()
+            .answering(
+                n -> accept.get() ? BulkReceiver.Answer.ok() : BulkReceiver.Answer.status(400))) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    typed:
+                      table: %1$s.typed
+                      batch-size: 4
+                      max-wait: 5s
+                      on-exhausted: delete
+                      archive-table: %1$s.typed_archive
+                      handler:
+                        http: { url: "%2$s" }
+                  """,
+                  schema, receiver.url()),
+          schema ->
+              List.of(
+                  "CREATE TABLE "
+                      + schema
+                      + ".typed (id bigint PRIMARY KEY, note text, payload bytea, doc jsonb,"
+                      + " at timestamptz, local_at timestamp, day date, amount numeric(30,2),"
+                      + " ratio double precision, score real, flag boolean, span interval,"
+                      + " ref uuid, n int, small smallint, t time)",
+                  "CREATE TABLE " + schema + ".typed_as_inserted (LIKE " + schema + ".typed)",
+                  "CREATE TABLE "
+                      + schema
+                      + ".typed_archive (LIKE "
+                      + schema
+                      + ".typed, archived_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (id))"),
+          (runtime, ds, schema) -> {
+            for (String row : rows) {
+              // A copy of each row as inserted, to compare the archive with.
+              TestSql.exec(
+                  ds,
+                  "WITH r AS (INSERT INTO "
+                      + schema
+                      + ".typed ("
+                      + columns
+                      + ") VALUES ("
+                      + row
+                      + ") RETURNING *) INSERT INTO "
+                      + schema
+                      + ".typed_as_inserted SELECT * FROM r");
+            }
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        StatusClient.fetch(runtime.httpPort())
+                                .buffers()
+                                .get(0)
+                                .deadLetteredBatches()
+                            == 1);
+            await()
+                .atMost(TIMEOUT)
+                .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + schema + ".typed") == 0);
+
+            accept.set(true);
+            Cli.Result replayed =
+                Cli.run("replay", "buffers", "-c", dir.resolve("spillway.yml").toString());
+            assertThat(replayed.exitCode()).as(replayed.err()).isZero();
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        StatusClient.fetch(runtime.httpPort()).buffers().get(0).handledEvents()
+                            == 4);
+            assertThat(TestSql.count(ds, "SELECT count(*) FROM " + schema + ".typed_archive"))
+                .isEqualTo(4);
+            assertThat(
+                    TestSql.count(
+                        ds,
+                        "SELECT count(*) FROM (SELECT "
+                            + columns
+                            + " FROM "
+                            + schema
+                            + ".typed_as_inserted EXCEPT SELECT "
+                            + columns
+                            + " FROM "
+                            + schema
+                            + ".typed_archive) differing"))
+                .as("every archived row equals the row as inserted")
+                .isZero();
+
+            // Handed over once more: the archive's key already holds those rows.
+            Cli.Result again =
+                Cli.run(
+                    "replay", "buffers", "--again", "-c", dir.resolve("spillway.yml").toString());
+            assertThat(again.exitCode()).as(again.err()).isZero();
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        StatusClient.fetch(runtime.httpPort()).buffers().get(0).handledEvents()
+                            == 8);
+            assertThat(receiver.calls()).hasSize(3);
+            assertThat(TestSql.count(ds, "SELECT count(*) FROM " + schema + ".typed_archive"))
+                .isEqualTo(4);
+            assertThat(
+                    StatusClient.fetch(runtime.httpPort()).buffers().get(0).deadLetteredBatches())
+                .isEqualTo(1);
+          });
+    }
+  }
+
+  @Test
   void should_handle_rows_keyed_by_dates_and_times_and_post_them_as_iso_text(@TempDir Path dir)
       throws Exception {
     // Buffer name, its key's type, keys as inserted, the same keys as the handler must see them:
