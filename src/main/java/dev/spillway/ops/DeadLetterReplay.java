@@ -176,7 +176,8 @@ public final class DeadLetterReplay {
       Request request,
       Map<String, Instant> replayedBefore) {
     String position = SinkHeaders.position(r.topic(), r.partition(), r.offset());
-    Instant failedAt = Instant.ofEpochMilli(r.timestamp());
+    Instant failedAt =
+        Instant.ofEpochMilli(SinkHeaders.failedAt(r.headers()).orElse(r.timestamp()));
     String error = error(r);
     String source = header(r, SinkHeaders.SOURCE);
     String sourceTopic = source == null ? null : topicOf(source);

@@ -56,9 +56,12 @@ final class Requeuer {
       throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
     SinkHeaders.addFailure(
-        h, error.getClass().getName(), String.valueOf(error.getMessage()), r.position());
+        h,
+        error.getClass().getName(),
+        String.valueOf(error.getMessage()),
+        r.position(),
+        clock.millis());
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(r.attempts()));
-    h.add(SinkHeaders.FAILED_AT, SinkHeaders.longValue(clock.millis()));
     send(deadLetterTopic, r.key(), value == null ? r.value() : value, h);
   }
 

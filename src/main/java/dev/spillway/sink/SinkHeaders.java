@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.OptionalLong;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 
@@ -73,11 +74,21 @@ public final class SinkHeaders {
     return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
   }
 
-  /** The headers every dead letter carries: why it failed and where it was read. */
-  public static void addFailure(Headers headers, String errorClass, String message, String source) {
+  /** The headers every dead letter carries: why it failed, where it was read and when. */
+  public static void addFailure(
+      Headers headers, String errorClass, String message, String source, long failedAtMillis) {
     headers.add(ERROR_CLASS, text(errorClass));
     headers.add(ERROR_MESSAGE, text(message));
     headers.add(SOURCE, text(source));
+    headers.remove(FAILED_AT).add(FAILED_AT, longValue(failedAtMillis));
+  }
+
+  /** When a dead letter was written, in epoch milliseconds; empty when it does not say. */
+  public static OptionalLong failedAt(Headers headers) {
+    Header h = headers.lastHeader(FAILED_AT);
+    return h == null || h.value() == null || h.value().length != Long.BYTES
+        ? OptionalLong.empty()
+        : OptionalLong.of(ByteBuffer.wrap(h.value()).getLong());
   }
 
   /** Where a record was read from, as dead letters and logs name it: topic-partition@offset. */

@@ -72,7 +72,10 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
             .recordMetadata()
             .map(m -> SinkHeaders.position(m.topic(), m.partition(), m.offset()))
             .orElse("unknown");
-    SinkHeaders.addFailure(h, v.errorClass(), v.problem(), source);
-    context.forward(record.withHeaders(h), deadLetters);
+    // Stamped with the time it failed, not the input's, so a replay's --since finds it by when it
+    // was dead-lettered, as it finds the sink's.
+    long now = context.currentSystemTimeMs();
+    SinkHeaders.addFailure(h, v.errorClass(), v.problem(), source, now);
+    context.forward(record.withHeaders(h).withTimestamp(now), deadLetters);
   }
 }

@@ -308,7 +308,11 @@ class BufferPipelineIT {
                     new ByteArraySerializer())) {
               RecordHeaders headers = new RecordHeaders();
               SinkHeaders.addFailure(
-                  headers, "MalformedBufferEvent", "does not decode", events + "-0@7");
+                  headers,
+                  "MalformedBufferEvent",
+                  "does not decode",
+                  events + "-0@7",
+                  System.currentTimeMillis());
               producer
                   .send(
                       new ProducerRecord<byte[], byte[]>(

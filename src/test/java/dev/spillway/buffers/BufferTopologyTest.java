@@ -130,6 +130,19 @@ class BufferTopologyTest {
   }
 
   @Test
+  void should_stamp_a_dead_letter_with_when_it_failed_not_with_the_input_time() {
+    events.pipeInput(TABLE.toString(), "garbage".getBytes(), Instant.parse("2025-06-01T00:00:00Z"));
+    driver.advanceWallClockTime(Duration.ofSeconds(5));
+    events.pipeInput(TABLE.toString(), "garbage".getBytes(), Instant.parse("2025-06-01T00:00:01Z"));
+
+    List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
+    Instant failed = Instant.parse("2026-01-01T00:00:05Z");
+    assertThat(dead).hasSize(2);
+    assertThat(dead.get(1).getRecordTime()).isEqualTo(failed);
+    assertThat(SinkHeaders.failedAt(dead.get(1).headers())).hasValue(failed.toEpochMilli());
+  }
+
+  @Test
   void should_dead_letter_an_event_without_a_value_instead_of_stopping() {
     events.pipeInput(TABLE.toString(), (byte[]) null);
     insert(1, 2, 3);

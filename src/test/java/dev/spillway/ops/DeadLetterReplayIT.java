@@ -73,9 +73,13 @@ class DeadLetterReplayIT {
   private void deadLetter(Duration age, String source, String key, byte[] value) throws Exception {
     RecordHeaders h = new RecordHeaders();
     h.add("trace", "kept".getBytes());
-    SinkHeaders.addFailure(h, "org.postgresql.util.PSQLException", "deadlock detected", source);
+    SinkHeaders.addFailure(
+        h,
+        "org.postgresql.util.PSQLException",
+        "deadlock detected",
+        source,
+        now.minus(age).toEpochMilli());
     h.add(SinkHeaders.ATTEMPTS, ByteBuffer.allocate(4).putInt(5).array());
-    h.add(SinkHeaders.FAILED_AT, ByteBuffer.allocate(8).putLong(now.toEpochMilli()).array());
     try (KafkaProducer<byte[], byte[]> producer =
         new KafkaProducer<>(
             Map.of("bootstrap.servers", bootstrap),
