@@ -134,30 +134,35 @@ final class BufferStatements {
    */
   static int deleteHandled(Connection c, BufferTable t, Collection<Object> ids)
       throws SQLException {
-    String sql;
-    if (t.archive().isPresent()) {
-      String columns = t.columnList();
-      sql =
-          "WITH handled AS (DELETE FROM "
-              + t.table().quoted()
-              + " WHERE "
-              + t.id()
-              + " = ANY (?) RETURNING "
-              + columns
-              + ") INSERT INTO "
-              + t.archive().get().quoted()
-              + " ("
-              + columns
-              + ") SELECT "
-              + columns
-              + " FROM handled";
-    } else {
-      sql = "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)";
-    }
+    String sql =
+        t.archive().isPresent()
+            ? moveToArchive(t)
+            : "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
       ps.setArray(1, idArray(c, t.idType(), ids)); // the handled ids
       return ps.executeUpdate();
     }
+  }
+
+  /**
+   * The statement that deletes the rows of the ids in its one parameter and copies them to the
+   * archive table: {@code handled} names what it deleted.
+   */
+  private static String moveToArchive(BufferTable t) {
+    String columns = t.columnList();
+    return "WITH handled AS (DELETE FROM "
+        + t.table().quoted()
+        + " WHERE "
+        + t.id()
+        + " = ANY (?) RETURNING "
+        + columns
+        + ") INSERT INTO "
+        + t.archive().orElseThrow().quoted()
+        + " ("
+        + columns
+        + ") SELECT "
+        + columns
+        + " FROM handled";
   }
 
   /**
@@ -170,22 +175,10 @@ final class BufferStatements {
   static int deleteHandledReplayed(
       Connection c, BufferTable t, Collection<Object> ids, List<Map<String, Object>> rows)
       throws SQLException {
-    String columns = t.columnList();
     String sql =
-        "WITH handled AS (DELETE FROM "
-            + t.table().quoted()
-            + " WHERE "
-            + t.id()
-            + " = ANY (?) RETURNING "
-            + columns
-            + ") INSERT INTO "
-            + t.archive().orElseThrow().quoted()
-            + " ("
-            + columns
-            + ") SELECT "
-            + columns
-            + " FROM handled UNION ALL SELECT "
-            + columns
+        moveToArchive(t)
+            + " UNION ALL SELECT "
+            + t.columnList()
             + " FROM (SELECT (CAST(u.r AS "
             + t.table().quoted()
             + ")).* FROM unnest(?::text[]) AS u(r)) g WHERE NOT EXISTS (SELECT 1 FROM handled h"
