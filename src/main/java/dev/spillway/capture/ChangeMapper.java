@@ -28,8 +28,10 @@ import java.time.format.DateTimeFormatterBuilder;
 import java.time.format.DateTimeParseException;
 import java.time.format.SignStyle;
 import java.time.temporal.ChronoField;
+import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -173,7 +175,8 @@ final class ChangeMapper {
   /**
    * Struct columns → event values: null, Boolean, Integer, Long, Float, Double, String, byte[].
    * Dates and times come as ISO-8601 text, which reads well in a handler's payload and which
-   * PostgreSQL casts back to the column's type when a key is looked up.
+   * PostgreSQL casts back to the column's type when a key is looked up; arrays as PostgreSQL's own
+   * array text.
    */
   static Map<String, Object> columns(Struct struct) {
     Map<String, Object> out = new LinkedHashMap<>();
@@ -181,11 +184,74 @@ final class ChangeMapper {
       return out;
     }
     for (Field f : struct.schema().fields()) {
-      Object v = struct.get(f);
-      String time = v == null ? null : isoText(f.schema().name(), v);
-      out.put(f.name(), time != null ? time : value(v));
+      out.put(f.name(), column(f.schema(), struct.get(f)));
     }
     return out;
+  }
+
+  private static Object column(Schema schema, Object v) {
+    if (v == null) {
+      return null;
+    }
+    if (v instanceof List<?> elements && schema.type() == Schema.Type.ARRAY) {
+      return arrayText(schema.valueSchema(), elements);
+    }
+    String time = isoText(schema.name(), v);
+    return time != null ? time : value(v);
+  }
+
+  /**
+   * An array as PostgreSQL writes one, {@code {1,2,NULL}} or {@code {"a, b","say \"hi\""}}, so it
+   * reads it back; a list's own text would lose which commas part the elements. Elements are
+   * written as columns are (dates and times as ISO-8601 text, bytea in hex), quoted where needed.
+   */
+  static String arrayText(Schema element, List<?> elements) {
+    StringBuilder out = new StringBuilder("{");
+    for (int i = 0; i < elements.size(); i++) {
+      if (i > 0) {
+        out.append(',');
+      }
+      Object v = column(element, elements.get(i));
+      if (v == null) {
+        out.append("NULL");
+        continue;
+      }
+      String text =
+          v instanceof byte[] bytes ? "\\x" + HexFormat.of().formatHex(bytes) : v.toString();
+      if (elements.get(i) instanceof List<?> || !needsQuotes(text)) {
+        out.append(text); // a nested array, or a plain element
+        continue;
+      }
+      out.append('"');
+      for (int k = 0; k < text.length(); k++) {
+        char ch = text.charAt(k);
+        if (ch == '"' || ch == '\\') {
+          out.append('\\');
+        }
+        out.append(ch);
+      }
+      out.append('"');
+    }
+    return out.append('}').toString();
+  }
+
+  /** Whether PostgreSQL's array text must quote this element, as it does when writing one. */
+  private static boolean needsQuotes(String text) {
+    if (text.isEmpty() || text.equalsIgnoreCase("NULL")) {
+      return true;
+    }
+    for (int k = 0; k < text.length(); k++) {
+      char ch = text.charAt(k);
+      if (ch == '"'
+          || ch == '\\'
+          || ch == '{'
+          || ch == '}'
+          || ch == ','
+          || Character.isWhitespace(ch)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static final long NANOS_PER_DAY = 86_400_000_000_000L;

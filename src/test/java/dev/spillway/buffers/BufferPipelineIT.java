@@ -380,22 +380,24 @@ class BufferPipelineIT {
       throws Exception {
     String columns =
         "id, note, payload, doc, at, local_at, day, amount, ratio, score, flag, span, ref, n,"
-            + " small, t";
+            + " small, t, tags, nums, days";
     List<String> rows =
         List.of(
             "1, 'say \"hi\", (then) \\ leave', '\\x0001ff', '{\"a\": [1, \"x\"], \"b\": null}',"
                 + " '2026-01-02 03:04:05.25+02', '2026-01-02 03:04:05.5', '2026-01-02', 12.50,"
                 + " 0.30000000000000004, 1.1, true, '1 year 2 mons 3 days 04:05:06.5',"
-                + " 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 42, -7, '24:00:00'",
+                + " 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 42, -7, '24:00:00',"
+                + " ARRAY['plain', 'a, b', 'say \"hi\"', 'back\\slash', '', 'null', NULL, '{x}'],"
+                + " '{1,-2,NULL}', '{2026-01-02,1969-12-31,NULL}'",
             "2, '', '\\x', '[]', 'infinity', '-infinity', '0045-03-15 BC', -0.01, 'NaN',"
                 + " '-Infinity', false, '-1 days', '00000000-0000-0000-0000-000000000000', 0, 0,"
-                + " '00:00:00'",
+                + " '00:00:00', '{}', '{}', '{}'",
             "3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-                + " NULL",
+                + " NULL, NULL, NULL, NULL",
             "4, E'two\\nlines, one ''quoted''', '\\x5c22', '\"text\"',"
                 + " '1969-12-31 23:59:59.999999+00', '0045-03-15 12:00:00 BC', 'infinity', 1e20,"
                 + " 1e-300, 3.4e38, true, '-1 year +2 days -00:00:01',"
-                + " 'ffffffff-ffff-ffff-ffff-ffffffffffff', -2147483648, 32767, '23:59:59.999999'");
+                + " 'ffffffff-ffff-ffff-ffff-ffffffffffff', -2147483648, 32767, '23:59:59.999999', '{\"\"}', '{0}', NULL");
     AtomicBoolean accept = new AtomicBoolean();
     try (BulkReceiver receiver =
         new BulkReceiver()
@@ -423,7 +425,8 @@ class BufferPipelineIT {
                       + ".typed (id bigint PRIMARY KEY, note text, payload bytea, doc jsonb,"
                       + " at timestamptz, local_at timestamp, day date, amount numeric(30,2),"
                       + " ratio double precision, score real, flag boolean, span interval,"
-                      + " ref uuid, n int, small smallint, t time)",
+                      + " ref uuid, n int, small smallint, t time, tags text[], nums int[],"
+                      + " days date[])",
                   "CREATE TABLE " + schema + ".typed_as_inserted (LIKE " + schema + ".typed)",
                   "CREATE TABLE "
                       + schema
@@ -458,6 +461,14 @@ class BufferPipelineIT {
                 .atMost(TIMEOUT)
                 .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + schema + ".typed") == 0);
 
+            assertThat(receiver.calls().get(0).rows())
+                .filteredOn(r -> ((Number) r.get("id")).longValue() == 1)
+                .extracting(r -> r.get("tags"), r -> r.get("nums"))
+                .as("arrays posted as PostgreSQL writes them")
+                .containsExactly(
+                    org.assertj.core.groups.Tuple.tuple(
+                        "{plain,\"a, b\",\"say \\\"hi\\\"\",\"back\\\\slash\",\"\",\"null\",NULL,\"{x}\"}",
+                        "{1,-2,NULL}"));
             accept.set(true);
             Cli.Result replayed =
                 Cli.run("replay", "buffers", "-c", dir.resolve("spillway.yml").toString());

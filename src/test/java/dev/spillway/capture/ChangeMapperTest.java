@@ -13,6 +13,7 @@ import io.debezium.time.NanoTimestamp;
 import io.debezium.time.Time;
 import io.debezium.time.Timestamp;
 import io.debezium.time.ZonedTimestamp;
+import java.nio.ByteBuffer;
 import java.time.Clock;
 import java.time.Instant;
 import java.time.LocalDate;
@@ -179,6 +180,39 @@ class ChangeMapperTest {
             org.assertj.core.api.Assertions.entry("day", "2026-01-02"),
             org.assertj.core.api.Assertions.entry("seen_at", "2026-01-02T03:04:05.5"),
             org.assertj.core.api.Assertions.entry("note", null));
+  }
+
+  @Test
+  void should_write_arrays_as_postgresql_array_text() {
+    Schema schema =
+        SchemaBuilder.struct()
+            .field("tags", SchemaBuilder.array(Schema.OPTIONAL_STRING_SCHEMA).optional().build())
+            .field("nums", SchemaBuilder.array(Schema.OPTIONAL_INT32_SCHEMA).optional().build())
+            .field(
+                "days", SchemaBuilder.array(Date.builder().optional().build()).optional().build())
+            .field("blobs", SchemaBuilder.array(Schema.OPTIONAL_BYTES_SCHEMA).optional().build())
+            .field("none", SchemaBuilder.array(Schema.OPTIONAL_INT32_SCHEMA).optional().build())
+            .build();
+    Struct row =
+        new Struct(schema)
+            .put(
+                "tags",
+                java.util.Arrays.asList(
+                    "plain", "a, b", "say \"hi\"", "back\\slash", "", "null", null, "{x}"))
+            .put("nums", List.of(1, -2, 3))
+            .put("days", List.of(20_455, -719_528))
+            .put("blobs", List.of(ByteBuffer.wrap(new byte[] {0, (byte) 0xff})))
+            .put("none", List.of());
+
+    assertThat(ChangeMapper.columns(row))
+        .containsExactly(
+            org.assertj.core.api.Assertions.entry(
+                "tags",
+                "{plain,\"a, b\",\"say \\\"hi\\\"\",\"back\\\\slash\",\"\",\"null\",NULL,\"{x}\"}"),
+            org.assertj.core.api.Assertions.entry("nums", "{1,-2,3}"),
+            org.assertj.core.api.Assertions.entry("days", "{2026-01-02,\"0001-01-01 BC\"}"),
+            org.assertj.core.api.Assertions.entry("blobs", "{\"\\\\x00ff\"}"),
+            org.assertj.core.api.Assertions.entry("none", "{}"));
   }
 
   @Test
