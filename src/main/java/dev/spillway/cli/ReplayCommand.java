@@ -237,7 +237,7 @@ final class ReplayCommand implements Runnable {
           .append(count(before.size(), "batch", "batches"))
           .append(" an earlier replay handed over (--again hands them over once more):\n");
       for (Letter l : before) {
-        batchLine(s, l, unit).append("  ").append(l.left()).append('\n');
+        batchLine(s, l, unit).append("  replayed at ").append(l.replayedAt()).append('\n');
       }
     }
     if (!left.isEmpty()) {
@@ -323,7 +323,7 @@ final class ReplayCommand implements Runnable {
     }
   }
 
-  /** A dead letter in {@code --json}: its time as ISO-8601 text. */
+  /** A dead letter in {@code --json}: its times as ISO-8601 text. */
   record JsonLetter(
       String position,
       String failedAt,
@@ -332,7 +332,8 @@ final class ReplayCommand implements Runnable {
       int size,
       String sentTo,
       String fate,
-      String left) {
+      String left,
+      String replayedAt) {
     static JsonLetter of(Letter l) {
       return new JsonLetter(
           l.position(),
@@ -342,7 +343,8 @@ final class ReplayCommand implements Runnable {
           l.size(),
           l.sentTo(),
           l.fate().name().toLowerCase(java.util.Locale.ROOT),
-          l.left());
+          l.left(),
+          l.replayedAt() == null ? null : l.replayedAt().toString());
     }
   }
 }

@@ -79,7 +79,8 @@ public final class DeadLetterReplay {
    * @param entity its batch's buffer or parent table; null when it is not a batch
    * @param size events or rows in its batch; 0 when it is not a batch
    * @param sentTo the batches topic it went (or would go) back to; null when left
-   * @param left why it was left; null when replayed
+   * @param left why it was left; null unless it was
+   * @param replayedAt when an earlier replay handed it over; null unless it was skipped for that
    */
   public record Letter(
       String position,
@@ -89,9 +90,10 @@ public final class DeadLetterReplay {
       int size,
       String sentTo,
       Fate fate,
-      String left) {
+      String left,
+      Instant replayedAt) {
     static Letter left(String position, Instant failedAt, String error, String why) {
-      return new Letter(position, failedAt, error, null, 0, null, Fate.LEFT, why);
+      return new Letter(position, failedAt, error, null, 0, null, Fate.LEFT, why, null);
     }
   }
 
@@ -205,7 +207,8 @@ public final class DeadLetterReplay {
         batch.size(),
         skip ? null : sourceTopic,
         fate,
-        skip ? "replayed at " + before : null);
+        null,
+        skip ? before : null);
   }
 
   /** The topic of a topic-partition@offset position; null when it is not one. */

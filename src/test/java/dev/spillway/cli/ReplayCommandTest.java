@@ -3,6 +3,9 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spillway.cli.ReplayCommand.JsonLetter;
 import dev.spillway.ops.DeadLetterReplay.Fate;
 import dev.spillway.ops.DeadLetterReplay.Letter;
 import java.time.Clock;
@@ -57,6 +60,7 @@ class ReplayCommandTest {
                 4,
                 "s.buffers.activity.batches",
                 Fate.REPLAYED,
+                null,
                 null),
             new Letter(
                 "s.buffers.dlq-0@1",
@@ -66,7 +70,8 @@ class ReplayCommandTest {
                 2,
                 null,
                 Fate.REPLAYED_BEFORE,
-                "replayed at 2026-11-24T09:30:00Z"),
+                null,
+                Instant.parse("2026-11-24T09:30:00Z")),
             new Letter(
                 "s.buffers.dlq-1@0",
                 Instant.parse("2026-11-24T10:00:01Z"),
@@ -75,7 +80,8 @@ class ReplayCommandTest {
                 0,
                 null,
                 Fate.LEFT,
-                "not a batch: it failed on s.buffers.activity.events-0@9, before batching"));
+                "not a batch: it failed on s.buffers.activity.events-0@9, before batching",
+                null));
 
     assertThat(ReplayCommand.render("s.buffers.dlq", letters, "events", false))
         .isEqualTo(
@@ -89,5 +95,28 @@ class ReplayCommandTest {
             """);
     assertThat(ReplayCommand.render("s.buffers.dlq", List.of(), "events", false))
         .isEqualTo("No dead letters to replay in s.buffers.dlq.\n");
+  }
+
+  @Test
+  void should_say_in_json_when_an_earlier_replay_handed_a_skipped_batch_over() throws Exception {
+    Letter skipped =
+        new Letter(
+            "s.buffers.dlq-0@1",
+            Instant.parse("2026-11-24T09:00:00Z"),
+            "BufferExhaustedException: answered 503",
+            "activity",
+            2,
+            null,
+            Fate.REPLAYED_BEFORE,
+            null,
+            Instant.parse("2026-11-24T09:30:00Z"));
+
+    JsonNode json =
+        new ObjectMapper().readTree(new ObjectMapper().writeValueAsString(JsonLetter.of(skipped)));
+    assertThat(json.get("fate").asText()).isEqualTo("replayed_before");
+    assertThat(json.get("replayedAt").asText()).isEqualTo("2026-11-24T09:30:00Z");
+    assertThat(json.get("failedAt").asText()).isEqualTo("2026-11-24T09:00:00Z");
+    assertThat(json.get("left").isNull()).isTrue();
+    assertThat(json.get("sentTo").isNull()).isTrue();
   }
 }
