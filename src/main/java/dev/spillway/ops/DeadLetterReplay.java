@@ -55,7 +55,7 @@ public final class DeadLetterReplay {
   public enum Fate {
     REPLAYED,
     WOULD_REPLAY,
-    /** Replayed by an earlier replay; {@link Letter#left} says when. */
+    /** Replayed by an earlier replay; {@link Letter#replayedAt} says when. */
     REPLAYED_BEFORE,
     LEFT
   }
