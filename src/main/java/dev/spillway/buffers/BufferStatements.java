@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import dev.spillway.event.TableName;
+import dev.spillway.event.ValueText;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -9,7 +10,6 @@ import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashSet;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -211,17 +211,7 @@ final class BufferStatements {
       if (v == null) {
         continue;
       }
-      String text =
-          v instanceof byte[] bytes ? "\\x" + HexFormat.of().formatHex(bytes) : v.toString();
-      out.append('"');
-      for (int k = 0; k < text.length(); k++) {
-        char ch = text.charAt(k);
-        if (ch == '"' || ch == '\\') {
-          out.append('\\');
-        }
-        out.append(ch);
-      }
-      out.append('"');
+      ValueText.appendQuoted(out, ValueText.of(v));
     }
     return out.append(')').toString();
   }

@@ -4,6 +4,7 @@ import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
+import dev.spillway.event.ValueText;
 import io.debezium.connector.postgresql.PostgresValueConverter;
 import io.debezium.time.Date;
 import io.debezium.time.MicroTime;
@@ -28,7 +29,6 @@ import java.time.format.DateTimeFormatterBuilder;
 import java.time.format.DateTimeParseException;
 import java.time.format.SignStyle;
 import java.time.temporal.ChronoField;
-import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -216,21 +216,12 @@ final class ChangeMapper {
         out.append("NULL");
         continue;
       }
-      String text =
-          v instanceof byte[] bytes ? "\\x" + HexFormat.of().formatHex(bytes) : v.toString();
+      String text = ValueText.of(v);
       if (elements.get(i) instanceof List<?> || !needsQuotes(text)) {
         out.append(text); // a nested array, or a plain element
-        continue;
+      } else {
+        ValueText.appendQuoted(out, text);
       }
-      out.append('"');
-      for (int k = 0; k < text.length(); k++) {
-        char ch = text.charAt(k);
-        if (ch == '"' || ch == '\\') {
-          out.append('\\');
-        }
-        out.append(ch);
-      }
-      out.append('"');
     }
     return out.append('}').toString();
   }
