@@ -25,8 +25,9 @@ import java.util.stream.IntStream;
  * events, since their rows may have been deleted when it was dead-lettered), call the handler,
  * delete what it handled in one statement, and call again for the rest after a backoff, up to
  * {@code max-attempts} calls. What is left then becomes a permanent failure carrying just those
- * events, for the dead-letter topic. A replayed batch paused after part of it was handled goes back
- * as just its rest, since no row would tell its next run what was handled.
+ * events, for the dead-letter topic. A replayed batch paused, or failing on the database, after
+ * part of it was handled goes back as just its rest, since no row would tell its next run what was
+ * handled.
  */
 final class BatchRun {
   private static final Duration CHECK_EVERY = Duration.ofMillis(100);
@@ -63,14 +64,28 @@ final class BatchRun {
     } catch (RunningBuffer.RunEnded e) {
       // Stopping, STOP or a limit between steps: what earlier calls handled is deleted, the rest
       // runs again later.
-      if (replayed
-          && e.outcome instanceof Outcome.Paused p
-          && pending != null
-          && pending.size() < batch.events().size()) {
-        return new Outcome.Paused(p.reason(), EventSerdes.encode(batch.withEvents(pending)));
+      if (partlyHandledReplay() && e.outcome instanceof Outcome.Paused p) {
+        return new Outcome.Paused(p.reason(), rest());
       }
       return e.outcome;
+    } catch (SQLException e) {
+      // Retried or dead-lettered as the record stands, a replayed batch would take its handled
+      // events along; its rest goes back instead, and fails the usual way if it fails again.
+      if (partlyHandledReplay()) {
+        return new Outcome.Paused(
+            "a database error after part of the batch was handled: " + e.getMessage(), rest());
+      }
+      throw e;
     }
+  }
+
+  /** Whether this is a replayed batch some of whose events this run has handled. */
+  private boolean partlyHandledReplay() {
+    return replayed && pending != null && pending.size() < batch.events().size();
+  }
+
+  private byte[] rest() {
+    return EventSerdes.encode(batch.withEvents(pending));
   }
 
   private Outcome runToEnd() throws SQLException, InterruptedException, RunningBuffer.RunEnded {

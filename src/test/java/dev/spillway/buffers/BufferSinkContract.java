@@ -557,6 +557,47 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_dead_letter_only_the_rest_of_a_replayed_batch_failing_on_the_database_part_way()
+      throws Exception {
+    TableName archive = new TableName(schema, "contact_activity_archive");
+    TestSql.exec(
+        ds,
+        "CREATE TABLE "
+            + archive.quoted()
+            + " (id bigint PRIMARY KEY CHECK (id % 2 = 0), contact_id bigint, activity text)");
+    List<Seen> seen = new CopyOnWriteArrayList<>();
+    BulkHandler evenFirst =
+        b -> {
+          seen.add(new Seen(b.groupId(), b.attempt(), b.ids()));
+          if (b.attempt() == 1 && b.ids().size() == 10) {
+            Set<Object> even = new HashSet<>();
+            b.ids().stream().filter(id -> ((Long) id) % 2 == 0).forEach(even::add);
+            return BulkHandler.Result.partial(even, "odd ids refused for now");
+          }
+          return BulkHandler.Result.success();
+        };
+    start(settings().withArchive(archive), evenFirst);
+    BufferBatch b = batch(1, 10);
+    produceReplayed(b);
+
+    // Odd ids cannot be archived: they fail, alone, the way any batch failing on it does.
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    BufferBatch rest = EventSerdes.decodeBufferBatch(dead.value());
+    assertThat(rest.groupId()).isEqualTo(b.groupId());
+    assertThat(rest.events())
+        .extracting(e -> e.row().get("id"))
+        .containsExactly(1L, 3L, 5L, 7L, 9L);
+    assertThat(seen)
+        .extracting(s -> s.ids().size())
+        .as("the handled even ids are not handed over again")
+        .containsExactly(10, 5, 5);
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted())).isEqualTo(5);
+    assertThat(rows(1, 10)).as("the odd rows stay").isEqualTo(5);
+  }
+
+  @Test
   void should_honour_the_rate_limit() throws Exception {
     List<Long> at = new CopyOnWriteArrayList<>();
     start(
