@@ -182,23 +182,41 @@ abstract class BufferSinkContract {
         "SELECT count(*) FROM " + table.quoted() + " WHERE id BETWEEN " + fromId + " AND " + toId);
   }
 
+  /** The first dead letter, once there is one: what was left of {@code b}, just these ids. */
+  private ConsumerRecord<byte[], byte[]> deadLetteredRest(BufferBatch b, Object... ids) {
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    BufferBatch rest = EventSerdes.decodeBufferBatch(dead.value());
+    assertThat(rest.groupId()).isEqualTo(b.groupId());
+    assertThat(rest.events()).extracting(e -> e.row().get("id")).containsExactly(ids);
+    return dead;
+  }
+
   /** Records what a handler was given. */
   private record Seen(String groupId, int attempt, List<Object> ids) {}
+
+  /**
+   * A handler noting every call in {@code seen}: of a call {@code evenOnly} picks it handles only
+   * the even ids, of any other all of them.
+   */
+  private static BulkHandler evenIdsWhen(
+      List<Seen> seen, java.util.function.Predicate<BulkHandler.Batch> evenOnly) {
+    return b -> {
+      seen.add(new Seen(b.groupId(), b.attempt(), b.ids()));
+      if (!evenOnly.test(b)) {
+        return BulkHandler.Result.success();
+      }
+      Set<Object> even = new HashSet<>();
+      b.ids().stream().filter(id -> ((Long) id) % 2 == 0).forEach(even::add);
+      return BulkHandler.Result.partial(even, "odd ids refused for now");
+    };
+  }
 
   @Test
   void should_delete_only_what_succeeded_and_retry_only_the_rest() throws Exception {
     List<Seen> seen = new CopyOnWriteArrayList<>();
-    BulkHandler evenFirst =
-        b -> {
-          seen.add(new Seen(b.groupId(), b.attempt(), b.ids()));
-          if (b.attempt() == 1) {
-            Set<Object> even = new HashSet<>();
-            b.ids().stream().filter(id -> ((Long) id) % 2 == 0).forEach(even::add);
-            return BulkHandler.Result.partial(even, "odd ids refused for now");
-          }
-          return BulkHandler.Result.success();
-        };
-    start(settings(), evenFirst);
+    start(settings(), evenIdsWhen(seen, b -> b.attempt() == 1));
     BufferBatch b = batch(1, 10);
     produce(b);
 
@@ -466,14 +484,7 @@ abstract class BufferSinkContract {
     BufferBatch b = batch(1, 10);
     produce(b);
 
-    ConsumerRecord<byte[], byte[]> dead =
-        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
-            .get(0);
-    BufferBatch rest = EventSerdes.decodeBufferBatch(dead.value());
-    assertThat(rest.groupId()).isEqualTo(b.groupId());
-    assertThat(rest.events())
-        .extracting(e -> e.row().get("id"))
-        .containsExactly(3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L);
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L);
     assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
         .contains("8 event(s) left after 3 attempt(s): service unavailable");
     await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
@@ -486,15 +497,10 @@ abstract class BufferSinkContract {
     // Replayed after on-exhausted: delete: no row tells a later run what was handled.
     TestSql.exec(ds, "DELETE FROM " + table.quoted() + " WHERE id BETWEEN 1 AND 10");
     List<Seen> first = new CopyOnWriteArrayList<>();
-    BulkHandler evenOnly =
-        b -> {
-          first.add(new Seen(b.groupId(), b.attempt(), b.ids()));
-          Set<Object> even = new HashSet<>();
-          b.ids().stream().filter(id -> ((Long) id) % 2 == 0).forEach(even::add);
-          return BulkHandler.Result.partial(even, "odd ids refused for now");
-        };
     Sink firstSink =
-        start(settings().withAttempts(3, Duration.ofMinutes(5), OnExhausted.DELETE), evenOnly);
+        start(
+            settings().withAttempts(3, Duration.ofMinutes(5), OnExhausted.DELETE),
+            evenIdsWhen(first, b -> true));
     BufferBatch b = batch(1, 10);
     produceReplayed(b);
     await().atMost(TIMEOUT).until(() -> !first.isEmpty());
@@ -566,29 +572,14 @@ abstract class BufferSinkContract {
             + archive.quoted()
             + " (id bigint PRIMARY KEY CHECK (id % 2 = 0), contact_id bigint, activity text)");
     List<Seen> seen = new CopyOnWriteArrayList<>();
-    BulkHandler evenFirst =
-        b -> {
-          seen.add(new Seen(b.groupId(), b.attempt(), b.ids()));
-          if (b.attempt() == 1 && b.ids().size() == 10) {
-            Set<Object> even = new HashSet<>();
-            b.ids().stream().filter(id -> ((Long) id) % 2 == 0).forEach(even::add);
-            return BulkHandler.Result.partial(even, "odd ids refused for now");
-          }
-          return BulkHandler.Result.success();
-        };
-    start(settings().withArchive(archive), evenFirst);
+    start(
+        settings().withArchive(archive),
+        evenIdsWhen(seen, b -> b.attempt() == 1 && b.ids().size() == 10));
     BufferBatch b = batch(1, 10);
     produceReplayed(b);
 
     // Odd ids cannot be archived: they fail, alone, the way any batch failing on it does.
-    ConsumerRecord<byte[], byte[]> dead =
-        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
-            .get(0);
-    BufferBatch rest = EventSerdes.decodeBufferBatch(dead.value());
-    assertThat(rest.groupId()).isEqualTo(b.groupId());
-    assertThat(rest.events())
-        .extracting(e -> e.row().get("id"))
-        .containsExactly(1L, 3L, 5L, 7L, 9L);
+    deadLetteredRest(b, 1L, 3L, 5L, 7L, 9L);
     assertThat(seen)
         .extracting(s -> s.ids().size())
         .as("the handled even ids are not handed over again")

@@ -48,6 +48,19 @@ class ReplayCommandTest {
         .hasMessageStartingWith("'30000d' is before 1970");
   }
 
+  /** A batch an earlier replay handed over, skipped this time. */
+  private static final Letter SKIPPED =
+      new Letter(
+          "s.buffers.dlq-0@1",
+          Instant.parse("2026-11-24T09:00:00Z"),
+          "BufferExhaustedException: answered 503",
+          "activity",
+          2,
+          null,
+          Fate.REPLAYED_BEFORE,
+          null,
+          Instant.parse("2026-11-24T09:30:00Z"));
+
   @Test
   void should_list_what_was_replayed_and_what_was_left() {
     List<Letter> letters =
@@ -62,16 +75,7 @@ class ReplayCommandTest {
                 Fate.REPLAYED,
                 null,
                 null),
-            new Letter(
-                "s.buffers.dlq-0@1",
-                Instant.parse("2026-11-24T09:00:00Z"),
-                "BufferExhaustedException: answered 503",
-                "activity",
-                2,
-                null,
-                Fate.REPLAYED_BEFORE,
-                null,
-                Instant.parse("2026-11-24T09:30:00Z")),
+            SKIPPED,
             new Letter(
                 "s.buffers.dlq-1@0",
                 Instant.parse("2026-11-24T10:00:01Z"),
@@ -99,20 +103,8 @@ class ReplayCommandTest {
 
   @Test
   void should_say_in_json_when_an_earlier_replay_handed_a_skipped_batch_over() throws Exception {
-    Letter skipped =
-        new Letter(
-            "s.buffers.dlq-0@1",
-            Instant.parse("2026-11-24T09:00:00Z"),
-            "BufferExhaustedException: answered 503",
-            "activity",
-            2,
-            null,
-            Fate.REPLAYED_BEFORE,
-            null,
-            Instant.parse("2026-11-24T09:30:00Z"));
-
     JsonNode json =
-        new ObjectMapper().readTree(new ObjectMapper().writeValueAsString(JsonLetter.of(skipped)));
+        new ObjectMapper().readTree(new ObjectMapper().writeValueAsString(JsonLetter.of(SKIPPED)));
     assertThat(json.get("fate").asText()).isEqualTo("replayed_before");
     assertThat(json.get("replayedAt").asText()).isEqualTo("2026-11-24T09:30:00Z");
     assertThat(json.get("failedAt").asText()).isEqualTo("2026-11-24T09:00:00Z");
