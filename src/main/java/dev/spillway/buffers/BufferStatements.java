@@ -146,17 +146,27 @@ final class BufferStatements {
 
   /**
    * The statement that deletes the rows of the ids in its one parameter and copies them to the
-   * archive table: {@code handled} names what it deleted.
+   * archive table.
    */
   private static String moveToArchive(BufferTable t) {
-    String columns = t.columnList();
-    return "WITH handled AS (DELETE FROM "
+    return "WITH " + deleteReturning(t) + " " + archiveHandled(t);
+  }
+
+  /** {@code handled}: the deletion of the rows of the ids in the first parameter. */
+  private static String deleteReturning(BufferTable t) {
+    return "handled AS (DELETE FROM "
         + t.table().quoted()
         + " WHERE "
         + t.id()
         + " = ANY (?) RETURNING "
-        + columns
-        + ") INSERT INTO "
+        + t.columnList()
+        + ")";
+  }
+
+  /** The copy of what {@code handled} deleted to the archive table. */
+  private static String archiveHandled(BufferTable t) {
+    String columns = t.columnList();
+    return "INSERT INTO "
         + t.archive().orElseThrow().quoted()
         + " ("
         + columns
@@ -168,30 +178,45 @@ final class BufferStatements {
   /**
    * As {@link #deleteHandled}, for a replayed batch with an archive table: its rows still buffered
    * are moved there, and those gone (deleted when the batch was dead-lettered) are archived from
-   * the events' values, which PostgreSQL reads as the buffer table's row type. Rows the archive
-   * table refuses as conflicting (a unique key it already holds, say from an earlier replay) are
-   * left out. Returns the rows archived.
+   * the events' values, which PostgreSQL reads as the buffer table's row type as it is now (a
+   * column added since the event is null). Only those rows are read from the events, and a row the
+   * archive table refuses as conflicting (a unique key it already holds, say from an earlier
+   * replay) is left out; a moved row is archived or the statement fails, as in {@link
+   * #deleteHandled}. Returns the rows deleted.
    */
   static int deleteHandledReplayed(
-      Connection c, BufferTable t, Collection<Object> ids, List<Map<String, Object>> rows)
+      Connection c, BufferTable t, List<Object> ids, List<Map<String, Object>> rows)
       throws SQLException {
+    List<String> columns = columns(c, t.table());
     String sql =
-        moveToArchive(t)
-            + " UNION ALL SELECT "
+        "WITH "
+            + deleteReturning(t)
+            + ", moved AS ("
+            + archiveHandled(t)
+            + "), restored AS (INSERT INTO "
+            + t.archive().orElseThrow().quoted()
+            + " ("
             + t.columnList()
-            + " FROM (SELECT (CAST(u.r AS "
+            + ") SELECT "
+            + t.columnList()
+            // Cast once per row, and only for rows not found in the buffer table.
+            + " FROM (SELECT (v).* FROM (SELECT CAST(u.r AS "
             + t.table().quoted()
-            + ")).* FROM unnest(?::text[]) AS u(r)) g WHERE NOT EXISTS (SELECT 1 FROM handled h"
-            + " WHERE h."
+            + ") AS v FROM unnest(?, ?::text[]) AS u(id, r) WHERE NOT EXISTS (SELECT 1 FROM"
+            + " handled h WHERE h."
             + t.id()
-            + " = g."
-            + t.id()
-            + ") ON CONFLICT DO NOTHING";
+            + " = u.id) OFFSET 0) cast_rows) g ON CONFLICT DO NOTHING)"
+            + " SELECT count(*) FROM handled";
     try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setArray(1, idArray(c, t.idType(), ids)); // the handled ids
-      String[] records = rows.stream().map(r -> recordText(t.columns(), r)).toArray(String[]::new);
-      ps.setArray(2, c.createArrayOf("text", records)); // the handled rows, as events carry them
-      return ps.executeUpdate();
+      Array idArray = idArray(c, t.idType(), ids);
+      ps.setArray(1, idArray); // the handled ids
+      ps.setArray(2, idArray); // the same, beside their rows
+      String[] records = rows.stream().map(r -> recordText(columns, r)).toArray(String[]::new);
+      ps.setArray(3, c.createArrayOf("text", records)); // the handled rows, as events carry them
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getInt(1);
+      }
     }
   }
 
