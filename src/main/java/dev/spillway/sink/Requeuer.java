@@ -55,14 +55,20 @@ final class Requeuer {
   void deadLetter(SinkRecord r, Throwable error, byte[] value)
       throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
+    long failedAt = clock.millis();
     SinkHeaders.addFailure(
-        h,
-        error.getClass().getName(),
-        String.valueOf(error.getMessage()),
-        r.position(),
-        clock.millis());
+        h, error.getClass().getName(), String.valueOf(error.getMessage()), r.position(), failedAt);
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(r.attempts()));
-    send(deadLetterTopic, r.key(), value == null ? r.value() : value, h);
+    producer
+        .send(
+            new ProducerRecord<>(
+                deadLetterTopic,
+                null,
+                failedAt, // the record's time is when it failed, as the header says
+                r.key(),
+                value == null ? r.value() : value,
+                h))
+        .get();
   }
 
   private void send(String topic, byte[] key, byte[] value, RecordHeaders headers)

@@ -46,6 +46,9 @@ final class SinkWorker implements AutoCloseable {
     final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
     boolean busy;
     volatile boolean revoked;
+
+    /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
+    volatile boolean forgotten;
   }
 
   private final String name;
@@ -211,7 +214,9 @@ final class SinkWorker implements AutoCloseable {
       topicInFlight.merge(tp.topic(), 1, Integer::sum);
       executor.execute(
           () ->
-              completions.add(new Completed(tp, w, unit.run(record, () -> stopping || w.revoked))));
+              completions.add(
+                  new Completed(
+                      tp, w, unit.run(record, () -> stopping || w.revoked, () -> w.forgotten))));
     }
   }
 
@@ -368,6 +373,9 @@ final class SinkWorker implements AutoCloseable {
     private void forget(Collection<TopicPartition> gone) {
       for (TopicPartition tp : gone) {
         PartitionWork w = partitions.remove(tp);
+        if (w != null) {
+          w.forgotten = true;
+        }
         if (w != null && w.busy) {
           done(tp); // its completion, if it comes, is ignored
         }

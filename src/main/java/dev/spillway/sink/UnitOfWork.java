@@ -54,10 +54,18 @@ final class UnitOfWork {
   }
 
   Result run(SinkRecord record, BooleanSupplier stopping) {
+    return run(record, stopping, () -> false);
+  }
+
+  /**
+   * @param givenUp whether the worker no longer owns the record's partition: its new owner runs the
+   *     record again, so a paused run's rest is not put back as well
+   */
+  Result run(SinkRecord record, BooleanSupplier stopping, BooleanSupplier givenUp) {
     Outcome outcome = execute(record, stopping);
     metrics.outcome(outcome);
     try {
-      return act(record, outcome);
+      return act(record, outcome, givenUp);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return new Result(record, new Outcome.Paused("interrupted"), false);
@@ -118,9 +126,9 @@ final class UnitOfWork {
     }
   }
 
-  private Result act(SinkRecord record, Outcome outcome)
+  private Result act(SinkRecord record, Outcome outcome, BooleanSupplier givenUp)
       throws InterruptedException, ExecutionException {
-    if (outcome instanceof Outcome.Paused p && p.rest() != null) {
+    if (outcome instanceof Outcome.Paused p && p.rest() != null && !givenUp.getAsBoolean()) {
       // Part of it is done: only the rest goes back, behind what waits, with the same attempts.
       requeuer.requeue(record, record.attempts(), p.rest());
       metrics.requeued();
