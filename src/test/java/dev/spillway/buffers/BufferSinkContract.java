@@ -193,6 +193,19 @@ abstract class BufferSinkContract {
     return dead;
   }
 
+  /** An archive table of the buffer's columns, {@code idConstraint} added to its primary key. */
+  private TableName archiveTable(String idConstraint) {
+    TableName archive = new TableName(schema, "contact_activity_archive");
+    TestSql.exec(
+        ds,
+        "CREATE TABLE "
+            + archive.quoted()
+            + " (id bigint PRIMARY KEY "
+            + idConstraint
+            + ", contact_id bigint, activity text)");
+    return archive;
+  }
+
   /** Records what a handler was given. */
   private record Seen(String groupId, int attempt, List<Object> ids) {}
 
@@ -565,12 +578,7 @@ abstract class BufferSinkContract {
   @Test
   void should_dead_letter_only_the_rest_of_a_replayed_batch_failing_on_the_database_part_way()
       throws Exception {
-    TableName archive = new TableName(schema, "contact_activity_archive");
-    TestSql.exec(
-        ds,
-        "CREATE TABLE "
-            + archive.quoted()
-            + " (id bigint PRIMARY KEY CHECK (id % 2 = 0), contact_id bigint, activity text)");
+    TableName archive = archiveTable("CHECK (id % 2 = 0)");
     List<Seen> seen = new CopyOnWriteArrayList<>();
     start(
         settings().withArchive(archive),
@@ -591,12 +599,7 @@ abstract class BufferSinkContract {
   @Test
   void should_archive_a_replayed_batch_from_its_events_only_where_its_rows_are_gone()
       throws Exception {
-    TableName archive = new TableName(schema, "contact_activity_archive");
-    TestSql.exec(
-        ds,
-        "CREATE TABLE "
-            + archive.quoted()
-            + " (id bigint PRIMARY KEY, contact_id bigint, activity text)");
+    TableName archive = archiveTable("");
     start(settings().withArchive(archive), b -> BulkHandler.Result.success());
     // Rows 1-3 were deleted when the batch was dead-lettered; 4-6 were kept, and their events
     // carry a value the table's type does not read, which only their rows can stand for.
