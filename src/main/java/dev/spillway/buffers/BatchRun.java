@@ -16,6 +16,7 @@ import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.stream.IntStream;
 
@@ -31,6 +32,11 @@ import java.util.stream.IntStream;
  */
 final class BatchRun {
   private static final Duration CHECK_EVERY = Duration.ofMillis(100);
+
+  /** How many times one deletion reads the buffer table's columns again when they change. */
+  private static final int COLUMN_CHANGES_FOLLOWED = 3;
+
+  private static final String UNDEFINED_COLUMN = "42703";
 
   /** How long a run waits for the transactions that may have inserted rows it did not find. */
   static final Duration VISIBILITY_WAIT = Duration.ofSeconds(5);
@@ -98,6 +104,7 @@ final class BatchRun {
     if (pending.isEmpty()) {
       return new Outcome.Done(0);
     }
+    checkArchivable();
     for (int attempt = 1; ; attempt++) {
       BulkHandler.Result result =
           buffer.call(
@@ -105,7 +112,7 @@ final class BatchRun {
                   buffer.settings.name(),
                   batch.groupId(),
                   attempt,
-                  buffer.table.idColumn(),
+                  buffer.table().idColumn(),
                   pending),
               this::checkpoint);
       List<BufferEvent> done = succeeded(result, pending);
@@ -165,7 +172,7 @@ final class BatchRun {
     List<BufferEvent> events = batch.events();
     Set<Integer> there;
     try (Connection c = context.dataSource().getConnection()) {
-      there = BufferStatements.remaining(c, buffer.table, ids(events));
+      there = BufferStatements.remaining(c, buffer.table(), ids(events));
       if (there.size() < events.size()) {
         if (!awaitEnded(c, BufferStatements.runningTransactions(c))) {
           return Optional.empty();
@@ -173,7 +180,7 @@ final class BatchRun {
         List<Integer> missing =
             IntStream.range(0, events.size()).filter(i -> !there.contains(i)).boxed().toList();
         List<Object> missingIds = missing.stream().map(i -> id(events.get(i))).toList();
-        BufferStatements.remaining(c, buffer.table, missingIds)
+        BufferStatements.remaining(c, buffer.table(), missingIds)
             .forEach(i -> there.add(missing.get(i)));
       }
     }
@@ -223,14 +230,67 @@ final class BatchRun {
     long start = System.nanoTime();
     int deleted;
     try (Connection c = context.dataSource().getConnection()) {
-      deleted =
-          replayed && buffer.table.archive().isPresent()
-              ? BufferStatements.deleteHandledReplayed(
-                  c, buffer.table, ids(done), done.stream().map(BufferEvent::row).toList())
-              : BufferStatements.deleteHandled(c, buffer.table, ids(done));
+      deleted = deleteFollowingColumns(c, done);
     }
     context.subBatchDone(deleted, System.nanoTime() - start);
     buffer.metrics.handled(done, clock.millis(), replayed);
+  }
+
+  /**
+   * The archive statements name every column of the buffer table, and delete nothing when its
+   * columns are no longer those: they are read again and the statement runs again, a few times at
+   * most. A column dropped or renamed makes PostgreSQL refuse the statement, which is taken the
+   * same way.
+   */
+  private int deleteFollowingColumns(Connection c, List<BufferEvent> done) throws SQLException {
+    for (int tries = 1; ; tries++) {
+      BufferTable t = buffer.table();
+      OptionalInt deleted;
+      try {
+        deleted =
+            replayed && t.archive().isPresent()
+                ? BufferStatements.deleteHandledReplayed(
+                    c, t, ids(done), done.stream().map(BufferEvent::row).toList())
+                : BufferStatements.deleteHandled(c, t, ids(done));
+      } catch (SQLException e) {
+        if (!UNDEFINED_COLUMN.equals(e.getSQLState())
+            || tries >= COLUMN_CHANGES_FOLLOWED
+            || !buffer.refresh(c, t)) {
+          throw e;
+        }
+        continue;
+      }
+      if (deleted.isPresent()) {
+        return deleted.getAsInt();
+      }
+      if (tries >= COLUMN_CHANGES_FOLLOWED) {
+        throw new SQLException(
+            "Buffer "
+                + buffer.settings.name()
+                + ": the columns of table "
+                + t.table().displayName()
+                + " kept changing while handled rows were archived",
+            "55000");
+      }
+      buffer.refresh(c, t);
+    }
+  }
+
+  /**
+   * With an archive table, fails the run before the handler is called when the buffer table has a
+   * column the archive table lacks ({@link RunningBuffer#refresh}), so a batch that cannot be
+   * archived is not handled first. Its rows stay buffered.
+   */
+  private void checkArchivable() throws SQLException {
+    BufferTable t = buffer.table();
+    if (t.archive().isEmpty()) {
+      return;
+    }
+    try (Connection c = context.dataSource().getConnection()) {
+      if (!BufferStatements.columns(c, t.table()).equals(t.columns())) {
+        buffer.refresh(c, t);
+      }
+    }
   }
 
   private Outcome exhausted(List<BufferEvent> pending, int attempts, String reason) {
@@ -249,7 +309,7 @@ final class BatchRun {
   }
 
   private Object id(BufferEvent e) {
-    return e.row().get(buffer.table.idColumn());
+    return e.row().get(buffer.table().idColumn());
   }
 
   private List<Object> ids(List<BufferEvent> events) {

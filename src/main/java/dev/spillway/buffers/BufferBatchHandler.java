@@ -78,7 +78,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     }
     if (b.settings.onExhausted() == OnExhausted.DELETE) {
       try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
-        BufferStatements.deleteExhausted(c, b.table, exhausted.ids());
+        BufferStatements.deleteExhausted(c, b.table(), exhausted.ids());
       }
     }
     b.metrics.deadLettered(exhausted.ids().size());

@@ -191,8 +191,7 @@ public final class BufferPipeline {
                 + ", which has no single-column primary key to delete handled rows by");
       }
       if (b.archiveTable().isPresent()) {
-        List<String> archive = BufferStatements.columns(c, b.archiveTable().get());
-        if (archive.isEmpty()) {
+        if (BufferStatements.columns(c, b.archiveTable().get()).isEmpty()) {
           throw error(
               b,
               "has archive-table "
@@ -200,8 +199,8 @@ public final class BufferPipeline {
                   + ", which does not exist in database "
                   + b.database());
         }
-        List<String> missing = new ArrayList<>(shape.columns());
-        missing.removeAll(archive);
+        List<String> missing =
+            BufferStatements.lackedByArchive(c, b.archiveTable().get(), shape.columns());
         if (!missing.isEmpty()) {
           throw error(
               b,

@@ -13,6 +13,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Set;
 import java.util.StringJoiner;
 
@@ -130,35 +131,74 @@ final class BufferStatements {
 
   /**
    * Deletes handled rows in one statement; with an archive table, the same statement copies them
-   * there first, so both happen or neither. Returns the rows deleted.
+   * there first, so both happen or neither. Returns the rows deleted, or empty when the buffer
+   * table's columns are no longer those {@code t} names (nothing is deleted then).
    */
-  static int deleteHandled(Connection c, BufferTable t, Collection<Object> ids)
+  static OptionalInt deleteHandled(Connection c, BufferTable t, Collection<Object> ids)
       throws SQLException {
-    String sql =
-        t.archive().isPresent()
-            ? moveToArchive(t)
-            : "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)";
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setArray(1, idArray(c, t.idType(), ids)); // the handled ids
-      return ps.executeUpdate();
+    if (t.archive().isEmpty()) {
+      return OptionalInt.of(deleteIds(c, t, ids));
+    }
+    try (PreparedStatement ps = c.prepareStatement(moveToArchive(t) + " " + COUNT_HANDLED)) {
+      int i = setSameColumns(c, ps, t);
+      ps.setArray(i, idArray(c, t.idType(), ids)); // the handled ids
+      return countHandled(ps);
     }
   }
 
   /**
-   * The statement that deletes the rows of the ids in its one parameter and copies them to the
-   * archive table.
+   * The common table expressions that delete the rows of the ids in the third parameter, when
+   * {@code same} holds, and copy them to the archive table ({@code moved}).
    */
   private static String moveToArchive(BufferTable t) {
-    return "WITH " + deleteReturning(t) + " " + archiveHandled(t);
+    return "WITH "
+        + sameColumns()
+        + ", "
+        + deleteReturning(t)
+        + ", moved AS ("
+        + archiveHandled(t)
+        + ")";
   }
 
-  /** {@code handled}: the deletion of the rows of the ids in the first parameter. */
+  /**
+   * {@code same}: whether the buffer table's columns are, in order, those in the first two
+   * parameters (the table, the names). The archive statements delete only then, since they name
+   * every column: one added since would be left out of the archive.
+   */
+  private static String sameColumns() {
+    return "same AS (SELECT coalesce((SELECT array_agg(attname::text ORDER BY attnum) FROM"
+        + " pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped)"
+        + " = ?::text[], false) AS ok)";
+  }
+
+  /** Sets the parameters of {@link #sameColumns}; returns the next parameter's index. */
+  private static int setSameColumns(Connection c, PreparedStatement ps, BufferTable t)
+      throws SQLException {
+    ps.setString(1, t.table().quoted()); // the buffer table, quoted
+    ps.setArray(2, c.createArrayOf("text", t.columns().toArray())); // its columns as t has them
+    return 3;
+  }
+
+  private static final String COUNT_HANDLED =
+      "SELECT (SELECT ok FROM same), (SELECT count(*) FROM handled)";
+
+  private static OptionalInt countHandled(PreparedStatement ps) throws SQLException {
+    try (ResultSet rs = ps.executeQuery()) {
+      rs.next();
+      return rs.getBoolean(1) ? OptionalInt.of(rs.getInt(2)) : OptionalInt.empty();
+    }
+  }
+
+  /**
+   * {@code handled}: the deletion of the rows of the ids in the next parameter, when {@link
+   * #sameColumns} holds.
+   */
   private static String deleteReturning(BufferTable t) {
     return "handled AS (DELETE FROM "
         + t.table().quoted()
         + " WHERE "
         + t.id()
-        + " = ANY (?) RETURNING "
+        + " = ANY (?) AND (SELECT ok FROM same) RETURNING "
         + t.columnList()
         + ")";
   }
@@ -178,22 +218,18 @@ final class BufferStatements {
   /**
    * As {@link #deleteHandled}, for a replayed batch with an archive table: its rows still buffered
    * are moved there, and those gone (deleted when the batch was dead-lettered) are archived from
-   * the events' values, which PostgreSQL reads as the buffer table's row type as it is now (a
-   * column added since the event is null). Only those rows are read from the events, and a row the
-   * archive table refuses as conflicting (a unique key it already holds, say from an earlier
-   * replay) is left out; a moved row is archived or the statement fails, as in {@link
-   * #deleteHandled}. Returns the rows deleted.
+   * the events' values, which PostgreSQL reads as the buffer table's row type (a column added since
+   * the event is null). Only those rows are read from the events, and a row the archive table
+   * refuses as conflicting (a unique key it already holds, say from an earlier replay) is left out;
+   * a moved row is archived or the statement fails, as in {@link #deleteHandled}. Returns the rows
+   * deleted, or empty when the buffer table's columns are no longer those {@code t} names.
    */
-  static int deleteHandledReplayed(
+  static OptionalInt deleteHandledReplayed(
       Connection c, BufferTable t, List<Object> ids, List<Map<String, Object>> rows)
       throws SQLException {
-    List<String> columns = columns(c, t.table());
     String sql =
-        "WITH "
-            + deleteReturning(t)
-            + ", moved AS ("
-            + archiveHandled(t)
-            + "), restored AS (INSERT INTO "
+        moveToArchive(t)
+            + ", restored AS (INSERT INTO "
             + t.archive().orElseThrow().quoted()
             + " ("
             + t.columnList()
@@ -202,22 +238,29 @@ final class BufferStatements {
             // Cast once per row, and only for rows not found in the buffer table.
             + " FROM (SELECT (v).* FROM (SELECT CAST(u.r AS "
             + t.table().quoted()
-            + ") AS v FROM unnest(?, ?::text[]) AS u(id, r) WHERE NOT EXISTS (SELECT 1 FROM"
-            + " handled h WHERE h."
+            + ") AS v FROM unnest(?, ?::text[]) AS u(id, r) WHERE (SELECT ok FROM same) AND NOT"
+            + " EXISTS (SELECT 1 FROM handled h WHERE h."
             + t.id()
-            + " = u.id) OFFSET 0) cast_rows) g ON CONFLICT DO NOTHING)"
-            + " SELECT count(*) FROM handled";
+            + " = u.id) OFFSET 0) cast_rows) g ON CONFLICT DO NOTHING) "
+            + COUNT_HANDLED;
     try (PreparedStatement ps = c.prepareStatement(sql)) {
+      int i = setSameColumns(c, ps, t);
       Array idArray = idArray(c, t.idType(), ids);
-      ps.setArray(1, idArray); // the handled ids
-      ps.setArray(2, idArray); // the same, beside their rows
-      String[] records = rows.stream().map(r -> recordText(columns, r)).toArray(String[]::new);
-      ps.setArray(3, c.createArrayOf("text", records)); // the handled rows, as events carry them
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getInt(1);
-      }
+      ps.setArray(i, idArray); // the handled ids
+      ps.setArray(i + 1, idArray); // the same, beside their rows
+      String[] records = rows.stream().map(r -> recordText(t.columns(), r)).toArray(String[]::new);
+      ps.setArray(
+          i + 2, c.createArrayOf("text", records)); // the handled rows, as events carry them
+      return countHandled(ps);
     }
+  }
+
+  /** Which of these columns the archive table lacks; all of them when it does not exist. */
+  static List<String> lackedByArchive(Connection c, TableName archive, List<String> columns)
+      throws SQLException {
+    List<String> missing = new ArrayList<>(columns);
+    missing.removeAll(columns(c, archive));
+    return missing;
   }
 
   /**
@@ -244,10 +287,15 @@ final class BufferStatements {
   /** Deletes rows whose events were dead-lettered ({@code on-exhausted: delete}); not archived. */
   static int deleteExhausted(Connection c, BufferTable t, Collection<Object> ids)
       throws SQLException {
+    return deleteIds(c, t, ids);
+  }
+
+  private static int deleteIds(Connection c, BufferTable t, Collection<Object> ids)
+      throws SQLException {
     try (PreparedStatement ps =
         c.prepareStatement(
             "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)")) {
-      ps.setArray(1, idArray(c, t.idType(), ids)); // the dead-lettered ids
+      ps.setArray(1, idArray(c, t.idType(), ids)); // the ids
       return ps.executeUpdate();
     }
   }

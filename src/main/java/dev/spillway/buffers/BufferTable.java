@@ -5,7 +5,8 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * A buffer table as checked against the catalog at start-up.
+ * A buffer table as checked against the catalog: at start-up, and its columns again when they
+ * change.
  *
  * @param idColumn its single-column primary key, unquoted
  * @param idType the key's {@code pg_type.typname}, for array parameters
@@ -19,6 +20,10 @@ record BufferTable(
     Optional<TableName> archive) {
   BufferTable {
     columns = List.copyOf(columns);
+  }
+
+  BufferTable withColumns(List<String> now) {
+    return new BufferTable(table, idColumn, idType, now, archive);
   }
 
   /** The key column, quoted for SQL. */

@@ -3,19 +3,26 @@ package dev.spillway.buffers;
 import dev.failsafe.Bulkhead;
 import dev.failsafe.RateLimiter;
 import dev.spillway.sink.Outcome;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * One buffer while the pipeline runs: its settings, its table as the catalog describes it, its
- * handler and the limits every call of the handler passes through.
+ * One buffer while the pipeline runs: its settings, its table as the catalog describes it (columns
+ * followed as they change), its handler and the limits every call of the handler passes through.
  */
 final class RunningBuffer {
+  private static final Logger log = LoggerFactory.getLogger(RunningBuffer.class);
+
   /** How long a wait for a permit goes between two checkpoints. */
   private static final Duration PERMIT_SLICE = Duration.ofMillis(100);
 
   final BufferSettings settings;
-  final BufferTable table;
+  private volatile BufferTable table;
   final BulkHandler handler;
   final BufferMetrics metrics;
   private final Bulkhead<Object> concurrency;
@@ -36,6 +43,50 @@ final class RunningBuffer {
                     RateLimiter.<Object>smoothBuilder(
                             Duration.ofNanos(Math.max(1, Math.round(1e9 / perSecond))))
                         .build());
+  }
+
+  /** The buffer table as last read from the catalog. */
+  BufferTable table() {
+    return table;
+  }
+
+  /**
+   * Reads the buffer table's columns again, once a statement found them changed; whether they now
+   * differ from those of {@code seen}. Fails, saying which, when the archive table lacks one of
+   * them: no row could be archived whole.
+   */
+  synchronized boolean refresh(Connection c, BufferTable seen) throws SQLException {
+    BufferTable t = table;
+    List<String> now = BufferStatements.columns(c, t.table());
+    if (now.isEmpty()) {
+      throw new SQLException(
+          "Buffer " + settings.name() + ": table " + t.table().displayName() + " is gone", "42P01");
+    }
+    if (t.archive().isPresent()) {
+      List<String> lacked = BufferStatements.lackedByArchive(c, t.archive().get(), now);
+      if (!lacked.isEmpty()) {
+        throw new SQLException(
+            "Buffer "
+                + settings.name()
+                + ": archive-table "
+                + t.archive().get().displayName()
+                + " lacks the column(s) "
+                + String.join(", ", lacked)
+                + " that table "
+                + t.table().displayName()
+                + " has now; add them to it, then replay what was dead-lettered meanwhile",
+            "42703");
+      }
+    }
+    if (!now.equals(t.columns())) {
+      log.info(
+          "Buffer {}: table {} now has the columns {}",
+          settings.name(),
+          t.table().displayName(),
+          String.join(", ", now));
+      table = t.withColumns(now);
+    }
+    return !now.equals(seen.columns());
   }
 
   /** Asked between slices of a wait: throws when the run must end there. */

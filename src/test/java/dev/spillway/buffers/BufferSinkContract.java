@@ -606,7 +606,9 @@ abstract class BufferSinkContract {
     TestSql.exec(
         ds,
         "DELETE FROM " + table.quoted() + " WHERE id <= 3",
-        "ALTER TABLE " + table.quoted() + " ADD COLUMN note text");
+        "ALTER TABLE " + archive.quoted() + " ADD COLUMN note text",
+        "ALTER TABLE " + table.quoted() + " ADD COLUMN note text",
+        "UPDATE " + table.quoted() + " SET note = 'kept' WHERE id > 3");
     List<BufferEvent> events = new ArrayList<>();
     for (BufferEvent e : batch(1, 6).events()) {
       Map<String, Object> row = new LinkedHashMap<>(e.row());
@@ -631,6 +633,75 @@ abstract class BufferSinkContract {
                     + " WHERE contact_id = 100 + id % 3 AND activity = 'call'"))
         .as("rows 1-3 from their events, 4-6 from the table")
         .isEqualTo(6);
+    assertThat(
+            TestSql.count(
+                ds,
+                "SELECT count(*) FROM "
+                    + archive.quoted()
+                    + " WHERE note IS NOT DISTINCT FROM"
+                    + " CASE WHEN id > 3 THEN 'kept' END"))
+        .as("the column added after start, from the table, and null in events older than it")
+        .isEqualTo(6);
+  }
+
+  @Test
+  void should_archive_the_columns_the_buffer_table_has_when_they_change_mid_batch()
+      throws Exception {
+    TableName archive = archiveTable("");
+    TestSql.exec(ds, "ALTER TABLE " + archive.quoted() + " ADD COLUMN note text");
+    Sink sink =
+        start(
+            settings().withArchive(archive),
+            b -> {
+              // Between the batch's start and the deletion of its rows.
+              if (b.ids().contains(6L)) {
+                TestSql.exec(
+                    ds, "ALTER TABLE " + table.quoted() + " ADD COLUMN note text DEFAULT 'added'");
+              } else if (b.ids().contains(11L)) {
+                TestSql.exec(ds, "ALTER TABLE " + table.quoted() + " DROP COLUMN activity");
+              }
+              return BulkHandler.Result.success();
+            });
+    produce(batch(1, 5));
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    produce(batch(6, 10));
+    await().atMost(TIMEOUT).until(() -> rows(6, 10) == 0);
+    produce(batch(11, 15));
+    await().atMost(TIMEOUT).until(() -> rows(11, 15) == 0);
+
+    assertThat(sink.metrics().deadLetteredCount()).isZero();
+    assertThat(
+            TestSql.count(
+                ds,
+                "SELECT count(*) FROM "
+                    + archive.quoted()
+                    + " WHERE contact_id = 100 + id % 3 AND CASE WHEN id <= 5 THEN note IS NULL"
+                    + " ELSE note = 'added' END AND CASE WHEN id <= 10 THEN activity = 'call'"
+                    + " ELSE activity IS NULL END"))
+        .as("a column added while a batch ran archived with it, one dropped left out after")
+        .isEqualTo(15);
+  }
+
+  @Test
+  void should_dead_letter_unhandled_a_batch_whose_table_has_a_column_its_archive_lacks()
+      throws Exception {
+    TableName archive = archiveTable("");
+    AtomicInteger calls = new AtomicInteger();
+    start(
+        settings().withArchive(archive),
+        b -> {
+          calls.incrementAndGet();
+          return BulkHandler.Result.success();
+        });
+    TestSql.exec(ds, "ALTER TABLE " + table.quoted() + " ADD COLUMN note text");
+    BufferBatch b = batch(1, 5);
+    produce(b);
+
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 1L, 2L, 3L, 4L, 5L);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains("archive-table " + archive.displayName() + " lacks the column(s) note");
+    assertThat(calls).as("the handler is not given what cannot be archived").hasValue(0);
+    assertThat(rows(1, 5)).as("its rows stay buffered").isEqualTo(5);
   }
 
   @Test
