@@ -2,12 +2,12 @@ package dev.spillway.event;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
-import java.util.function.Consumer;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.TopicDescription;
@@ -113,27 +113,64 @@ public final class TopicRange implements AutoCloseable {
     };
   }
 
+  /** What a read does with each record; it may block, and be interrupted. */
+  @FunctionalInterface
+  public interface Each {
+    void accept(ConsumerRecord<byte[], byte[]> record) throws InterruptedException;
+  }
+
   /** Records from {@code start} to the partitions' ends; nothing when the topic does not exist. */
-  public void read(String topic, Start start, Consumer<ConsumerRecord<byte[], byte[]>> each)
-      throws InterruptedException {
+  public void read(String topic, Start start, Each each) throws InterruptedException {
     List<TopicPartition> partitions = partitions(topic);
+    read(partitions, ranges(partitions, start), each);
+  }
+
+  /**
+   * As {@link #read}, in the topic's order: one partition after the other, each from its first
+   * record to its last, so a caller can act on each record without gathering them to sort. Every
+   * partition's end is taken before the first is read, so what the caller writes to the topic
+   * meanwhile is not read.
+   */
+  public void readInOrder(String topic, Start start, Each each) throws InterruptedException {
+    List<TopicPartition> partitions = new ArrayList<>(partitions(topic));
+    partitions.sort(Comparator.comparingInt(TopicPartition::partition));
+    Map<TopicPartition, long[]> ranges = ranges(partitions, start);
+    for (TopicPartition tp : partitions) {
+      read(List.of(tp), ranges, each);
+    }
+  }
+
+  /** Each partition's offsets to read, from {@code start} (or its first) up to its end now. */
+  private Map<TopicPartition, long[]> ranges(List<TopicPartition> partitions, Start start)
+      throws InterruptedException {
+    Map<TopicPartition, long[]> out = new HashMap<>();
     if (partitions.isEmpty()) {
+      return out;
+    }
+    Map<TopicPartition, Long> first = consumer.beginningOffsets(partitions);
+    Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+    Map<TopicPartition, Long> from = start.positions(partitions);
+    for (TopicPartition tp : partitions) {
+      long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));
+      if (position < end.get(tp)) {
+        out.put(tp, new long[] {position, end.get(tp)});
+      }
+    }
+    return out;
+  }
+
+  private void read(List<TopicPartition> partitions, Map<TopicPartition, long[]> ranges, Each each)
+      throws InterruptedException {
+    Map<TopicPartition, Long> remaining = new HashMap<>();
+    partitions.stream()
+        .filter(ranges::containsKey)
+        .forEach(tp -> remaining.put(tp, ranges.get(tp)[1]));
+    if (remaining.isEmpty()) {
       return;
     }
     try {
-      consumer.assign(partitions);
-      Map<TopicPartition, Long> first = consumer.beginningOffsets(partitions);
-      Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
-      Map<TopicPartition, Long> from = start.positions(partitions);
-      Map<TopicPartition, Long> remaining = new HashMap<>();
-      for (TopicPartition tp : partitions) {
-        long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));
-        if (position < end.get(tp)) {
-          consumer.seek(tp, position);
-          remaining.put(tp, end.get(tp));
-        }
-      }
       consumer.assign(new ArrayList<>(remaining.keySet()));
+      remaining.keySet().forEach(tp -> consumer.seek(tp, ranges.get(tp)[0]));
       while (!remaining.isEmpty()) {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
           Long stop = remaining.get(new TopicPartition(r.topic(), r.partition()));

@@ -14,8 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.function.BiConsumer;
-import java.util.function.Consumer;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
  * The loose-foreign-key backlog per parent table, read from Kafka: deleted records the batcher has
@@ -103,7 +101,7 @@ public final class LfkBacklog {
   }
 
   /** Each record's key and value; a malformed record is the dead-letter topic's business. */
-  private static Consumer<ConsumerRecord<byte[], byte[]>> decoded(BiConsumer<byte[], byte[]> each) {
+  private static TopicRange.Each decoded(BiConsumer<byte[], byte[]> each) {
     return r -> {
       try {
         each.accept(r.key(), r.value());

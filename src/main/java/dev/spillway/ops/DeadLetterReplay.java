@@ -6,7 +6,6 @@ import dev.spillway.event.TopicRange;
 import dev.spillway.sink.SinkHeaders;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -113,14 +112,11 @@ public final class DeadLetterReplay {
       String replays,
       Batches batches,
       Request request)
-      throws InterruptedException, ExecutionException, IncompleteReplay {
-    List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
+      throws InterruptedException, IncompleteReplay {
     Map<String, Instant> replayedBefore = new HashMap<>();
-    try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties)) {
-      range.read(
-          dlq,
-          request.since() == null ? TopicRange.all() : from(range.consumer(), request.since()),
-          read::add);
+    List<Letter> letters = new ArrayList<>();
+    try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties);
+        Sender sender = new Sender(bootstrapServers, kafkaProperties, replicationFactor, replays)) {
       range.read(
           replays,
           TopicRange.all(),
@@ -132,26 +128,36 @@ public final class DeadLetterReplay {
                   (a, b) -> a.isAfter(b) ? a : b);
             }
           });
-    }
-    // In the topic's order, the same from run to run.
-    read.sort(
-        Comparator.comparingInt((ConsumerRecord<byte[], byte[]> r) -> r.partition())
-            .thenComparingLong(ConsumerRecord::offset));
-    List<Letter> letters = new ArrayList<>();
-    List<ProducerRecord<byte[], byte[]>> sends = new ArrayList<>();
-    for (ConsumerRecord<byte[], byte[]> r : read) {
-      Letter letter = examine(r, batches, request, replayedBefore);
-      if (letter.entity() != null && !request.only().test(letter.entity())) {
-        continue;
+      // In the topic's order, the same from run to run; each batch is sent as it is read, so
+      // memory holds the producer's buffer, not the dead-letter topic.
+      TopicRange.Each each =
+          r -> {
+            Letter letter = examine(r, batches, request, replayedBefore);
+            if (letter.entity() != null && !request.only().test(letter.entity())) {
+              return;
+            }
+            letters.add(letter);
+            if (letter.fate() == Fate.REPLAYED) {
+              sender.send(
+                  new ProducerRecord<>(
+                      letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)));
+            }
+          };
+      try {
+        range.readInOrder(
+            dlq,
+            request.since() == null ? TopicRange.all() : from(range.consumer(), request.since()),
+            each);
+      } catch (InterruptedException | RuntimeException e) {
+        // What went out is recorded, so the next replay does not hand it over again.
+        try {
+          sender.finish();
+        } catch (IncompleteReplay | RuntimeException f) {
+          e.addSuppressed(f);
+        }
+        throw e;
       }
-      letters.add(letter);
-      if (letter.fate() == Fate.REPLAYED) {
-        sends.add(
-            new ProducerRecord<>(letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)));
-      }
-    }
-    if (!sends.isEmpty()) {
-      send(bootstrapServers, kafkaProperties, replicationFactor, replays, sends);
+      sender.finish();
     }
     return letters;
   }
@@ -296,48 +302,61 @@ public final class DeadLetterReplay {
   }
 
   /**
-   * Sends every batch, waits for each acknowledgement, then records those Kafka took as replayed (a
-   * replay cut off in between hands them over again next time: at least once).
+   * Sends batches as they come, then waits for each acknowledgement and records those Kafka took as
+   * replayed (a replay cut off in between hands them over again next time: at least once). The
+   * replays topic is made sure of before the first batch goes: a replay that cannot be recorded
+   * sends nothing.
    */
-  private static void send(
-      String bootstrapServers,
-      Map<String, String> kafkaProperties,
-      short replicationFactor,
-      String replays,
-      List<ProducerRecord<byte[], byte[]>> sends)
-      throws InterruptedException, IncompleteReplay {
-    // Before any batch goes: a replay that cannot be recorded sends nothing.
-    TopicProvisioner.ensure(
-        bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
-    Properties p =
-        KafkaClients.properties(
-            Map.of(),
-            kafkaProperties,
-            Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                bootstrapServers,
-                ProducerConfig.CLIENT_ID_CONFIG,
-                "spillway-replay",
-                ProducerConfig.ACKS_CONFIG,
-                "all",
-                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                true));
-    try (Producer<byte[], byte[]> producer =
-        new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
-      List<Future<RecordMetadata>> acks = new ArrayList<>();
-      for (ProducerRecord<byte[], byte[]> r : sends) {
-        acks.add(producer.send(r));
+  private static final class Sender implements AutoCloseable {
+    private final String bootstrapServers;
+    private final Map<String, String> kafkaProperties;
+    private final short replicationFactor;
+    private final String replays;
+    private Producer<byte[], byte[]> producer;
+
+    /** Each batch sent, as its record on the replays topic once taken, with its acknowledgement. */
+    private final List<ProducerRecord<byte[], byte[]>> sent = new ArrayList<>();
+
+    private final List<Future<RecordMetadata>> acks = new ArrayList<>();
+
+    Sender(
+        String bootstrapServers,
+        Map<String, String> kafkaProperties,
+        short replicationFactor,
+        String replays) {
+      this.bootstrapServers = bootstrapServers;
+      this.kafkaProperties = kafkaProperties;
+      this.replicationFactor = replicationFactor;
+      this.replays = replays;
+    }
+
+    void send(ProducerRecord<byte[], byte[]> batch) throws InterruptedException {
+      if (producer == null) {
+        TopicProvisioner.ensure(
+            bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
+        producer = producer();
+      }
+      acks.add(producer.send(batch));
+      sent.add(replayRecord(replays, batch));
+    }
+
+    void finish() throws InterruptedException, IncompleteReplay {
+      if (producer == null) {
+        return;
       }
       List<ProducerRecord<byte[], byte[]>> taken = new ArrayList<>();
       Throwable failure = null;
       for (int i = 0; i < acks.size(); i++) {
         try {
           acks.get(i).get();
-          taken.add(replayRecord(replays, sends.get(i)));
+          taken.add(sent.get(i));
         } catch (ExecutionException e) {
           failure = failure == null ? e.getCause() : failure;
         }
       }
+      int failed = acks.size() - taken.size();
+      acks.clear();
+      sent.clear();
       List<Future<RecordMetadata>> recorded = new ArrayList<>();
       for (ProducerRecord<byte[], byte[]> r : taken) {
         recorded.add(producer.send(r));
@@ -347,10 +366,34 @@ public final class DeadLetterReplay {
           f.get();
         }
       } catch (ExecutionException e) {
-        throw new IncompleteReplay(taken.size(), sends.size() - taken.size(), false, e.getCause());
+        throw new IncompleteReplay(taken.size(), failed, false, e.getCause());
       }
       if (failure != null) {
-        throw new IncompleteReplay(taken.size(), sends.size() - taken.size(), true, failure);
+        throw new IncompleteReplay(taken.size(), failed, true, failure);
+      }
+    }
+
+    private Producer<byte[], byte[]> producer() {
+      Properties p =
+          KafkaClients.properties(
+              Map.of(),
+              kafkaProperties,
+              Map.of(
+                  ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                  bootstrapServers,
+                  ProducerConfig.CLIENT_ID_CONFIG,
+                  "spillway-replay",
+                  ProducerConfig.ACKS_CONFIG,
+                  "all",
+                  ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                  true));
+      return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
+    @Override
+    public void close() {
+      if (producer != null) {
+        producer.close();
       }
     }
   }

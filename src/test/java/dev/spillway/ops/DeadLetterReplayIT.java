@@ -57,7 +57,7 @@ class DeadLetterReplayIT {
       admin
           .createTopics(
               List.of(
-                  new NewTopic(topics.dlq(Pipeline.LFK), 1, (short) 1),
+                  new NewTopic(topics.dlq(Pipeline.LFK), 3, (short) 1),
                   new NewTopic(topics.cleanupBatches(), 2, (short) 1)))
           .all()
           .get();
@@ -69,8 +69,13 @@ class DeadLetterReplayIT {
         new CleanupBatch("main", TableName.parse(table), List.of(ids), 1_000_000L));
   }
 
-  /** A dead letter as the sink writes one, {@code age} ago. */
+  /** A dead letter as the sink writes one, {@code age} ago, on the first partition. */
   private void deadLetter(Duration age, String source, String key, byte[] value) throws Exception {
+    deadLetter(0, age, source, key, value);
+  }
+
+  private void deadLetter(int partition, Duration age, String source, String key, byte[] value)
+      throws Exception {
     RecordHeaders h = new RecordHeaders();
     h.add("trace", "kept".getBytes());
     SinkHeaders.addFailure(
@@ -89,7 +94,7 @@ class DeadLetterReplayIT {
           .send(
               new ProducerRecord<>(
                   topics.dlq(Pipeline.LFK),
-                  0,
+                  partition,
                   now.minus(age).toEpochMilli(),
                   key == null ? null : key.getBytes(),
                   value,
@@ -171,6 +176,35 @@ class DeadLetterReplayIT {
         .extracting(Letter::entity)
         .containsExactly("public.projects", "app.groups");
     assertThat(endOffsets(batches)).isEqualTo(2);
+  }
+
+  @Test
+  void should_replay_in_the_topic_order_partition_by_partition() throws Exception {
+    String batches = topics.cleanupBatches();
+    String dlq = topics.dlq(Pipeline.LFK);
+    // Written in another order than the topic's, and each partition's letters not in time order.
+    deadLetter(2, Duration.ofMinutes(9), batches + "-0@1", "a", batch("projects", "1"));
+    deadLetter(0, Duration.ofMinutes(1), batches + "-0@2", "b", batch("projects", "2"));
+    deadLetter(1, Duration.ofMinutes(8), batches + "-0@3", "c", batch("projects", "3"));
+    deadLetter(0, Duration.ofMinutes(7), batches + "-0@4", "d", batch("projects", "4"));
+    deadLetter(2, Duration.ofMinutes(6), batches + "-0@5", "e", batch("projects", "5"));
+
+    List<Letter> letters = replay(null, null, false);
+
+    assertThat(letters)
+        .extracting(Letter::position)
+        .containsExactly(dlq + "-0@0", dlq + "-0@1", dlq + "-1@0", dlq + "-2@0", dlq + "-2@1");
+    List<ConsumerRecord<byte[], byte[]>> sent =
+        TopicReader.readUntil(bootstrap, batches, r -> r.size() == 5, TIMEOUT);
+    assertThat(sent)
+        .extracting(r -> new String(r.key()))
+        .as("every batch went back")
+        .containsExactlyInAnyOrder("a", "b", "c", "d", "e");
+    assertThat(replay(null, null, false))
+        .extracting(Letter::fate)
+        .as("each recorded as replayed")
+        .containsOnly(Fate.REPLAYED_BEFORE)
+        .hasSize(5);
   }
 
   @Test
