@@ -71,10 +71,15 @@ class DeadLetterReplayIT {
 
   /** A dead letter as the sink writes one, {@code age} ago, on the first partition. */
   private void deadLetter(Duration age, String source, String key, byte[] value) throws Exception {
-    deadLetter(0, age, source, key, value);
+    deadLetter(0, age, age, source, key, value);
   }
 
-  private void deadLetter(int partition, Duration age, String source, String key, byte[] value)
+  /**
+   * A dead letter on {@code partition} that failed {@code age} ago, with a record time of {@code
+   * recordAge} ago (as a dead letter from before its record time was when it failed).
+   */
+  private void deadLetter(
+      int partition, Duration age, Duration recordAge, String source, String key, byte[] value)
       throws Exception {
     RecordHeaders h = new RecordHeaders();
     h.add("trace", "kept".getBytes());
@@ -95,7 +100,7 @@ class DeadLetterReplayIT {
               new ProducerRecord<>(
                   topics.dlq(Pipeline.LFK),
                   partition,
-                  now.minus(age).toEpochMilli(),
+                  now.minus(recordAge).toEpochMilli(),
                   key == null ? null : key.getBytes(),
                   value,
                   h))
@@ -183,17 +188,24 @@ class DeadLetterReplayIT {
     String batches = topics.cleanupBatches();
     String dlq = topics.dlq(Pipeline.LFK);
     // Written in another order than the topic's, and each partition's letters not in time order.
-    deadLetter(2, Duration.ofMinutes(9), batches + "-0@1", "a", batch("projects", "1"));
-    deadLetter(0, Duration.ofMinutes(1), batches + "-0@2", "b", batch("projects", "2"));
-    deadLetter(1, Duration.ofMinutes(8), batches + "-0@3", "c", batch("projects", "3"));
-    deadLetter(0, Duration.ofMinutes(7), batches + "-0@4", "d", batch("projects", "4"));
-    deadLetter(2, Duration.ofMinutes(6), batches + "-0@5", "e", batch("projects", "5"));
+    // Their record times are a day older than spillway.failed-at, which the listing shows.
+    Duration day = Duration.ofDays(1);
+    deadLetter(2, minutes(9), minutes(9).plus(day), batches + "-0@1", "a", batch("projects", "1"));
+    deadLetter(0, minutes(1), minutes(1).plus(day), batches + "-0@2", "b", batch("projects", "2"));
+    deadLetter(1, minutes(8), minutes(8).plus(day), batches + "-0@3", "c", batch("projects", "3"));
+    deadLetter(0, minutes(7), minutes(7).plus(day), batches + "-0@4", "d", batch("projects", "4"));
+    deadLetter(2, minutes(6), minutes(6).plus(day), batches + "-0@5", "e", batch("projects", "5"));
 
     List<Letter> letters = replay(null, null, false);
 
     assertThat(letters)
-        .extracting(Letter::position)
-        .containsExactly(dlq + "-0@0", dlq + "-0@1", dlq + "-1@0", dlq + "-2@0", dlq + "-2@1");
+        .extracting(Letter::position, Letter::failedAt)
+        .containsExactly(
+            tuple(dlq + "-0@0", failedAt(minutes(1))),
+            tuple(dlq + "-0@1", failedAt(minutes(7))),
+            tuple(dlq + "-1@0", failedAt(minutes(8))),
+            tuple(dlq + "-2@0", failedAt(minutes(9))),
+            tuple(dlq + "-2@1", failedAt(minutes(6))));
     List<ConsumerRecord<byte[], byte[]>> sent =
         TopicReader.readUntil(bootstrap, batches, r -> r.size() == 5, TIMEOUT);
     assertThat(sent)
@@ -276,6 +288,15 @@ class DeadLetterReplayIT {
     }
     assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
     assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  private static Duration minutes(long n) {
+    return Duration.ofMinutes(n);
+  }
+
+  /** The time a dead letter written {@code age} ago says it failed, to the millisecond. */
+  private Instant failedAt(Duration age) {
+    return Instant.ofEpochMilli(now.minus(age).toEpochMilli());
   }
 
   private long endOffsets(String topic) throws Exception {
