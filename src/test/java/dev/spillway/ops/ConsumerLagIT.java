@@ -2,6 +2,7 @@ package dev.spillway.ops;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.spillway.event.TopicRange;
 import dev.spillway.ops.ConsumerLag.Lag;
 import dev.spillway.testing.EmbeddedInfra;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -40,6 +41,13 @@ class ConsumerLagIT {
         .containsExactly(
             new Lag(prefix + ".buffers.a", prefix + ".buffers.a.events", 1, 0, null, 0),
             new Lag(prefix + ".lfk.sink", prefix + ".lfk.cleanup-batches", 2, 5, T0 + 2000L, 0));
+
+    // As the metrics read it: again and again through one range, whose consumer serves every read.
+    try (TopicRange range = TopicRange.open(bootstrap, Map.of())) {
+      assertThat(ConsumerLag.read(range, prefix)).isEqualTo(lags);
+      assertThat(range.consumer().assignment()).as("nothing left assigned").isEmpty();
+      assertThat(ConsumerLag.read(range, prefix)).isEqualTo(lags);
+    }
   }
 
   @Test
