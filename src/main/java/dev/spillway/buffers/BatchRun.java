@@ -96,7 +96,7 @@ final class BatchRun {
 
   private Outcome runToEnd() throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     checkpoint();
-    Optional<List<BufferEvent>> buffered = replayed ? Optional.of(batch.events()) : stillBuffered();
+    Optional<List<BufferEvent>> buffered = toHandle();
     if (buffered.isEmpty()) {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
@@ -104,7 +104,6 @@ final class BatchRun {
     if (pending.isEmpty()) {
       return new Outcome.Done(0);
     }
-    checkArchivable();
     for (int attempt = 1; ; attempt++) {
       BulkHandler.Result result =
           buffer.call(
@@ -157,6 +156,28 @@ final class BatchRun {
   }
 
   /**
+   * The events this run hands over: a replayed batch's all, another's those still buffered (empty
+   * when that cannot be told yet). With an archive table and events to hand over, the buffer
+   * table's columns are then checked on the same connection ({@link RunningBuffer#refresh}): a
+   * batch that could not be archived fails before its handler is called, its rows kept.
+   */
+  private Optional<List<BufferEvent>> toHandle()
+      throws SQLException, InterruptedException, RunningBuffer.RunEnded {
+    BufferTable t = buffer.table();
+    if (replayed && t.archive().isEmpty()) {
+      return Optional.of(batch.events());
+    }
+    try (Connection c = context.dataSource().getConnection()) {
+      Optional<List<BufferEvent>> events =
+          replayed ? Optional.of(batch.events()) : stillBuffered(c);
+      if (t.archive().isPresent() && events.map(e -> !e.isEmpty()).orElse(false)) {
+        buffer.refresh(c, t);
+      }
+      return events;
+    }
+  }
+
+  /**
    * The batch's events whose rows are still in the table; empty when that cannot be told yet.
    *
    * <p>A row not found was deleted by an earlier run of the batch, or was inserted by a transaction
@@ -167,22 +188,19 @@ final class BatchRun {
    * is visible); if some has not after {@link #VISIBILITY_WAIT}, the run ends and the batch comes
    * back later.
    */
-  private Optional<List<BufferEvent>> stillBuffered()
+  private Optional<List<BufferEvent>> stillBuffered(Connection c)
       throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     List<BufferEvent> events = batch.events();
-    Set<Integer> there;
-    try (Connection c = context.dataSource().getConnection()) {
-      there = BufferStatements.remaining(c, buffer.table(), ids(events));
-      if (there.size() < events.size()) {
-        if (!awaitEnded(c, BufferStatements.runningTransactions(c))) {
-          return Optional.empty();
-        }
-        List<Integer> missing =
-            IntStream.range(0, events.size()).filter(i -> !there.contains(i)).boxed().toList();
-        List<Object> missingIds = missing.stream().map(i -> id(events.get(i))).toList();
-        BufferStatements.remaining(c, buffer.table(), missingIds)
-            .forEach(i -> there.add(missing.get(i)));
+    Set<Integer> there = BufferStatements.remaining(c, buffer.table(), ids(events));
+    if (there.size() < events.size()) {
+      if (!awaitEnded(c, BufferStatements.runningTransactions(c))) {
+        return Optional.empty();
       }
+      List<Integer> missing =
+          IntStream.range(0, events.size()).filter(i -> !there.contains(i)).boxed().toList();
+      List<Object> missingIds = missing.stream().map(i -> id(events.get(i))).toList();
+      BufferStatements.remaining(c, buffer.table(), missingIds)
+          .forEach(i -> there.add(missing.get(i)));
     }
     return Optional.of(
         IntStream.range(0, events.size()).filter(there::contains).mapToObj(events::get).toList());
@@ -273,23 +291,6 @@ final class BatchRun {
             "55000");
       }
       buffer.refresh(c, t);
-    }
-  }
-
-  /**
-   * With an archive table, fails the run before the handler is called when the buffer table has a
-   * column the archive table lacks ({@link RunningBuffer#refresh}), so a batch that cannot be
-   * archived is not handled first. Its rows stay buffered.
-   */
-  private void checkArchivable() throws SQLException {
-    BufferTable t = buffer.table();
-    if (t.archive().isEmpty()) {
-      return;
-    }
-    try (Connection c = context.dataSource().getConnection()) {
-      if (!BufferStatements.columns(c, t.table()).equals(t.columns())) {
-        buffer.refresh(c, t);
-      }
     }
   }
 

@@ -191,7 +191,8 @@ public final class BufferPipeline {
                 + ", which has no single-column primary key to delete handled rows by");
       }
       if (b.archiveTable().isPresent()) {
-        if (BufferStatements.columns(c, b.archiveTable().get()).isEmpty()) {
+        List<String> archive = BufferStatements.columns(c, b.archiveTable().get());
+        if (archive.isEmpty()) {
           throw error(
               b,
               "has archive-table "
@@ -199,8 +200,7 @@ public final class BufferPipeline {
                   + ", which does not exist in database "
                   + b.database());
         }
-        List<String> missing =
-            BufferStatements.lackedByArchive(c, b.archiveTable().get(), shape.columns());
+        List<String> missing = BufferStatements.lacking(archive, shape.columns());
         if (!missing.isEmpty()) {
           throw error(
               b,

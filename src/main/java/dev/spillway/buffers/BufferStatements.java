@@ -54,13 +54,15 @@ final class BufferStatements {
     return Optional.of(new Shape(key.get(0)[0], key.get(0)[1], columns));
   }
 
+  /** The rows of {@code pg_attribute} of the columns of the table in the next parameter. */
+  private static final String COLUMNS_OF =
+      "FROM pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped";
+
   /** Column names in table order; empty when the table does not exist. */
   static List<String> columns(Connection c, TableName table) throws SQLException {
     List<String> columns = new ArrayList<>();
     try (PreparedStatement ps =
-        c.prepareStatement(
-            "SELECT attname FROM pg_attribute WHERE attrelid = to_regclass(?)"
-                + " AND attnum > 0 AND NOT attisdropped ORDER BY attnum")) {
+        c.prepareStatement("SELECT attname " + COLUMNS_OF + " ORDER BY attnum")) {
       ps.setString(1, table.quoted()); // the table, quoted
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
@@ -166,9 +168,9 @@ final class BufferStatements {
    * every column: one added since would be left out of the archive.
    */
   private static String sameColumns() {
-    return "same AS (SELECT coalesce((SELECT array_agg(attname::text ORDER BY attnum) FROM"
-        + " pg_attribute WHERE attrelid = to_regclass(?) AND attnum > 0 AND NOT attisdropped)"
-        + " = ?::text[], false) AS ok)";
+    return "same AS (SELECT coalesce((SELECT array_agg(attname::text ORDER BY attnum) "
+        + COLUMNS_OF
+        + ") = ?::text[], false) AS ok)";
   }
 
   /** Sets the parameters of {@link #sameColumns}; returns the next parameter's index. */
@@ -255,11 +257,10 @@ final class BufferStatements {
     }
   }
 
-  /** Which of these columns the archive table lacks; all of them when it does not exist. */
-  static List<String> lackedByArchive(Connection c, TableName archive, List<String> columns)
-      throws SQLException {
-    List<String> missing = new ArrayList<>(columns);
-    missing.removeAll(columns(c, archive));
+  /** Which of the columns {@code needed} are not among those a table {@code has}. */
+  static List<String> lacking(List<String> has, List<String> needed) {
+    List<String> missing = new ArrayList<>(needed);
+    missing.removeAll(has);
     return missing;
   }
 

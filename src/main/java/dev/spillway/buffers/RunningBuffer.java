@@ -51,34 +51,36 @@ final class RunningBuffer {
   }
 
   /**
-   * Reads the buffer table's columns again, once a statement found them changed; whether they now
-   * differ from those of {@code seen}. Fails, saying which, when the archive table lacks one of
-   * them: no row could be archived whole.
+   * Reads the buffer table's columns and takes them when they changed; whether they now differ from
+   * those of {@code seen}. Fails, saying which, when the archive table lacks one of the new
+   * columns: no row could be archived whole (the columns it had were checked when they were taken).
    */
   synchronized boolean refresh(Connection c, BufferTable seen) throws SQLException {
     BufferTable t = table;
     List<String> now = BufferStatements.columns(c, t.table());
-    if (now.isEmpty()) {
-      throw new SQLException(
-          "Buffer " + settings.name() + ": table " + t.table().displayName() + " is gone", "42P01");
-    }
-    if (t.archive().isPresent()) {
-      List<String> lacked = BufferStatements.lackedByArchive(c, t.archive().get(), now);
-      if (!lacked.isEmpty()) {
-        throw new SQLException(
-            "Buffer "
-                + settings.name()
-                + ": archive-table "
-                + t.archive().get().displayName()
-                + " lacks the column(s) "
-                + String.join(", ", lacked)
-                + " that table "
-                + t.table().displayName()
-                + " has now; add them to it, then replay what was dead-lettered meanwhile",
-            "42703");
-      }
-    }
     if (!now.equals(t.columns())) {
+      if (now.isEmpty()) {
+        throw new SQLException(
+            "Buffer " + settings.name() + ": table " + t.table().displayName() + " is gone",
+            "42P01");
+      }
+      if (t.archive().isPresent()) {
+        List<String> lacked =
+            BufferStatements.lacking(BufferStatements.columns(c, t.archive().get()), now);
+        if (!lacked.isEmpty()) {
+          throw new SQLException(
+              "Buffer "
+                  + settings.name()
+                  + ": archive-table "
+                  + t.archive().get().displayName()
+                  + " lacks the column(s) "
+                  + String.join(", ", lacked)
+                  + " that table "
+                  + t.table().displayName()
+                  + " has now; add them to it, then replay what was dead-lettered meanwhile",
+              "42703");
+        }
+      }
       log.info(
           "Buffer {}: table {} now has the columns {}",
           settings.name(),
