@@ -27,7 +27,10 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 public final class TopicRange implements AutoCloseable {
   private static final Duration POLL = Duration.ofMillis(200);
 
-  /** Where a read starts on each partition; a partition left out starts at its first record. */
+  /**
+   * Where a read starts on each partition; a partition left out starts at its first record, one
+   * given a position at or past its end is not read.
+   */
   @FunctionalInterface
   public interface Start {
     Map<TopicPartition, Long> positions(List<TopicPartition> partitions)
@@ -121,8 +124,7 @@ public final class TopicRange implements AutoCloseable {
 
   /** Records from {@code start} to the partitions' ends; nothing when the topic does not exist. */
   public void read(String topic, Start start, Each each) throws InterruptedException {
-    List<TopicPartition> partitions = partitions(topic);
-    read(partitions, ranges(partitions, start), each);
+    read(ranges(partitions(topic), start), each);
   }
 
   /**
@@ -132,18 +134,21 @@ public final class TopicRange implements AutoCloseable {
    * meanwhile is not read.
    */
   public void readInOrder(String topic, Start start, Each each) throws InterruptedException {
-    List<TopicPartition> partitions = new ArrayList<>(partitions(topic));
-    partitions.sort(Comparator.comparingInt(TopicPartition::partition));
-    Map<TopicPartition, long[]> ranges = ranges(partitions, start);
-    for (TopicPartition tp : partitions) {
-      read(List.of(tp), ranges, each);
+    Map<TopicPartition, Range> ranges = ranges(partitions(topic), start);
+    List<TopicPartition> ordered = new ArrayList<>(ranges.keySet());
+    ordered.sort(Comparator.comparingInt(TopicPartition::partition));
+    for (TopicPartition tp : ordered) {
+      read(Map.of(tp, ranges.get(tp)), each);
     }
   }
 
+  /** Offsets {@code from} up to, not including, {@code end}. */
+  private record Range(long from, long end) {}
+
   /** Each partition's offsets to read, from {@code start} (or its first) up to its end now. */
-  private Map<TopicPartition, long[]> ranges(List<TopicPartition> partitions, Start start)
+  private Map<TopicPartition, Range> ranges(List<TopicPartition> partitions, Start start)
       throws InterruptedException {
-    Map<TopicPartition, long[]> out = new HashMap<>();
+    Map<TopicPartition, Range> out = new HashMap<>();
     if (partitions.isEmpty()) {
       return out;
     }
@@ -153,24 +158,21 @@ public final class TopicRange implements AutoCloseable {
     for (TopicPartition tp : partitions) {
       long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));
       if (position < end.get(tp)) {
-        out.put(tp, new long[] {position, end.get(tp)});
+        out.put(tp, new Range(position, end.get(tp)));
       }
     }
     return out;
   }
 
-  private void read(List<TopicPartition> partitions, Map<TopicPartition, long[]> ranges, Each each)
-      throws InterruptedException {
-    Map<TopicPartition, Long> remaining = new HashMap<>();
-    partitions.stream()
-        .filter(ranges::containsKey)
-        .forEach(tp -> remaining.put(tp, ranges.get(tp)[1]));
-    if (remaining.isEmpty()) {
+  private void read(Map<TopicPartition, Range> ranges, Each each) throws InterruptedException {
+    if (ranges.isEmpty()) {
       return;
     }
+    Map<TopicPartition, Long> remaining = new HashMap<>();
+    ranges.forEach((tp, r) -> remaining.put(tp, r.end()));
     try {
-      consumer.assign(new ArrayList<>(remaining.keySet()));
-      remaining.keySet().forEach(tp -> consumer.seek(tp, ranges.get(tp)[0]));
+      consumer.assign(ranges.keySet());
+      ranges.forEach((tp, r) -> consumer.seek(tp, r.from()));
       while (!remaining.isEmpty()) {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
           Long stop = remaining.get(new TopicPartition(r.topic(), r.partition()));

@@ -168,11 +168,10 @@ public final class DeadLetterReplay {
       Map<TopicPartition, Long> times = new HashMap<>();
       partitions.forEach(tp -> times.put(tp, since.toEpochMilli()));
       Map<TopicPartition, OffsetAndTimestamp> found = consumer.offsetsForTimes(times);
-      Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
       Map<TopicPartition, Long> out = new HashMap<>();
       for (TopicPartition tp : partitions) {
         OffsetAndTimestamp o = found.get(tp);
-        out.put(tp, o == null ? ends.get(tp) : o.offset());
+        out.put(tp, o == null ? Long.MAX_VALUE : o.offset()); // past the end: not read
       }
       return out;
     };
@@ -314,10 +313,10 @@ public final class DeadLetterReplay {
     private final String replays;
     private Producer<byte[], byte[]> producer;
 
-    /** Each batch sent, as its record on the replays topic once taken, with its acknowledgement. */
-    private final List<ProducerRecord<byte[], byte[]>> sent = new ArrayList<>();
+    /** A batch sent: its acknowledgement, and what the replays topic gets once Kafka took it. */
+    private record Sent(Future<RecordMetadata> ack, ProducerRecord<byte[], byte[]> record) {}
 
-    private final List<Future<RecordMetadata>> acks = new ArrayList<>();
+    private final List<Sent> sent = new ArrayList<>();
 
     Sender(
         String bootstrapServers,
@@ -336,8 +335,7 @@ public final class DeadLetterReplay {
             bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
         producer = producer();
       }
-      acks.add(producer.send(batch));
-      sent.add(replayRecord(replays, batch));
+      sent.add(new Sent(producer.send(batch), replayRecord(replays, batch)));
     }
 
     void finish() throws InterruptedException, IncompleteReplay {
@@ -346,16 +344,15 @@ public final class DeadLetterReplay {
       }
       List<ProducerRecord<byte[], byte[]>> taken = new ArrayList<>();
       Throwable failure = null;
-      for (int i = 0; i < acks.size(); i++) {
+      for (Sent s : sent) {
         try {
-          acks.get(i).get();
-          taken.add(sent.get(i));
+          s.ack().get();
+          taken.add(s.record());
         } catch (ExecutionException e) {
           failure = failure == null ? e.getCause() : failure;
         }
       }
-      int failed = acks.size() - taken.size();
-      acks.clear();
+      int failed = sent.size() - taken.size();
       sent.clear();
       List<Future<RecordMetadata>> recorded = new ArrayList<>();
       for (ProducerRecord<byte[], byte[]> r : taken) {

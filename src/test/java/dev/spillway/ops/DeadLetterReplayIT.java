@@ -134,6 +134,9 @@ class DeadLetterReplayIT {
     deadLetter(Duration.ofMinutes(4), batches + "-1@9", "groups", batch("app.groups", "3"));
     deadLetter(Duration.ofMinutes(3), batches + "-0@5", "projects", new byte[] {9, 9, 9});
     deadLetter(Duration.ofMinutes(2), topics.deletedRecords() + "-2@40", null, new byte[] {1});
+    // A partition holding only dead letters from before --since is not read at all.
+    Duration older = Duration.ofHours(2);
+    deadLetter(1, older, older, batches + "-1@3", "projects", batch("projects", "9"));
 
     List<Letter> dry = replay(now.minus(Duration.ofHours(1)), null, true);
     assertThat(dry).extracting(Letter::fate).containsOnly(Fate.WOULD_REPLAY, Fate.LEFT);
