@@ -12,12 +12,9 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.Properties;
 import java.util.Set;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,26 +100,17 @@ public final class Capture implements AutoCloseable {
   }
 
   private static Producer<byte[], byte[]> newProducer(CaptureSettings settings) {
-    Properties p =
-        KafkaClients.properties(
-            Map.of(
-                ProducerConfig.LINGER_MS_CONFIG,
-                1,
-                ProducerConfig.COMPRESSION_TYPE_CONFIG,
-                "lz4",
-                ProducerConfig.BATCH_SIZE_CONFIG,
-                256 * 1024),
-            settings.kafkaProperties(),
-            Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                settings.bootstrapServers(),
-                ProducerConfig.CLIENT_ID_CONFIG,
-                "spillway-capture",
-                ProducerConfig.ACKS_CONFIG,
-                "all",
-                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                true));
-    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    return KafkaClients.producer(
+        Map.of(
+            ProducerConfig.LINGER_MS_CONFIG,
+            1,
+            ProducerConfig.COMPRESSION_TYPE_CONFIG,
+            "lz4",
+            ProducerConfig.BATCH_SIZE_CONFIG,
+            256 * 1024),
+        settings.kafkaProperties(),
+        settings.bootstrapServers(),
+        "spillway-capture");
   }
 
   @Override

@@ -4,6 +4,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /** How Spillway's Kafka clients combine its settings with the configured client properties. */
 public final class KafkaClients {
@@ -62,5 +66,30 @@ public final class KafkaClients {
     p.putAll(configured);
     p.putAll(fixed);
     return p;
+  }
+
+  /**
+   * A producer of raw records that loses and repeats none once Kafka acknowledged them: every
+   * replica in sync took it ({@code acks=all}) and a retried send is written once (idempotence).
+   */
+  public static Producer<byte[], byte[]> producer(
+      Map<String, ?> defaults,
+      Map<String, String> configured,
+      String bootstrapServers,
+      String clientId) {
+    Properties p =
+        properties(
+            defaults,
+            configured,
+            Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrapServers,
+                ProducerConfig.CLIENT_ID_CONFIG,
+                clientId,
+                ProducerConfig.ACKS_CONFIG,
+                "all",
+                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
+                true));
+    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
   }
 }

@@ -9,7 +9,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.function.Function;
@@ -17,15 +16,12 @@ import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
  * Hands a pipeline's dead-lettered batches over again. A dead letter that a sink worker wrote for a
@@ -371,20 +367,7 @@ public final class DeadLetterReplay {
     }
 
     private Producer<byte[], byte[]> producer() {
-      Properties p =
-          KafkaClients.properties(
-              Map.of(),
-              kafkaProperties,
-              Map.of(
-                  ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                  bootstrapServers,
-                  ProducerConfig.CLIENT_ID_CONFIG,
-                  "spillway-replay",
-                  ProducerConfig.ACKS_CONFIG,
-                  "all",
-                  ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                  true));
-      return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+      return KafkaClients.producer(Map.of(), kafkaProperties, bootstrapServers, "spillway-replay");
     }
 
     @Override

@@ -36,7 +36,7 @@ final class Requeuer {
       throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
-    send(r.topic(), r.key(), value, h);
+    send(r.topic(), null, r.key(), value, h);
   }
 
   void delay(SinkRecord r, int attempts, long consumeAfterMillis)
@@ -46,7 +46,7 @@ final class Requeuer {
     h.remove(SinkHeaders.CONSUME_AFTER)
         .add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(consumeAfterMillis));
     h.remove(SinkHeaders.BATCHES_TOPIC).add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(r.topic()));
-    send(delayedTopic, r.key(), r.value(), h);
+    send(delayedTopic, null, r.key(), r.value(), h);
   }
 
   /**
@@ -59,21 +59,14 @@ final class Requeuer {
     SinkHeaders.addFailure(
         h, error.getClass().getName(), String.valueOf(error.getMessage()), r.position(), failedAt);
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(r.attempts()));
-    producer
-        .send(
-            new ProducerRecord<>(
-                deadLetterTopic,
-                null,
-                failedAt, // the record's time is when it failed, as the header says
-                r.key(),
-                value == null ? r.value() : value,
-                h))
-        .get();
+    // the record's time is when it failed, as the header says
+    send(deadLetterTopic, failedAt, r.key(), value == null ? r.value() : value, h);
   }
 
-  private void send(String topic, byte[] key, byte[] value, RecordHeaders headers)
+  /** Sends and waits for Kafka's acknowledgement; a null {@code timestamp} is the send time. */
+  private void send(String topic, Long timestamp, byte[] key, byte[] value, RecordHeaders headers)
       throws InterruptedException, ExecutionException {
-    producer.send(new ProducerRecord<>(topic, null, key, value, headers)).get();
+    producer.send(new ProducerRecord<>(topic, null, timestamp, key, value, headers)).get();
   }
 
   private static RecordHeaders copy(Map<String, byte[]> headers) {

@@ -19,11 +19,9 @@ import java.util.function.Function;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -240,19 +238,10 @@ public final class Sink implements AutoCloseable {
   }
 
   private static Producer<byte[], byte[]> producer(Wiring w, Pipeline pipeline) {
-    Properties p =
-        KafkaClients.properties(
-            Map.of(ProducerConfig.LINGER_MS_CONFIG, 0),
-            w.kafkaProperties(),
-            Map.of(
-                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                w.bootstrapServers(),
-                ProducerConfig.CLIENT_ID_CONFIG,
-                "spillway-" + pipeline.id() + "-sink",
-                ProducerConfig.ACKS_CONFIG,
-                "all",
-                ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG,
-                true));
-    return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
+    return KafkaClients.producer(
+        Map.of(ProducerConfig.LINGER_MS_CONFIG, 0),
+        w.kafkaProperties(),
+        w.bootstrapServers(),
+        "spillway-" + pipeline.id() + "-sink");
   }
 }

@@ -375,9 +375,9 @@ final class SinkWorker implements AutoCloseable {
         PartitionWork w = partitions.remove(tp);
         if (w != null) {
           w.forgotten = true;
-        }
-        if (w != null && w.busy) {
-          done(tp); // its completion, if it comes, is ignored
+          if (w.busy) {
+            done(tp); // its completion, if it comes, is ignored
+          }
         }
         if (paused.remove(tp)) {
           metrics.pausedPartitions(-1);

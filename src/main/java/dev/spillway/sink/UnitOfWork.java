@@ -53,10 +53,6 @@ final class UnitOfWork {
     this.latency = latency;
   }
 
-  Result run(SinkRecord record, BooleanSupplier stopping) {
-    return run(record, stopping, () -> false);
-  }
-
   /**
    * @param givenUp whether the worker no longer owns the record's partition: its new owner runs the
    *     record again, so a paused run's rest is not put back as well
