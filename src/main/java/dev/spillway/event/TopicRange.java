@@ -61,6 +61,10 @@ public final class TopicRange implements AutoCloseable {
                 bootstrapServers,
                 ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
                 false,
+                // A position whose record retention deleted meanwhile goes on from the first
+                // record still there, rather than jumping to the end past those not read.
+                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
+                "earliest",
                 ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG,
                 false));
     Admin admin = Admin.create(adminProps);

@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -145,7 +146,12 @@ public final class ConsumerLag {
       }
       out.add(
           new Lag(
-              group, t.getKey(), t.getValue().size(), lag, oldest(consumer, waitingFrom), members));
+              group,
+              t.getKey(),
+              t.getValue().size(),
+              lag,
+              oldest(consumer, waitingFrom, end),
+              members));
     }
     return out;
   }
@@ -160,22 +166,36 @@ public final class ConsumerLag {
     return out;
   }
 
-  /** The earliest write time of the records at these positions; null when none could be read. */
-  private static Long oldest(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> at)
+  /**
+   * The earliest write time of the first records at or after these positions, below each
+   * partition's {@code end}; null when none could be read. A record deleted since the positions
+   * were looked up (by retention) is passed over to the first one still there, and a partition with
+   * nothing left before its end is not waited for.
+   */
+  static Long oldest(
+      KafkaConsumer<byte[], byte[]> consumer,
+      Map<TopicPartition, Long> at,
+      Map<TopicPartition, Long> end)
       throws InterruptedException {
     if (at.isEmpty()) {
       return null;
     }
     Map<TopicPartition, Long> found = new HashMap<>();
+    Set<TopicPartition> gone = new HashSet<>();
     try {
       consumer.assign(at.keySet());
       at.forEach(consumer::seek);
       long until = System.nanoTime() + OLDEST_WAIT.toNanos();
-      while (found.size() < at.size() && System.nanoTime() < until) {
+      while (found.size() + gone.size() < at.size() && System.nanoTime() < until) {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
           TopicPartition tp = new TopicPartition(r.topic(), r.partition());
-          if (!found.containsKey(tp)) {
+          if (!found.containsKey(tp) && r.offset() < end.get(tp)) {
             found.put(tp, r.timestamp());
+            consumer.pause(List.of(tp));
+          }
+        }
+        for (TopicPartition tp : at.keySet()) {
+          if (!found.containsKey(tp) && consumer.position(tp) >= end.get(tp) && gone.add(tp)) {
             consumer.pause(List.of(tp));
           }
         }

@@ -16,6 +16,7 @@ import java.util.Map;
 import java.util.UUID;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -81,6 +82,34 @@ class ConsumerLagIT {
       assertThat(registry.scrape())
           .contains("spillway_consumer_lag_records" + sink + " 0.0")
           .contains("spillway_consumer_lag_seconds" + sink + " 0.0");
+    }
+  }
+
+  @Test
+  void should_date_the_first_record_still_there_when_retention_deleted_the_one_looked_up()
+      throws Exception {
+    String bootstrap = EmbeddedInfra.get().bootstrapServers();
+    String prefix = seed(bootstrap);
+    TopicPartition p0 = new TopicPartition(prefix + ".lfk.cleanup-batches", 0);
+    TopicPartition p1 = new TopicPartition(prefix + ".lfk.cleanup-batches", 1);
+    // Positions and ends as a read looked them up, then retention deletes records behind it.
+    Map<TopicPartition, Long> at = Map.of(p0, 2L, p1, 0L);
+    Map<TopicPartition, Long> ends = Map.of(p0, 5L, p1, 2L);
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin
+          .deleteRecords(
+              Map.of(p0, RecordsToDelete.beforeOffset(4), p1, RecordsToDelete.beforeOffset(2)))
+          .all()
+          .get();
+    }
+
+    try (TopicRange range = TopicRange.open(bootstrap, Map.of())) {
+      assertThat(ConsumerLag.oldest(range.consumer(), at, ends))
+          .as("offset 4 of partition 0, the first still there; partition 1 has nothing left")
+          .isEqualTo(T0 + 4000L);
+      assertThat(ConsumerLag.oldest(range.consumer(), Map.of(p1, 0L), ends)).isNull();
+      assertThat(range.consumer().assignment()).as("nothing left assigned").isEmpty();
+      assertThat(range.consumer().paused()).as("nothing left paused").isEmpty();
     }
   }
 
