@@ -23,6 +23,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
 
 /**
  * How far Spillway's consumer groups are behind, per group and topic: records after each group's
@@ -195,7 +196,7 @@ public final class ConsumerLag {
           }
         }
         for (TopicPartition tp : at.keySet()) {
-          if (!found.containsKey(tp) && consumer.position(tp) >= end.get(tp) && gone.add(tp)) {
+          if (!found.containsKey(tp) && reachedEnd(consumer, tp, end.get(tp)) && gone.add(tp)) {
             consumer.pause(List.of(tp));
           }
         }
@@ -209,5 +210,17 @@ public final class ConsumerLag {
       consumer.assign(List.of());
     }
     return found.values().stream().min(Long::compare).orElse(null);
+  }
+
+  /**
+   * Whether the read of {@code tp} is at {@code end}; not yet when its position is still sought.
+   */
+  private static boolean reachedEnd(
+      KafkaConsumer<byte[], byte[]> consumer, TopicPartition tp, long end) {
+    try {
+      return consumer.position(tp, POLL) >= end;
+    } catch (TimeoutException e) {
+      return false; // within the read's own wait, not the client's minute
+    }
   }
 }
