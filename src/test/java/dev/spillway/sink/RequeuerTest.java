@@ -42,6 +42,7 @@ class RequeuerTest {
 
     ProducerRecord<byte[], byte[]> back = producer.history().get(0);
     assertThat(back.topic()).isEqualTo("t.batches");
+    assertThat(back.timestamp()).as("none given: Kafka stamps the send time").isNull();
     assertThat(new String(back.key())).isEqualTo("k");
     assertThat(new String(back.value())).isEqualTo("rest");
     assertThat(
