@@ -1,7 +1,9 @@
 package dev.spillway.event;
 
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -10,11 +12,13 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -120,6 +124,41 @@ public final class TopicRange implements AutoCloseable {
     };
   }
 
+  /** From the first record written at or after {@code time}; a partition with none is not read. */
+  public Start writtenFrom(Instant time) {
+    return partitions -> {
+      Map<TopicPartition, Long> out = new HashMap<>();
+      listed(partitions, OffsetSpec.forTimestamp(time.toEpochMilli()))
+          .forEach((tp, offset) -> out.put(tp, offset < 0 ? Long.MAX_VALUE : offset));
+      return out;
+    };
+  }
+
+  /**
+   * Each partition's offset as {@code spec} asks: its first, its end, or the first written at a
+   * time (-1 where there is none). Asked of the admin client: the consumer, asked of partitions it
+   * is not assigned, warns about each.
+   */
+  public Map<TopicPartition, Long> offsets(Collection<TopicPartition> partitions, OffsetSpec spec)
+      throws InterruptedException, ExecutionException {
+    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+    partitions.forEach(tp -> request.put(tp, spec));
+    Map<TopicPartition, Long> out = new HashMap<>();
+    admin.listOffsets(request).all().get().forEach((tp, info) -> out.put(tp, info.offset()));
+    return out;
+  }
+
+  private Map<TopicPartition, Long> listed(Collection<TopicPartition> partitions, OffsetSpec spec)
+      throws InterruptedException {
+    try {
+      return offsets(partitions, spec);
+    } catch (ExecutionException e) {
+      throw new KafkaException(
+          "Could not list the offsets of " + partitions + ": " + e.getCause().getMessage(),
+          e.getCause());
+    }
+  }
+
   /** What a read does with each record; it may block, and be interrupted. */
   @FunctionalInterface
   public interface Each {
@@ -156,8 +195,8 @@ public final class TopicRange implements AutoCloseable {
     if (partitions.isEmpty()) {
       return out;
     }
-    Map<TopicPartition, Long> first = consumer.beginningOffsets(partitions);
-    Map<TopicPartition, Long> end = consumer.endOffsets(partitions);
+    Map<TopicPartition, Long> first = listed(partitions, OffsetSpec.earliest());
+    Map<TopicPartition, Long> end = listed(partitions, OffsetSpec.latest());
     Map<TopicPartition, Long> from = start.positions(partitions);
     for (TopicPartition tp : partitions) {
       long position = Math.max(first.get(tp), from.getOrDefault(tp, 0L));

@@ -70,7 +70,6 @@ public final class ConsumerLag {
   public static List<Lag> read(TopicRange range, String prefix)
       throws InterruptedException, ExecutionException {
     Admin admin = range.admin();
-    KafkaConsumer<byte[], byte[]> consumer = range.consumer();
     Topics names = new Topics(prefix);
     Set<String> groups = new TreeSet<>();
     for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
@@ -108,8 +107,7 @@ public final class ConsumerLag {
         // not created again by a broker that creates topics on demand.
         partitions.addAll(range.partitions(topic));
       }
-      out.addAll(
-          lags(admin, consumer, group, partitions, committed, d == null ? 0 : d.members().size()));
+      out.addAll(lags(range, group, partitions, committed, d == null ? 0 : d.members().size()));
     }
     return out;
   }
@@ -118,8 +116,7 @@ public final class ConsumerLag {
       Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition);
 
   private static List<Lag> lags(
-      Admin admin,
-      KafkaConsumer<byte[], byte[]> consumer,
+      TopicRange range,
       String group,
       Collection<TopicPartition> partitions,
       Map<TopicPartition, OffsetAndMetadata> committed,
@@ -128,8 +125,8 @@ public final class ConsumerLag {
     if (partitions.isEmpty()) {
       return List.of();
     }
-    Map<TopicPartition, Long> first = offsets(admin, partitions, OffsetSpec.earliest());
-    Map<TopicPartition, Long> end = offsets(admin, partitions, OffsetSpec.latest());
+    Map<TopicPartition, Long> first = range.offsets(partitions, OffsetSpec.earliest());
+    Map<TopicPartition, Long> end = range.offsets(partitions, OffsetSpec.latest());
     Map<String, List<TopicPartition>> byTopic = new TreeMap<>();
     partitions.forEach(tp -> byTopic.computeIfAbsent(tp.topic(), t -> new ArrayList<>()).add(tp));
     List<Lag> out = new ArrayList<>();
@@ -151,19 +148,9 @@ public final class ConsumerLag {
               t.getKey(),
               t.getValue().size(),
               lag,
-              oldest(consumer, waitingFrom, end),
+              oldest(range.consumer(), waitingFrom, end),
               members));
     }
-    return out;
-  }
-
-  private static Map<TopicPartition, Long> offsets(
-      Admin admin, Collection<TopicPartition> partitions, OffsetSpec spec)
-      throws InterruptedException, ExecutionException {
-    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
-    partitions.forEach(tp -> request.put(tp, spec));
-    Map<TopicPartition, Long> out = new HashMap<>();
-    admin.listOffsets(request).all().get().forEach((tp, info) -> out.put(tp, info.offset()));
     return out;
   }
 

@@ -14,12 +14,9 @@ import java.util.concurrent.Future;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
-import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
-import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
@@ -142,7 +139,7 @@ public final class DeadLetterReplay {
       try {
         range.readInOrder(
             dlq,
-            request.since() == null ? TopicRange.all() : from(range.consumer(), request.since()),
+            request.since() == null ? TopicRange.all() : range.writtenFrom(request.since()),
             each);
       } catch (InterruptedException | RuntimeException e) {
         // What went out is recorded, so the next replay does not hand it over again.
@@ -156,21 +153,6 @@ public final class DeadLetterReplay {
       sender.finish();
     }
     return letters;
-  }
-
-  /** From the first record written at or after {@code since}; nothing where none was. */
-  private static TopicRange.Start from(KafkaConsumer<byte[], byte[]> consumer, Instant since) {
-    return partitions -> {
-      Map<TopicPartition, Long> times = new HashMap<>();
-      partitions.forEach(tp -> times.put(tp, since.toEpochMilli()));
-      Map<TopicPartition, OffsetAndTimestamp> found = consumer.offsetsForTimes(times);
-      Map<TopicPartition, Long> out = new HashMap<>();
-      for (TopicPartition tp : partitions) {
-        OffsetAndTimestamp o = found.get(tp);
-        out.put(tp, o == null ? Long.MAX_VALUE : o.offset()); // past the end: not read
-      }
-      return out;
-    };
   }
 
   private static Letter examine(

@@ -2,7 +2,12 @@ package dev.spillway.event;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.spillway.testing.EmbeddedInfra;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -10,12 +15,14 @@ import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /** Reading a topic's range on the shared embedded Kafka. */
 class TopicRangeIT {
@@ -74,5 +81,41 @@ class TopicRangeIT {
     }
 
     assertThat(read).containsExactly("0:a", "1:b", "2:c", "2:d");
+  }
+
+  @Test
+  void should_read_from_a_time_without_the_client_warning_about_partitions_not_assigned()
+      throws Exception {
+    long t = System.currentTimeMillis();
+    writeAt(0, t - 60_000, "old");
+    writeAt(0, t, "new");
+    writeAt(1, t - 60_000, "old"); // nothing at or after t: partition 1 is not read
+    Logger kafka = (Logger) LoggerFactory.getLogger("org.apache.kafka");
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    kafka.addAppender(logged);
+    List<String> read = new ArrayList<>();
+
+    try (TopicRange range = TopicRange.open(bootstrap, Map.of())) {
+      range.readInOrder(topic, range.writtenFrom(Instant.ofEpochMilli(t)), r -> add(read, r));
+      range.readInOrder(topic, TopicRange.all(), r -> add(read, r));
+    } finally {
+      kafka.detachAppender(logged);
+    }
+
+    assertThat(read).containsExactly("0:new", "0:old", "0:new", "1:old");
+    assertThat(logged.list)
+        .filteredOn(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .isEmpty();
+  }
+
+  private void writeAt(int partition, long timestamp, String value) throws Exception {
+    producer.send(new ProducerRecord<>(topic, partition, timestamp, null, value.getBytes())).get();
+  }
+
+  /** A record as partition:value. */
+  private static void add(List<String> read, ConsumerRecord<byte[], byte[]> r) {
+    read.add(r.partition() + ":" + new String(r.value()));
   }
 }
