@@ -107,7 +107,13 @@ public final class StreamsApp implements AutoCloseable {
       Duration commitInterval,
       short replicationFactor) {
     return KafkaClients.properties(
-        Map.of(ProducerConfig.LINGER_MS_CONFIG, 5),
+        Map.of(
+            ProducerConfig.LINGER_MS_CONFIG,
+            5,
+            // Spillway's topologies have no global stores; left false, Kafka Streams warns about it
+            // at every start.
+            StreamsConfig.PROCESSING_EXCEPTION_HANDLER_GLOBAL_ENABLED_CONFIG,
+            true),
         kafkaProperties,
         Map.of(
             StreamsConfig.APPLICATION_ID_CONFIG,

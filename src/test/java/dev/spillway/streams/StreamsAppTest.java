@@ -2,12 +2,17 @@ package dev.spillway.streams;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.streams.StreamsConfig;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 class StreamsAppTest {
   private static StreamsConfig config(Map<String, String> configured) {
@@ -36,5 +41,23 @@ class StreamsAppTest {
                 .getProducerConfigs("c")
                 .get(ProducerConfig.LINGER_MS_CONFIG))
         .hasToString("50");
+  }
+
+  @Test
+  void should_start_without_a_configuration_warning() {
+    Logger streams = (Logger) LoggerFactory.getLogger(StreamsConfig.class);
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    streams.addAppender(logged);
+    try {
+      config(Map.of());
+    } finally {
+      streams.detachAppender(logged);
+    }
+
+    assertThat(logged.list)
+        .filteredOn(e -> e.getLevel().isGreaterOrEqual(Level.WARN))
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .isEmpty();
   }
 }
