@@ -87,6 +87,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   /** One status line per buffer; counting rows reads each buffer table. */
   List<StatusReport.BufferStatus> status() {
     List<StatusReport.BufferStatus> out = new ArrayList<>();
+    long now = clock.millis();
     for (RunningBuffer b : byTopic.values()) {
       out.add(
           new StatusReport.BufferStatus(
@@ -98,8 +99,8 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
               b.metrics.handledCount(),
               b.metrics.deadLetteredBatchCount(),
               b.metrics.deadLetteredEventCount(),
-              b.metrics.percentileMillis(0.5),
-              b.metrics.percentileMillis(0.99)));
+              b.metrics.percentileMillis(0.5, now),
+              b.metrics.percentileMillis(0.99, now)));
     }
     out.sort(java.util.Comparator.comparing(StatusReport.BufferStatus::name));
     return out;

@@ -23,6 +23,13 @@ final class BufferMetrics {
   private final Counter deadLetteredBatches;
   private final Counter deadLetteredEvents;
   private final Timer insertToHandled;
+
+  /** How long a timed event counts in the percentiles. */
+  private static final Duration WINDOW = Duration.ofMinutes(2);
+
+  /** When events were last timed (epoch ms); -1 before any was. */
+  private volatile long lastTimedMillis = -1;
+
   private final Map<String, Counter> calls = new ConcurrentHashMap<>();
 
   /**
@@ -45,7 +52,7 @@ final class BufferMetrics {
             .publishPercentileHistogram()
             .minimumExpectedValue(Duration.ofMillis(1))
             .maximumExpectedValue(Duration.ofMinutes(10))
-            .distributionStatisticExpiry(Duration.ofMinutes(2))
+            .distributionStatisticExpiry(WINDOW)
             .register(registry);
     Gauge.builder("spillway_buffer_batches_in_flight", inFlight, AtomicInteger::get)
         .description("Batches whose handler runs now")
@@ -71,9 +78,10 @@ final class BufferMetrics {
    */
   void handled(Collection<BufferEvent> events, long nowMillis, boolean replayed) {
     handled.increment(events.size());
-    if (replayed) {
+    if (replayed || events.isEmpty()) {
       return;
     }
+    lastTimedMillis = nowMillis;
     for (BufferEvent e : events) {
       insertToHandled.record(
           Math.max(0, nowMillis * 1000 - e.commitTimeMicros()), TimeUnit.MICROSECONDS);
@@ -110,13 +118,21 @@ final class BufferMetrics {
     return (long) deadLetteredEvents.count();
   }
 
-  /** The insert-to-handled percentile in milliseconds over the last minutes; 0 without data. */
-  double percentileMillis(double percentile) {
+  /**
+   * The insert-to-handled percentile in milliseconds over the last two minutes; null when no event
+   * was timed in them (none handled yet, only replayed ones, or none lately), as a 0 would read as
+   * instant delivery.
+   */
+  Double percentileMillis(double percentile, long nowMillis) {
+    long last = lastTimedMillis;
+    if (last < 0 || nowMillis - last > WINDOW.toMillis()) {
+      return null;
+    }
     for (ValueAtPercentile v : insertToHandled.takeSnapshot().percentileValues()) {
       if (v.percentile() == percentile) {
         return v.value(TimeUnit.MILLISECONDS);
       }
     }
-    return 0;
+    return null;
   }
 }

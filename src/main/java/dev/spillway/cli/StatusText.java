@@ -70,15 +70,15 @@ final class StatusText {
         r.buffers() == null ? List.<StatusReport.BufferStatus>of() : r.buffers()) {
       b.append(
           String.format(
-              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %.0f ms p99 %.0f ms%n",
+              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %s p99 %s%n",
               s.name(),
               s.rowsWaiting() < 0 ? "?" : String.format("%,d", s.rowsWaiting()),
               s.batchesInFlight(),
               s.handledEvents(),
               s.deadLetteredBatches(),
               s.deadLetteredEvents(),
-              s.insertToHandledP50Millis(),
-              s.insertToHandledP99Millis()));
+              millis(s.insertToHandledP50Millis()),
+              millis(s.insertToHandledP99Millis())));
     }
     if (r.lagReadAt() == null) {
       b.append("Lag       not read from Kafka yet, or Kafka cannot be read")
@@ -101,5 +101,10 @@ final class StatusText {
       }
     }
     return b.toString();
+  }
+
+  /** Milliseconds rounded, or "-" when there is no figure. */
+  private static String millis(Double ms) {
+    return ms == null ? "-" : String.format("%.0f ms", ms);
   }
 }

@@ -54,7 +54,7 @@ public record StatusReport(
    * @param deadLetteredBatches batches whose remaining events went to the dead-letter topic since
    *     start
    * @param insertToHandledP50Millis from the inserting commit to the row's deletion, over the last
-   *     minutes; 0 before anything was handled
+   *     two minutes; null when no row was timed in them (replayed rows are not)
    */
   public record BufferStatus(
       String name,
@@ -65,6 +65,6 @@ public record StatusReport(
       long handledEvents,
       long deadLetteredBatches,
       long deadLetteredEvents,
-      double insertToHandledP50Millis,
-      double insertToHandledP99Millis) {}
+      Double insertToHandledP50Millis,
+      Double insertToHandledP99Millis) {}
 }

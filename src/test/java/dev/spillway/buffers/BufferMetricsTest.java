@@ -27,8 +27,8 @@ class BufferMetricsTest {
     metrics.handled(events, now, false);
 
     assertThat(metrics.handledCount()).isEqualTo(1_000);
-    assertThat(metrics.percentileMillis(0.5)).isCloseTo(500, within(5.0));
-    assertThat(metrics.percentileMillis(0.99)).isCloseTo(990, within(9.9));
+    assertThat(metrics.percentileMillis(0.5, now)).isCloseTo(500, within(5.0));
+    assertThat(metrics.percentileMillis(0.99, now)).isCloseTo(990, within(9.9));
   }
 
   @Test
@@ -45,6 +45,28 @@ class BufferMetricsTest {
     metrics.handled(List.of(dayOld), now, true);
 
     assertThat(metrics.handledCount()).isEqualTo(2);
-    assertThat(metrics.percentileMillis(0.99)).isCloseTo(20, within(1.0));
+    assertThat(metrics.percentileMillis(0.99, now)).isCloseTo(20, within(1.0));
+  }
+
+  @Test
+  void should_have_no_percentiles_without_an_event_timed_in_the_last_two_minutes() {
+    BufferMetrics metrics = new BufferMetrics(new SimpleMeterRegistry(), "b", () -> 0);
+    long now = 1_800_000_000_000L;
+    BufferEvent dayOld =
+        new BufferEvent(
+            "db", new TableName("public", "b"), Map.of("id", 2), (now - 86_400_000) * 1000, 2, now);
+
+    assertThat(metrics.percentileMillis(0.5, now)).as("nothing handled").isNull();
+    metrics.handled(List.of(dayOld), now, true);
+    assertThat(metrics.percentileMillis(0.5, now)).as("only a replayed event").isNull();
+    metrics.handled(List.of(), now, false);
+    assertThat(metrics.percentileMillis(0.5, now)).as("an empty batch times nothing").isNull();
+
+    BufferEvent fresh =
+        new BufferEvent(
+            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now);
+    metrics.handled(List.of(fresh), now, false);
+    assertThat(metrics.percentileMillis(0.5, now + 120_000)).isCloseTo(20, within(1.0));
+    assertThat(metrics.percentileMillis(0.5, now + 120_001)).as("none lately").isNull();
   }
 }

@@ -12,6 +12,11 @@ class StatusTextTest {
   private static final Instant NOW = Instant.parse("2026-11-24T10:00:00Z");
 
   private static StatusReport report(String lagReadAt, List<Lag> lag) {
+    return report(List.of(), lagReadAt, lag);
+  }
+
+  private static StatusReport report(
+      List<StatusReport.BufferStatus> buffers, String lagReadAt, List<Lag> lag) {
     return new StatusReport(
         42,
         "2026-11-24T09:00:00Z",
@@ -20,7 +25,7 @@ class StatusTextTest {
         List.of(),
         List.of(),
         List.of(),
-        List.of(),
+        buffers,
         lagReadAt,
         lag,
         null);
@@ -60,5 +65,21 @@ class StatusTextTest {
         .contains("Lag       not read from Kafka yet, or Kafka cannot be read");
     assertThat(StatusText.render(report("2026-11-24T09:59:55Z", List.of()), NOW))
         .contains("  No consumer groups of Spillway's in Kafka yet.");
+  }
+
+  @Test
+  void should_show_a_buffers_latency_only_when_rows_were_timed_lately() {
+    StatusReport r =
+        report(
+            List.of(
+                new StatusReport.BufferStatus("a", "main", "public.a", 3, 1, 40, 0, 0, 12.4, 251.6),
+                new StatusReport.BufferStatus(
+                    "b", "main", "public.b", 0, 0, 12, 3, 12, null, null)),
+            null,
+            List.of());
+
+    assertThat(StatusText.render(r, NOW))
+        .contains("handled 40  DLQ 0 batches (0 events)  insert->handled p50 12 ms p99 252 ms")
+        .contains("handled 12  DLQ 3 batches (12 events)  insert->handled p50 - p99 -");
   }
 }
