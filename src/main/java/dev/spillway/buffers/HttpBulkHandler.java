@@ -1,10 +1,14 @@
 package dev.spillway.buffers;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.spillway.config.DurationText;
 import java.io.IOException;
+import java.net.ConnectException;
 import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.ZonedDateTime;
@@ -53,8 +57,7 @@ final class HttpBulkHandler implements BulkHandler {
               request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
               HttpResponse.BodyHandlers.ofString());
     } catch (IOException e) {
-      return Result.retry(
-          "POST " + spec.url() + " failed: " + e.getClass().getSimpleName() + " " + e.getMessage());
+      return Result.retry("POST " + spec.url() + " failed: " + failure(e));
     }
     int status = response.statusCode();
     if (status >= 200 && status < 300) {
@@ -66,6 +69,36 @@ final class HttpBulkHandler implements BulkHandler {
           reason, retryAfter(response.headers().firstValue("Retry-After")).orElse(null));
     }
     return Result.reject(reason);
+  }
+
+  /**
+   * Why a request got no answer, in words: it could not connect, no answer came in time, or what
+   * the exception says; the exception's class in brackets.
+   */
+  private String failure(IOException e) {
+    String kind = " (" + e.getClass().getSimpleName() + ")";
+    String timeout = DurationText.format(spec.timeout());
+    if (e instanceof HttpConnectTimeoutException) {
+      return "could not connect within " + timeout + kind;
+    }
+    if (e instanceof HttpTimeoutException) {
+      return "no answer within " + timeout + kind;
+    }
+    String message = message(e);
+    if (e instanceof ConnectException) {
+      return "could not connect" + (message == null ? "" : ": " + message) + kind;
+    }
+    return (message == null ? "no answer" : message) + kind;
+  }
+
+  /** The first message along the exception's causes; the JDK's client often leaves its own null. */
+  private static String message(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t.getMessage() != null && !t.getMessage().isBlank()) {
+        return t.getMessage();
+      }
+    }
+    return null;
   }
 
   /** {@code Retry-After} as seconds or as an HTTP date; empty when absent or unreadable. */

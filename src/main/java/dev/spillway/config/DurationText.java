@@ -42,7 +42,7 @@ public final class DurationText {
   }
 
   /** The shortest exact short form: {@code 10ms}, {@code 90s}, {@code 1h}; ISO-8601 otherwise. */
-  static String format(Duration d) {
+  public static String format(Duration d) {
     if (d.isNegative() || d.toNanosPart() % 1_000_000 != 0) {
       return d.toString();
     }
