@@ -111,8 +111,12 @@ public final class StreamsApp implements AutoCloseable {
             ProducerConfig.LINGER_MS_CONFIG,
             5,
             // Spillway's topologies have no global stores; left false, Kafka Streams warns about it
-            // at every start.
+            // at every start: for the application, and for the main consumer's assignor, which
+            // reads the Streams settings from that consumer's properties.
             StreamsConfig.PROCESSING_EXCEPTION_HANDLER_GLOBAL_ENABLED_CONFIG,
+            true,
+            StreamsConfig.mainConsumerPrefix(
+                StreamsConfig.PROCESSING_EXCEPTION_HANDLER_GLOBAL_ENABLED_CONFIG),
             true),
         kafkaProperties,
         Map.of(

@@ -6,15 +6,21 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.Topology;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
 class StreamsAppTest {
+  @TempDir Path dir;
+
   private static StreamsConfig config(Map<String, String> configured) {
     return new StreamsConfig(
         StreamsApp.properties(
@@ -44,13 +50,25 @@ class StreamsAppTest {
   }
 
   @Test
-  void should_start_without_a_configuration_warning() {
+  void should_build_its_clients_without_a_configuration_warning() throws Exception {
     Logger streams = (Logger) LoggerFactory.getLogger(StreamsConfig.class);
     ListAppender<ILoggingEvent> logged = new ListAppender<>();
     logged.start();
     streams.addAppender(logged);
+    Topology topology = new Topology();
+    topology.addSource("in", "in");
     try {
-      config(Map.of());
+      // Builds the application's clients and their settings; connects to nothing.
+      new KafkaStreams(
+              topology,
+              StreamsApp.properties(
+                  "app",
+                  "127.0.0.1:1",
+                  Map.of(),
+                  Files.createTempDirectory(dir, "state"),
+                  Duration.ofMillis(100),
+                  (short) 1))
+          .close(Duration.ofSeconds(5));
     } finally {
       streams.detachAppender(logged);
     }
