@@ -7,17 +7,20 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
@@ -43,10 +46,13 @@ public final class TopicRange implements AutoCloseable {
 
   private final Admin admin;
   private final KafkaConsumer<byte[], byte[]> consumer;
+  private final IsolationLevel isolation;
 
-  private TopicRange(Admin admin, KafkaConsumer<byte[], byte[]> consumer) {
+  private TopicRange(
+      Admin admin, KafkaConsumer<byte[], byte[]> consumer, IsolationLevel isolation) {
     this.admin = admin;
     this.consumer = consumer;
+    this.isolation = isolation;
   }
 
   /**
@@ -73,10 +79,16 @@ public final class TopicRange implements AutoCloseable {
                 false));
     Admin admin = Admin.create(adminProps);
     try {
-      return new TopicRange(
-          admin,
+      KafkaConsumer<byte[], byte[]> consumer =
           new KafkaConsumer<>(
-              consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer()));
+              consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+      // The consumer took the setting, so it is a valid one; ends are listed as it reads them.
+      String isolation =
+          consumerProps
+              .getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted")
+              .toString();
+      return new TopicRange(
+          admin, consumer, IsolationLevel.valueOf(isolation.toUpperCase(Locale.ROOT)));
     } catch (RuntimeException e) {
       admin.close();
       throw e;
@@ -144,7 +156,11 @@ public final class TopicRange implements AutoCloseable {
     Map<TopicPartition, OffsetSpec> request = new HashMap<>();
     partitions.forEach(tp -> request.put(tp, spec));
     Map<TopicPartition, Long> out = new HashMap<>();
-    admin.listOffsets(request).all().get().forEach((tp, info) -> out.put(tp, info.offset()));
+    admin
+        .listOffsets(request, new ListOffsetsOptions(isolation))
+        .all()
+        .get()
+        .forEach((tp, info) -> out.put(tp, info.offset()));
     return out;
   }
 

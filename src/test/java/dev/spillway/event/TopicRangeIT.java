@@ -1,12 +1,14 @@
 package dev.spillway.event;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.spillway.testing.EmbeddedInfra;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -117,5 +119,33 @@ class TopicRangeIT {
   /** A record as partition:value. */
   private static void add(List<String> read, ConsumerRecord<byte[], byte[]> r) {
     read.add(r.partition() + ":" + new String(r.value()));
+  }
+
+  @Test
+  void should_read_up_to_the_end_a_read_committed_consumer_can_reach() throws Exception {
+    write(0, "committed");
+    try (KafkaProducer<byte[], byte[]> transactional =
+        new KafkaProducer<>(
+            Map.of("bootstrap.servers", bootstrap, "transactional.id", "range-" + topic),
+            new ByteArraySerializer(),
+            new ByteArraySerializer())) {
+      transactional.initTransactions();
+      transactional.beginTransaction();
+      transactional.send(new ProducerRecord<>(topic, 0, null, "open".getBytes())).get();
+      List<String> read = new ArrayList<>();
+
+      // Left open: its record is past the end such a consumer reaches until it ends.
+      assertTimeoutPreemptively(
+          Duration.ofSeconds(60),
+          () -> {
+            try (TopicRange range =
+                TopicRange.open(bootstrap, Map.of("isolation.level", "read_committed"))) {
+              range.readInOrder(topic, TopicRange.all(), r -> add(read, r));
+            }
+          });
+
+      assertThat(read).containsExactly("0:committed");
+      transactional.abortTransaction();
+    }
   }
 }
