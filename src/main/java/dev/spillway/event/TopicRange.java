@@ -79,20 +79,26 @@ public final class TopicRange implements AutoCloseable {
                 false));
     Admin admin = Admin.create(adminProps);
     try {
-      KafkaConsumer<byte[], byte[]> consumer =
-          new KafkaConsumer<>(
-              consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-      // The consumer took the setting, so it is a valid one; ends are listed as it reads them.
-      String isolation =
-          consumerProps
-              .getOrDefault(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_uncommitted")
-              .toString();
       return new TopicRange(
-          admin, consumer, IsolationLevel.valueOf(isolation.toUpperCase(Locale.ROOT)));
+          admin,
+          new KafkaConsumer<>(
+              consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer()),
+          isolation(consumerProps));
     } catch (RuntimeException e) {
       admin.close();
       throw e;
     }
+  }
+
+  /**
+   * The level the consumer reads at, for listing ends as it reaches them; a value it does not know
+   * is refused by the consumer before this is asked.
+   */
+  private static IsolationLevel isolation(Properties consumerProps) {
+    Object level = consumerProps.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG);
+    return level == null
+        ? IsolationLevel.READ_UNCOMMITTED
+        : IsolationLevel.valueOf(level.toString().trim().toUpperCase(Locale.ROOT));
   }
 
   public Admin admin() {
