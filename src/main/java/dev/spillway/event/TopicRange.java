@@ -23,6 +23,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -122,14 +123,27 @@ public final class TopicRange implements AutoCloseable {
     return partitions -> Map.of();
   }
 
-  /** After a consumer group's committed positions; every record when it committed none. */
+  /**
+   * After a consumer group's committed positions; every record when it committed none.
+   *
+   * @throws KafkaException when Kafka does not give the positions (unreachable, not allowed), so a
+   *     backlog is never counted from the first record for a group that did commit
+   */
   public Start afterCommitted(String group) {
     return partitions -> {
       Map<TopicPartition, OffsetAndMetadata> committed;
       try {
         committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
       } catch (ExecutionException e) {
-        return Map.of();
+        if (e.getCause() instanceof GroupIdNotFoundException) {
+          return Map.of();
+        }
+        throw new KafkaException(
+            "Could not read the positions consumer group "
+                + group
+                + " committed: "
+                + e.getCause().getMessage(),
+            e.getCause());
       }
       Map<TopicPartition, Long> out = new HashMap<>();
       committed.forEach(

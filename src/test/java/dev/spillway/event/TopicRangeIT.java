@@ -1,6 +1,7 @@
 package dev.spillway.event;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import ch.qos.logback.classic.Level;
@@ -20,6 +21,8 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -119,6 +122,33 @@ class TopicRangeIT {
   /** A record as partition:value. */
   private static void add(List<String> read, ConsumerRecord<byte[], byte[]> r) {
     read.add(r.partition() + ":" + new String(r.value()));
+  }
+
+  @Test
+  void should_read_every_record_after_a_group_that_never_committed() throws Exception {
+    write(0, "a");
+    write(1, "b");
+    List<String> read = new ArrayList<>();
+
+    try (TopicRange range = TopicRange.open(bootstrap, Map.of())) {
+      range.readInOrder(topic, range.afterCommitted("never-" + topic), r -> add(read, r));
+    }
+
+    assertThat(read).containsExactly("0:a", "1:b");
+  }
+
+  @Test
+  void should_refuse_to_read_after_a_group_whose_positions_kafka_did_not_give() throws Exception {
+    List<TopicPartition> partitions = List.of(new TopicPartition(topic, 0));
+    // No answer can come within a millisecond: the admin client times the request out.
+    try (TopicRange range =
+        TopicRange.open(
+            bootstrap, Map.of("default.api.timeout.ms", "1", "request.timeout.ms", "1"))) {
+      assertThatThrownBy(() -> range.afterCommitted("slow-" + topic).positions(partitions))
+          .isInstanceOf(KafkaException.class)
+          .hasMessageStartingWith(
+              "Could not read the positions consumer group slow-" + topic + " committed: ");
+    }
   }
 
   @Test
