@@ -48,12 +48,17 @@ public final class TopicRange implements AutoCloseable {
   private final Admin admin;
   private final KafkaConsumer<byte[], byte[]> consumer;
   private final IsolationLevel isolation;
+  private final Duration stall;
 
   private TopicRange(
-      Admin admin, KafkaConsumer<byte[], byte[]> consumer, IsolationLevel isolation) {
+      Admin admin,
+      KafkaConsumer<byte[], byte[]> consumer,
+      IsolationLevel isolation,
+      Duration stall) {
     this.admin = admin;
     this.consumer = consumer;
     this.isolation = isolation;
+    this.stall = stall;
   }
 
   /**
@@ -84,7 +89,8 @@ public final class TopicRange implements AutoCloseable {
           admin,
           new KafkaConsumer<>(
               consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer()),
-          isolation(consumerProps));
+          isolation(consumerProps),
+          stall(consumerProps));
     } catch (RuntimeException e) {
       admin.close();
       throw e;
@@ -100,6 +106,15 @@ public final class TopicRange implements AutoCloseable {
     return level == null
         ? IsolationLevel.READ_UNCOMMITTED
         : IsolationLevel.valueOf(level.toString().trim().toUpperCase(Locale.ROOT));
+  }
+
+  /**
+   * How long a read waits for a partition that gives nothing before it gives up: the client's own
+   * bound on a call ({@code default.api.timeout.ms}, a minute unless configured).
+   */
+  private static Duration stall(Properties consumerProps) {
+    Object ms = consumerProps.get(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG);
+    return Duration.ofMillis(ms == null ? 60_000 : Long.parseLong(ms.toString().trim()));
   }
 
   public Admin admin() {
@@ -249,9 +264,11 @@ public final class TopicRange implements AutoCloseable {
     }
     Map<TopicPartition, Long> remaining = new HashMap<>();
     ranges.forEach((tp, r) -> remaining.put(tp, r.end()));
+    Map<TopicPartition, Long> positions = new HashMap<>();
     try {
       consumer.assign(ranges.keySet());
       ranges.forEach((tp, r) -> consumer.seek(tp, r.from()));
+      long movedAt = System.nanoTime();
       while (!remaining.isEmpty()) {
         for (ConsumerRecord<byte[], byte[]> r : consumer.poll(POLL)) {
           Long stop = remaining.get(new TopicPartition(r.topic(), r.partition()));
@@ -260,7 +277,17 @@ public final class TopicRange implements AutoCloseable {
           }
         }
         // Compacted or control records leave gaps: the position, not the last record, tells.
-        remaining.keySet().removeIf(tp -> consumer.position(tp) >= remaining.get(tp));
+        boolean moved = false;
+        for (TopicPartition tp : remaining.keySet()) {
+          Long before = positions.put(tp, consumer.position(tp));
+          moved |= !positions.get(tp).equals(before);
+        }
+        remaining.keySet().removeIf(tp -> positions.get(tp) >= remaining.get(tp));
+        if (moved) {
+          movedAt = System.nanoTime();
+        } else if (System.nanoTime() - movedAt > stall.toNanos()) {
+          throw new KafkaException(stalled(remaining, positions));
+        }
         if (Thread.interrupted()) {
           throw new InterruptedException();
         }
@@ -269,6 +296,19 @@ public final class TopicRange implements AutoCloseable {
       // The consumer serves later reads: nothing assigned may outlive this one.
       consumer.assign(List.of());
     }
+  }
+
+  private String stalled(Map<TopicPartition, Long> remaining, Map<TopicPartition, Long> positions) {
+    List<String> at = new ArrayList<>();
+    remaining.keySet().stream()
+        .sorted(
+            Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition))
+        .forEach(tp -> at.add(tp + " at offset " + positions.get(tp) + " of " + remaining.get(tp)));
+    return "Kafka gave nothing more of "
+        + String.join(", ", at)
+        + " for "
+        + (stall.toMillis() % 1000 == 0 ? stall.toSeconds() + " s" : stall.toMillis() + " ms")
+        + " (is the partition's leader available?)";
   }
 
   /** The topic's partitions; none when it does not exist. */

@@ -152,6 +152,42 @@ class TopicRangeIT {
   }
 
   @Test
+  void should_give_up_naming_the_partitions_kafka_gave_nothing_of_for_the_clients_timeout()
+      throws Exception {
+    write(0, "a");
+    write(1, "b");
+    // Deleted once its ends are taken: nothing more comes of the partitions being read.
+    TopicRange.Start deletedFirst =
+        partitions -> {
+          try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+            admin.deleteTopics(List.of(topic)).all().get();
+          } catch (ExecutionException e) {
+            throw new IllegalStateException(e.getCause());
+          }
+          return Map.of();
+        };
+    List<String> read = new ArrayList<>();
+
+    assertTimeoutPreemptively(
+        Duration.ofSeconds(60),
+        () -> {
+          try (TopicRange range =
+              TopicRange.open(
+                  bootstrap,
+                  Map.of("default.api.timeout.ms", "2000", "request.timeout.ms", "2000"))) {
+            assertThatThrownBy(() -> range.read(topic, deletedFirst, r -> add(read, r)))
+                .isInstanceOf(KafkaException.class)
+                .hasMessage(
+                    "Kafka gave nothing more of %s-0 at offset 0 of 1, %s-1 at offset 0 of 1 for"
+                        + " 2 s (is the partition's leader available?)",
+                    topic, topic);
+            assertThat(range.consumer().assignment()).isEmpty();
+          }
+        });
+    assertThat(read).isEmpty();
+  }
+
+  @Test
   void should_read_up_to_the_end_a_read_committed_consumer_can_reach() throws Exception {
     write(0, "committed");
     try (KafkaProducer<byte[], byte[]> transactional =
