@@ -13,6 +13,7 @@ import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.sink.BatchesTopic;
 import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
+import dev.spillway.streams.Batcher;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -116,7 +117,8 @@ public final class BufferPipeline {
     }
     runtime.ensureTopics(needed);
     for (BufferSettings b : buffers) {
-      runtime.startStreams(Pipeline.BUFFERS, b.name(), BufferTopology.build(b, topics));
+      runtime.startStreams(
+          Pipeline.BUFFERS, b.name(), BufferTopology.build(b, topics), Batcher.tick(b.maxWait()));
     }
     BufferBatchHandler handler =
         new BufferBatchHandler(byTopic, runtime.databases()::dataSource, clock);

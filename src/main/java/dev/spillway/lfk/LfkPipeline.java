@@ -8,6 +8,7 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.Topics;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.streams.Batcher;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -43,7 +44,11 @@ public final class LfkPipeline {
     Topics topics = runtime.topics();
     runtime.ensureTopics(List.of(topics.deletedRecords(), topics.cleanupBatches()));
     LfkMetrics metrics = new LfkMetrics(runtime.registry());
-    runtime.startStreams(Pipeline.LFK, STREAMS_NAME, LfkTopology.build(topics, settings));
+    runtime.startStreams(
+        Pipeline.LFK,
+        STREAMS_NAME,
+        LfkTopology.build(topics, settings),
+        Batcher.tick(settings.maxWait()));
     runtime.startSink(
         Pipeline.LFK,
         topics.cleanupBatches(),

@@ -29,6 +29,7 @@ import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -267,8 +268,9 @@ public final class SpillwayRuntime implements AutoCloseable {
    * after the sinks and before capture when the runtime closes. Returns once it runs.
    *
    * @param name the application's name within the pipeline, such as {@code batcher}
+   * @param tick how often its wall-clock punctuators run
    */
-  public StreamsApp startStreams(Pipeline pipeline, String name, Topology topology)
+  public StreamsApp startStreams(Pipeline pipeline, String name, Topology topology, Duration tick)
       throws InterruptedException {
     String id = topics().streamsApplication(pipeline, name);
     StreamsApp app =
@@ -279,6 +281,7 @@ public final class SpillwayRuntime implements AutoCloseable {
             config.kafka().properties(),
             workingDir.resolve("streams"),
             STREAMS_COMMIT_INTERVAL,
+            tick,
             config.kafka().replicationFactor());
     streamsApps.add(app);
     own(app);

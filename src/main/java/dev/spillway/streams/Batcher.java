@@ -57,6 +57,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   private ProcessorContext<String, byte[]> context;
   private KeyValueStore<String, byte[]> store;
   private long nextSeq;
+  private long tickMs;
 
   /**
    * @param toBatch turns a key and its pending values (in arrival order) into the emitted record
@@ -88,18 +89,22 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     pending.clear();
     nextSeq = 0;
     restore();
+    tickMs = tick(maxWait).toMillis();
     context.schedule(tick(maxWait), PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
   }
 
   /**
-   * How often pending values are checked: a quarter of {@code maxWait}, at least 20 ms, and at most
-   * a second, so values a restart brought back wait no longer than that.
+   * How often pending values are checked: a tenth of {@code maxWait}, at least 20 ms, and at most a
+   * second, so values a restart brought back wait no longer than that. A key whose first value
+   * would have waited longer than {@code maxWait} at the next check goes at this one, so a batch
+   * waits between {@code maxWait} less a tick and {@code maxWait} (with a {@code maxWait} under 20
+   * ms, up to 20 ms). The Streams thread must not block for input longer than a tick.
    */
-  static Duration tick(Duration maxWait) {
-    Duration quarter = maxWait.dividedBy(4);
-    return quarter.compareTo(MIN_TICK) < 0
+  public static Duration tick(Duration maxWait) {
+    Duration tenth = maxWait.dividedBy(10);
+    return tenth.compareTo(MIN_TICK) < 0
         ? MIN_TICK
-        : quarter.compareTo(MAX_TICK) > 0 ? MAX_TICK : quarter;
+        : tenth.compareTo(MAX_TICK) > 0 ? MAX_TICK : tenth;
   }
 
   /**
@@ -147,10 +152,11 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   }
 
   private void emitExpired(long now) {
-    // Keys are in the order of their first pending value, so the due ones come first.
+    // Keys are in the order of their first pending value, so the due ones come first. Due: it
+    // would be late at the next tick.
     List<Map.Entry<String, Pending>> due = new ArrayList<>();
     for (Map.Entry<String, Pending> e : pending.entrySet()) {
-      if (now - e.getValue().firstSeenMs < maxWait.toMillis()) {
+      if (now - e.getValue().firstSeenMs + tickMs <= maxWait.toMillis()) {
         break;
       }
       due.add(e);

@@ -28,6 +28,7 @@ public final class StreamsApp implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(StreamsApp.class);
   private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
+  private static final Duration DEFAULT_POLL = Duration.ofMillis(100);
 
   private final String applicationId;
   private final KafkaStreams streams;
@@ -44,6 +45,9 @@ public final class StreamsApp implements AutoCloseable {
    * @param commitInterval how often the input read and the stores' changes are committed: what a
    *     crash makes the application process again. Emitted records do not wait for it (at least
    *     once, no transactions); they go out within the producer's linger.
+   * @param tick how often the topology's wall-clock punctuators run; the thread waits for input no
+   *     longer than that (Kafka Streams' {@code poll.ms}, 100 ms unless shorter), as a punctuator
+   *     cannot run while it waits
    * @throws IllegalStateException when it does not reach RUNNING within a minute
    */
   public static StreamsApp start(
@@ -53,6 +57,7 @@ public final class StreamsApp implements AutoCloseable {
       Map<String, String> kafkaProperties,
       Path stateDir,
       Duration commitInterval,
+      Duration tick,
       short replicationFactor)
       throws InterruptedException {
     Properties p =
@@ -62,6 +67,7 @@ public final class StreamsApp implements AutoCloseable {
             kafkaProperties,
             stateDir,
             commitInterval,
+            tick,
             replicationFactor);
     KafkaStreams streams = new KafkaStreams(topology, p);
     StreamsApp app = new StreamsApp(applicationId, streams);
@@ -105,11 +111,14 @@ public final class StreamsApp implements AutoCloseable {
       Map<String, String> kafkaProperties,
       Path stateDir,
       Duration commitInterval,
+      Duration tick,
       short replicationFactor) {
     return KafkaClients.properties(
         Map.of(
             ProducerConfig.LINGER_MS_CONFIG,
             5,
+            StreamsConfig.POLL_MS_CONFIG,
+            Math.min(DEFAULT_POLL.toMillis(), tick.toMillis()),
             // Spillway's topologies have no global stores; left false, Kafka Streams warns about it
             // at every start: for the application, and for the main consumer's assignor, which
             // reads the Streams settings from that consumer's properties.

@@ -104,7 +104,15 @@ class BatcherRestoreIT {
     t.addProcessor("batch", () -> BatcherTest.joining(10, Duration.ofHours(1)), "in");
     t.addStateStore(Batcher.store("pending"), "batch");
     t.addSink("out", out, new StringSerializer(), new ByteArraySerializer(), "batch");
-    return StreamsApp.start(run, t, bootstrap, Map.of(), stateDir, COMMIT_INTERVAL, (short) 1);
+    return StreamsApp.start(
+        run,
+        t,
+        bootstrap,
+        Map.of(),
+        stateDir,
+        COMMIT_INTERVAL,
+        Batcher.tick(Duration.ofHours(1)),
+        (short) 1);
   }
 
   private static void produce(String bootstrap, String topic, String key, String... values) {

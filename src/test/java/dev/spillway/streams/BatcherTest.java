@@ -102,6 +102,30 @@ class BatcherTest {
   }
 
   @Test
+  void should_close_a_batch_by_wait_no_later_than_max_wait_after_its_first_value() {
+    driver.advanceWallClockTime(Duration.ofMillis(310)); // the first value comes between two ticks
+    send("a", "1");
+    List<String> emitted = List.of();
+    long waitedMs = 0;
+    while (emitted.isEmpty() && waitedMs < 5_000) {
+      driver.advanceWallClockTime(Duration.ofMillis(10));
+      waitedMs += 10;
+      emitted = emitted();
+    }
+
+    assertThat(emitted).containsExactly("a=1,");
+    // Checked every 200 ms (a tenth of max-wait): it goes at the last check before 2 s.
+    assertThat(waitedMs).isBetween(1_800L, 2_000L);
+  }
+
+  @Test
+  void should_check_pending_values_every_tenth_of_max_wait_within_bounds() {
+    assertThat(Batcher.tick(Duration.ofSeconds(2))).isEqualTo(Duration.ofMillis(200));
+    assertThat(Batcher.tick(Duration.ofMillis(100))).isEqualTo(Duration.ofMillis(20));
+    assertThat(Batcher.tick(Duration.ofHours(1))).isEqualTo(Duration.ofSeconds(1));
+  }
+
+  @Test
   void should_time_a_key_that_closed_by_size_again_from_its_next_value() {
     send("a", "1");
     send("b", "x");

@@ -24,7 +24,13 @@ class StreamsAppTest {
   private static StreamsConfig config(Map<String, String> configured) {
     return new StreamsConfig(
         StreamsApp.properties(
-            "app", "k:9092", configured, Path.of("state"), Duration.ofMillis(100), (short) 1));
+            "app",
+            "k:9092",
+            configured,
+            Path.of("state"),
+            Duration.ofMillis(100),
+            Duration.ofMillis(50),
+            (short) 1));
   }
 
   @Test
@@ -33,6 +39,23 @@ class StreamsAppTest {
 
     assertThat(producer.get(ProducerConfig.LINGER_MS_CONFIG)).hasToString("5");
     assertThat(producer.get(ProducerConfig.ACKS_CONFIG)).isEqualTo("all");
+  }
+
+  @Test
+  void should_wait_for_input_no_longer_than_its_tick() {
+    assertThat(config(Map.of()).getLong(StreamsConfig.POLL_MS_CONFIG)).isEqualTo(50L);
+    assertThat(
+            new StreamsConfig(
+                    StreamsApp.properties(
+                        "app",
+                        "k:9092",
+                        Map.of(),
+                        Path.of("state"),
+                        Duration.ofMillis(100),
+                        Duration.ofSeconds(1),
+                        (short) 1))
+                .getLong(StreamsConfig.POLL_MS_CONFIG))
+        .isEqualTo(100L);
   }
 
   @Test
@@ -67,6 +90,7 @@ class StreamsAppTest {
                   Map.of(),
                   Files.createTempDirectory(dir, "state"),
                   Duration.ofMillis(100),
+                  Duration.ofMillis(50),
                   (short) 1))
           .close(Duration.ofSeconds(5));
     } finally {
