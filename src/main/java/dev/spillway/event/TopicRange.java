@@ -308,7 +308,7 @@ public final class TopicRange implements AutoCloseable {
         + String.join(", ", at)
         + " for "
         + (stall.toMillis() % 1000 == 0 ? stall.toSeconds() + " s" : stall.toMillis() + " ms")
-        + " (is the partition's leader available?)";
+        + " (its leader may be down, or the topic deleted)";
   }
 
   /** The topic's partitions; none when it does not exist. */

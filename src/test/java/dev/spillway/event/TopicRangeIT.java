@@ -179,7 +179,7 @@ class TopicRangeIT {
                 .isInstanceOf(KafkaException.class)
                 .hasMessage(
                     "Kafka gave nothing more of %s-0 at offset 0 of 1, %s-1 at offset 0 of 1 for"
-                        + " 2 s (is the partition's leader available?)",
+                        + " 2 s (its leader may be down, or the topic deleted)",
                     topic, topic);
             assertThat(range.consumer().assignment()).isEmpty();
           }
