@@ -24,8 +24,17 @@ final class BufferMetrics {
   private final Counter deadLetteredEvents;
   private final Timer insertToHandled;
 
-  /** How long a timed event counts in the percentiles. */
+  /** How long a timed event counts in the percentiles, at most. */
   private static final Duration WINDOW = Duration.ofMinutes(2);
+
+  /** Micrometer's window is a ring of this many histograms, one rotated out each third of it. */
+  private static final int WINDOW_PARTS = 3;
+
+  /**
+   * How long a timed event surely stays in the percentiles: it leaves with its histogram, between
+   * two thirds of the window and the whole window after it was recorded.
+   */
+  static final Duration SURELY_KEPT = WINDOW.multipliedBy(WINDOW_PARTS - 1).dividedBy(WINDOW_PARTS);
 
   /** When events were last timed (epoch ms); -1 before any was. */
   private volatile long lastTimedMillis = -1;
@@ -53,6 +62,7 @@ final class BufferMetrics {
             .minimumExpectedValue(Duration.ofMillis(1))
             .maximumExpectedValue(Duration.ofMinutes(10))
             .distributionStatisticExpiry(WINDOW)
+            .distributionStatisticBufferLength(WINDOW_PARTS)
             .register(registry);
     Gauge.builder("spillway_buffer_batches_in_flight", inFlight, AtomicInteger::get)
         .description("Batches whose handler runs now")
@@ -81,11 +91,11 @@ final class BufferMetrics {
     if (replayed || events.isEmpty()) {
       return;
     }
-    lastTimedMillis = nowMillis;
     for (BufferEvent e : events) {
       insertToHandled.record(
           Math.max(0, nowMillis * 1000 - e.commitTimeMicros()), TimeUnit.MICROSECONDS);
     }
+    lastTimedMillis = nowMillis; // after the samples: a reading in between finds them there
   }
 
   void deadLettered(int events) {
@@ -120,12 +130,12 @@ final class BufferMetrics {
 
   /**
    * The insert-to-handled percentile in milliseconds over the last two minutes; null when no event
-   * was timed in them (none handled yet, only replayed ones, or none lately), as a 0 would read as
-   * instant delivery.
+   * was timed in the last 80 s (none handled yet, only replayed ones, or none lately), after which
+   * Micrometer's window may hold none and answer 0, which would read as instant delivery.
    */
   Double percentileMillis(double percentile, long nowMillis) {
     long last = lastTimedMillis;
-    if (last < 0 || nowMillis - last > WINDOW.toMillis()) {
+    if (last < 0 || nowMillis - last > SURELY_KEPT.toMillis()) {
       return null;
     }
     for (ValueAtPercentile v : insertToHandled.takeSnapshot().percentileValues()) {

@@ -54,7 +54,7 @@ public record StatusReport(
    * @param deadLetteredBatches batches whose remaining events went to the dead-letter topic since
    *     start
    * @param insertToHandledP50Millis from the inserting commit to the row's deletion, over the last
-   *     two minutes; null when no row was timed in them (replayed rows are not)
+   *     two minutes; null when no row was timed in the last 80 s (replayed rows are not)
    */
   public record BufferStatus(
       String name,
