@@ -35,8 +35,11 @@ class HttpBulkHandlerTest {
     BulkHandler.Result r = handler(url, Duration.ofSeconds(2)).handle(BATCH);
 
     assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
+    // The JDK 17 client gives a refused connection no message; another JDK may add one.
     assertThat(((BulkHandler.Result.Retry) r).reason())
-        .isEqualTo("POST " + url + " failed: could not connect (ConnectException)");
+        .startsWith("POST " + url + " failed: could not connect")
+        .endsWith("(ConnectException)")
+        .doesNotContain("null");
   }
 
   @Test
