@@ -279,10 +279,14 @@ public final class TopicRange implements AutoCloseable {
         // Compacted or control records leave gaps: the position, not the last record, tells.
         boolean moved = false;
         for (TopicPartition tp : remaining.keySet()) {
-          Long before = positions.put(tp, consumer.position(tp));
-          moved |= !positions.get(tp).equals(before);
+          Long before = positions.get(tp);
+          Long now = position(tp);
+          if (now != null) {
+            positions.put(tp, now);
+            moved |= !now.equals(before);
+          }
         }
-        remaining.keySet().removeIf(tp -> positions.get(tp) >= remaining.get(tp));
+        remaining.keySet().removeIf(tp -> positions.getOrDefault(tp, -1L) >= remaining.get(tp));
         if (moved) {
           movedAt = System.nanoTime();
         } else if (System.nanoTime() - movedAt > stall.toNanos()) {
@@ -298,12 +302,33 @@ public final class TopicRange implements AutoCloseable {
     }
   }
 
+  /**
+   * The consumer's position, or null when it is being looked up (a reset) and Kafka does not answer
+   * within a poll: without a bound the lookup waits the client's whole API timeout and ends in an
+   * exception that names nothing the read was at.
+   */
+  private Long position(TopicPartition tp) {
+    try {
+      return consumer.position(tp, POLL);
+    } catch (org.apache.kafka.common.errors.TimeoutException e) {
+      return null;
+    }
+  }
+
   private String stalled(Map<TopicPartition, Long> remaining, Map<TopicPartition, Long> positions) {
     List<String> at = new ArrayList<>();
     remaining.keySet().stream()
         .sorted(
             Comparator.comparing(TopicPartition::topic).thenComparingInt(TopicPartition::partition))
-        .forEach(tp -> at.add(tp + " at offset " + positions.get(tp) + " of " + remaining.get(tp)));
+        .forEach(
+            tp ->
+                at.add(
+                    tp
+                        + (positions.containsKey(tp)
+                            ? " at offset " + positions.get(tp)
+                            : " at an offset not known")
+                        + " of "
+                        + remaining.get(tp)));
     return "Kafka gave nothing more of "
         + String.join(", ", at)
         + " for "
