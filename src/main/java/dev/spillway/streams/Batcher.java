@@ -49,6 +49,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   private final String storeName;
   private final int maxSize;
   private final Duration maxWait;
+  private final Duration tick;
   private final BatchBuilder toBatch;
 
   /** Per key, in the order keys got their first pending value. */
@@ -57,7 +58,6 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   private ProcessorContext<String, byte[]> context;
   private KeyValueStore<String, byte[]> store;
   private long nextSeq;
-  private long tickMs;
 
   /**
    * @param toBatch turns a key and its pending values (in arrival order) into the emitted record
@@ -66,6 +66,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     this.storeName = storeName;
     this.maxSize = maxSize;
     this.maxWait = maxWait;
+    this.tick = tick(maxWait);
     this.toBatch = toBatch;
   }
 
@@ -89,8 +90,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     pending.clear();
     nextSeq = 0;
     restore();
-    tickMs = tick(maxWait).toMillis();
-    context.schedule(tick(maxWait), PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
+    context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
   }
 
   /**
@@ -156,7 +156,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     // would be late at the next tick.
     List<Map.Entry<String, Pending>> due = new ArrayList<>();
     for (Map.Entry<String, Pending> e : pending.entrySet()) {
-      if (now - e.getValue().firstSeenMs + tickMs <= maxWait.toMillis()) {
+      if (now - e.getValue().firstSeenMs + tick.toMillis() <= maxWait.toMillis()) {
         break;
       }
       due.add(e);
