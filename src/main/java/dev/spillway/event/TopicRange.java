@@ -110,11 +110,13 @@ public final class TopicRange implements AutoCloseable {
 
   /**
    * How long a read waits for a partition that gives nothing before it gives up: the client's own
-   * bound on a call ({@code default.api.timeout.ms}, a minute unless configured).
+   * bound on a call ({@code default.api.timeout.ms}, Kafka's default unless configured).
    */
   private static Duration stall(Properties consumerProps) {
-    Object ms = consumerProps.get(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG);
-    return Duration.ofMillis(ms == null ? 60_000 : Long.parseLong(ms.toString().trim()));
+    String key = ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG;
+    Object ms =
+        consumerProps.getOrDefault(key, ConsumerConfig.configDef().defaultValues().get(key));
+    return Duration.ofMillis(Long.parseLong(ms.toString().trim()));
   }
 
   public Admin admin() {
