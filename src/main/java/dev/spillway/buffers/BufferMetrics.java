@@ -34,7 +34,8 @@ final class BufferMetrics {
    * How long a timed event surely stays in the percentiles: it leaves with its histogram, between
    * two thirds of the window and the whole window after it was recorded.
    */
-  static final Duration SURELY_KEPT = WINDOW.multipliedBy(WINDOW_PARTS - 1).dividedBy(WINDOW_PARTS);
+  private static final Duration SURELY_KEPT =
+      WINDOW.multipliedBy(WINDOW_PARTS - 1).dividedBy(WINDOW_PARTS);
 
   /** When events were last timed (epoch ms); -1 before any was. */
   private volatile long lastTimedMillis = -1;
