@@ -157,9 +157,9 @@ final class BatchRun {
 
   /**
    * The events this run hands over: a replayed batch's all, another's those still buffered (empty
-   * when that cannot be told yet). With an archive table and events to hand over, the buffer
-   * table's columns are then checked on the same connection ({@link RunningBuffer#refresh}): a
-   * batch that could not be archived fails before its handler is called, its rows kept.
+   * when that cannot be told yet). With an archive table and events to hand over, the columns of
+   * both tables are then checked on the same connection ({@link RunningBuffer#refresh}): a batch
+   * that could not be archived fails before its handler is called, its rows kept.
    */
   private Optional<List<BufferEvent>> toHandle()
       throws SQLException, InterruptedException, RunningBuffer.RunEnded {
@@ -258,7 +258,7 @@ final class BatchRun {
    * The archive statements name every column of the buffer table, and delete nothing when its
    * columns are no longer those: they are read again and the statement runs again, a few times at
    * most. A column dropped or renamed makes PostgreSQL refuse the statement, which is taken the
-   * same way.
+   * same way; when the archive table is the one that lost it, the run fails naming the column.
    */
   private int deleteFollowingColumns(Connection c, List<BufferEvent> done) throws SQLException {
     for (int tries = 1; ; tries++) {

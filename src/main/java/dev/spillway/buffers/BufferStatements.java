@@ -60,13 +60,25 @@ final class BufferStatements {
 
   /** Column names in table order; empty when the table does not exist. */
   static List<String> columns(Connection c, TableName table) throws SQLException {
-    List<String> columns = new ArrayList<>();
+    return columns(c, List.of(table)).get(0);
+  }
+
+  /**
+   * The column names of each of these tables in table order, read in one statement; a table that
+   * does not exist has none.
+   */
+  static List<List<String>> columns(Connection c, List<TableName> tables) throws SQLException {
+    List<List<String>> columns = new ArrayList<>();
+    tables.forEach(t -> columns.add(new ArrayList<>()));
     try (PreparedStatement ps =
-        c.prepareStatement("SELECT attname " + COLUMNS_OF + " ORDER BY attnum")) {
-      ps.setString(1, table.quoted()); // the table, quoted
+        c.prepareStatement(
+            "SELECT t.n, a.attname FROM unnest(?::text[]) WITH ORDINALITY AS t (name, n)"
+                + " JOIN pg_attribute a ON a.attrelid = to_regclass(t.name)"
+                + " WHERE a.attnum > 0 AND NOT a.attisdropped ORDER BY t.n, a.attnum")) {
+      ps.setArray(1, c.createArrayOf("text", tables.stream().map(TableName::quoted).toArray()));
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          columns.add(rs.getString(1));
+          columns.get(rs.getInt(1) - 1).add(rs.getString(2));
         }
       }
     }

@@ -2,12 +2,15 @@ package dev.spillway.buffers;
 
 import dev.failsafe.Bulkhead;
 import dev.failsafe.RateLimiter;
+import dev.spillway.event.TableName;
 import dev.spillway.sink.Outcome;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,7 +25,7 @@ final class RunningBuffer {
   private static final Duration PERMIT_SLICE = Duration.ofMillis(100);
 
   final BufferSettings settings;
-  private volatile BufferTable table;
+  private final AtomicReference<BufferTable> table;
   final BulkHandler handler;
   final BufferMetrics metrics;
   private final Bulkhead<Object> concurrency;
@@ -31,7 +34,7 @@ final class RunningBuffer {
   RunningBuffer(
       BufferSettings settings, BufferTable table, BulkHandler handler, BufferMetrics metrics) {
     this.settings = settings;
-    this.table = table;
+    this.table = new AtomicReference<>(table);
     this.handler = handler;
     this.metrics = metrics;
     this.concurrency = Bulkhead.of(settings.maxInFlight());
@@ -47,46 +50,51 @@ final class RunningBuffer {
 
   /** The buffer table as last read from the catalog. */
   BufferTable table() {
-    return table;
+    return table.get();
   }
 
   /**
-   * Reads the buffer table's columns and takes them when they changed; whether they now differ from
-   * those of {@code seen}. Fails, saying which, when the archive table lacks one of the new
-   * columns: no row could be archived whole (the columns it had were checked when they were taken).
+   * Reads the columns of the buffer table, and of its archive table if it has one, in one catalog
+   * read, and takes the buffer table's when they changed; whether they now differ from those of
+   * {@code seen}. Fails, saying which, when the archive table lacks one of the buffer table's
+   * columns (either table may have changed): no row could be archived whole.
+   *
+   * <p>Runs of one buffer call this at once, each before its handler: nothing here is locked, and a
+   * run that read columns as another took newer ones leaves those (the statements that archive
+   * check the columns themselves, so an older list only costs them one more read).
    */
-  synchronized boolean refresh(Connection c, BufferTable seen) throws SQLException {
-    BufferTable t = table;
-    List<String> now = BufferStatements.columns(c, t.table());
-    if (!now.equals(t.columns())) {
-      if (now.isEmpty()) {
+  boolean refresh(Connection c, BufferTable seen) throws SQLException {
+    BufferTable t = table.get();
+    List<TableName> tables = new ArrayList<>(List.of(t.table()));
+    t.archive().ifPresent(tables::add);
+    List<List<String>> read = BufferStatements.columns(c, tables);
+    List<String> now = read.get(0);
+    if (now.isEmpty()) {
+      throw new SQLException(
+          "Buffer " + settings.name() + ": table " + t.table().displayName() + " is gone", "42P01");
+    }
+    if (t.archive().isPresent()) {
+      List<String> lacked = BufferStatements.lacking(read.get(1), now);
+      if (!lacked.isEmpty()) {
         throw new SQLException(
-            "Buffer " + settings.name() + ": table " + t.table().displayName() + " is gone",
-            "42P01");
+            "Buffer "
+                + settings.name()
+                + ": archive-table "
+                + t.archive().get().displayName()
+                + " lacks the column(s) "
+                + String.join(", ", lacked)
+                + " that table "
+                + t.table().displayName()
+                + " has; add them to it, then replay what was dead-lettered meanwhile",
+            "42703");
       }
-      if (t.archive().isPresent()) {
-        List<String> lacked =
-            BufferStatements.lacking(BufferStatements.columns(c, t.archive().get()), now);
-        if (!lacked.isEmpty()) {
-          throw new SQLException(
-              "Buffer "
-                  + settings.name()
-                  + ": archive-table "
-                  + t.archive().get().displayName()
-                  + " lacks the column(s) "
-                  + String.join(", ", lacked)
-                  + " that table "
-                  + t.table().displayName()
-                  + " has now; add them to it, then replay what was dead-lettered meanwhile",
-              "42703");
-        }
-      }
+    }
+    if (!now.equals(t.columns()) && table.compareAndSet(t, t.withColumns(now))) {
       log.info(
           "Buffer {}: table {} now has the columns {}",
           settings.name(),
           t.table().displayName(),
           String.join(", ", now));
-      table = t.withColumns(now);
     }
     return !now.equals(seen.columns());
   }
