@@ -1,0 +1,61 @@
+package dev.spillway.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.joran.JoranConfigurator;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.LoggingEvent;
+import ch.qos.logback.core.Appender;
+import ch.qos.logback.core.spi.FilterReply;
+import org.junit.jupiter.api.Test;
+
+class ControllerActivationFilterTest {
+  private final ControllerActivationFilter filter = new ControllerActivationFilter();
+  private final LoggerContext context = new LoggerContext();
+
+  @Test
+  void should_drop_only_the_controllers_activation_warning() {
+    assertThat(
+            filter.decide(
+                warn(
+                    ControllerActivationFilter.CONTROLLER,
+                    "[QuorumController id=1] Performing controller activation. The metadata log"
+                        + " appears to be empty.")))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                warn(
+                    ControllerActivationFilter.CONTROLLER,
+                    "[QuorumController id=1] Renouncing the leadership due to a metadata log"
+                        + " event.")))
+        .as("the controller's other warnings")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            filter.decide(
+                warn("org.apache.kafka.clients.Metadata", "Performing controller activation")))
+        .as("the same words from another logger")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
+  void should_be_on_the_shipped_console_while_the_controller_logs_its_warnings() throws Exception {
+    JoranConfigurator configurator = new JoranConfigurator();
+    configurator.setContext(context);
+    configurator.doConfigure(getClass().getResource("/logback.xml"));
+
+    Appender<ILoggingEvent> console =
+        context.getLogger(Logger.ROOT_LOGGER_NAME).getAppender("STDERR");
+    assertThat(console.getCopyOfAttachedFiltersList())
+        .hasExactlyElementsOfTypes(ControllerActivationFilter.class);
+    assertThat(context.getLogger(ControllerActivationFilter.CONTROLLER).getEffectiveLevel())
+        .isEqualTo(Level.WARN);
+  }
+
+  private LoggingEvent warn(String logger, String message) {
+    return new LoggingEvent(
+        Logger.class.getName(), context.getLogger(logger), Level.WARN, message, null, null);
+  }
+}
