@@ -126,11 +126,9 @@ final class BatchRun {
       if (result instanceof BulkHandler.Result.Reject || attempt >= buffer.settings.maxAttempts()) {
         return exhausted(pending, attempt, reason);
       }
-      Duration wait =
-          result instanceof BulkHandler.Result.Retry r && r.after() != null
-              ? r.after()
-              : buffer.settings.backoff(attempt);
-      sleep(wait);
+      sleep(
+          buffer.settings.retryWait(
+              attempt, result instanceof BulkHandler.Result.Retry r ? r.after() : null));
     }
   }
 

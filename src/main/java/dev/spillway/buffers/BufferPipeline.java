@@ -228,7 +228,8 @@ public final class BufferPipeline {
     Class<? extends BulkHandler> type = ((HandlerSpec.JavaClass) spec).type();
     try {
       return type.getConstructor().newInstance();
-    } catch (ReflectiveOperationException e) {
+    } catch (ReflectiveOperationException | LinkageError e) {
+      // A constructor's own exception, or a static initializer's (loading did not run it).
       Throwable cause = e.getCause() == null ? e : e.getCause();
       throw new IllegalStateException(
           "The handler class "
@@ -236,7 +237,7 @@ public final class BufferPipeline {
               + " of buffer "
               + b.name()
               + " could not be created: "
-              + cause.getMessage(),
+              + cause,
           cause);
     }
   }

@@ -40,6 +40,10 @@ public record BufferSettings(
   public static final int DEFAULT_MAX_ATTEMPTS = 5;
   public static final Duration DEFAULT_RETRY_BACKOFF = Duration.ofSeconds(1);
   public static final Duration MAX_RETRY_BACKOFF = Duration.ofMinutes(1);
+
+  /** The longest a handler's own retry time ({@code Retry-After}) is waited for. */
+  public static final Duration MAX_RETRY_AFTER = Duration.ofHours(1);
+
   public static final OnExhausted DEFAULT_ON_EXHAUSTED = OnExhausted.DELETE;
   public static final int DEFAULT_MAX_IN_FLIGHT = 2;
 
@@ -149,6 +153,20 @@ public record BufferSettings(
         inFlight,
         Optional.ofNullable(perSecond),
         origin);
+  }
+
+  /**
+   * The pause before call {@code attempt + 1}: the handler's own time when it names one (none below
+   * zero, at most {@link #MAX_RETRY_AFTER}), else the backoff.
+   */
+  public Duration retryWait(int attempt, Duration after) {
+    if (after == null) {
+      return backoff(attempt);
+    }
+    if (after.isNegative()) {
+      return Duration.ZERO;
+    }
+    return after.compareTo(MAX_RETRY_AFTER) > 0 ? MAX_RETRY_AFTER : after;
   }
 
   /** The pause before call {@code attempt + 1} when the handler names none. */

@@ -6,6 +6,7 @@ import dev.spillway.event.TableName;
 import java.lang.reflect.Modifier;
 import java.net.URI;
 import java.net.URISyntaxException;
+import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -184,21 +185,50 @@ public final class BuffersSection {
       throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
     }
     Map<String, String> headers = n.stringMap("headers");
-    for (String name : headers.keySet()) {
-      if (name.equalsIgnoreCase("Idempotency-Key") || name.equalsIgnoreCase("Content-Type")) {
-        throw n.error("headers", "must not set " + name + ": Spillway sets it");
-      }
-    }
+    headers.forEach(
+        (name, value) -> {
+          if (name.equalsIgnoreCase("Idempotency-Key") || name.equalsIgnoreCase("Content-Type")) {
+            throw n.error("headers", "must not set " + name + ": Spillway sets it");
+          }
+          if (!sendable(name, "x")) {
+            throw n.error(
+                "headers",
+                "must not set " + name + ": Java's HTTP client refuses that header name");
+          }
+          if (!sendable(name, value)) { // the value is left out of the sentence: it may be secret
+            throw n.error(
+                "headers",
+                "has a value for "
+                    + name
+                    + " that Java's HTTP client refuses (a line break, or a character beyond"
+                    + " Latin-1)");
+          }
+        });
     Duration timeout = n.positiveDuration("timeout", HandlerSpec.Http.DEFAULT_TIMEOUT);
     return new HandlerSpec.Http(uri, headers, timeout);
+  }
+
+  /** Whether Java's HTTP client sends this header: it refuses some names and values outright. */
+  private static boolean sendable(String name, String value) {
+    try {
+      HttpRequest.newBuilder().header(name, value);
+      return true;
+    } catch (IllegalArgumentException e) {
+      return false;
+    }
   }
 
   private static HandlerSpec javaClass(ConfigNode h, String name) {
     Class<?> type;
     try {
       type = Class.forName(name.trim(), false, Thread.currentThread().getContextClassLoader());
-    } catch (ClassNotFoundException | LinkageError e) {
+    } catch (ClassNotFoundException e) {
       throw h.error("class", "names " + name + ", which is not on the class path");
+    } catch (LinkageError e) {
+      throw h.error("class", "names " + name + ", which could not be loaded: " + e);
+    }
+    if (!Modifier.isPublic(type.getModifiers())) {
+      throw h.error("class", "names " + name + ", which is not public");
     }
     if (!BulkHandler.class.isAssignableFrom(type)) {
       throw h.error(

@@ -15,6 +15,10 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.format.DateTimeParseException;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * The HTTP bulk handler: {@code POST} of a JSON array, one object per row (column names as keys,
@@ -50,14 +54,27 @@ final class HttpBulkHandler implements BulkHandler {
     spec.headers().forEach(request::header);
     request.header(IDEMPOTENCY_KEY, batch.groupId());
     byte[] body = JSON.writeValueAsBytes(batch.rows());
+    // The request's own timeout ends when the status line and headers arrive; the body is bounded
+    // here, so a receiver that stalls mid-answer does not hold the call (and its permit) for ever.
+    CompletableFuture<HttpResponse<String>> answer =
+        client.sendAsync(
+            request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
+            HttpResponse.BodyHandlers.ofString());
     HttpResponse<String> response;
     try {
-      response =
-          client.send(
-              request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
-              HttpResponse.BodyHandlers.ofString());
-    } catch (IOException e) {
-      return Result.retry("POST " + spec.url() + " failed: " + failure(e));
+      response = answer.get(spec.timeout().toNanos(), TimeUnit.NANOSECONDS);
+    } catch (TimeoutException e) {
+      answer.cancel(true);
+      return Result.retry(
+          "POST " + spec.url() + " failed: " + failure(new HttpTimeoutException("timed out")));
+    } catch (InterruptedException e) {
+      answer.cancel(true);
+      throw e;
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IOException io) {
+        return Result.retry("POST " + spec.url() + " failed: " + failure(io));
+      }
+      throw new IOException(e.getCause());
     }
     int status = response.statusCode();
     if (status >= 200 && status < 300) {
@@ -101,14 +118,18 @@ final class HttpBulkHandler implements BulkHandler {
     return null;
   }
 
-  /** {@code Retry-After} as seconds or as an HTTP date; empty when absent or unreadable. */
+  /**
+   * {@code Retry-After} as seconds or as an HTTP date; empty (the backoff then) when absent or
+   * unreadable, negative seconds included.
+   */
   Optional<Duration> retryAfter(Optional<String> header) {
     if (header.isEmpty()) {
       return Optional.empty();
     }
     String v = header.get().trim();
     try {
-      return Optional.of(Duration.ofSeconds(Math.max(0, Long.parseLong(v))));
+      long seconds = Long.parseLong(v);
+      return seconds < 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(seconds));
     } catch (NumberFormatException e) {
       try {
         ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);

@@ -10,6 +10,7 @@ import dev.spillway.event.TableName;
 import dev.spillway.testing.Cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -118,6 +119,19 @@ class BuffersSectionTest {
     assertThat(b.backoff(20)).isEqualTo(Duration.ofMinutes(1));
   }
 
+  @Test
+  void should_wait_the_handlers_own_retry_time_within_bounds() {
+    BufferSettings b =
+        read("buffers:\n  e:\n    retry-backoff: 1s\n    handler: { sql: \"SELECT :ids\" }\n")
+            .get(0);
+    assertThat(b.retryWait(3, null)).as("none named: the backoff").isEqualTo(b.backoff(3));
+    assertThat(b.retryWait(1, Duration.ofSeconds(90))).isEqualTo(Duration.ofSeconds(90));
+    assertThat(b.retryWait(1, Duration.ofSeconds(-5))).isEqualTo(Duration.ZERO);
+    assertThat(b.retryWait(1, Duration.ofSeconds(Long.MAX_VALUE)))
+        .as("a time no sleep could be given in nanoseconds")
+        .isEqualTo(BufferSettings.MAX_RETRY_AFTER);
+  }
+
   private void refused(String yaml, String message) {
     assertThatThrownBy(() -> read(yaml)).isInstanceOf(ConfigException.class).hasMessage(message);
   }
@@ -168,6 +182,103 @@ class BuffersSectionTest {
         "buffers:\n  events:\n    handler:\n      http: { url: \"ftp://x/y\" }\n",
         "spillway.yml:4: buffers.events.handler.http.url must be an http:// or https:// URL with a"
             + " host, not 'ftp://x/y'.");
+  }
+
+  @Test
+  void should_refuse_headers_the_http_client_would_not_send_without_showing_their_value() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      http:\n        url: http://crm/bulk\n"
+            + "        headers: { Host: crm.internal }\n",
+        "spillway.yml:6: buffers.events.handler.http.headers must not set Host: Java's HTTP client"
+            + " refuses that header name.");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http:\n        url: http://crm/bulk\n"
+            + "        headers: { Authorization: \"Bearer s3cret\\n\" }\n",
+        "spillway.yml:6: buffers.events.handler.http.headers has a value for Authorization that"
+            + " Java's HTTP client refuses (a line break, or a character beyond Latin-1).");
+  }
+
+  /** Public constructor, but the class itself is not public: it cannot be created from outside. */
+  static final class HiddenHandler implements BulkHandler {
+    public HiddenHandler() {}
+
+    @Override
+    public Result handle(Batch batch) {
+      return Result.success();
+    }
+  }
+
+  /** Public, but its constructor fails without a message. */
+  public static final class FailingHandler implements BulkHandler {
+    public FailingHandler() {
+      throw new IllegalStateException();
+    }
+
+    @Override
+    public Result handle(Batch batch) {
+      return Result.success();
+    }
+  }
+
+  /** Public, but its class cannot be initialized. */
+  public static final class UninitializableHandler implements BulkHandler {
+    static final int BROKEN = Integer.parseInt("not a number");
+
+    @Override
+    public Result handle(Batch batch) {
+      return Result.success();
+    }
+  }
+
+  @Test
+  void should_say_why_a_handler_class_could_not_be_created() {
+    for (String name : List.of("FailingHandler", "UninitializableHandler")) {
+      BufferSettings b =
+          read("buffers:\n  events:\n    handler:\n      class:"
+                  + " dev.spillway.buffers.BuffersSectionTest$"
+                  + name
+                  + "\n")
+              .get(0);
+      assertThatThrownBy(() -> BufferPipeline.handler(b, null, null, Clock.systemUTC()))
+          .isInstanceOf(IllegalStateException.class)
+          .hasMessageStartingWith(
+              "The handler class dev.spillway.buffers.BuffersSectionTest$"
+                  + name
+                  + " of buffer events could not be created: java.lang.")
+          .hasMessageNotContaining("null");
+    }
+  }
+
+  @Test
+  void should_refuse_a_class_that_is_not_public() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      class: dev.spillway.buffers.BuffersSectionTest$HiddenHandler\n",
+        "spillway.yml:4: buffers.events.handler.class names"
+            + " dev.spillway.buffers.BuffersSectionTest$HiddenHandler, which is not public.");
+  }
+
+  @Test
+  void should_say_why_a_class_on_the_class_path_could_not_be_loaded() {
+    Thread thread = Thread.currentThread();
+    ClassLoader before = thread.getContextClassLoader();
+    thread.setContextClassLoader(
+        new ClassLoader(before) {
+          @Override
+          protected Class<?> loadClass(String name, boolean resolve) throws ClassNotFoundException {
+            if (name.equals("com.example.Sync")) {
+              throw new NoClassDefFoundError("com/example/MissingDependency");
+            }
+            return super.loadClass(name, resolve);
+          }
+        });
+    try {
+      refused(
+          "buffers:\n  events:\n    handler:\n      class: com.example.Sync\n",
+          "spillway.yml:4: buffers.events.handler.class names com.example.Sync, which could not be"
+              + " loaded: java.lang.NoClassDefFoundError: com/example/MissingDependency.");
+    } finally {
+      thread.setContextClassLoader(before);
+    }
   }
 
   @Test
