@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import dev.spillway.config.ConfigNode;
+import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.TableName;
 import java.lang.reflect.Modifier;
@@ -91,6 +92,14 @@ public final class BuffersSection {
                 .orElseThrow(() -> n.error("handler", "is required: one of http, sql and class")));
     int maxAttempts = n.integer("max-attempts", BufferSettings.DEFAULT_MAX_ATTEMPTS, 1, 1000);
     Duration backoff = n.positiveDuration("retry-backoff", BufferSettings.DEFAULT_RETRY_BACKOFF);
+    if (backoff.compareTo(BufferSettings.MAX_RETRY_BACKOFF) > 0) {
+      throw n.error(
+          "retry-backoff",
+          "must be at most "
+              + DurationText.format(BufferSettings.MAX_RETRY_BACKOFF)
+              + ", the longest it doubles to, not "
+              + DurationText.format(backoff));
+    }
     OnExhausted onExhausted = onExhausted(n);
     Optional<TableName> archive =
         n.has("archive-table")

@@ -294,6 +294,10 @@ class BuffersSectionTest {
         "buffers:\n  events:\n    on-exhausted: drop\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.on-exhausted must be delete or keep, not 'drop'.");
     refused(
+        "buffers:\n  events:\n    retry-backoff: 5m\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.events.retry-backoff must be at most 1m, the longest it doubles"
+            + " to, not 5m.");
+    refused(
         "buffers:\n  events:\n    batch-size: 0\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.batch-size must be between 1 and 1000000, not 0.");
     refused(
