@@ -169,8 +169,9 @@ public final class BuffersSection {
       spec = http(h.child("http").orElseThrow());
     } else if (h.has("sql")) {
       String sql = h.requiredString("sql");
-      if (!sql.contains(":ids")) {
-        throw h.error("sql", "must use :ids, the array of the batch's ids");
+      if (!SqlParameters.parse(sql).uses("ids")) {
+        throw h.error(
+            "sql", "must use :ids, the array of the batch's ids, outside literals and comments");
       }
       spec = new HandlerSpec.Sql(sql);
     } else {

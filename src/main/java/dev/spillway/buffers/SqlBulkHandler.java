@@ -6,24 +6,19 @@ import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
 /**
  * The SQL handler: one statement per batch in the buffer's database, in its own transaction, with
  * {@code :ids} bound to the array of the batch's ids (the primary key's type) and {@code :group_id}
- * to its group id. All or none: a statement that fails is retried like any failure, so it should be
- * idempotent ({@code ON CONFLICT DO NOTHING}). Thread-safe.
+ * to its group id ({@link SqlParameters}: not inside literals or comments). All or none: a
+ * statement that fails is retried unless its error is permanent, and may run again after a crash,
+ * so it should be idempotent ({@code ON CONFLICT DO NOTHING}). Thread-safe.
  */
 final class SqlBulkHandler implements BulkHandler {
-  private static final Pattern PARAMETER = Pattern.compile(":(ids|group_id)\\b");
-
   private final DataSource dataSource;
-  private final String sql;
-  private final List<String> parameters = new ArrayList<>();
+  private final SqlParameters statement;
   private final String idType;
 
   /**
@@ -32,21 +27,15 @@ final class SqlBulkHandler implements BulkHandler {
   SqlBulkHandler(DataSource dataSource, String statement, String idType) {
     this.dataSource = dataSource;
     this.idType = idType;
-    Matcher m = PARAMETER.matcher(statement);
-    StringBuilder out = new StringBuilder();
-    while (m.find()) {
-      parameters.add(m.group(1));
-      m.appendReplacement(out, "?");
-    }
-    m.appendTail(out);
-    this.sql = out.toString();
+    this.statement = SqlParameters.parse(statement);
   }
 
   @Override
   public Result handle(Batch batch) throws Exception {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql)) {
+        PreparedStatement ps = c.prepareStatement(statement.sql())) {
       Array ids = BufferStatements.idArray(c, idType, batch.ids());
+      List<String> parameters = statement.names();
       for (int i = 0; i < parameters.size(); i++) {
         if (parameters.get(i).equals("ids")) {
           ps.setArray(i + 1, ids); // :ids, the batch's primary keys

@@ -901,7 +901,8 @@ abstract class BufferSinkContract {
                 + synced.quoted()
                 + " SELECT id, CAST(:group_id AS uuid) FROM "
                 + table.quoted()
-                + " WHERE id = ANY (:ids) ON CONFLICT DO NOTHING");
+                + " WHERE id = ANY (:ids) AND '{\"k\": 1}'::jsonb ? 'k'" // a ? operator
+                + " ON CONFLICT DO NOTHING -- :ids in a comment is no parameter");
     BufferSettings s =
         BufferSettings.of(NAME, table, DB, spec)
             .withAttempts(3, Duration.ofMillis(20), OnExhausted.DELETE);

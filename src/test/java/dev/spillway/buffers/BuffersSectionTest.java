@@ -285,7 +285,7 @@ class BuffersSectionTest {
   void should_refuse_sql_without_the_ids_parameter() {
     refused(
         "buffers:\n  events:\n    handler:\n      sql: DELETE FROM x\n",
-        "spillway.yml:4: buffers.events.handler.sql must use :ids, the array of the batch's ids.");
+        "spillway.yml:4: buffers.events.handler.sql must use :ids, the array of the batch's ids, outside literals and comments.");
   }
 
   @Test
