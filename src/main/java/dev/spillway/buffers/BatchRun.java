@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
+import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
@@ -37,6 +38,9 @@ final class BatchRun {
   private static final int COLUMN_CHANGES_FOLLOWED = 3;
 
   private static final String UNDEFINED_COLUMN = "42703";
+
+  /** How many ids a partial answer names that are not in the batch are shown in its reason. */
+  private static final int UNKNOWN_IDS_SHOWN = 5;
 
   /** How long a run waits for the transactions that may have inserted rows it did not find. */
   static final Duration VISIBILITY_WAIT = Duration.ofSeconds(5);
@@ -329,9 +333,29 @@ final class BatchRun {
     return out;
   }
 
-  private static String reason(BulkHandler.Result r) {
+  /**
+   * Why a call left events pending. A partial answer naming ids that are not in the batch (another
+   * spelling of a key, the receiver's own ids) says so: the rows it meant stay pending.
+   */
+  private String reason(BulkHandler.Result r) {
     if (r instanceof BulkHandler.Result.Partial p) {
-      return p.reason();
+      Set<Object> inBatch = new HashSet<>();
+      batch.events().forEach(e -> inBatch.add(comparable(id(e))));
+      List<String> unknown =
+          p.succeededIds().stream()
+              .filter(id -> !inBatch.contains(comparable(id)))
+              .map(id -> id instanceof byte[] b ? "\\x" + HexFormat.of().formatHex(b) : "" + id)
+              .toList();
+      if (unknown.isEmpty()) {
+        return p.reason();
+      }
+      return p.reason()
+          + " (the answer also named "
+          + unknown.size()
+          + " id(s) not in the batch, ignored: "
+          + String.join(", ", unknown.subList(0, Math.min(UNKNOWN_IDS_SHOWN, unknown.size())))
+          + (unknown.size() > UNKNOWN_IDS_SHOWN ? ", …" : "")
+          + ")";
     }
     if (r instanceof BulkHandler.Result.Retry t) {
       return t.reason();

@@ -489,6 +489,20 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_say_which_ids_of_a_partial_answer_are_not_in_the_batch() throws Exception {
+    start(settings(), b -> BulkHandler.Result.partial(Set.of(1L, 2L, 99L), "rows 3+ refused"));
+    BufferBatch b = batch(1, 4);
+    produce(b);
+
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 3L, 4L);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains(
+            "2 event(s) left after 3 attempt(s): rows 3+ refused (the answer also named 1 id(s)"
+                + " not in the batch, ignored: 99)");
+    assertThat(rows(1, 2)).as("what the answer named and the batch had is handled").isZero();
+  }
+
+  @Test
   void should_dead_letter_what_is_left_after_max_attempts_and_delete_its_rows() throws Exception {
     BulkHandler twoThenDown =
         b ->
