@@ -3,6 +3,7 @@ package dev.spillway.buffers;
 import dev.spillway.event.BufferBatch;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.ValueText;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.RunContext;
 import java.nio.ByteBuffer;
@@ -13,7 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashSet;
-import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Optional;
@@ -344,7 +344,7 @@ final class BatchRun {
       List<String> unknown =
           p.succeededIds().stream()
               .filter(id -> !inBatch.contains(comparable(id)))
-              .map(id -> id instanceof byte[] b ? "\\x" + HexFormat.of().formatHex(b) : "" + id)
+              .map(ValueText::of)
               .toList();
       if (unknown.isEmpty()) {
         return p.reason();
