@@ -65,14 +65,13 @@ final class HttpBulkHandler implements BulkHandler {
       response = answer.get(spec.timeout().toNanos(), TimeUnit.NANOSECONDS);
     } catch (TimeoutException e) {
       answer.cancel(true);
-      return Result.retry(
-          "POST " + spec.url() + " failed: " + failure(new HttpTimeoutException("timed out")));
+      return failed(noAnswer());
     } catch (InterruptedException e) {
       answer.cancel(true);
       throw e;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof IOException io) {
-        return Result.retry("POST " + spec.url() + " failed: " + failure(io));
+        return failed(failure(io));
       }
       throw new IOException(e.getCause());
     }
@@ -99,13 +98,22 @@ final class HttpBulkHandler implements BulkHandler {
       return "could not connect within " + timeout + kind;
     }
     if (e instanceof HttpTimeoutException) {
-      return "no answer within " + timeout + kind;
+      return noAnswer();
     }
     String message = message(e);
     if (e instanceof ConnectException) {
       return "could not connect" + (message == null ? "" : ": " + message) + kind;
     }
     return (message == null ? "no answer" : message) + kind;
+  }
+
+  /** A call that got no answer: retried. */
+  private Result failed(String why) {
+    return Result.retry("POST " + spec.url() + " failed: " + why);
+  }
+
+  private String noAnswer() {
+    return "no answer within " + DurationText.format(spec.timeout()) + " (HttpTimeoutException)";
   }
 
   /** The first message along the exception's causes; the JDK's client often leaves its own null. */
