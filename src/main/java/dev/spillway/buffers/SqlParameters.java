@@ -35,10 +35,8 @@ record SqlParameters(String sql, List<String> names) {
         end = eol < 0 ? n : eol + 1;
       } else if (c == '/' && statement.startsWith("/*", i)) {
         end = blockComment(statement, i);
-      } else if (c == '$' && dollarTag(statement, i) != null) {
-        String tag = dollarTag(statement, i);
-        int close = statement.indexOf(tag, i + tag.length());
-        end = close < 0 ? n : close + tag.length();
+      } else if (c == '$') {
+        end = dollarQuoted(statement, i);
       } else if (c == '?') {
         out.append("??");
         i++;
@@ -124,10 +122,23 @@ record SqlParameters(String sql, List<String> names) {
     return s.length();
   }
 
+  /**
+   * The index after a dollar-quoted string opened at {@code at}, or after the {@code $} alone when
+   * none opens there.
+   */
+  private static int dollarQuoted(String s, int at) {
+    String tag = dollarTag(s, at);
+    if (tag == null) {
+      return at + 1;
+    }
+    int close = s.indexOf(tag, at + tag.length());
+    return close < 0 ? s.length() : close + tag.length();
+  }
+
   /** The {@code $tag$} opening a dollar-quoted string at {@code at}, or null when none does. */
   private static String dollarTag(String s, int at) {
     if (at > 0 && identifierPart(s.charAt(at - 1))) {
-      return null; // $ inside a name, or a positional parameter's digits
+      return null; // $ inside a name
     }
     int i = at + 1;
     while (i < s.length() && identifierPart(s.charAt(i)) && s.charAt(i) != '$') {
