@@ -4,12 +4,13 @@ import dev.spillway.event.CleanupBatch;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.event.ValueText;
 import dev.spillway.streams.Batcher;
 import dev.spillway.streams.CheckOrDeadLetter;
 import dev.spillway.streams.CheckOrDeadLetter.Verdict;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.serialization.Serdes;
@@ -80,19 +81,10 @@ public final class LfkTopology {
       DeletedRecord d = EventSerdes.decodeDeletedRecord(value);
       database = d.database();
       oldest = Math.min(oldest, d.commitTimeMicros());
-      ids.add(idText(d.key().values().iterator().next()));
+      ids.add(ValueText.of(d.key().values().iterator().next()));
     }
     return EventSerdes.encode(
-        new CleanupBatch(
-            database, dev.spillway.event.TableName.parse(parent), List.copyOf(ids), oldest));
-  }
-
-  /** A primary key value as text that PostgreSQL casts back to the column's type. */
-  static String idText(Object value) {
-    if (value instanceof byte[] bytes) {
-      return "\\x" + HexFormat.of().formatHex(bytes);
-    }
-    return String.valueOf(value);
+        new CleanupBatch(database, TableName.parse(parent), List.copyOf(ids), oldest));
   }
 
   /**

@@ -135,7 +135,9 @@ class LfkTopologyTest {
 
   @Test
   void should_write_binary_keys_as_bytea_text() {
-    assertThat(LfkTopology.idText(new byte[] {1, (byte) 0xab})).isEqualTo("\\x01ab");
-    assertThat(LfkTopology.idText(42L)).isEqualTo("42");
+    deleted(PROJECTS, new byte[] {1, (byte) 0xab}, 10);
+    deleted(PROJECTS, 42L, 11);
+    driver.advanceWallClockTime(Duration.ofSeconds(3));
+    assertThat(batches()).containsExactly("public.projects#0=public.projects [\\x01ab, 42] @10");
   }
 }
