@@ -9,14 +9,25 @@ import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
+import java.time.format.DateTimeFormatterBuilder;
 import java.time.format.DateTimeParseException;
+import java.time.temporal.ChronoField;
+import java.util.List;
+import java.util.Locale;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -30,6 +41,13 @@ final class HttpBulkHandler implements BulkHandler {
   static final String IDEMPOTENCY_KEY = "Idempotency-Key";
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final int MAX_BODY_IN_REASON = 200;
+
+  /** Bytes of a response body kept for its reason: room for the shown part after blank runs. */
+  private static final int MAX_BODY_KEPT = 8192;
+
+  /** The obsolete HTTP date forms a receiver may still send (RFC 9110, section 5.6.7). */
+  private static final DateTimeFormatter ASCTIME =
+      DateTimeFormatter.ofPattern("EEE MMM ppd HH:mm:ss yyyy", Locale.US);
 
   private final HandlerSpec.Http spec;
   private final HttpClient client;
@@ -59,7 +77,7 @@ final class HttpBulkHandler implements BulkHandler {
     CompletableFuture<HttpResponse<String>> answer =
         client.sendAsync(
             request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
-            HttpResponse.BodyHandlers.ofString());
+            info -> new BodyHead(MAX_BODY_KEPT));
     HttpResponse<String> response;
     try {
       response = answer.get(spec.timeout().toNanos(), TimeUnit.NANOSECONDS);
@@ -127,8 +145,8 @@ final class HttpBulkHandler implements BulkHandler {
   }
 
   /**
-   * {@code Retry-After} as seconds or as an HTTP date; empty (the backoff then) when absent or
-   * unreadable, negative seconds included.
+   * {@code Retry-After} as seconds or as an HTTP date in any of its three forms; empty (the backoff
+   * then) when absent or unreadable, negative seconds included.
    */
   Optional<Duration> retryAfter(Optional<String> header) {
     if (header.isEmpty()) {
@@ -139,14 +157,36 @@ final class HttpBulkHandler implements BulkHandler {
       long seconds = Long.parseLong(v);
       return seconds < 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(seconds));
     } catch (NumberFormatException e) {
+      Instant now = clock.instant();
+      return httpDate(v, now)
+          .map(at -> Duration.between(now, at))
+          .map(d -> d.isNegative() ? Duration.ZERO : d);
+    }
+  }
+
+  /**
+   * An HTTP date: the RFC 1123 form, or the obsolete RFC 850 form (two-digit year, read as at most
+   * 50 years after {@code now}) or asctime form, all in GMT.
+   */
+  static Optional<Instant> httpDate(String text, Instant now) {
+    int year = now.atOffset(ZoneOffset.UTC).getYear();
+    DateTimeFormatter rfc850 =
+        new DateTimeFormatterBuilder()
+            .appendPattern("EEEE, dd-MMM-")
+            .appendValueReduced(ChronoField.YEAR, 2, 2, year - 49)
+            .appendPattern(" HH:mm:ss 'GMT'")
+            .toFormatter(Locale.US);
+    for (DateTimeFormatter form : List.of(DateTimeFormatter.RFC_1123_DATE_TIME, rfc850, ASCTIME)) {
       try {
-        ZonedDateTime at = ZonedDateTime.parse(v, DateTimeFormatter.RFC_1123_DATE_TIME);
-        Duration d = Duration.between(clock.instant(), at.toInstant());
-        return Optional.of(d.isNegative() ? Duration.ZERO : d);
-      } catch (DateTimeParseException ignored) {
-        return Optional.empty();
+        return Optional.of(
+            form == DateTimeFormatter.RFC_1123_DATE_TIME
+                ? ZonedDateTime.parse(text, form).toInstant()
+                : LocalDateTime.parse(text, form).toInstant(ZoneOffset.UTC));
+      } catch (DateTimeParseException notThisForm) {
+        // the next form
       }
     }
+    return Optional.empty();
   }
 
   private static String snippet(String body) {
@@ -156,5 +196,49 @@ final class HttpBulkHandler implements BulkHandler {
     String s = body.strip().replaceAll("\\s+", " ");
     return ": "
         + (s.length() > MAX_BODY_IN_REASON ? s.substring(0, MAX_BODY_IN_REASON) + "..." : s);
+  }
+
+  /**
+   * Keeps the first bytes of a response body, as UTF-8 text, and reads past the rest: only the
+   * beginning goes into a reason, and a receiver answering with megabytes costs no more memory.
+   * Reading to the end lets the connection be used again.
+   */
+  static final class BodyHead implements HttpResponse.BodySubscriber<String> {
+    private final CompletableFuture<String> body = new CompletableFuture<>();
+    private final byte[] kept;
+    private int size;
+
+    BodyHead(int limit) {
+      this.kept = new byte[limit];
+    }
+
+    @Override
+    public CompletionStage<String> getBody() {
+      return body;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription subscription) {
+      subscription.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void onNext(List<ByteBuffer> buffers) {
+      for (ByteBuffer b : buffers) {
+        int n = Math.min(b.remaining(), kept.length - size);
+        b.get(kept, size, n);
+        size += n;
+      }
+    }
+
+    @Override
+    public void onError(Throwable e) {
+      body.completeExceptionally(e);
+    }
+
+    @Override
+    public void onComplete() {
+      body.complete(new String(kept, 0, size, StandardCharsets.UTF_8));
+    }
   }
 }

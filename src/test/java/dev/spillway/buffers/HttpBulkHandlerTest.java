@@ -6,14 +6,18 @@ import com.sun.net.httpserver.HttpServer;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -109,7 +113,83 @@ class HttpBulkHandlerTest {
     assertThat(h.retryAfter(Optional.of("Wed, 25 Nov 2026 07:00:00 GMT")))
         .as("a date gone by")
         .contains(Duration.ZERO);
+    assertThat(h.retryAfter(Optional.of("Wednesday, 25-Nov-26 08:01:30 GMT")))
+        .as("the obsolete RFC 850 form")
+        .contains(Duration.ofSeconds(90));
+    assertThat(h.retryAfter(Optional.of("Wed Nov 25 08:01:30 2026")))
+        .as("the obsolete asctime form")
+        .contains(Duration.ofSeconds(90));
     assertThat(h.retryAfter(Optional.of("-5"))).as("not a valid value: the backoff then").isEmpty();
     assertThat(h.retryAfter(Optional.of("soon"))).isEmpty();
+    assertThat(h.retryAfter(Optional.of("Tue, 25 Nov 2026 08:01:30 GMT")))
+        .as("a weekday that is not the date's")
+        .isEmpty();
+  }
+
+  @Test
+  void should_read_a_two_digit_year_as_at_most_fifty_years_ahead() {
+    Instant now = Instant.parse("2026-11-25T08:00:00Z");
+    assertThat(HttpBulkHandler.httpDate("Thursday, 06-Nov-70 08:49:37 GMT", now))
+        .contains(Instant.parse("2070-11-06T08:49:37Z"));
+    assertThat(HttpBulkHandler.httpDate("Sunday, 06-Nov-77 08:49:37 GMT", now))
+        .contains(Instant.parse("1977-11-06T08:49:37Z"));
+    assertThat(HttpBulkHandler.httpDate("Sun Nov  6 08:49:37 1994", now))
+        .contains(Instant.parse("1994-11-06T08:49:37Z"));
+  }
+
+  @Test
+  void should_keep_only_the_beginning_of_a_body_and_read_past_the_rest() {
+    HttpBulkHandler.BodyHead head = new HttpBulkHandler.BodyHead(8);
+    long[] requested = {0};
+    head.onSubscribe(
+        new Flow.Subscription() {
+          @Override
+          public void request(long n) {
+            requested[0] += n;
+          }
+
+          @Override
+          public void cancel() {
+            throw new AssertionError("the rest of the body is read, not cancelled");
+          }
+        });
+    ByteBuffer first = ByteBuffer.wrap("overload".getBytes(StandardCharsets.UTF_8));
+    ByteBuffer rest = ByteBuffer.wrap(new byte[1 << 20]);
+    head.onNext(List.of(ByteBuffer.wrap("ov".getBytes(StandardCharsets.UTF_8))));
+    head.onNext(List.of(first, rest));
+    head.onComplete();
+
+    assertThat(requested[0]).isEqualTo(Long.MAX_VALUE);
+    assertThat(head.getBody().toCompletableFuture().join()).isEqualTo("ovoverlo");
+  }
+
+  @Test
+  void should_show_the_beginning_of_a_large_error_body() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext(
+        "/bulk",
+        exchange -> {
+          exchange.getRequestBody().readAllBytes();
+          byte[] body = new byte[4 << 20];
+          Arrays.fill(body, (byte) 'x');
+          byte[] start = "queue full, try later ".getBytes(StandardCharsets.UTF_8);
+          System.arraycopy(start, 0, body, 0, start.length);
+          exchange.sendResponseHeaders(503, body.length);
+          exchange.getResponseBody().write(body);
+          exchange.close();
+        });
+    server.start();
+    String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/bulk";
+    try {
+      BulkHandler.Result r = handler(url, Duration.ofSeconds(10)).handle(BATCH);
+
+      assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
+      assertThat(((BulkHandler.Result.Retry) r).reason())
+          .startsWith("POST " + url + " answered 503: queue full, try later xxx")
+          .endsWith("x...")
+          .hasSize(("POST " + url + " answered 503: ").length() + 200 + 3);
+    } finally {
+      server.stop(0);
+    }
   }
 }
