@@ -248,8 +248,23 @@ final class CaptureEngine implements AutoCloseable {
     return String.join(",", patterns);
   }
 
-  private static String regex(String table) {
-    return table.replace(".", "\\.");
+  /**
+   * A table's name as a pattern Debezium's include list matches literally: a backslash before every
+   * character but letters, digits and underscores, which also keeps a comma in a name from
+   * splitting the list.
+   */
+  static String regex(String table) {
+    StringBuilder out = new StringBuilder(table.length() + 8);
+    table
+        .codePoints()
+        .forEach(
+            c -> {
+              if (!Character.isLetterOrDigit(c) && c != '_') {
+                out.append('\\');
+              }
+              out.appendCodePoint(c);
+            });
+    return out.toString();
   }
 
   private static String rootMessage(Throwable t) {

@@ -148,6 +148,31 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_capture_tables_whose_names_hold_regex_characters_and_commas() throws Exception {
+    List<String> names = List.of("audit$events", "Events+EU", "a,b", "x.y");
+    for (String name : names) {
+      TestSql.exec(ds, "CREATE TABLE " + table(name).quoted() + " (id bigint PRIMARY KEY, v text)");
+    }
+    CaptureRoute[] routes =
+        names.stream()
+            .map(n -> new CaptureRoute(DB, table(n), ChangeKind.INSERT, topics.bufferEvents("b")))
+            .toArray(CaptureRoute[]::new);
+
+    try (Capture capture = start(routes)) {
+      for (int k = 0; k < names.size(); k++) {
+        TestSql.exec(
+            ds, "INSERT INTO " + table(names.get(k)).quoted() + " VALUES (" + k + ", 'v')");
+      }
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readAtLeast(
+              infra().bootstrapServers(), topics.bufferEvents("b"), names.size(), TIMEOUT);
+      assertThat(read)
+          .extracting(r -> EventSerdes.decodeBufferEvent(r.value()).table())
+          .containsExactlyInAnyOrderElementsOf(names.stream().map(this::table).toList());
+    }
+  }
+
+  @Test
   void should_resume_after_restart_with_nothing_lost_and_nothing_duplicated() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     CaptureRoute inserts =
