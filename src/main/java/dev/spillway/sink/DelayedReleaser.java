@@ -73,6 +73,26 @@ final class DelayedReleaser implements AutoCloseable {
       consumer.resume(wake);
     }
     ConsumerRecords<byte[], byte[]> records = consumer.poll(pollTimeout);
+    boolean settled = false;
+    try {
+      int sent = release(records, now);
+      settled = true;
+      return sent;
+    } finally {
+      if (!settled) {
+        // The position is already past what was polled; without going back, the next commit of
+        // this partition would pass over a batch whose release failed, and it would never run.
+        for (TopicPartition tp : records.partitions()) {
+          if (consumer.assignment().contains(tp)) {
+            consumer.seek(tp, records.records(tp).get(0).offset());
+          }
+        }
+      }
+    }
+  }
+
+  private int release(ConsumerRecords<byte[], byte[]> records, long now)
+      throws InterruptedException, ExecutionException {
     Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
     List<Future<RecordMetadata>> sends = new ArrayList<>();
     for (TopicPartition tp : records.partitions()) {
