@@ -118,7 +118,8 @@ final class RunningBuffer {
   /**
    * Calls the handler once it may: within {@code max-in-flight} calls at once and {@code
    * rate-limit} calls per second, asking {@code checkpoint} while it waits so a stopping worker is
-   * not held up by a slow rate. An exception from the handler is a retryable failure.
+   * not held up by a slow rate. An exception from the handler is a retryable failure, and so are
+   * the errors a handler may throw without harm to the JVM (linkage, assertion, stack overflow).
    */
   BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
@@ -132,7 +133,8 @@ final class RunningBuffer {
         result = handler.handle(batch);
       } catch (InterruptedException e) {
         throw e;
-      } catch (Exception e) {
+      } catch (Exception | LinkageError | AssertionError | StackOverflowError e) {
+        // A handler's own errors too: a class it needs is missing, an assertion, a deep recursion.
         result =
             BulkHandler.Result.retry(
                 "handler failed: " + e.getClass().getSimpleName() + ": " + e.getMessage());

@@ -133,7 +133,7 @@ final class SinkWorker implements AutoCloseable {
 
   private void loop() {
     try {
-      while (running) {
+      while (running && failure == null) {
         runOnce();
       }
     } catch (WakeupException e) {
@@ -212,11 +212,22 @@ final class SinkWorker implements AutoCloseable {
       TopicPartition tp = e.getKey();
       inFlight++;
       topicInFlight.merge(tp.topic(), 1, Integer::sum);
-      executor.execute(
-          () ->
-              completions.add(
-                  new Completed(
-                      tp, w, unit.run(record, () -> stopping || w.revoked, () -> w.forgotten))));
+      executor.execute(() -> completions.add(new Completed(tp, w, run(record, w))));
+    }
+  }
+
+  /**
+   * Runs a batch. Whatever a batch can fail with is an outcome; what escapes is a defect or the
+   * JVM's own trouble (an {@link Error}). Then the batch stays uncommitted and the worker stops
+   * saying so, rather than hold its partition, with nothing reported, until the next rebalance.
+   */
+  private UnitOfWork.Result run(SinkRecord record, PartitionWork w) {
+    try {
+      return unit.run(record, () -> stopping || w.revoked, () -> w.forgotten);
+    } catch (RuntimeException | Error e) {
+      failure = new IllegalStateException("batch " + record.position() + " ended with " + e, e);
+      log.error("Sink worker {} stops: batch {} ended with {}", name, record.position(), e, e);
+      return new UnitOfWork.Result(record, new Outcome.Paused("ended with " + e), false);
     }
   }
 

@@ -98,6 +98,37 @@ class SinkWorkerTest {
         .containsExactlyInAnyOrder(0L, 0L, 1L, 2L);
   }
 
+  @Test
+  void should_stop_saying_why_when_a_batch_ends_with_an_error_instead_of_holding_its_partition()
+      throws Exception {
+    BatchHandler failing =
+        new BatchHandler() {
+          @Override
+          public Optional<Target> target(SinkRecord record) {
+            return Optional.of(new Target("main", TableName.parse("t")));
+          }
+
+          @Override
+          public Outcome execute(SinkRecord record, RunContext context) {
+            throw new AssertionError("a defect in the handler");
+          }
+        };
+    worker = worker(Duration.ofMillis(100), failing);
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    addBatches(0, 2);
+    worker.runOnce();
+
+    await().atMost(WAIT).until(() -> worker.failure() != null);
+    assertThat(worker.failure())
+        .hasMessage(
+            "batch " + TOPIC + "-0@0 ended with java.lang.AssertionError: a defect in the handler");
+    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
+    worker.runOnce();
+    assertThat(committed()).as("the batch is not committed: it runs again").isEqualTo(-1);
+  }
+
   private void addBatches(long from, long to) {
     for (long offset = from; offset < to; offset++) {
       consumer.addRecord(new ConsumerRecord<>(TOPIC, 0, offset, new byte[0], new byte[0]));
@@ -110,6 +141,10 @@ class SinkWorkerTest {
   }
 
   private SinkWorker worker(Duration grace) {
+    return worker(grace, handler);
+  }
+
+  private SinkWorker worker(Duration grace, BatchHandler handler) {
     SinkSettings settings =
         new SinkSettings(
             1,

@@ -1,0 +1,56 @@
+package dev.spillway.buffers;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.TableName;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.Supplier;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class RunningBufferTest {
+  private static final TableName TABLE = TableName.parse("events");
+  private static final BulkHandler.Batch BATCH =
+      new BulkHandler.Batch("events", "g-1", 1, "id", List.of(Map.of("id", 1)));
+
+  private static RunningBuffer buffer(BulkHandler handler) {
+    BufferSettings s = BufferSettings.of("events", TABLE, "main", new HandlerSpec.Sql(":ids"));
+    return new RunningBuffer(
+        s,
+        new BufferTable(TABLE, "id", "int8", List.of("id"), Optional.empty()),
+        handler,
+        new BufferMetrics(new SimpleMeterRegistry(), s.name(), () -> 0));
+  }
+
+  private static BulkHandler throwing(Supplier<Throwable> thrown) {
+    return batch -> {
+      Throwable t = thrown.get();
+      if (t instanceof Error e) {
+        throw e;
+      }
+      throw (RuntimeException) t;
+    };
+  }
+
+  @ParameterizedTest
+  @ValueSource(strings = {"exception", "missing class", "assertion", "recursion"})
+  void should_count_what_a_handler_throws_as_a_retry_with_its_reason(String kind) throws Exception {
+    Supplier<Throwable> thrown =
+        switch (kind) {
+          case "exception" -> () -> new IllegalStateException("receiver said no");
+          case "missing class" -> () -> new NoClassDefFoundError("com/example/Missing");
+          case "assertion" -> () -> new AssertionError("unexpected row");
+          default -> () -> new StackOverflowError("deep");
+        };
+    String name = thrown.get().getClass().getSimpleName();
+
+    BulkHandler.Result r = buffer(throwing(thrown)).call(BATCH, () -> {});
+
+    assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
+    assertThat(((BulkHandler.Result.Retry) r).reason())
+        .isEqualTo("handler failed: " + name + ": " + thrown.get().getMessage());
+  }
+}
