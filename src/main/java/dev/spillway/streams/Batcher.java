@@ -18,12 +18,12 @@ import org.apache.kafka.streams.state.StoreBuilder;
 import org.apache.kafka.streams.state.Stores;
 
 /**
- * Groups the values of each key into batches of at most {@code maxSize}, each emitted no later than
- * {@code maxWait} after its first value arrived (checked on wall-clock time). Pending values are
- * held in memory and written, one entry per value, to a changelogged store that is only read when
- * the processor starts: what a crash left pending comes back from it and is emitted at the first
- * tick. Pure: no I/O besides its store. Output: key → the pipeline's batch built from the raw
- * values.
+ * Groups the values of each key into batches of at most {@code maxSize} values and {@link
+ * #MAX_BATCH_BYTES} bytes of them, each emitted no later than {@code maxWait} after its first value
+ * arrived (checked on wall-clock time). Pending values are held in memory and written, one entry
+ * per value, to a changelogged store that is only read when the processor starts: what a crash left
+ * pending comes back from it and is emitted at the first tick. Pure: no I/O besides its store.
+ * Output: key → the pipeline's batch built from the raw values.
  */
 public final class Batcher implements Processor<String, byte[], String, byte[]> {
   /** Turns one key's pending values, in arrival order, into the key and value emitted. */
@@ -43,11 +43,21 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   /** Digits of an entry's sequence number: enough for any non-negative long. */
   private static final int SEQ_WIDTH = 19;
 
+  /**
+   * The most bytes of values one batch carries: Kafka's default largest request and record batch (1
+   * MiB, {@code max.request.size} and the broker's {@code message.max.bytes}) less room for the
+   * batch's key, headers and encoding. More would fail the send, stop the application, and fail
+   * again from the store after every restart. A value larger than this alone goes in a batch of its
+   * own (it reached the input topic, so it is below the same limit).
+   */
+  public static final int MAX_BATCH_BYTES = 1024 * 1024 - 64 * 1024;
+
   private static final Duration MIN_TICK = Duration.ofMillis(20);
   private static final Duration MAX_TICK = Duration.ofSeconds(1);
 
   private final String storeName;
   private final int maxSize;
+  private final long maxBytes;
   private final Duration maxWait;
   private final Duration tick;
   private final BatchBuilder toBatch;
@@ -63,8 +73,16 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
    * @param toBatch turns a key and its pending values (in arrival order) into the emitted record
    */
   public Batcher(String storeName, int maxSize, Duration maxWait, BatchBuilder toBatch) {
+    this(storeName, maxSize, MAX_BATCH_BYTES, maxWait, toBatch);
+  }
+
+  /**
+   * A batcher whose batches carry at most {@code maxBytes} bytes of values (one value alone more).
+   */
+  Batcher(String storeName, int maxSize, long maxBytes, Duration maxWait, BatchBuilder toBatch) {
     this.storeName = storeName;
     this.maxSize = maxSize;
+    this.maxBytes = maxBytes;
     this.maxWait = maxWait;
     this.tick = tick(maxWait);
     this.toBatch = toBatch;
@@ -142,11 +160,15 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
       return;
     }
     long now = context.currentSystemTimeMs();
+    Pending waiting = pending.get(key);
+    if (waiting != null && waiting.bytes + record.value().length > maxBytes) {
+      emit(key, waiting); // full by bytes: this value starts the next batch
+    }
     Pending p = pending.computeIfAbsent(key, k -> new Pending(now));
     String entry = entryKey(key, nextSeq++);
     store.put(entry, record.value());
     p.add(entry, record.value());
-    if (p.values.size() >= maxSize) {
+    if (p.values.size() >= maxSize || p.bytes >= maxBytes) {
       emit(key, p);
     }
   }
@@ -164,12 +186,24 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     due.forEach(e -> emit(e.getKey(), e.getValue()));
   }
 
+  /**
+   * Emits a key's pending values: one batch, or several within the limits when a restart brought
+   * back more than one batch's worth.
+   */
   private void emit(String key, Pending p) {
     pending.remove(key);
-    for (int from = 0; from < p.values.size(); from += maxSize) {
-      List<byte[]> part = p.values.subList(from, Math.min(p.values.size(), from + maxSize));
-      KeyValue<String, byte[]> batch = toBatch.build(key, part);
+    int from = 0;
+    while (from < p.values.size()) {
+      int to = from;
+      long bytes = 0;
+      do {
+        bytes += p.values.get(to++).length;
+      } while (to < p.values.size()
+          && to - from < maxSize
+          && bytes + p.values.get(to).length <= maxBytes);
+      KeyValue<String, byte[]> batch = toBatch.build(key, p.values.subList(from, to));
       context.forward(new Record<>(batch.key, batch.value, context.currentSystemTimeMs()));
+      from = to;
     }
     p.entries.forEach(store::delete);
   }
@@ -189,6 +223,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     final long firstSeenMs;
     final List<String> entries = new ArrayList<>();
     final List<byte[]> values = new ArrayList<>();
+    long bytes;
 
     Pending(long firstSeenMs) {
       this.firstSeenMs = firstSeenMs;
@@ -197,6 +232,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     void add(String entry, byte[] value) {
       entries.add(entry);
       values.add(value);
+      bytes += value.length;
     }
   }
 }

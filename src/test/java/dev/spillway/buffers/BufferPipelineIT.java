@@ -257,6 +257,53 @@ class BufferPipelineIT {
   }
 
   @Test
+  void should_split_a_batch_whose_rows_would_pass_kafkas_record_limit(@TempDir Path dir)
+      throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    activity:
+                      table: %s.contact_activity_events
+                      batch-size: 1000
+                      max-wait: 2s
+                      handler:
+                        http: { url: "%s" }
+                  """,
+                  schema, receiver.url()),
+          schema -> activityTable(schema),
+          (runtime, ds, schema) -> {
+            // 600 rows of 4 kB in one transaction: 2.4 MB of events waiting for one batch of
+            // 1,000, where Kafka takes at most 1 MiB in a record.
+            TestSql.exec(
+                ds,
+                "INSERT INTO "
+                    + schema
+                    + ".contact_activity_events (contact_id, activity)"
+                    + " SELECT g, repeat(md5(g::text), 125) FROM generate_series(1, 600) g");
+
+            await()
+                .atMost(TIMEOUT)
+                .until(() -> receiver.rows() >= 600 || runtime.failure().isPresent());
+            assertThat(runtime.failure()).isEmpty();
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        TestSql.count(
+                                ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
+                            == 0);
+            List<BulkReceiver.Call> calls = receiver.calls();
+            assertThat(calls).hasSizeGreaterThanOrEqualTo(3);
+            assertThat(calls).allSatisfy(c -> assertThat(c.rows()).hasSizeLessThan(250));
+            assertThat(calls.stream().mapToInt(c -> c.rows().size()).sum()).isEqualTo(600);
+          });
+    }
+  }
+
+  @Test
   void should_deliver_kept_rows_once_they_are_inserted_again(@TempDir Path dir) throws Exception {
     AtomicBoolean accept = new AtomicBoolean();
     try (BulkReceiver receiver = new BulkReceiver()) {

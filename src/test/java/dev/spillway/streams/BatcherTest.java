@@ -48,9 +48,15 @@ class BatcherTest {
 
   /** A batcher on store {@code pending} whose batches are their values joined: {@code 1,2,}. */
   static Batcher joining(int maxSize, Duration maxWait) {
+    return joining(maxSize, Batcher.MAX_BATCH_BYTES, maxWait);
+  }
+
+  /** The same, with batches of at most {@code maxBytes} bytes of values. */
+  static Batcher joining(int maxSize, long maxBytes, Duration maxWait) {
     return new Batcher(
         "pending",
         maxSize,
+        maxBytes,
         maxWait,
         Batcher.BatchBuilder.keepingKey(
             (key, values) -> {
@@ -85,6 +91,37 @@ class BatcherTest {
     send("a", "3");
     send("a", "4");
     assertThat(emitted()).containsExactly("a=1,2,3,");
+  }
+
+  @Test
+  void should_close_a_batch_before_its_values_pass_the_byte_limit() {
+    driver.close();
+    Topology t = new Topology();
+    t.addSource("source-in", new StringDeserializer(), new ByteArrayDeserializer(), "in");
+    t.addProcessor("batcher", () -> joining(10, 5, Duration.ofSeconds(2)), "source-in");
+    t.addStateStore(Batcher.store("pending"), "batcher");
+    t.addSink("sink-out", "out", new StringSerializer(), new ByteArraySerializer(), "batcher");
+    Properties p = new Properties();
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "batcher-test");
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+    driver = new TopologyTestDriver(t, p, Instant.parse("2026-01-01T00:00:00Z"));
+    in = driver.createInputTopic("in", new StringSerializer(), new ByteArraySerializer());
+    out = driver.createOutputTopic("out", new StringDeserializer(), new ByteArrayDeserializer());
+
+    send("a", "aa");
+    send("a", "bb");
+    assertThat(emitted()).isEmpty();
+    send("a", "cc"); // 6 bytes with the two before: those two go first
+    assertThat(emitted()).containsExactly("a=aa,bb,");
+    send("a", "ddd"); // 5 with cc: full, out at once
+    assertThat(emitted()).containsExactly("a=cc,ddd,");
+    send("a", "eeeeeee"); // larger than the limit alone: a batch of its own
+    assertThat(emitted()).containsExactly("a=eeeeeee,");
+    send("a", "f");
+    driver.advanceWallClockTime(Duration.ofSeconds(2));
+    assertThat(emitted())
+        .as("the next batch timed from its own first value")
+        .containsExactly("a=f,");
   }
 
   @Test
@@ -172,5 +209,33 @@ class BatcherTest {
     try (var left = store.all()) {
       assertThat(left.hasNext()).as("entries left in the store").isFalse();
     }
+  }
+
+  @Test
+  void should_split_what_a_restart_brings_back_within_the_limits() {
+    KeyValueStore<String, byte[]> store =
+        Stores.keyValueStoreBuilder(
+                Stores.inMemoryKeyValueStore("pending"), Serdes.String(), Serdes.ByteArray())
+            .withLoggingDisabled()
+            .build();
+    MockProcessorContext<String, byte[]> context = new MockProcessorContext<>();
+    store.init(context.getStateStoreContext(), store);
+    context.addStateStore(store);
+    context.setCurrentSystemTimeMs(1_000);
+    Batcher before = joining(100, Batcher.MAX_BATCH_BYTES, Duration.ofSeconds(2));
+    before.init(context);
+    for (String v : List.of("aa", "bb", "cc", "d", "e", "f", "g")) {
+      before.process(new Record<>("a", v.getBytes(StandardCharsets.UTF_8), 0));
+    }
+
+    Batcher after = joining(3, 5, Duration.ofSeconds(2)); // restarted with smaller limits
+    after.init(context);
+    context.scheduledPunctuators().get(1).getPunctuator().punctuate(10_000);
+
+    assertThat(
+            context.forwarded().stream()
+                .map(f -> new String(f.record().value(), StandardCharsets.UTF_8))
+                .toList())
+        .containsExactly("aa,bb,", "cc,d,e,", "f,g,");
   }
 }
