@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.lfk.CheckedKey;
 import dev.spillway.lfk.DefinitionCheck;
@@ -42,6 +43,28 @@ final class LfkStartup {
       Function<String, String> databaseOf,
       PrintWriter out)
       throws InterruptedException, SQLException {
+    return LfkPipeline.start(runtime, settings, check(runtime, definitions, databaseOf, out));
+  }
+
+  /**
+   * What capture reads for the definitions, checked against the catalogs (warnings printed), with
+   * the pipeline itself not started.
+   */
+  static List<CaptureRoute> routes(
+      SpillwayRuntime runtime,
+      List<LooseForeignKey> definitions,
+      Function<String, String> databaseOf,
+      PrintWriter out)
+      throws SQLException {
+    return LfkPipeline.routes(check(runtime, definitions, databaseOf, out), runtime.topics());
+  }
+
+  private static List<CheckedKey> check(
+      SpillwayRuntime runtime,
+      List<LooseForeignKey> definitions,
+      Function<String, String> databaseOf,
+      PrintWriter out)
+      throws SQLException {
     DefinitionCheck.Result checked =
         DefinitionCheck.check(definitions, databaseOf, runtime.databases()::dataSource);
     Set<String> parents = new TreeSet<>();
@@ -59,6 +82,6 @@ final class LfkStartup {
         String.join(" and ", databases));
     checked.warnings().forEach(w -> out.printf("  warning: %s%n", w));
     out.flush();
-    return LfkPipeline.start(runtime, settings, checked.keys());
+    return checked.keys();
   }
 }

@@ -4,7 +4,6 @@ import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.lfk.LfkConfig;
-import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.runtime.SpillwayRuntime;
 import java.io.PrintWriter;
 import java.sql.SQLException;
@@ -39,7 +38,8 @@ final class RunCommand implements Callable<Integer> {
       split = ",",
       paramLabel = "PIPELINE",
       description =
-          "Run only these pipelines (${COMPLETION-CANDIDATES}); default: every configured one.")
+          "Work only on these pipelines (${COMPLETION-CANDIDATES}); default: every configured"
+              + " one. Every configured pipeline's tables are still captured.")
   Set<Only> only = EnumSet.allOf(Only.class);
 
   @Override
@@ -51,21 +51,42 @@ final class RunCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
-      List<CaptureRoute> routes = new ArrayList<>();
-      if (only.contains(Only.lfk) && lfk.enabled()) {
-        LfkPipeline pipeline =
-            LfkStartup.start(runtime, lfk.settings(), lfk.definitions(), config::databaseOf, out);
-        routes.addAll(pipeline.routes(runtime.topics()));
-      }
-      if (only.contains(Only.buffers) && !buffers.isEmpty()) {
-        buffers.start(runtime, Clock.systemUTC());
-        routes.addAll(buffers.routes(runtime.topics()));
-      }
-      runtime.startCapture(routes);
+      runtime.startCapture(start(runtime, only, lfk, buffers, out));
     } catch (RuntimeException | InterruptedException | SQLException e) {
       runtime.close();
       throw e;
     }
     return UntilStopped.await(runtime, out);
+  }
+
+  /**
+   * Starts the pipelines {@code only} names and returns what capture must read: the tables of every
+   * configured pipeline, started or not. A pipeline left out stops being worked on, not captured:
+   * what happens to its tables meanwhile waits in Kafka until it runs again, where a capture
+   * narrowed to the others would pass over it for good.
+   */
+  static List<CaptureRoute> start(
+      SpillwayRuntime runtime,
+      Set<Only> only,
+      LfkConfig lfk,
+      BufferPipeline buffers,
+      PrintWriter out)
+      throws InterruptedException, SQLException {
+    List<CaptureRoute> routes = new ArrayList<>();
+    if (lfk.enabled()) {
+      routes.addAll(
+          only.contains(Only.lfk)
+              ? LfkStartup.start(
+                      runtime, lfk.settings(), lfk.definitions(), runtime.config()::databaseOf, out)
+                  .routes(runtime.topics())
+              : LfkStartup.routes(runtime, lfk.definitions(), runtime.config()::databaseOf, out));
+    }
+    if (!buffers.isEmpty()) {
+      if (only.contains(Only.buffers)) {
+        buffers.start(runtime, Clock.systemUTC());
+      }
+      routes.addAll(buffers.routes(runtime.topics()));
+    }
+    return routes;
   }
 }

@@ -72,7 +72,8 @@ public final class LfkPipeline {
     return routes(keys, topics);
   }
 
-  static List<CaptureRoute> routes(List<CheckedKey> keys, Topics topics) {
+  /** What capture reads for these checked definitions, whether the pipeline runs or not. */
+  public static List<CaptureRoute> routes(List<CheckedKey> keys, Topics topics) {
     Set<CaptureRoute> routes = new LinkedHashSet<>();
     for (CheckedKey k : keys) {
       routes.add(

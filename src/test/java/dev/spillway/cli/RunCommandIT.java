@@ -1,0 +1,102 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.lfk.LfkConfig;
+import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.testing.BulkReceiver;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code run}'s start-up on the shared embedded PostgreSQL and Kafka. */
+class RunCommandIT {
+  private static final Duration TIMEOUT = Duration.ofSeconds(90);
+
+  @Test
+  void should_capture_a_buffer_left_out_by_only_and_handle_its_rows_once_it_runs(@TempDir Path dir)
+      throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("pipeline");
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String prefix = "r" + id;
+    String schema = "s" + id;
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      String yaml =
+          String.format(
+              """
+              http: { port: 0 }
+              kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
+              databases:
+                main: { url: "%s", username: %s }
+              buffers:
+                activity:
+                  table: %s.contact_activity_events
+                  max-wait: 200ms
+                  handler:
+                    http: { url: "%s" }
+              """,
+              infra.bootstrapServers(), prefix, db.url(), db.username(), schema, receiver.url());
+      SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+      LfkConfig lfk = LfkConfig.from(config);
+      BufferPipeline buffers = BufferPipeline.fromConfig(config);
+      PrintWriter out = new PrintWriter(new StringWriter());
+
+      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+        DataSource ds = runtime.databases().dataSource("main");
+        TestSql.exec(
+            ds,
+            "CREATE SCHEMA " + schema,
+            "CREATE TABLE "
+                + schema
+                + ".contact_activity_events (id bigint PRIMARY KEY, activity text NOT NULL)");
+        runtime.startCapture(
+            RunCommand.start(runtime, EnumSet.of(RunCommand.Only.lfk), lfk, buffers, out));
+        TestSql.exec(
+            ds,
+            "INSERT INTO " + schema + ".contact_activity_events VALUES (1, 'call')",
+            "INSERT INTO " + schema + ".contact_activity_events VALUES (2, 'mail')");
+
+        // Left out of --only, the buffer is not worked on, but its inserts are captured.
+        TopicReader.readAtLeast(
+            infra.bootstrapServers(), runtime.topics().bufferEvents("activity"), 2, TIMEOUT);
+        assertThat(receiver.calls()).isEmpty();
+      }
+
+      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+        DataSource ds = runtime.databases().dataSource("main");
+        runtime.startCapture(
+            RunCommand.start(runtime, EnumSet.allOf(RunCommand.Only.class), lfk, buffers, out));
+        await()
+            .atMost(TIMEOUT)
+            .until(
+                () ->
+                    TestSql.count(ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
+                        == 0);
+        assertThat(receiver.rows()).isEqualTo(2);
+      }
+    } finally {
+      try (var databases = infra.databases("pipeline")) {
+        TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
+        TestSql.exec(
+            databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      }
+    }
+  }
+}
