@@ -35,6 +35,9 @@ import org.slf4j.LoggerFactory;
  * either in Kafka or still in the slot.
  */
 final class CaptureEngine implements AutoCloseable {
+  /** How long a slot its last user just left may still show active before it is called in use. */
+  private static final Duration SLOT_RELEASE_WAIT = Duration.ofSeconds(5);
+
   private static final Logger log = LoggerFactory.getLogger(CaptureEngine.class);
 
   private final DatabaseEndpoint endpoint;
@@ -86,6 +89,17 @@ final class CaptureEngine implements AutoCloseable {
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
     String slot = settings.slotName(endpoint.name());
+    if (!SourcePreparation.slotReleased(dataSource, slot, SLOT_RELEASE_WAIT)) {
+      // Another process streams from it; changing the publication under it would change what it
+      // captures, and the slot would not stream to this one anyway.
+      throw new CaptureSetupException(
+          "Replication slot "
+              + slot
+              + " of database "
+              + endpoint.name()
+              + " is in use by another process (another Spillway with the same topic prefix?);"
+              + " nothing was changed: stop that one first.");
+    }
     SourcePreparation.prepare(
         slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()));
     plan.routes(endpoint.name()).forEach(stats::register);

@@ -6,6 +6,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -89,13 +90,40 @@ final class SourcePreparation {
       String options = "publish = '" + actions + "', publish_via_partition_root = true";
       String name = TableName.quote(publication);
       if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
-        s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
-        s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
+        // One transaction: a change committed between the two would be decoded with the tables
+        // of one and the actions of the other.
+        c.setAutoCommit(false);
+        try {
+          s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
+          s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
+          c.commit();
+        } catch (SQLException e) {
+          c.rollback();
+          throw e;
+        } finally {
+          c.setAutoCommit(true);
+        }
       } else {
         s.execute(
             "CREATE PUBLICATION " + name + " FOR TABLE " + tableList + " WITH (" + options + ")");
       }
     }
+  }
+
+  /**
+   * Whether no process streams from the slot (or it does not exist), waiting up to {@code within}
+   * for one that just disconnected to be let go by the server.
+   */
+  static boolean slotReleased(DataSource ds, String slot, Duration within)
+      throws SQLException, InterruptedException {
+    long deadline = System.nanoTime() + within.toNanos();
+    while (slotActive(ds, slot)) {
+      if (System.nanoTime() > deadline) {
+        return false;
+      }
+      Thread.sleep(50);
+    }
+    return true;
   }
 
   static boolean slotActive(DataSource ds, String slot) throws SQLException {

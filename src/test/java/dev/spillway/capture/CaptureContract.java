@@ -221,6 +221,38 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_refuse_a_slot_another_process_streams_from_and_leave_its_publication()
+      throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
+    CaptureRoute inserts =
+        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+
+    try (Capture first = start(inserts)) {
+      assertThatThrownBy(() -> start(deletes))
+          .isInstanceOf(CaptureSetupException.class)
+          .hasMessage(
+              "Replication slot "
+                  + settings.slotName(DB)
+                  + " of database capture is in use by another process (another Spillway with"
+                  + " the same topic prefix?); nothing was changed: stop that one first.");
+      assertThat(publishedActions()).as("the first one's publication").isEqualTo("insert");
+      TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (1)");
+      assertThat(
+              TopicReader.readAtLeast(
+                  infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT))
+          .hasSize(1);
+    }
+    try (Capture next = start(deletes)) {
+      assertThat(publishedActions()).as("once the slot is let go").isEqualTo("delete");
+    }
+  }
+
+  @Test
   void should_move_an_idle_slot_forward_whichever_kind_alone_is_published() throws Exception {
     settings =
         new CaptureSettings(
