@@ -73,8 +73,14 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   @Override
   public void deadLettered(SinkRecord record, Throwable error) throws SQLException {
     RunningBuffer b = byTopic.get(record.topic());
-    if (b == null || !(error instanceof BufferExhaustedException exhausted)) {
-      return; // a malformed batch: nothing of it can be matched to rows
+    if (b == null) {
+      return;
+    }
+    if (!(error instanceof BufferExhaustedException exhausted)) {
+      // Not handled to the end (an archive table lacking a column, a statement that failed for
+      // good, a batch that does not decode): its rows stay, and it counts with the events it has.
+      b.metrics.deadLettered(eventsOf(record));
+      return;
     }
     if (b.settings.onExhausted() == OnExhausted.DELETE) {
       try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
@@ -82,6 +88,14 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
       }
     }
     b.metrics.deadLettered(exhausted.ids().size());
+  }
+
+  private static int eventsOf(SinkRecord record) {
+    try {
+      return EventSerdes.decodeBufferBatch(record.value()).events().size();
+    } catch (SerializationException e) {
+      return 0;
+    }
   }
 
   /** One status line per buffer; counting rows reads each buffer table. */

@@ -722,6 +722,12 @@ abstract class BufferSinkContract {
         .contains("archive-table " + archive.displayName() + " lacks the column(s) " + lacked);
     assertThat(calls).as("the handler is not given what cannot be archived").hasValue(0);
     assertThat(rows(1, 5)).as("its rows stay buffered").isEqualTo(5);
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> registry.get("spillway_buffer_dead_lettered_batches").counter().count() == 1);
+    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count())
+        .as("counted in status like every dead letter")
+        .isEqualTo(5);
   }
 
   @Test
