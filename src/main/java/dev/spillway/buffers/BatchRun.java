@@ -204,8 +204,14 @@ final class BatchRun {
       BufferStatements.remaining(c, buffer.table(), missingIds)
           .forEach(i -> there.add(missing.get(i)));
     }
+    // A row inserted while a snapshot read its table can come twice: as its insert and as a read.
+    Set<Object> once = new HashSet<>();
     return Optional.of(
-        IntStream.range(0, events.size()).filter(there::contains).mapToObj(events::get).toList());
+        IntStream.range(0, events.size())
+            .filter(there::contains)
+            .mapToObj(events::get)
+            .filter(e -> once.add(comparable(id(e))))
+            .toList());
   }
 
   /**

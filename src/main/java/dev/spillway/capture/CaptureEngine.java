@@ -100,8 +100,25 @@ final class CaptureEngine implements AutoCloseable {
               + " is in use by another process (another Spillway with the same topic prefix?);"
               + " nothing was changed: stop that one first.");
     }
+    // Rows already in a buffer table when capture first reads it were inserted before the slot
+    // or the publication could keep them: a snapshot reads them once.
+    List<TableName> unread =
+        SourcePreparation.insertsUnread(
+            dataSource,
+            slot,
+            plan.routes(endpoint.name()).stream()
+                .filter(r -> r.kind() == ChangeKind.INSERT)
+                .map(CaptureRoute::table)
+                .toList());
+    SourcePreparation.createSlotIfMissing(dataSource, slot);
     SourcePreparation.prepare(
-        slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()));
+        slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
+    if (!unread.isEmpty()) {
+      log.info(
+          "Capture of database {}: reading the rows already in {} once (incremental snapshot)",
+          endpoint.name(),
+          unread.stream().map(TableName::displayName).collect(Collectors.joining(", ")));
+    }
     plan.routes(endpoint.name()).forEach(stats::register);
     engine =
         DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
@@ -230,6 +247,12 @@ final class CaptureEngine implements AutoCloseable {
     // The publication is ours (SourcePreparation): the kinds routed, via partition root.
     p.setProperty("publication.autocreate.mode", "disabled");
     p.setProperty("snapshot.mode", "no_data");
+    // Rows a table held before capture read it come by incremental snapshot (SourcePreparation).
+    p.setProperty("signal.data.collection", CaptureStatements.SIGNAL_TABLE);
+    p.setProperty("signal.enabled.channels", "source");
+    // Watermarks as inserts (the default): a database holding only buffer tables publishes no
+    // deletes, and a window closed by one would never close.
+    p.setProperty("incremental.snapshot.watermarking.strategy", "insert_insert");
     p.setProperty("table.include.list", includeList());
     p.setProperty("skipped.operations", "u,t");
     p.setProperty("tombstones.on.delete", "false");
@@ -259,6 +282,7 @@ final class CaptureEngine implements AutoCloseable {
       patterns.add(regex(t.toString()));
     }
     patterns.add(regex(CaptureStatements.HEARTBEAT_TABLE));
+    patterns.add(regex(CaptureStatements.SIGNAL_TABLE));
     return String.join(",", patterns);
   }
 

@@ -34,6 +34,33 @@ final class CaptureStatements {
 
   static final String HEARTBEAT_TABLE = "spillway.capture_heartbeat";
 
+  /**
+   * Debezium's signal table: a row of type {@code execute-snapshot} here starts an incremental
+   * snapshot (read from the stream, so it must be published), and Debezium writes the watermarks
+   * that bound each chunk of it here too.
+   */
+  static final String CREATE_SIGNAL =
+      "CREATE TABLE IF NOT EXISTS spillway.capture_signal"
+          + " (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data text)";
+
+  static final String SIGNAL_TABLE = "spillway.capture_signal";
+
+  /**
+   * Clears what signals and watermarks the table holds: each was read from the stream, which keeps
+   * any not read yet, so only the table stays small.
+   */
+  static final String CLEAR_SIGNALS = "DELETE FROM spillway.capture_signal";
+
+  /** 1: signal id, 2: the snapshot's JSON data. */
+  static final String SEND_SNAPSHOT_SIGNAL =
+      "INSERT INTO spillway.capture_signal (id, type, data) VALUES (?, 'execute-snapshot', ?)";
+
+  /** 1: publication name. The tables whose inserts it publishes. */
+  static final String INSERTS_PUBLISHED =
+      "SELECT t.schemaname, t.tablename FROM pg_publication p"
+          + " JOIN pg_publication_tables t ON t.pubname = p.pubname"
+          + " WHERE p.pubname = ? AND p.pubinsert";
+
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
 

@@ -18,8 +18,14 @@ public enum ChangeKind {
     return name().toLowerCase(Locale.ROOT);
   }
 
-  /** The {@code op} code of a Debezium change envelope, or null for other codes. */
+  /**
+   * The {@code op} code of a Debezium change envelope, or null for other codes. A snapshot's read
+   * of a row ({@code r}) is an insert: the row is there, and capture had not seen it.
+   */
   static ChangeKind ofDebeziumOp(String op) {
+    if ("r".equals(op)) {
+      return INSERT;
+    }
     for (ChangeKind k : values()) {
       if (k.debeziumOp.equals(op)) {
         return k;

@@ -34,6 +34,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
@@ -46,6 +47,9 @@ import org.apache.kafka.connect.source.SourceRecord;
  * Thread-safe; it remembers, per envelope schema, where the fields every change reads are.
  */
 final class ChangeMapper {
+  /** Debezium's {@code op} for a row a snapshot read. */
+  private static final String SNAPSHOT_READ = "r";
+
   private final String database;
   private final CapturePlan plan;
   private final Clock clock;
@@ -77,7 +81,8 @@ final class ChangeMapper {
     if (f == null) {
       return Optional.empty(); // heartbeat or schema-change records
     }
-    ChangeKind kind = ChangeKind.ofDebeziumOp((String) envelope.get(f.op()));
+    String op = (String) envelope.get(f.op());
+    ChangeKind kind = ChangeKind.ofDebeziumOp(op);
     if (kind == null) {
       return Optional.empty();
     }
@@ -88,7 +93,10 @@ final class ChangeMapper {
     if (route.isEmpty()) {
       return Optional.empty();
     }
-    long lsn = f.lsn() == null ? 0 : orZero((Long) source.get(f.lsn()));
+    long lsn =
+        SNAPSHOT_READ.equals(op)
+            ? readPosition(columns((Struct) record.key()))
+            : f.lsn() == null ? 0 : orZero((Long) source.get(f.lsn()));
     long commitMicros = f.commitMicros(source);
     long now = clock.millis();
     byte[] key = keys.computeIfAbsent(table, t -> t.toString().getBytes(StandardCharsets.UTF_8));
@@ -128,6 +136,25 @@ final class ChangeMapper {
       envelopes = more;
     }
     return f;
+  }
+
+  /**
+   * The position of a row a snapshot read. Reads of one chunk share their WAL position and time, so
+   * batches of different rows would get the same group id from them; this one is derived from the
+   * row's key instead, so the same row always has the same, and negative, which no WAL position is.
+   */
+  static long readPosition(Map<String, Object> key) {
+    StringBuilder b = new StringBuilder();
+    key.forEach(
+        (column, value) ->
+            b.append(column)
+                .append('=')
+                .append(value == null ? "" : ValueText.of(value))
+                .append('\u0000'));
+    long h =
+        UUID.nameUUIDFromBytes(b.toString().getBytes(StandardCharsets.UTF_8))
+            .getMostSignificantBits();
+    return -1 - (h & Long.MAX_VALUE);
   }
 
   private static long orZero(Long v) {

@@ -1,16 +1,23 @@
 package dev.spillway.capture;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spillway.event.TableName;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Savepoint;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 
@@ -20,6 +27,13 @@ import javax.sql.DataSource;
  * each failure is one sentence.
  */
 final class SourcePreparation {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  /** How long start-up waits to lock a newly published table against inserts. */
+  private static final Duration LOCK_WAIT = Duration.ofSeconds(2);
+
+  private static final String LOCK_NOT_AVAILABLE = "55P03";
+
   private SourcePreparation() {}
 
   /** Throws {@link CaptureSetupException} when the database cannot be captured as planned. */
@@ -71,17 +85,27 @@ final class SourcePreparation {
     }
   }
 
-  /** Creates or updates the schema, heartbeat table and publication. Idempotent. */
+  /**
+   * Creates or updates the schema, heartbeat and signal tables and the publication, and in the same
+   * transaction asks for a snapshot of {@code snapshot} (when not empty): a crash cannot leave a
+   * table published whose earlier rows were not asked for. Idempotent.
+   */
   static void prepare(
-      String publication, DataSource ds, Collection<TableName> tables, Set<ChangeKind> kinds)
+      String publication,
+      DataSource ds,
+      Collection<TableName> tables,
+      Set<ChangeKind> kinds,
+      List<TableName> snapshot)
       throws SQLException {
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement()) {
       s.execute(CaptureStatements.CREATE_SCHEMA);
       s.execute(CaptureStatements.CREATE_HEARTBEAT);
+      s.execute(CaptureStatements.CREATE_SIGNAL);
       List<String> published = new ArrayList<>();
       tables.forEach(t -> published.add(t.quoted()));
       published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
+      published.add(TableName.parse(CaptureStatements.SIGNAL_TABLE).quoted());
       String tableList = String.join(", ", published);
       // Only the kinds some route needs leave the server: a database holding buffer tables alone
       // does not stream the deletes that drain them. A partition's changes come as its root.
@@ -89,24 +113,131 @@ final class SourcePreparation {
           kinds.stream().map(ChangeKind::publishAction).collect(Collectors.joining(", "));
       String options = "publish = '" + actions + "', publish_via_partition_root = true";
       String name = TableName.quote(publication);
-      if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
-        // One transaction: a change committed between the two would be decoded with the tables
-        // of one and the actions of the other.
-        c.setAutoCommit(false);
-        try {
+      // One transaction: a change committed between the statements would be decoded with the
+      // tables of one and the actions of the other, or published without its snapshot asked for.
+      c.setAutoCommit(false);
+      try {
+        if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
           s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
           s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
-          c.commit();
-        } catch (SQLException e) {
-          c.rollback();
-          throw e;
-        } finally {
-          c.setAutoCommit(true);
+        } else {
+          s.execute(
+              "CREATE PUBLICATION " + name + " FOR TABLE " + tableList + " WITH (" + options + ")");
         }
-      } else {
-        s.execute(
-            "CREATE PUBLICATION " + name + " FOR TABLE " + tableList + " WITH (" + options + ")");
+        s.execute(CaptureStatements.CLEAR_SIGNALS);
+        List<TableName> holding = holdingRows(c, snapshot);
+        if (!holding.isEmpty()) {
+          requestSnapshot(c, holding);
+        }
+        c.commit();
+      } catch (SQLException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
       }
+    }
+  }
+
+  /**
+   * The tables among {@code tables} that hold rows, asked in the transaction that publishes them. A
+   * snapshot of an empty table would only publish a second time what is inserted while it runs.
+   * Each table is locked against inserts first (within {@link #LOCK_WAIT}), so a row committed
+   * before the publication changes is seen here, and one committed after it is in the stream; a
+   * table that cannot be locked in time counts as holding rows.
+   */
+  private static List<TableName> holdingRows(Connection c, List<TableName> tables)
+      throws SQLException {
+    List<TableName> holding = new ArrayList<>();
+    if (tables.isEmpty()) {
+      return holding;
+    }
+    try (Statement s = c.createStatement()) {
+      s.execute("SET LOCAL lock_timeout = '" + LOCK_WAIT.toMillis() + "ms'");
+      for (TableName t : tables) {
+        Savepoint before = c.setSavepoint();
+        try {
+          s.execute("LOCK TABLE " + t.quoted() + " IN SHARE MODE");
+          try (ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM " + t.quoted() + ")")) {
+            rs.next();
+            if (rs.getBoolean(1)) {
+              holding.add(t);
+            }
+          }
+          c.releaseSavepoint(before);
+        } catch (SQLException e) {
+          if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
+            throw e;
+          }
+          c.rollback(before);
+          holding.add(t);
+        }
+      }
+    }
+    return holding;
+  }
+
+  /**
+   * Creates the slot when it does not exist, before the publication changes: what is committed from
+   * then on is kept for capture, and a snapshot asked for afterwards is read from it.
+   */
+  static void createSlotIfMissing(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      if (!exists(c, CaptureStatements.SLOT_EXISTS, slot)) {
+        try (PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
+          ps.setString(1, slot);
+          ps.execute();
+        }
+      }
+    }
+  }
+
+  /**
+   * The tables among {@code inserted} whose inserts capture has not read so far, asked before
+   * {@link #prepare} changes the publication: every one when the slot does not exist yet (it starts
+   * at the present), else those whose inserts the publication did not publish (rows inserted before
+   * they join it are never decoded).
+   */
+  static List<TableName> insertsUnread(DataSource ds, String slot, Collection<TableName> inserted)
+      throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      if (!exists(c, CaptureStatements.SLOT_EXISTS, slot)) {
+        return List.copyOf(inserted);
+      }
+      Set<TableName> published = new HashSet<>();
+      try (PreparedStatement ps = c.prepareStatement(CaptureStatements.INSERTS_PUBLISHED)) {
+        ps.setString(1, slot);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            published.add(new TableName(rs.getString(1), rs.getString(2)));
+          }
+        }
+      }
+      return inserted.stream().filter(t -> !published.contains(t)).toList();
+    }
+  }
+
+  /**
+   * Asks Debezium for an incremental snapshot of {@code tables}: their rows are read in chunks by
+   * primary key and published as inserts, interleaved with the stream so a row changed meanwhile is
+   * published once. Debezium reads the signal from the stream, so the engine need not run yet, but
+   * the slot must exist.
+   */
+  private static void requestSnapshot(Connection c, List<TableName> tables) throws SQLException {
+    Map<String, Object> data = new LinkedHashMap<>();
+    data.put("type", "incremental");
+    data.put(
+        "data-collections", tables.stream().map(t -> CaptureEngine.regex(t.toString())).toList());
+    String json;
+    try {
+      json = JSON.writeValueAsString(data);
+    } catch (JsonProcessingException e) {
+      throw new IllegalStateException(e);
+    }
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.SEND_SNAPSHOT_SIGNAL)) {
+      ps.setString(1, UUID.randomUUID().toString());
+      ps.setString(2, json);
+      ps.executeUpdate();
     }
   }
 

@@ -489,6 +489,20 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_give_the_handler_a_row_captured_twice_in_one_batch_once() throws Exception {
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    start(settings(), recording(seen));
+    // A row inserted while a snapshot reads its table comes as an insert and as a read.
+    List<BufferEvent> events = new ArrayList<>(batch(1, 3).events());
+    events.add(2, events.get(1));
+    produce(BufferBatch.of(NAME, events));
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
+    assertThat(seen).containsExactly(1L, 2L, 3L);
+    assertThat(registry.get("spillway_buffer_events_handled").counter().count()).isEqualTo(3);
+  }
+
+  @Test
   void should_say_which_ids_of_a_partial_answer_are_not_in_the_batch() throws Exception {
     start(settings(), b -> BulkHandler.Result.partial(Set.of(1L, 2L, 99L), "rows 3+ refused"));
     BufferBatch b = batch(1, 4);

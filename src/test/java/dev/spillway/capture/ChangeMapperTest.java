@@ -309,4 +309,14 @@ class ChangeMapperTest {
         value.schema(),
         value);
   }
+
+  @Test
+  void should_place_a_snapshot_read_by_its_key_apart_from_every_wal_position() {
+    long one = ChangeMapper.readPosition(Map.of("id", 1L));
+    assertThat(one).isNegative().isEqualTo(ChangeMapper.readPosition(Map.of("id", 1L)));
+    assertThat(ChangeMapper.readPosition(Map.of("id", 2L))).isNegative().isNotEqualTo(one);
+    assertThat(ChangeMapper.readPosition(Map.of("id", new byte[] {1})))
+        .as("bytes by their content")
+        .isEqualTo(ChangeMapper.readPosition(Map.of("id", new byte[] {1})));
+  }
 }
