@@ -1,6 +1,7 @@
 package dev.spillway.capture;
 
 import dev.spillway.event.KafkaClients;
+import dev.spillway.event.Pipeline;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.jdbc.Databases;
 import java.io.IOException;
@@ -53,6 +54,11 @@ public final class Capture implements AutoCloseable {
     }
     Set<String> topics = new LinkedHashSet<>();
     plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));
+    boolean inserts =
+        plan.databases().stream().anyMatch(db -> plan.kinds(db).contains(ChangeKind.INSERT));
+    if (inserts) {
+      topics.add(settings.topics().dlq(Pipeline.BUFFERS)); // where a row too large goes
+    }
     TopicProvisioner.ensure(
         settings.bootstrapServers(),
         settings.kafkaProperties(),

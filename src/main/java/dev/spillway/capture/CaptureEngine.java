@@ -1,5 +1,6 @@
 package dev.spillway.capture;
 
+import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import io.debezium.embedded.Connect;
@@ -69,7 +70,8 @@ final class CaptureEngine implements AutoCloseable {
     this.producer = producer;
     this.stats = stats;
     this.clock = clock;
-    this.mapper = new ChangeMapper(endpoint.name(), plan, clock);
+    this.mapper =
+        new ChangeMapper(endpoint.name(), plan, clock, settings.topics().dlq(Pipeline.BUFFERS));
     this.executor =
         Executors.newSingleThreadExecutor(
             r -> {

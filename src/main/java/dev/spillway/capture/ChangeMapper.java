@@ -3,8 +3,10 @@ package dev.spillway.capture;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.KafkaClients;
 import dev.spillway.event.TableName;
 import dev.spillway.event.ValueText;
+import dev.spillway.sink.SinkHeaders;
 import io.debezium.connector.postgresql.PostgresValueConverter;
 import io.debezium.time.Date;
 import io.debezium.time.MicroTime;
@@ -36,6 +38,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.connect.data.Field;
 import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.Struct;
@@ -53,6 +56,7 @@ final class ChangeMapper {
   private final String database;
   private final CapturePlan plan;
   private final Clock clock;
+  private final String insertsDeadLetters;
   private final Map<TableName, byte[]> keys = new java.util.concurrent.ConcurrentHashMap<>();
 
   /**
@@ -64,10 +68,15 @@ final class ChangeMapper {
   /** Past this many envelope schemas (tables altered again and again), the memory starts over. */
   private static final int MAX_ENVELOPES = 1_000;
 
-  ChangeMapper(String database, CapturePlan plan, Clock clock) {
+  /**
+   * @param insertsDeadLetters where an insert too large for one Kafka record goes instead: the
+   *     buffers' dead-letter topic
+   */
+  ChangeMapper(String database, CapturePlan plan, Clock clock, String insertsDeadLetters) {
     this.database = database;
     this.plan = plan;
     this.clock = clock;
+    this.insertsDeadLetters = insertsDeadLetters;
   }
 
   /** A captured change before serialization, for counting and routing. */
@@ -116,8 +125,51 @@ final class ChangeMapper {
                       lsn,
                       now));
         };
+    if (value.length > KafkaClients.MAX_VALUE_BYTES) {
+      return Optional.of(
+          new Mapped(
+              route.get(),
+              tooLarge(table, columns((Struct) record.key()), value.length, commitMicros, lsn)));
+    }
     return Optional.of(
         new Mapped(route.get(), new ProducerRecord<>(route.get().topic(), key, value)));
+  }
+
+  /**
+   * The dead letter of an inserted row too large for one Kafka record: its key alone, with the
+   * reason. Sending the row would fail capture of the whole database, again after every restart;
+   * the row itself stays in its table.
+   */
+  private ProducerRecord<byte[], byte[]> tooLarge(
+      TableName table, Map<String, Object> key, int bytes, long commitMicros, long lsn) {
+    long now = clock.millis();
+    StringBuilder keyText = new StringBuilder();
+    key.forEach(
+        (column, v) ->
+            keyText
+                .append(keyText.length() == 0 ? "" : ", ")
+                .append(column)
+                .append('=')
+                .append(v == null ? "null" : ValueText.of(v)));
+    RecordHeaders headers = new RecordHeaders();
+    SinkHeaders.addFailure(
+        headers,
+        "RowTooLarge",
+        String.format(
+            "the row %s of %s is %,d bytes as an event, more than the %,d one Kafka record carries"
+                + " here; it stays in the table: handle it outside Spillway, or make it smaller"
+                + " and insert it anew",
+            keyText, table.displayName(), bytes, KafkaClients.MAX_VALUE_BYTES),
+        "capture of database " + database,
+        now);
+    byte[] value =
+        EventSerdes.encode(new BufferEvent(database, table, key, commitMicros, lsn, now));
+    return new ProducerRecord<>(
+        insertsDeadLetters,
+        null,
+        table.toString().getBytes(StandardCharsets.UTF_8),
+        value,
+        headers);
   }
 
   /** The fields of a change envelope's schema, or null when it is not one of a change. */

@@ -14,6 +14,14 @@ public final class KafkaClients {
   private KafkaClients() {}
 
   /**
+   * The most bytes Spillway puts in one record's value: Kafka's default largest request and record
+   * batch (1 MiB, the producers' {@code max.request.size} and the broker's {@code
+   * message.max.bytes}) less room for the key, headers and framing. More would fail the send, and
+   * fail again after every restart.
+   */
+  public static final int MAX_VALUE_BYTES = 1024 * 1024 - 64 * 1024;
+
+  /**
    * Client properties Spillway sets itself, because delivery, its consumer groups, its Streams
    * applications or its topics depend on them; also refused behind a Streams client prefix.
    */

@@ -166,10 +166,11 @@ public final class DeadLetterReplay {
     String error = error(r);
     String source = header(r, SinkHeaders.SOURCE);
     String sourceTopic = source == null ? null : topicOf(source);
-    if (sourceTopic == null) {
+    if (source == null) {
       return Letter.left(position, failedAt, error, "it names no source");
     }
-    if (!batches.isBatchesTopic().test(sourceTopic)) {
+    if (sourceTopic == null || !batches.isBatchesTopic().test(sourceTopic)) {
+      // A record read before batching, or a change capture could not publish (a row too large).
       return Letter.left(
           position, failedAt, error, "not a batch: it failed on " + source + ", before batching");
     }

@@ -1,5 +1,6 @@
 package dev.spillway.streams;
 
+import dev.spillway.event.KafkaClients;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -44,13 +45,11 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   private static final int SEQ_WIDTH = 19;
 
   /**
-   * The most bytes of values one batch carries: Kafka's default largest request and record batch (1
-   * MiB, {@code max.request.size} and the broker's {@code message.max.bytes}) less room for the
-   * batch's key, headers and encoding. More would fail the send, stop the application, and fail
-   * again from the store after every restart. A value larger than this alone goes in a batch of its
-   * own (it reached the input topic, so it is below the same limit).
+   * The most bytes of values one batch carries, so that it fits one Kafka record. More would fail
+   * the send, stop the application, and fail again from the store after every restart. A value
+   * larger than this alone goes in a batch of its own (capture publishes none that large).
    */
-  public static final int MAX_BATCH_BYTES = 1024 * 1024 - 64 * 1024;
+  public static final int MAX_BATCH_BYTES = KafkaClients.MAX_VALUE_BYTES;
 
   private static final Duration MIN_TICK = Duration.ofMillis(20);
   private static final Duration MAX_TICK = Duration.ofSeconds(1);

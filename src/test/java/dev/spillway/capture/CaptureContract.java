@@ -7,9 +7,11 @@ import static org.awaitility.Awaitility.await;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.jdbc.Databases;
+import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
@@ -308,6 +310,41 @@ abstract class CaptureContract {
                 TIMEOUT);
         assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
       }
+    }
+  }
+
+  @Test
+  void should_dead_letter_the_key_of_a_row_too_large_for_kafka_and_go_on() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    CaptureRoute inserts =
+        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    try (Capture capture = start(inserts)) {
+      TestSql.exec(
+          ds,
+          // 2 MB of text that does not compress: as an event, larger than a Kafka record
+          "INSERT INTO "
+              + schema
+              + ".events SELECT 1, string_agg(md5(g::text), '') FROM generate_series(1, 62500) g",
+          "INSERT INTO " + schema + ".events VALUES (2, 'small')");
+
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readAtLeast(
+              infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+      assertThat(ids(read)).as("capture goes on past it").containsExactly(2L);
+      ConsumerRecord<byte[], byte[]> dead =
+          TopicReader.readAtLeast(
+                  infra().bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+              .get(0);
+      assertThat(EventSerdes.decodeBufferEvent(dead.value()).row())
+          .as("its key alone")
+          .isEqualTo(Map.of("id", 1L));
+      assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+          .startsWith("the row id=1 of " + schema + ".events is 2,000,0")
+          .endsWith(
+              "bytes as an event, more than the 983,040 one Kafka record carries here; it stays"
+                  + " in the table: handle it outside Spillway, or make it smaller and insert it"
+                  + " anew");
+      assertThat(capture.failure()).isEmpty();
     }
   }
 

@@ -226,7 +226,8 @@ class ChangeMapperTest {
                 List.of(
                     new CaptureRoute("main", events, ChangeKind.INSERT, "t.events"),
                     new CaptureRoute("main", parents, ChangeKind.DELETE, "t.deleted"))),
-            Clock.fixed(Instant.parse("2026-01-01T00:00:00Z"), ZoneOffset.UTC));
+            Clock.fixed(Instant.parse("2026-01-01T00:00:00Z"), ZoneOffset.UTC),
+            "t.dlq");
     Schema withMicros =
         SchemaBuilder.struct()
             .field("schema", Schema.STRING_SCHEMA)
