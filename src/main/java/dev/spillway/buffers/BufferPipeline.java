@@ -192,6 +192,24 @@ public final class BufferPipeline {
                 + b.table().displayName()
                 + ", which has no single-column primary key to delete handled rows by");
       }
+      try {
+        BufferStatements.idArray(c, shape.idType(), List.of());
+      } catch (SQLException e) {
+        // Every statement passes the batch's ids as an array of the key's type.
+        throw error(
+            b,
+            "names table "
+                + b.table().displayName()
+                + ", whose primary key "
+                + shape.idColumn()
+                + " is of type "
+                + (shape.idType().startsWith("_")
+                    ? shape.idType().substring(1) + "[]" // how pg_type names an array type
+                    : shape.idType())
+                + ", which cannot be passed as an array parameter ("
+                + e.getMessage()
+                + "); key the buffer by a column of a scalar type");
+      }
       if (b.archiveTable().isPresent()) {
         List<String> archive = BufferStatements.columns(c, b.archiveTable().get());
         if (archive.isEmpty()) {

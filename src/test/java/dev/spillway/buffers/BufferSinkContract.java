@@ -428,7 +428,17 @@ abstract class BufferSinkContract {
         ds,
         "CREATE TABLE " + schema + ".no_key (a bigint)",
         "CREATE TABLE " + schema + ".two_keys (a bigint, b bigint, PRIMARY KEY (a, b))",
-        "CREATE TABLE " + schema + ".thin_archive (id bigint)");
+        "CREATE TABLE " + schema + ".thin_archive (id bigint)",
+        "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)");
+    assertThat(refusal(new TableName(schema, "array_key")))
+        .contains(
+            "buffers."
+                + NAME
+                + " names table "
+                + schema
+                + ".array_key, whose primary key id is of type int4[], which cannot be passed as"
+                + " an array parameter (")
+        .endsWith("); key the buffer by a column of a scalar type.");
     assertThat(refusal(new TableName(schema, "nope")))
         .endsWith("names table " + schema + ".nope, which does not exist in database " + DB + ".");
     assertThat(refusal(new TableName(schema, "no_key")))
