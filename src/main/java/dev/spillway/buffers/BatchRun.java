@@ -6,6 +6,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.ValueText;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.RunContext;
+import dev.spillway.sink.SqlErrors;
 import java.nio.ByteBuffer;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -84,6 +85,14 @@ final class BatchRun {
       if (partlyHandledReplay()) {
         return new Outcome.Paused(
             "a database error after part of the batch was handled: " + e.getMessage(), rest());
+      }
+      // Dead-lettered for good, a batch some of whose rows are gone (handled by this run or an
+      // earlier one) leaves just the rest: a replay would hand the others over again.
+      if (!replayed
+          && pending != null
+          && pending.size() < batch.events().size()
+          && SqlErrors.classify(e) instanceof Outcome.PermanentFailure) {
+        return new Outcome.PermanentFailure(e, rest());
       }
       throw e;
     }
@@ -172,6 +181,7 @@ final class BatchRun {
     try (Connection c = context.dataSource().getConnection()) {
       Optional<List<BufferEvent>> events =
           replayed ? Optional.of(batch.events()) : stillBuffered(c);
+      events.ifPresent(e -> pending = e); // known before the check below can fail
       if (t.archive().isPresent() && events.map(e -> !e.isEmpty()).orElse(false)) {
         buffer.refresh(c, t);
       }

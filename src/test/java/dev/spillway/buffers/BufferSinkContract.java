@@ -723,6 +723,24 @@ abstract class BufferSinkContract {
   }
 
   /** Either table may change: the buffer table gets a column first, or the archive loses one. */
+  @Test
+  void should_dead_letter_only_the_events_whose_rows_are_left_when_a_statement_fails_for_good()
+      throws Exception {
+    TableName archive = archiveTable("");
+    start(settings().withArchive(archive), b -> BulkHandler.Result.success());
+    // Rows 1 and 2 were handled by an earlier run of the batch, which then crashed before its
+    // offset was committed: the batch comes again, and the archive lacks a column by then.
+    TestSql.exec(
+        ds,
+        "DELETE FROM " + table.quoted() + " WHERE id IN (1, 2)",
+        "ALTER TABLE " + archive.quoted() + " DROP COLUMN activity");
+    BufferBatch b = batch(1, 5);
+    produce(b);
+
+    deadLetteredRest(b, 3L, 4L, 5L); // a replay hands over these, not the two handled already
+    assertThat(rows(3, 5)).isEqualTo(3);
+  }
+
   @ParameterizedTest(name = "{0} {1}")
   @CsvSource({"table, ADD COLUMN note text, note", "archive, DROP COLUMN activity, activity"})
   void should_dead_letter_unhandled_a_batch_whose_table_has_a_column_its_archive_lacks(
