@@ -49,6 +49,7 @@ public final class Capture implements AutoCloseable {
       CaptureStats stats,
       Clock clock)
       throws InterruptedException {
+    settings.checkSlotNames(plan.databases());
     for (String db : plan.databases()) {
       SourcePreparation.check(db, databases.dataSource(db), plan.tables(db));
     }

@@ -2,6 +2,8 @@ package dev.spillway.capture;
 
 import dev.spillway.event.Topics;
 import java.time.Duration;
+import java.util.Collection;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -42,5 +44,37 @@ public record CaptureSettings(
   /** Replication slot and publication name for one database: lower-case, [a-z0-9_]. */
   public String slotName(String database) {
     return (topics.prefix() + "_" + database).toLowerCase().replaceAll("[^a-z0-9_]", "_");
+  }
+
+  /** PostgreSQL's longest identifier; a longer slot name is refused, a publication's cut short. */
+  static final int MAX_NAME_LENGTH = 63;
+
+  /**
+   * Refuses, in one sentence, databases whose slot and publication name PostgreSQL would not take
+   * whole, or that two of them would share (names differing only in case or punctuation).
+   *
+   * @throws CaptureSetupException naming the database(s)
+   */
+  public void checkSlotNames(Collection<String> databases) {
+    Map<String, String> byName = new HashMap<>();
+    for (String database : databases) {
+      String name = slotName(database);
+      if (name.length() > MAX_NAME_LENGTH) {
+        throw new CaptureSetupException(
+            String.format(
+                "The replication slot and publication of database %s would be named %s, %d"
+                    + " characters where PostgreSQL takes at most %d; shorten kafka.topic-prefix"
+                    + " or the database's name.",
+                database, name, name.length(), MAX_NAME_LENGTH));
+      }
+      String other = byName.putIfAbsent(name, database);
+      if (other != null) {
+        throw new CaptureSetupException(
+            String.format(
+                "Databases %s and %s would share the replication slot and publication %s; rename"
+                    + " one of them under databases:.",
+                other, database, name));
+      }
+    }
   }
 }

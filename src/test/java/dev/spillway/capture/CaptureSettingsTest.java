@@ -1,0 +1,51 @@
+package dev.spillway.capture;
+
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.spillway.event.Topics;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class CaptureSettingsTest {
+  private static CaptureSettings settings(String prefix) {
+    return new CaptureSettings(
+        "localhost:9092",
+        new Topics(prefix),
+        3,
+        (short) 1,
+        Map.of(),
+        CaptureSettings.DEFAULT_POLL_INTERVAL,
+        CaptureSettings.DEFAULT_HEARTBEAT_INTERVAL,
+        CaptureSettings.DEFAULT_MAX_BATCH_SIZE,
+        Duration.ofMillis(200));
+  }
+
+  @Test
+  void should_refuse_databases_that_would_share_a_slot() {
+    assertThatThrownBy(() -> settings("spillway").checkSlotNames(List.of("main", "ci-1", "CI_1")))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage(
+            "Databases ci-1 and CI_1 would share the replication slot and publication"
+                + " spillway_ci_1; rename one of them under databases:.");
+    assertThatCode(() -> settings("spillway").checkSlotNames(List.of("main", "ci")))
+        .doesNotThrowAnyException();
+  }
+
+  @Test
+  void should_refuse_a_slot_name_longer_than_postgresql_takes() {
+    String prefix = "p".repeat(57);
+    assertThatCode(() -> settings(prefix).checkSlotNames(List.of("main1")))
+        .as("63 characters")
+        .doesNotThrowAnyException();
+    assertThatThrownBy(() -> settings(prefix).checkSlotNames(List.of("main12")))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage(
+            "The replication slot and publication of database main12 would be named "
+                + prefix
+                + "_main12, 64 characters where PostgreSQL takes at most 63; shorten"
+                + " kafka.topic-prefix or the database's name.");
+  }
+}
