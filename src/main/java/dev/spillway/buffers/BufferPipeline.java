@@ -192,6 +192,20 @@ public final class BufferPipeline {
                 + b.table().displayName()
                 + ", which has no single-column primary key to delete handled rows by");
       }
+      List<String[]> uncapturable = BufferStatements.uncapturable(c, b.table());
+      if (!uncapturable.isEmpty()) {
+        throw error(
+            b,
+            "names table "
+                + b.table().displayName()
+                + ", whose column(s) "
+                + uncapturable.stream()
+                    .map(col -> col[0] + " (" + col[1] + ")")
+                    .collect(java.util.stream.Collectors.joining(", "))
+                + " capture cannot pass on as values PostgreSQL reads back (they would reach the"
+                + " handler missing or garbled); store them as text, or keep them out of the buffer"
+                + " table");
+      }
       try {
         BufferStatements.idArray(c, shape.idType(), List.of());
       } catch (SQLException e) {

@@ -429,7 +429,22 @@ abstract class BufferSinkContract {
         "CREATE TABLE " + schema + ".no_key (a bigint)",
         "CREATE TABLE " + schema + ".two_keys (a bigint, b bigint, PRIMARY KEY (a, b))",
         "CREATE TABLE " + schema + ".thin_archive (id bigint)",
-        "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)");
+        "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)",
+        "CREATE TYPE " + schema + ".pair AS (a int, b text)",
+        "CREATE TABLE "
+            + schema
+            + ".odd_columns (id bigint PRIMARY KEY, at point, note text, p "
+            + schema
+            + ".pair, spans int4multirange, flags bit(3))");
+    assertThat(refusal(new TableName(schema, "odd_columns")))
+        .contains(
+            "names table "
+                + schema
+                + ".odd_columns, whose column(s) at (point), p ("
+                + schema
+                + ".pair), spans (int4multirange), flags (bit(3)) capture cannot pass on as values"
+                + " PostgreSQL reads back (they would reach the handler missing or garbled); store"
+                + " them as text, or keep them out of the buffer table.");
     assertThat(refusal(new TableName(schema, "array_key")))
         .contains(
             "buffers."
