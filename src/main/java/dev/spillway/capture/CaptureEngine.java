@@ -318,16 +318,21 @@ final class CaptureEngine implements AutoCloseable {
   @Override
   public void close() throws IOException {
     stopping = true;
-    if (engine != null) {
-      engine.close();
-    }
-    executor.shutdown();
     try {
-      if (!executor.awaitTermination(30, TimeUnit.SECONDS)) {
-        log.warn("Capture of database {} did not stop within 30 s", endpoint.name());
+      // An engine that already stopped on its own may refuse to close again; the executor is
+      // still shut down, so its threads do not outlive the capture.
+      if (engine != null && failure.get() == null) {
+        engine.close();
       }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+    } finally {
+      executor.shutdown();
+      try {
+        if (!executor.awaitTermination(30, TimeUnit.SECONDS)) {
+          log.warn("Capture of database {} did not stop within 30 s", endpoint.name());
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
     }
   }
 }
