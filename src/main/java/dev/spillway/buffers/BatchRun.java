@@ -118,6 +118,7 @@ final class BatchRun {
       return new Outcome.Done(0);
     }
     for (int attempt = 1; ; attempt++) {
+      paced();
       BulkHandler.Result result =
           buffer.call(
               BulkHandler.Batch.of(
@@ -145,8 +146,21 @@ final class BatchRun {
     }
   }
 
-  /** Ends the run here when the worker stops, health says STOP or a limit is reached. */
-  private void checkpoint() throws InterruptedException, RunningBuffer.RunEnded {
+  /**
+   * Ends the run here when the worker stops, health says STOP or a limit is reached. Asked between
+   * the slices of every wait (a permit, a backoff, a transaction to end), so it takes no pause: the
+   * pause between sub-batches, longer while health says THROTTLE, is taken once per handler call
+   * ({@link #paced()}).
+   */
+  private void checkpoint() throws RunningBuffer.RunEnded {
+    Optional<Outcome> end = context.mustEnd();
+    if (end.isPresent()) {
+      throw new RunningBuffer.RunEnded(end.get());
+    }
+  }
+
+  /** The same, after the pause due between sub-batches: before each handler call. */
+  private void paced() throws InterruptedException, RunningBuffer.RunEnded {
     Optional<Outcome> end = context.checkpoint();
     if (end.isPresent()) {
       throw new RunningBuffer.RunEnded(end.get());

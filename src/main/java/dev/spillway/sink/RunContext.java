@@ -115,7 +115,11 @@ public final class RunContext {
     return Optional.empty();
   }
 
-  private Optional<Outcome> mustEnd() {
+  /**
+   * The outcome to end the run with when it must end here, without the pause {@link #checkpoint()}
+   * takes: for the slices of a wait, which must not grow by a pause each.
+   */
+  public Optional<Outcome> mustEnd() {
     if (stopping.getAsBoolean()) {
       return Optional.of(new Outcome.Paused("worker stopping"));
     }
