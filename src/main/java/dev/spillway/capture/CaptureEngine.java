@@ -113,13 +113,14 @@ final class CaptureEngine implements AutoCloseable {
                 .map(CaptureRoute::table)
                 .toList());
     SourcePreparation.createSlotIfMissing(dataSource, slot);
-    SourcePreparation.prepare(
-        slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
-    if (!unread.isEmpty()) {
+    List<TableName> snapshot =
+        SourcePreparation.prepare(
+            slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
+    if (!snapshot.isEmpty()) {
       log.info(
           "Capture of database {}: reading the rows already in {} once (incremental snapshot)",
           endpoint.name(),
-          unread.stream().map(TableName::displayName).collect(Collectors.joining(", ")));
+          snapshot.stream().map(TableName::displayName).collect(Collectors.joining(", ")));
     }
     plan.routes(endpoint.name()).forEach(stats::register);
     engine =

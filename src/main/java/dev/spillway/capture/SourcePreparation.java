@@ -89,8 +89,10 @@ final class SourcePreparation {
    * Creates or updates the schema, heartbeat and signal tables and the publication, and in the same
    * transaction asks for a snapshot of {@code snapshot} (when not empty): a crash cannot leave a
    * table published whose earlier rows were not asked for. Idempotent.
+   *
+   * @return the tables of {@code snapshot} a snapshot was asked for: those holding rows
    */
-  static void prepare(
+  static List<TableName> prepare(
       String publication,
       DataSource ds,
       Collection<TableName> tables,
@@ -130,6 +132,7 @@ final class SourcePreparation {
           requestSnapshot(c, holding);
         }
         c.commit();
+        return holding;
       } catch (SQLException e) {
         c.rollback();
         throw e;
