@@ -103,16 +103,17 @@ final class CaptureEngine implements AutoCloseable {
               + " nothing was changed: stop that one first.");
     }
     // Rows already in a buffer table when capture first reads it were inserted before the slot
-    // or the publication could keep them: a snapshot reads them once.
+    // or the publication could keep them: a snapshot reads them once. A new slot starts at the
+    // present, so then every buffer table's rows are unread.
+    List<TableName> inserted =
+        plan.routes(endpoint.name()).stream()
+            .filter(r -> r.kind() == ChangeKind.INSERT)
+            .map(CaptureRoute::table)
+            .toList();
     List<TableName> unread =
-        SourcePreparation.insertsUnread(
-            dataSource,
-            slot,
-            plan.routes(endpoint.name()).stream()
-                .filter(r -> r.kind() == ChangeKind.INSERT)
-                .map(CaptureRoute::table)
-                .toList());
-    SourcePreparation.createSlotIfMissing(dataSource, slot);
+        SourcePreparation.createSlotIfMissing(dataSource, slot)
+            ? inserted
+            : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
     List<TableName> snapshot =
         SourcePreparation.prepare(
             slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);

@@ -183,33 +183,32 @@ final class SourcePreparation {
   /**
    * Creates the slot when it does not exist, before the publication changes: what is committed from
    * then on is kept for capture, and a snapshot asked for afterwards is read from it.
+   *
+   * @return whether it created the slot
    */
-  static void createSlotIfMissing(DataSource ds, String slot) throws SQLException {
+  static boolean createSlotIfMissing(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection()) {
-      if (!exists(c, CaptureStatements.SLOT_EXISTS, slot)) {
-        try (PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
-          ps.setString(1, slot);
-          ps.execute();
-        }
+      if (exists(c, CaptureStatements.SLOT_EXISTS, slot)) {
+        return false;
       }
+      try (PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
+        ps.setString(1, slot);
+        ps.execute();
+      }
+      return true;
     }
   }
 
   /**
-   * The tables among {@code inserted} whose inserts capture has not read so far, asked before
-   * {@link #prepare} changes the publication: every one when the slot does not exist yet (it starts
-   * at the present), else those whose inserts the publication did not publish (rows inserted before
-   * they join it are never decoded).
+   * The tables among {@code inserted} whose inserts the publication does not publish yet, asked
+   * before {@link #prepare} changes it: rows inserted before they join it are never decoded.
    */
-  static List<TableName> insertsUnread(DataSource ds, String slot, Collection<TableName> inserted)
-      throws SQLException {
+  static List<TableName> insertsUnpublished(
+      DataSource ds, String publication, Collection<TableName> inserted) throws SQLException {
     try (Connection c = ds.getConnection()) {
-      if (!exists(c, CaptureStatements.SLOT_EXISTS, slot)) {
-        return List.copyOf(inserted);
-      }
       Set<TableName> published = new HashSet<>();
       try (PreparedStatement ps = c.prepareStatement(CaptureStatements.INSERTS_PUBLISHED)) {
-        ps.setString(1, slot);
+        ps.setString(1, publication);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {
             published.add(new TableName(rs.getString(1), rs.getString(2)));
