@@ -102,10 +102,10 @@ final class ChangeMapper {
     if (route.isEmpty()) {
       return Optional.empty();
     }
+    boolean read = SNAPSHOT_READ.equals(op);
+    Map<String, Object> readKey = read ? columns((Struct) record.key()) : null;
     long lsn =
-        SNAPSHOT_READ.equals(op)
-            ? readPosition(columns((Struct) record.key()))
-            : f.lsn() == null ? 0 : orZero((Long) source.get(f.lsn()));
+        read ? readPosition(readKey) : f.lsn() == null ? 0 : orZero((Long) source.get(f.lsn()));
     long commitMicros = f.commitMicros(source);
     long now = clock.millis();
     byte[] key = keys.computeIfAbsent(table, t -> t.toString().getBytes(StandardCharsets.UTF_8));
@@ -129,7 +129,12 @@ final class ChangeMapper {
       return Optional.of(
           new Mapped(
               route.get(),
-              tooLarge(table, columns((Struct) record.key()), value.length, commitMicros, lsn)));
+              tooLarge(
+                  table,
+                  read ? readKey : columns((Struct) record.key()),
+                  value.length,
+                  commitMicros,
+                  lsn)));
     }
     return Optional.of(
         new Mapped(route.get(), new ProducerRecord<>(route.get().topic(), key, value)));
@@ -143,14 +148,6 @@ final class ChangeMapper {
   private ProducerRecord<byte[], byte[]> tooLarge(
       TableName table, Map<String, Object> key, int bytes, long commitMicros, long lsn) {
     long now = clock.millis();
-    StringBuilder keyText = new StringBuilder();
-    key.forEach(
-        (column, v) ->
-            keyText
-                .append(keyText.length() == 0 ? "" : ", ")
-                .append(column)
-                .append('=')
-                .append(v == null ? "null" : ValueText.of(v)));
     RecordHeaders headers = new RecordHeaders();
     SinkHeaders.addFailure(
         headers,
@@ -159,7 +156,7 @@ final class ChangeMapper {
             "the row %s of %s is %,d bytes as an event, more than the %,d one Kafka record carries"
                 + " here; it stays in the table: handle it outside Spillway, or make it smaller"
                 + " and insert it anew",
-            keyText, table.displayName(), bytes, KafkaClients.MAX_VALUE_BYTES),
+            keyText(key), table.displayName(), bytes, KafkaClients.MAX_VALUE_BYTES),
         "capture of database " + database,
         now);
     byte[] value =
@@ -196,17 +193,22 @@ final class ChangeMapper {
    * row's key instead, so the same row always has the same, and negative, which no WAL position is.
    */
   static long readPosition(Map<String, Object> key) {
+    long h =
+        UUID.nameUUIDFromBytes(keyText(key).getBytes(StandardCharsets.UTF_8))
+            .getMostSignificantBits();
+    return -1 - (h & Long.MAX_VALUE);
+  }
+
+  /** A row's key as text: {@code id=42}, columns in key order, values as PostgreSQL reads them. */
+  private static String keyText(Map<String, Object> key) {
     StringBuilder b = new StringBuilder();
     key.forEach(
         (column, value) ->
-            b.append(column)
+            b.append(b.length() == 0 ? "" : ", ")
+                .append(column)
                 .append('=')
-                .append(value == null ? "" : ValueText.of(value))
-                .append('\u0000'));
-    long h =
-        UUID.nameUUIDFromBytes(b.toString().getBytes(StandardCharsets.UTF_8))
-            .getMostSignificantBits();
-    return -1 - (h & Long.MAX_VALUE);
+                .append(value == null ? "null" : ValueText.of(value)));
+    return b.toString();
   }
 
   private static long orZero(Long v) {
