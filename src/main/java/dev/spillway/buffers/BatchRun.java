@@ -153,15 +153,15 @@ final class BatchRun {
    * ({@link #paced()}).
    */
   private void checkpoint() throws RunningBuffer.RunEnded {
-    Optional<Outcome> end = context.mustEnd();
-    if (end.isPresent()) {
-      throw new RunningBuffer.RunEnded(end.get());
-    }
+    endIf(context.mustEnd());
   }
 
   /** The same, after the pause due between sub-batches: before each handler call. */
   private void paced() throws InterruptedException, RunningBuffer.RunEnded {
-    Optional<Outcome> end = context.checkpoint();
+    endIf(context.checkpoint());
+  }
+
+  private static void endIf(Optional<Outcome> end) throws RunningBuffer.RunEnded {
     if (end.isPresent()) {
       throw new RunningBuffer.RunEnded(end.get());
     }

@@ -23,6 +23,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -201,7 +202,7 @@ public final class BufferPipeline {
                 + ", whose column(s) "
                 + uncapturable.stream()
                     .map(col -> col[0] + " (" + col[1] + ")")
-                    .collect(java.util.stream.Collectors.joining(", "))
+                    .collect(Collectors.joining(", "))
                 + " capture cannot pass on as values PostgreSQL reads back (they would reach the"
                 + " handler missing or garbled); store them as text, or keep them out of the buffer"
                 + " table");
