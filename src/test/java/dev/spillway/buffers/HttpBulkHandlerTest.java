@@ -165,15 +165,35 @@ class HttpBulkHandlerTest {
 
   @Test
   void should_show_the_beginning_of_a_large_error_body() throws Exception {
+    byte[] body = new byte[4 << 20];
+    Arrays.fill(body, (byte) 'x');
+    byte[] start = "queue full, try later ".getBytes(StandardCharsets.UTF_8);
+    System.arraycopy(start, 0, body, 0, start.length);
+    String reason = reasonOf503(body);
+
+    String answered =
+        reason.substring(0, reason.indexOf(" answered 503") + " answered 503".length());
+    assertThat(reason)
+        .startsWith(answered + ": queue full, try later xxx")
+        .endsWith("x...")
+        .hasSize((answered + ": ").length() + 200 + 3);
+  }
+
+  @Test
+  void should_read_no_more_of_an_error_body_than_its_first_8_kib() throws Exception {
+    byte[] body = (" ".repeat(9000) + "queue full").getBytes(StandardCharsets.UTF_8);
+
+    // Past the first 8 KiB, kept: only blanks, so the reason shows none of the body.
+    assertThat(reasonOf503(body)).endsWith(" answered 503");
+  }
+
+  /** The reason of a call a receiver answers with 503 and this body. */
+  private static String reasonOf503(byte[] body) throws Exception {
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.createContext(
         "/bulk",
         exchange -> {
           exchange.getRequestBody().readAllBytes();
-          byte[] body = new byte[4 << 20];
-          Arrays.fill(body, (byte) 'x');
-          byte[] start = "queue full, try later ".getBytes(StandardCharsets.UTF_8);
-          System.arraycopy(start, 0, body, 0, start.length);
           exchange.sendResponseHeaders(503, body.length);
           exchange.getResponseBody().write(body);
           exchange.close();
@@ -182,12 +202,10 @@ class HttpBulkHandlerTest {
     String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/bulk";
     try {
       BulkHandler.Result r = handler(url, Duration.ofSeconds(10)).handle(BATCH);
-
       assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
-      assertThat(((BulkHandler.Result.Retry) r).reason())
-          .startsWith("POST " + url + " answered 503: queue full, try later xxx")
-          .endsWith("x...")
-          .hasSize(("POST " + url + " answered 503: ").length() + 200 + 3);
+      String reason = ((BulkHandler.Result.Retry) r).reason();
+      assertThat(reason).startsWith("POST " + url + " answered 503");
+      return reason;
     } finally {
       server.stop(0);
     }

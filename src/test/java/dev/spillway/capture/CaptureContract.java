@@ -31,6 +31,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Capture against a real PostgreSQL and a real broker; subclasses say which ones. */
 abstract class CaptureContract {
@@ -77,6 +78,11 @@ abstract class CaptureContract {
     return new TableName(schema, name);
   }
 
+  /** The route of a buffer table's inserts, to its own events topic. */
+  private CaptureRoute inserts(String table) {
+    return new CaptureRoute(DB, table(table), ChangeKind.INSERT, topics.bufferEvents(table));
+  }
+
   private Capture start(CaptureRoute... routes) throws InterruptedException {
     return Capture.start(
         new CapturePlan(List.of(routes)),
@@ -98,8 +104,7 @@ abstract class CaptureContract {
         "INSERT INTO " + schema + ".projects SELECT g, 'p' || g FROM generate_series(1, 5) g");
     CaptureRoute deletes =
         new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute inserts = inserts("events");
 
     try (Capture capture = start(deletes, inserts)) {
       TestSql.exec(
@@ -179,8 +184,7 @@ abstract class CaptureContract {
   @Test
   void should_resume_after_restart_with_nothing_lost_and_nothing_duplicated() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute inserts = inserts("events");
     String topic = topics.bufferEvents("events");
     try (Capture capture = start(inserts)) {
       insertRange(1, 3000);
@@ -206,8 +210,7 @@ abstract class CaptureContract {
   void should_read_once_the_rows_a_buffer_table_held_before_capture_began() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     insertRange(1, 2500); // before the slot exists: in no WAL capture will read
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute inserts = inserts("events");
     String topic = topics.bufferEvents("events");
 
     try (Capture capture = start(inserts)) {
@@ -247,10 +250,8 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
         "CREATE TABLE " + schema + ".later (id bigint PRIMARY KEY, v text)");
-    CaptureRoute events =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
-    CaptureRoute later =
-        new CaptureRoute(DB, table("later"), ChangeKind.INSERT, topics.bufferEvents("later"));
+    CaptureRoute events = inserts("events");
+    CaptureRoute later = inserts("later");
     try (Capture capture = start(events)) {
       TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (1, 'e')");
       TopicReader.readAtLeast(
@@ -279,17 +280,14 @@ abstract class CaptureContract {
   }
 
   @Test
+  @Timeout(120) // waiting for the lock without end would hold start-up, and this test, for ever
   void should_not_wait_on_an_open_insert_to_a_table_it_starts_capturing() throws Exception {
     TestSql.exec(
         ds,
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
         "CREATE TABLE " + schema + ".other (id bigint PRIMARY KEY)");
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
-    try (Capture first =
-        start(
-            new CaptureRoute(
-                DB, table("other"), ChangeKind.INSERT, topics.bufferEvents("other")))) {
+    CaptureRoute inserts = inserts("events");
+    try (Capture first = start(inserts("other"))) {
       // the slot exists from here on (creating one waits for every open transaction to end)
     }
     try (Connection open = ds.getConnection()) {
@@ -316,8 +314,7 @@ abstract class CaptureContract {
   @Test
   void should_dead_letter_the_key_of_a_row_too_large_for_kafka_and_go_on() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute inserts = inserts("events");
     try (Capture capture = start(inserts)) {
       TestSql.exec(
           ds,
@@ -356,8 +353,7 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
     CaptureRoute deletes =
         new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute inserts = inserts("events");
 
     try (Capture capture = start(inserts)) {
       assertThat(publishedActions()).isEqualTo("insert");
@@ -377,8 +373,7 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
-    CaptureRoute inserts =
-        new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events"));
+    CaptureRoute inserts = inserts("events");
     CaptureRoute deletes =
         new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
 
@@ -422,7 +417,7 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".elsewhere (id bigint PRIMARY KEY)");
     for (CaptureRoute alone :
         List.of(
-            new CaptureRoute(DB, table("events"), ChangeKind.INSERT, topics.bufferEvents("events")),
+            inserts("events"),
             new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords()))) {
       try (Capture capture = start(alone)) {
         // Only a table capture ignores changes: the slot must still confirm past them.
@@ -494,8 +489,7 @@ abstract class CaptureContract {
   @Test
   void should_refuse_a_table_without_primary_key() {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".loose (id bigint)");
-    CaptureRoute route =
-        new CaptureRoute(DB, table("loose"), ChangeKind.INSERT, topics.bufferEvents("loose"));
+    CaptureRoute route = inserts("loose");
     assertThatThrownBy(() -> start(route))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessage(

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Properties;
+import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.Serdes;
@@ -33,9 +34,14 @@ class BatcherTest {
 
   @BeforeEach
   void setUp() {
+    drive(() -> joining(3, Duration.ofSeconds(2)));
+  }
+
+  /** Drives {@code in} → the batcher → {@code out}, the batcher made by {@code batcher}. */
+  private void drive(Supplier<Batcher> batcher) {
     Topology t = new Topology();
     t.addSource("source-in", new StringDeserializer(), new ByteArrayDeserializer(), "in");
-    t.addProcessor("batcher", () -> joining(3, Duration.ofSeconds(2)), "source-in");
+    t.addProcessor("batcher", batcher::get, "source-in");
     t.addStateStore(Batcher.store("pending"), "batcher");
     t.addSink("sink-out", "out", new StringSerializer(), new ByteArraySerializer(), "batcher");
     Properties p = new Properties();
@@ -96,17 +102,7 @@ class BatcherTest {
   @Test
   void should_close_a_batch_before_its_values_pass_the_byte_limit() {
     driver.close();
-    Topology t = new Topology();
-    t.addSource("source-in", new StringDeserializer(), new ByteArrayDeserializer(), "in");
-    t.addProcessor("batcher", () -> joining(10, 5, Duration.ofSeconds(2)), "source-in");
-    t.addStateStore(Batcher.store("pending"), "batcher");
-    t.addSink("sink-out", "out", new StringSerializer(), new ByteArraySerializer(), "batcher");
-    Properties p = new Properties();
-    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "batcher-test");
-    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
-    driver = new TopologyTestDriver(t, p, Instant.parse("2026-01-01T00:00:00Z"));
-    in = driver.createInputTopic("in", new StringSerializer(), new ByteArraySerializer());
-    out = driver.createOutputTopic("out", new StringDeserializer(), new ByteArrayDeserializer());
+    drive(() -> joining(10, 5, Duration.ofSeconds(2)));
 
     send("a", "aa");
     send("a", "bb");
