@@ -22,6 +22,12 @@ public final class KafkaClients {
   public static final int MAX_VALUE_BYTES = 1024 * 1024 - 64 * 1024;
 
   /**
+   * How every consumer of Spillway's reads: the Streams applications write in transactions, and
+   * what one aborted is written again, so only committed records count.
+   */
+  public static final String READ_COMMITTED = "read_committed";
+
+  /**
    * Client properties Spillway sets itself, because delivery, its consumer groups, its Streams
    * applications or its topics depend on them; also refused behind a Streams client prefix.
    */
@@ -36,6 +42,7 @@ public final class KafkaClients {
           "enable.auto.commit",
           "auto.offset.reset",
           "max.poll.records",
+          "isolation.level",
           "application.id",
           "processing.guarantee",
           "commit.interval.ms",

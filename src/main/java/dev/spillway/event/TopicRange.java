@@ -7,7 +7,6 @@ import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ExecutionException;
@@ -47,23 +46,18 @@ public final class TopicRange implements AutoCloseable {
 
   private final Admin admin;
   private final KafkaConsumer<byte[], byte[]> consumer;
-  private final IsolationLevel isolation;
   private final Duration stall;
 
-  private TopicRange(
-      Admin admin,
-      KafkaConsumer<byte[], byte[]> consumer,
-      IsolationLevel isolation,
-      Duration stall) {
+  private TopicRange(Admin admin, KafkaConsumer<byte[], byte[]> consumer, Duration stall) {
     this.admin = admin;
     this.consumer = consumer;
-    this.isolation = isolation;
     this.stall = stall;
   }
 
   /**
-   * An admin client and a consumer that joins no group, commits nothing and never has a topic
-   * created by asking for it, with the configured client properties; closing the range closes both.
+   * An admin client and a consumer that joins no group, commits nothing, reads committed records
+   * only (ends are where such a read stops) and never has a topic created by asking for it, with
+   * the configured client properties; closing the range closes both.
    */
   public static TopicRange open(String bootstrapServers, Map<String, String> configured) {
     Map<String, Object> adminProps = new HashMap<>(configured);
@@ -82,30 +76,20 @@ public final class TopicRange implements AutoCloseable {
                 ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
                 "earliest",
                 ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG,
-                false));
+                false,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                KafkaClients.READ_COMMITTED));
     Admin admin = Admin.create(adminProps);
     try {
       return new TopicRange(
           admin,
           new KafkaConsumer<>(
               consumerProps, new ByteArrayDeserializer(), new ByteArrayDeserializer()),
-          isolation(consumerProps),
           stall(consumerProps));
     } catch (RuntimeException e) {
       admin.close();
       throw e;
     }
-  }
-
-  /**
-   * The level the consumer reads at, for listing ends as it reaches them; a value it does not know
-   * is refused by the consumer before this is asked.
-   */
-  private static IsolationLevel isolation(Properties consumerProps) {
-    Object level = consumerProps.get(ConsumerConfig.ISOLATION_LEVEL_CONFIG);
-    return level == null
-        ? IsolationLevel.READ_UNCOMMITTED
-        : IsolationLevel.valueOf(level.toString().trim().toUpperCase(Locale.ROOT));
   }
 
   /**
@@ -194,7 +178,7 @@ public final class TopicRange implements AutoCloseable {
     partitions.forEach(tp -> request.put(tp, spec));
     Map<TopicPartition, Long> out = new HashMap<>();
     admin
-        .listOffsets(request, new ListOffsetsOptions(isolation))
+        .listOffsets(request, new ListOffsetsOptions(IsolationLevel.READ_COMMITTED))
         .all()
         .get()
         .forEach((tp, info) -> out.put(tp, info.offset()));

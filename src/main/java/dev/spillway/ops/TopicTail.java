@@ -1,5 +1,6 @@
 package dev.spillway.ops;
 
+import dev.spillway.event.KafkaClients;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,8 +14,9 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
 /**
- * Reads what is appended to some topics after it was opened, without joining a consumer group. Used
- * to show or measure what a pipeline publishes. Not thread-safe.
+ * Reads what is appended to some topics after it was opened, without joining a consumer group, as
+ * the sink does: committed records only. Used to show or measure what a pipeline publishes. Not
+ * thread-safe.
  */
 public final class TopicTail implements AutoCloseable {
   private final KafkaConsumer<byte[], byte[]> consumer;
@@ -27,6 +29,7 @@ public final class TopicTail implements AutoCloseable {
     props.put(ConsumerConfig.CLIENT_ID_CONFIG, "spillway-tail-" + UUID.randomUUID());
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 5000);
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, KafkaClients.READ_COMMITTED);
     consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     List<TopicPartition> partitions = new ArrayList<>();
     for (String topic : topics) {

@@ -231,6 +231,10 @@ public final class Sink implements AutoCloseable {
                 false,
                 ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
                 "earliest",
+                // A batch counts once its Streams transaction committed: one aborted by a crash
+                // is formed again, maybe with more events and another group id.
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                KafkaClients.READ_COMMITTED,
                 // Claim no more than can run: the rest stays in Kafka for other workers.
                 ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
                 maxPoll));

@@ -37,6 +37,11 @@ import org.slf4j.LoggerFactory;
  * table at STOP, is paused: Kafka keeps the backlog and the worker claims only what it can run.
  * Each topic runs at most its own share of batches at once, within the worker's total.
  *
+ * <p>The Streams applications write batches in transactions, so the consumer reads committed
+ * records only and a partition's position passes the transaction markers between them. A partition
+ * with nothing in hand has its position committed once it passes what was committed, so a marker is
+ * not counted as a batch waiting.
+ *
  * <p>The consumer is touched only by the worker's loop thread.
  */
 final class SinkWorker implements AutoCloseable {
@@ -64,6 +69,10 @@ final class SinkWorker implements AutoCloseable {
   private final BlockingQueue<Completed> completions = new LinkedBlockingQueue<>();
   private final Map<TopicPartition, PartitionWork> partitions = new LinkedHashMap<>();
   private final Set<TopicPartition> paused = new HashSet<>();
+
+  /** Per partition held, the offset last committed for it, or 0 when none was. */
+  private final Map<TopicPartition, Long> committed = new HashMap<>();
+
   private final AtomicInteger loops = new AtomicInteger();
   private volatile boolean running = true;
   private volatile boolean stopping;
@@ -162,7 +171,47 @@ final class SinkWorker implements AutoCloseable {
       dispatch();
       adjustPauses();
     }
+    commitPassed();
     loops.incrementAndGet();
+  }
+
+  /**
+   * Commits the position of each partition with nothing in hand that passed what was committed:
+   * everything before it is settled, so only markers (or records of aborted transactions) lay
+   * between. A position not known yet (a partition just assigned) waits for a later turn. A batch
+   * settled with nothing after it in hand commits such a position at once.
+   */
+  private void commitPassed() {
+    Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
+    for (Map.Entry<TopicPartition, Long> e : committed.entrySet()) {
+      TopicPartition tp = e.getKey();
+      PartitionWork w = partitions.get(tp);
+      if (w != null && (w.busy || !w.pending.isEmpty())) {
+        continue;
+      }
+      long position = position(tp);
+      if (position > e.getValue()) {
+        commits.put(tp, new OffsetAndMetadata(position));
+      }
+    }
+    commit(commits);
+  }
+
+  /** The partition's position, or -1 while it is not known (nor looked up: this waits for none). */
+  private long position(TopicPartition tp) {
+    try {
+      return consumer.position(tp, Duration.ZERO);
+    } catch (org.apache.kafka.common.errors.TimeoutException | IllegalStateException unknown) {
+      return -1;
+    }
+  }
+
+  private void commit(Map<TopicPartition, OffsetAndMetadata> commits) {
+    if (commits.isEmpty()) {
+      return;
+    }
+    consumer.commitSync(commits);
+    commits.forEach((tp, o) -> committed.replace(tp, o.offset()));
   }
 
   private List<Completed> drain() {
@@ -184,12 +233,14 @@ final class SinkWorker implements AutoCloseable {
       w.busy = false;
       if (c.result().commit()) {
         w.pending.pollFirst();
-        commits.put(c.partition(), new OffsetAndMetadata(c.result().record().offset() + 1));
+        long next = c.result().record().offset() + 1;
+        if (w.pending.isEmpty()) {
+          next = Math.max(next, position(c.partition()));
+        }
+        commits.put(c.partition(), new OffsetAndMetadata(next));
       }
     }
-    if (!commits.isEmpty()) {
-      consumer.commitSync(commits);
-    }
+    commit(commits);
   }
 
   private void dispatch() {
@@ -373,7 +424,14 @@ final class SinkWorker implements AutoCloseable {
     }
 
     @Override
-    public void onPartitionsAssigned(Collection<TopicPartition> assigned) {}
+    public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
+      if (!assigned.isEmpty()) {
+        consumer
+            .committed(Set.copyOf(assigned))
+            .forEach((tp, o) -> committed.put(tp, o == null ? 0 : o.offset()));
+        assigned.forEach(tp -> committed.putIfAbsent(tp, 0L));
+      }
+    }
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> lost) {
@@ -383,6 +441,7 @@ final class SinkWorker implements AutoCloseable {
 
     private void forget(Collection<TopicPartition> gone) {
       for (TopicPartition tp : gone) {
+        committed.remove(tp);
         PartitionWork w = partitions.remove(tp);
         if (w != null) {
           w.forgotten = true;

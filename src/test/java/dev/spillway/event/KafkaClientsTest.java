@@ -27,6 +27,7 @@ class KafkaClientsTest {
     assertThat(KafkaClients.setBySpillway("producer.acks")).isTrue();
     assertThat(KafkaClients.setBySpillway("main.consumer.auto.offset.reset")).isTrue();
     assertThat(KafkaClients.setBySpillway("restore.consumer.max.poll.records")).isTrue();
+    assertThat(KafkaClients.setBySpillway("consumer.isolation.level")).isTrue();
     assertThat(KafkaClients.setBySpillway("linger.ms")).isFalse();
     assertThat(KafkaClients.setBySpillway("consumer.fetch.min.bytes")).isFalse();
     assertThat(KafkaClients.setBySpillway("sasl.jaas.config")).isFalse();

@@ -204,8 +204,7 @@ class TopicRangeIT {
       assertTimeoutPreemptively(
           Duration.ofSeconds(60),
           () -> {
-            try (TopicRange range =
-                TopicRange.open(bootstrap, Map.of("isolation.level", "read_committed"))) {
+            try (TopicRange range = TopicRange.open(bootstrap, Map.of())) {
               range.readInOrder(topic, TopicRange.all(), r -> add(read, r));
             }
           });

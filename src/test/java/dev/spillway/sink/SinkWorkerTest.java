@@ -99,6 +99,38 @@ class SinkWorkerTest {
   }
 
   @Test
+  void should_commit_past_the_transaction_marker_after_the_batches_it_settled() {
+    release.countDown();
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    addBatches(0, 2);
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return committed() == 2;
+            });
+
+    // A fetch passes the marker at offset 2 that ended the Streams transaction holding both.
+    consumer.seek(TP, 3);
+    worker.runOnce();
+
+    assertThat(committed()).as("the marker is not left as a batch waiting").isEqualTo(3);
+    addBatches(3, 4);
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return committed() == 4;
+            });
+    assertThat(runs).containsExactly(0L, 1L, 3L);
+  }
+
+  @Test
   void should_stop_saying_why_when_a_batch_ends_with_an_error_instead_of_holding_its_partition()
       throws Exception {
     BatchHandler failing =

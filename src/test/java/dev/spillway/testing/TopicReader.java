@@ -11,7 +11,10 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
-/** Reads a topic from the beginning until a condition holds or a deadline passes. */
+/**
+ * Reads a topic's committed records from the beginning until a condition holds or a deadline
+ * passes.
+ */
 public final class TopicReader {
   private TopicReader() {}
 
@@ -33,7 +36,10 @@ public final class TopicReader {
             ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
             "earliest",
             ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
-            false);
+            false,
+            // As the sink reads the Streams applications' transactional output.
+            ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+            "read_committed");
     List<ConsumerRecord<byte[], byte[]>> read = new ArrayList<>();
     try (KafkaConsumer<byte[], byte[]> consumer =
         new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
