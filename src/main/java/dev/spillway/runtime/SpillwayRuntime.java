@@ -58,8 +58,9 @@ public final class SpillwayRuntime implements AutoCloseable {
   /** The embedded database when none is configured. */
   public static final String MAIN = "main";
 
-  // Batches go out as they close (at least once: no transaction holds them back); the interval
-  // bounds what a crash makes the Streams applications read and batch again.
+  // The Streams applications run exactly once: each commit ends the transaction holding the
+  // batches closed since the last one, so the interval bounds how long a closed batch waits to be
+  // seen, and what a crash makes them read and batch again.
   private static final java.time.Duration STREAMS_COMMIT_INTERVAL =
       java.time.Duration.ofMillis(100);
 

@@ -140,7 +140,7 @@ public final class StreamsApp implements AutoCloseable {
             StreamsConfig.REPLICATION_FACTOR_CONFIG,
             (int) replicationFactor,
             StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
-            StreamsConfig.AT_LEAST_ONCE,
+            StreamsConfig.EXACTLY_ONCE_V2,
             StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG),
             "earliest",
             StreamsConfig.producerPrefix(ProducerConfig.ACKS_CONFIG),

@@ -34,6 +34,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -188,6 +190,15 @@ class BufferPipelineIT {
                         0,
                         null,
                         1));
+            // Lag 0 above although the batches were written in the Streams application's
+            // transactions, each ended by a marker: a batch a crash aborts is never seen.
+            String application = runtime.topics().streamsApplication(Pipeline.BUFFERS, "activity");
+            try (Admin admin =
+                Admin.create(Map.of("bootstrap.servers", runtime.bootstrapServers()))) {
+              assertThat(admin.listTransactions().all().get())
+                  .extracting(TransactionListing::transactionalId)
+                  .anyMatch(id -> id.startsWith(application + "-"));
+            }
           });
     }
   }
