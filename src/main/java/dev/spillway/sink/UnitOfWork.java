@@ -55,7 +55,8 @@ final class UnitOfWork {
 
   /**
    * @param givenUp whether the worker no longer owns the record's partition: its new owner runs the
-   *     record again, so a paused run's rest is not put back as well
+   *     record again from its uncommitted offset, so whatever this run ended with, nothing is put
+   *     back, delayed or dead-lettered from here (that would be a second copy of the batch)
    */
   Result run(SinkRecord record, BooleanSupplier stopping, BooleanSupplier givenUp) {
     Outcome outcome = execute(record, stopping);
@@ -124,7 +125,10 @@ final class UnitOfWork {
 
   private Result act(SinkRecord record, Outcome outcome, BooleanSupplier givenUp)
       throws InterruptedException, ExecutionException {
-    if (outcome instanceof Outcome.Paused p && p.rest() != null && !givenUp.getAsBoolean()) {
+    if (givenUp.getAsBoolean()) {
+      return new Result(record, outcome, false);
+    }
+    if (outcome instanceof Outcome.Paused p && p.rest() != null) {
       // Part of it is done: only the rest goes back, behind what waits, with the same attempts.
       requeuer.requeue(record, record.attempts(), p.rest());
       metrics.requeued();

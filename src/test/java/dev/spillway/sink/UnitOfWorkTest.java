@@ -6,13 +6,17 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
 
 class UnitOfWorkTest {
   private final MockProducer<byte[], byte[]> producer =
@@ -20,6 +24,11 @@ class UnitOfWorkTest {
 
   /** A unit whose every run pauses having done part of the batch, naming the rest. */
   private UnitOfWork pausingWithRest() {
+    return endingWith(new Outcome.Paused("worker stopping", "rest".getBytes()));
+  }
+
+  /** A unit whose every run ends with {@code outcome}. */
+  private UnitOfWork endingWith(Outcome outcome) {
     Clock clock = Clock.systemUTC();
     BatchHandler handler =
         new BatchHandler() {
@@ -30,7 +39,7 @@ class UnitOfWorkTest {
 
           @Override
           public Outcome execute(SinkRecord record, RunContext context) {
-            return new Outcome.Paused("worker stopping", "rest".getBytes());
+            return outcome;
           }
         };
     return new UnitOfWork(
@@ -58,11 +67,30 @@ class UnitOfWorkTest {
     assertThat(producer.history().get(0).topic()).isEqualTo("t.batches");
   }
 
-  @Test
-  void should_not_put_back_a_rest_once_the_partition_is_given_up() {
-    UnitOfWork.Result r = pausingWithRest().run(record(), () -> true, () -> true);
+  /** Every way a run ends that puts a copy of its batch somewhere. */
+  static Stream<Outcome> copying() {
+    return Stream.of(
+        new Outcome.Paused("worker stopping", "rest".getBytes()),
+        new Outcome.LimitReached(10, "max-rows-per-run"),
+        new Outcome.RetryableFailure(new SQLException("connection lost", "08006")),
+        new Outcome.PermanentFailure(new IllegalArgumentException("malformed"), null));
+  }
+
+  @ParameterizedTest
+  @MethodSource("copying")
+  void should_put_no_copy_of_a_batch_anywhere_once_its_partition_is_given_up(Outcome outcome) {
+    UnitOfWork.Result r = endingWith(outcome).run(record(), () -> true, () -> true);
 
     assertThat(r.commit()).isFalse();
     assertThat(producer.history()).as("its new owner runs the record").isEmpty();
+  }
+
+  @ParameterizedTest
+  @MethodSource("copying")
+  void should_put_a_copy_of_a_batch_it_still_owns_where_its_ending_says(Outcome outcome) {
+    UnitOfWork.Result r = endingWith(outcome).run(record(), () -> true, () -> false);
+
+    assertThat(r.commit()).isTrue();
+    assertThat(producer.history()).hasSize(1);
   }
 }
