@@ -71,15 +71,16 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   }
 
   @Override
-  public void deadLettered(SinkRecord record, Throwable error) throws SQLException {
+  public void deadLettered(SinkRecord record, byte[] value, Throwable error) throws SQLException {
     RunningBuffer b = byTopic.get(record.topic());
     if (b == null) {
       return;
     }
     if (!(error instanceof BufferExhaustedException exhausted)) {
       // Not handled to the end (an archive table lacking a column, a statement that failed for
-      // good, a batch that does not decode): its rows stay, and it counts with the events it has.
-      b.metrics.deadLettered(eventsOf(record));
+      // good, a batch that does not decode): its rows stay, and it counts with the events
+      // dead-lettered (those left when part of it was handled).
+      b.metrics.deadLettered(eventsOf(value));
       return;
     }
     if (b.settings.onExhausted() == OnExhausted.DELETE) {
@@ -90,9 +91,9 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     b.metrics.deadLettered(exhausted.ids().size());
   }
 
-  private static int eventsOf(SinkRecord record) {
+  private static int eventsOf(byte[] value) {
     try {
-      return EventSerdes.decodeBufferBatch(record.value()).events().size();
+      return EventSerdes.decodeBufferBatch(value).events().size();
     } catch (SerializationException e) {
       return 0;
     }

@@ -36,6 +36,8 @@ public interface BatchHandler {
    * Called once the record (or the value a {@link Outcome.PermanentFailure} named) is in the
    * dead-letter topic and before its offset is committed, from the thread that ran it. An exception
    * leaves the offset uncommitted, so the batch runs again. Does nothing by default.
+   *
+   * @param value what went to the dead-letter topic: the record's value or the one named
    */
-  default void deadLettered(SinkRecord record, Throwable error) throws Exception {}
+  default void deadLettered(SinkRecord record, byte[] value, Throwable error) throws Exception {}
 }

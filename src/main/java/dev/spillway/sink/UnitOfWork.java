@@ -172,7 +172,7 @@ final class UnitOfWork {
     metrics.deadLettered();
     log.warn("Batch {} dead-lettered: {}", record.position(), describe(outcome));
     try {
-      handler.deadLettered(record, error);
+      handler.deadLettered(record, value == null ? record.value() : value, error);
     } catch (InterruptedException e) {
       throw e;
     } catch (Exception e) {

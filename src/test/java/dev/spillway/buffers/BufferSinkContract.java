@@ -754,6 +754,12 @@ abstract class BufferSinkContract {
 
     deadLetteredRest(b, 3L, 4L, 5L); // a replay hands over these, not the two handled already
     assertThat(rows(3, 5)).isEqualTo(3);
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> registry.get("spillway_buffer_dead_lettered_batches").counter().count() == 1);
+    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count())
+        .as("the events dead-lettered, not the batch's")
+        .isEqualTo(3);
   }
 
   @ParameterizedTest(name = "{0} {1}")
