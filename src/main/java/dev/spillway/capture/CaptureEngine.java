@@ -21,6 +21,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
@@ -288,6 +290,44 @@ final class CaptureEngine implements AutoCloseable {
     patterns.add(regex(CaptureStatements.HEARTBEAT_TABLE));
     patterns.add(regex(CaptureStatements.SIGNAL_TABLE));
     return String.join(",", patterns);
+  }
+
+  /**
+   * How a snapshot signal names a table. Debezium matches each name as a pattern against the
+   * identifiers of its tables, then reads the identifier it matched as {@code schema.table} split
+   * at dots, outside quotes: a name holding a dot, a space or a quote would name another table (or
+   * none), so it goes quoted, which matches no identifier as a pattern and is read as written.
+   *
+   * @throws CaptureSetupException when the quoted name would be a pattern matching other tables, or
+   *     none Java reads
+   */
+  static String snapshotName(TableName t) {
+    if (unquotedReadsBack(t.schema()) && unquotedReadsBack(t.table())) {
+      return regex(t.toString());
+    }
+    String quoted = t.quoted();
+    boolean pattern = quoted.chars().noneMatch(c -> "|()[]{}\\".indexOf(c) >= 0);
+    if (pattern) {
+      try {
+        Pattern.compile(quoted);
+      } catch (PatternSyntaxException e) {
+        pattern = false;
+      }
+    }
+    if (!pattern) {
+      throw new CaptureSetupException(
+          "Table "
+              + t
+              + " cannot be named to Debezium to read the rows it already holds: its name has a"
+              + " dot, space or quote together with one of | ( ) [ ] { } \\ or a misplaced * + ?;"
+              + " rename it.");
+    }
+    return quoted;
+  }
+
+  private static boolean unquotedReadsBack(String part) {
+    return part.chars()
+        .noneMatch(c -> c == '.' || c == '"' || c == '\'' || c == '`' || Character.isWhitespace(c));
   }
 
   /**

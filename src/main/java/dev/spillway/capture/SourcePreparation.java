@@ -228,8 +228,7 @@ final class SourcePreparation {
   private static void requestSnapshot(Connection c, List<TableName> tables) throws SQLException {
     Map<String, Object> data = new LinkedHashMap<>();
     data.put("type", "incremental");
-    data.put(
-        "data-collections", tables.stream().map(t -> CaptureEngine.regex(t.toString())).toList());
+    data.put("data-collections", tables.stream().map(CaptureEngine::snapshotName).toList());
     String json;
     try {
       json = JSON.writeValueAsString(data);

@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.AfterEach;
@@ -178,6 +179,35 @@ abstract class CaptureContract {
       assertThat(read)
           .extracting(r -> EventSerdes.decodeBufferEvent(r.value()).table())
           .containsExactlyInAnyOrderElementsOf(names.stream().map(this::table).toList());
+    }
+  }
+
+  @Test
+  void should_read_the_rows_tables_named_with_dots_and_regex_characters_held_before_capture()
+      throws Exception {
+    List<String> names = List.of("x.y", "Events+EU", "a,b");
+    for (String name : names) {
+      TestSql.exec(
+          ds,
+          "CREATE TABLE " + table(name).quoted() + " (id bigint PRIMARY KEY, v text)",
+          "INSERT INTO " + table(name).quoted() + " SELECT g, 'v' FROM generate_series(1, 3) g");
+    }
+    CaptureRoute[] routes =
+        names.stream()
+            .map(n -> new CaptureRoute(DB, table(n), ChangeKind.INSERT, topics.bufferEvents("b")))
+            .toArray(CaptureRoute[]::new);
+
+    try (Capture capture = start(routes)) {
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readAtLeast(
+              infra().bootstrapServers(), topics.bufferEvents("b"), 3 * names.size(), TIMEOUT);
+      assertThat(read)
+          .extracting(r -> EventSerdes.decodeBufferEvent(r.value()))
+          .extracting(e -> e.table().toString() + "#" + e.row().get("id"))
+          .containsExactlyInAnyOrderElementsOf(
+              names.stream()
+                  .flatMap(n -> Stream.of(1, 2, 3).map(id -> table(n).toString() + "#" + id))
+                  .toList());
     }
   }
 
