@@ -115,9 +115,17 @@ final class BatchRun {
     }
     pending = buffered.get();
     if (pending.isEmpty()) {
+      buffer.settled(batch.groupId());
       return new Outcome.Done(0);
     }
-    for (int attempt = 1; ; attempt++) {
+    // An earlier run of the batch that ended between calls: its count goes on, after its wait.
+    int first = 1;
+    Optional<RunningBuffer.Retrying> before = buffer.retrying(batch.groupId());
+    if (before.isPresent()) {
+      first = before.get().attempts() + 1;
+      sleep(Duration.ofNanos(Math.max(0, before.get().notBeforeNanos() - System.nanoTime())));
+    }
+    for (int attempt = first; ; attempt++) {
       paced();
       BulkHandler.Result result =
           buffer.call(
@@ -134,15 +142,20 @@ final class BatchRun {
         pending = without(pending, done);
       }
       if (pending.isEmpty()) {
+        buffer.settled(batch.groupId());
         return new Outcome.Done(context.rows());
       }
       String reason = reason(result);
       if (result instanceof BulkHandler.Result.Reject || attempt >= buffer.settings.maxAttempts()) {
+        buffer.settled(batch.groupId());
         return exhausted(pending, attempt, reason);
       }
-      sleep(
+      Duration wait =
           buffer.settings.retryWait(
-              attempt, result instanceof BulkHandler.Result.Retry r ? r.after() : null));
+              attempt, result instanceof BulkHandler.Result.Retry r ? r.after() : null);
+      buffer.retrying(
+          batch.groupId(), new RunningBuffer.Retrying(attempt, System.nanoTime() + wait.toNanos()));
+      sleep(wait);
     }
   }
 

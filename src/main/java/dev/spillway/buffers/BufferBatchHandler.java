@@ -9,6 +9,7 @@ import dev.spillway.sink.RunContext;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.sink.SinkRecord;
 import dev.spillway.sink.Target;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -75,6 +76,9 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     RunningBuffer b = byTopic.get(record.topic());
     if (b == null) {
       return;
+    }
+    if (record.key() != null) {
+      b.settled(new String(record.key(), StandardCharsets.UTF_8)); // batches are keyed by group id
     }
     if (!(error instanceof BufferExhaustedException exhausted)) {
       // Not handled to the end (an archive table lacking a column, a statement that failed for

@@ -8,8 +8,11 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -24,12 +27,25 @@ final class RunningBuffer {
   /** How long a wait for a permit goes between two checkpoints. */
   private static final Duration PERMIT_SLICE = Duration.ofMillis(100);
 
+  /** The most batches whose retries are remembered between runs; past it, one is forgotten. */
+  static final int RETRYING_KEPT = 10_000;
+
+  /**
+   * Where a batch's calls stand when a run ended between them (the worker stopping, health at
+   * STOP): the next run goes on from there rather than call again at once as a first attempt.
+   *
+   * @param attempts the calls made so far
+   * @param notBeforeNanos when the next call may be made, on {@link System#nanoTime()}'s scale
+   */
+  record Retrying(int attempts, long notBeforeNanos) {}
+
   final BufferSettings settings;
   private final AtomicReference<BufferTable> table;
   final BulkHandler handler;
   final BufferMetrics metrics;
   private final Bulkhead<Object> concurrency;
   private final Optional<RateLimiter<Object>> rate;
+  private final Map<String, Retrying> retrying = new ConcurrentHashMap<>();
 
   RunningBuffer(
       BufferSettings settings, BufferTable table, BulkHandler handler, BufferMetrics metrics) {
@@ -46,6 +62,28 @@ final class RunningBuffer {
                     RateLimiter.<Object>smoothBuilder(
                             Duration.ofNanos(Math.max(1, Math.round(1e9 / perSecond))))
                         .build());
+  }
+
+  /** Where the retries of the batch with this group id stand, when a run left it between calls. */
+  Optional<Retrying> retrying(String groupId) {
+    return Optional.ofNullable(retrying.get(groupId));
+  }
+
+  /** Remembers where a batch's retries stand, for its next run should this one end first. */
+  void retrying(String groupId, Retrying at) {
+    if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(groupId)) {
+      Iterator<String> any = retrying.keySet().iterator();
+      if (any.hasNext()) {
+        any.next();
+        any.remove(); // a batch left to another worker, say: it restarts its count there anyway
+      }
+    }
+    retrying.put(groupId, at);
+  }
+
+  /** The batch was handled or given up: nothing more to remember. */
+  void settled(String groupId) {
+    retrying.remove(groupId);
   }
 
   /** The buffer table as last read from the catalog. */

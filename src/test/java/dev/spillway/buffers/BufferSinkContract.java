@@ -13,6 +13,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import dev.spillway.jdbc.Databases;
@@ -41,6 +42,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -111,6 +113,10 @@ abstract class BufferSinkContract {
   }
 
   private Sink start(BufferSettings s, BulkHandler handler) throws Exception {
+    return start(s, handler, HealthGate.ALWAYS_NORMAL);
+  }
+
+  private Sink start(BufferSettings s, BulkHandler handler, HealthGate gate) throws Exception {
     BufferTable t = BufferPipeline.check(s, ds);
     RunningBuffer running =
         new RunningBuffer(s, t, handler, new BufferMetrics(registry, s.name(), () -> 0));
@@ -127,7 +133,7 @@ abstract class BufferSinkContract {
                 topics,
                 4,
                 (short) 1,
-                HealthGate.ALWAYS_NORMAL,
+                gate,
                 db -> ds,
                 db -> new LatencyWindow(Clock.systemUTC(), Duration.ofMinutes(1)),
                 registry,
@@ -791,6 +797,37 @@ abstract class BufferSinkContract {
     assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count())
         .as("counted in status like every dead letter")
         .isEqualTo(5);
+  }
+
+  @Test
+  void should_go_on_with_the_attempts_and_the_retry_after_of_a_run_a_stop_ended() throws Exception {
+    AtomicReference<Health> health = new AtomicReference<>(Health.NORMAL);
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    List<Long> at = new CopyOnWriteArrayList<>();
+    start(
+        settings(),
+        b -> {
+          attempts.add(b.attempt());
+          at.add(System.nanoTime());
+          return attempts.size() == 1
+              ? new BulkHandler.Result.Retry("busy", Duration.ofSeconds(3))
+              : BulkHandler.Result.success();
+        },
+        (database, t) -> health.get());
+    produce(batch(1, 5));
+    await().atMost(TIMEOUT).until(() -> attempts.size() == 1);
+
+    health.set(new Health.Stop("lock waits")); // the run ends in its wait for Retry-After
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> registry.get("spillway_buffer_batches_in_flight").gauge().value() == 0);
+    health.set(Health.NORMAL);
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(attempts).as("numbered on across the runs").containsExactly(1, 2);
+    assertThat(Duration.ofNanos(at.get(1) - at.get(0)))
+        .as("the next run kept the Retry-After of the first")
+        .isGreaterThanOrEqualTo(Duration.ofSeconds(3));
   }
 
   @Test

@@ -8,6 +8,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Supplier;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -52,5 +54,25 @@ class RunningBufferTest {
     assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
     assertThat(((BulkHandler.Result.Retry) r).reason())
         .isEqualTo("handler failed: " + name + ": " + thrown.get().getMessage());
+  }
+
+  @Test
+  void should_remember_the_retries_of_a_bounded_number_of_batches_until_they_settle() {
+    RunningBuffer b = buffer(batch -> BulkHandler.Result.success());
+    for (int i = 0; i <= RunningBuffer.RETRYING_KEPT; i++) {
+      b.retrying("g-" + i, new RunningBuffer.Retrying(1, 0));
+    }
+    long kept =
+        IntStream.rangeClosed(0, RunningBuffer.RETRYING_KEPT)
+            .filter(i -> b.retrying("g-" + i).isPresent())
+            .count();
+    assertThat(kept).isEqualTo(RunningBuffer.RETRYING_KEPT);
+    String last = "g-" + RunningBuffer.RETRYING_KEPT;
+    assertThat(b.retrying(last)).contains(new RunningBuffer.Retrying(1, 0));
+
+    b.retrying(last, new RunningBuffer.Retrying(2, 5));
+    assertThat(b.retrying(last)).contains(new RunningBuffer.Retrying(2, 5));
+    b.settled(last);
+    assertThat(b.retrying(last)).isEmpty();
   }
 }
