@@ -70,7 +70,10 @@ final class SinkWorker implements AutoCloseable {
   private final Map<TopicPartition, PartitionWork> partitions = new LinkedHashMap<>();
   private final Set<TopicPartition> paused = new HashSet<>();
 
-  /** Per partition held, the offset last committed for it, or 0 when none was. */
+  /**
+   * Per partition held, the offset last committed for it here; -1 until this worker committed one
+   * (the first position it can commit is then committed once: the consumer started from it).
+   */
   private final Map<TopicPartition, Long> committed = new HashMap<>();
 
   private final AtomicInteger loops = new AtomicInteger();
@@ -179,7 +182,8 @@ final class SinkWorker implements AutoCloseable {
    * Commits the position of each partition with nothing in hand that passed what was committed:
    * everything before it is settled, so only markers (or records of aborted transactions) lay
    * between. A position not known yet (a partition just assigned) waits for a later turn. A batch
-   * settled with nothing after it in hand commits such a position at once.
+   * settled with nothing after it in hand commits such a position at once. Asynchronous: one that
+   * fails is made again at a later turn, and nothing waits on it.
    */
   private void commitPassed() {
     Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
@@ -194,10 +198,24 @@ final class SinkWorker implements AutoCloseable {
         commits.put(tp, new OffsetAndMetadata(position));
       }
     }
-    commit(commits);
+    if (commits.isEmpty()) {
+      return;
+    }
+    commits.forEach((tp, o) -> committed.replace(tp, o.offset()));
+    consumer.commitAsync(
+        commits,
+        (offsets, failure) -> {
+          if (failure != null) {
+            offsets.keySet().forEach(tp -> committed.replace(tp, -1L));
+            log.debug(
+                "Sink worker {} will commit past markers again: {}", name, failure.toString());
+          }
+        });
   }
 
-  /** The partition's position, or -1 while it is not known (nor looked up: this waits for none). */
+  /**
+   * The partition's position, or -1 while it is not known (its look-up is started, not waited for).
+   */
   private long position(TopicPartition tp) {
     try {
       return consumer.position(tp, Duration.ZERO);
@@ -425,12 +443,7 @@ final class SinkWorker implements AutoCloseable {
 
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
-      if (!assigned.isEmpty()) {
-        consumer
-            .committed(Set.copyOf(assigned))
-            .forEach((tp, o) -> committed.put(tp, o == null ? 0 : o.offset()));
-        assigned.forEach(tp -> committed.putIfAbsent(tp, 0L));
-      }
+      assigned.forEach(tp -> committed.put(tp, -1L));
     }
 
     @Override

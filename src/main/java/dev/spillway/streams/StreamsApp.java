@@ -42,9 +42,10 @@ public final class StreamsApp implements AutoCloseable {
   /**
    * Starts the application and returns once it is RUNNING.
    *
-   * @param commitInterval how often the input read and the stores' changes are committed: what a
-   *     crash makes the application process again. Emitted records do not wait for it (at least
-   *     once, no transactions); they go out within the producer's linger.
+   * @param commitInterval how often the input read, the stores' changes and the records emitted
+   *     since the last commit are committed together, in one transaction (exactly once): how long
+   *     an emitted record waits to be seen by readers of committed records, and what a crash makes
+   *     the application process again.
    * @param tick how often the topology's wall-clock punctuators run; the thread waits for input no
    *     longer than that (Kafka Streams' {@code poll.ms}, 100 ms unless shorter), as a punctuator
    *     cannot run while it waits
