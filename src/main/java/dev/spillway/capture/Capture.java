@@ -50,13 +50,6 @@ public final class Capture implements AutoCloseable {
       Clock clock)
       throws InterruptedException {
     settings.checkSlotNames(plan.databases());
-    // Inserted rows a table held before capture read it are asked for by name (a snapshot).
-    plan.databases()
-        .forEach(
-            db ->
-                plan.routes(db).stream()
-                    .filter(r -> r.kind() == ChangeKind.INSERT)
-                    .forEach(r -> CaptureEngine.snapshotName(r.table())));
     for (String db : plan.databases()) {
       SourcePreparation.check(db, databases.dataSource(db), plan.tables(db));
     }

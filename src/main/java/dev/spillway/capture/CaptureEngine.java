@@ -21,8 +21,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.regex.Pattern;
-import java.util.regex.PatternSyntaxException;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
@@ -293,39 +291,27 @@ final class CaptureEngine implements AutoCloseable {
   }
 
   /**
-   * How a snapshot signal names a table. Debezium matches each name as a pattern against the
-   * identifiers of its tables, then reads the identifier it matched as {@code schema.table} split
-   * at dots, outside quotes: a name holding a dot, a space or a quote would name another table (or
-   * none), so it goes quoted, which matches no identifier as a pattern and is read as written.
+   * How a snapshot signal names a table: as a literal pattern, which Debezium matches against the
+   * identifiers of its tables. It then reads the identifier it matched, and later the same text
+   * kept in its offsets (unquoted there), as {@code schema.table} split at dots and spaces: a table
+   * whose name holds a dot, a space or a quote would be taken for another (or none, or fail every
+   * restart), so it is refused in one sentence.
    *
-   * @throws CaptureSetupException when the quoted name would be a pattern matching other tables, or
-   *     none Java reads
+   * @throws CaptureSetupException for such a name
    */
   static String snapshotName(TableName t) {
-    if (unquotedReadsBack(t.schema()) && unquotedReadsBack(t.table())) {
-      return regex(t.toString());
-    }
-    String quoted = t.quoted();
-    boolean pattern = quoted.chars().noneMatch(c -> "|()[]{}\\".indexOf(c) >= 0);
-    if (pattern) {
-      try {
-        Pattern.compile(quoted);
-      } catch (PatternSyntaxException e) {
-        pattern = false;
-      }
-    }
-    if (!pattern) {
+    if (!readsBack(t.schema()) || !readsBack(t.table())) {
       throw new CaptureSetupException(
           "Table "
               + t
-              + " cannot be named to Debezium to read the rows it already holds: its name has a"
-              + " dot, space or quote together with one of | ( ) [ ] { } \\ or a misplaced * + ?;"
-              + " rename it.");
+              + " holds rows from before capture could read it, and Debezium cannot be asked to"
+              + " read a table whose name has a dot, a space or a quote; rename the table, or"
+              + " move its rows out and insert them again once Spillway runs.");
     }
-    return quoted;
+    return regex(t.toString());
   }
 
-  private static boolean unquotedReadsBack(String part) {
+  private static boolean readsBack(String part) {
     return part.chars()
         .noneMatch(c -> c == '.' || c == '"' || c == '\'' || c == '`' || Character.isWhitespace(c));
   }

@@ -133,8 +133,8 @@ final class SourcePreparation {
         }
         c.commit();
         return holding;
-      } catch (SQLException e) {
-        c.rollback();
+      } catch (SQLException | RuntimeException e) {
+        c.rollback(); // turning auto-commit back on would commit what is half done
         throw e;
       } finally {
         c.setAutoCommit(true);
