@@ -26,12 +26,16 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * What a batcher holds between commits survives its application: the input offsets are committed
- * past values still pending, so only the store's changelog can bring them back.
+ * past values still pending, so only the store's changelog can bring them back. And what it sent in
+ * a transaction that never committed is seen by no reader of committed records.
  */
 class BatcherRestoreIT {
   private static final Duration WAIT = Duration.ofSeconds(60);
@@ -98,20 +102,98 @@ class BatcherRestoreIT {
     }
   }
 
+  @Test
+  void should_let_no_reader_see_a_batch_whose_transaction_a_failure_aborted() throws Exception {
+    String bootstrap = EmbeddedInfra.get().bootstrapServers();
+    String run = "batcher-abort-" + UUID.randomUUID();
+    String in = run + ".in";
+    String out = run + ".out";
+    try (Admin admin =
+        Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+      admin
+          .createTopics(List.of(new NewTopic(in, 1, (short) 1), new NewTopic(out, 1, (short) 1)))
+          .all()
+          .get();
+    }
+    // Read in one poll and one transaction (no commit for 5 s): a batch of two is sent, then
+    // the third value fails the application before anything commits.
+    produce(bootstrap, in, "a", "1", "2", "boom");
+    try (StreamsApp first =
+        start(bootstrap, run, in, out, dir.resolve("first"), 2, true, Duration.ofSeconds(5))) {
+      await().atMost(WAIT).until(() -> first.failure().isPresent());
+    }
+
+    // Started again, it reads the same values and forms the batch again, once.
+    try (StreamsApp second =
+        start(bootstrap, run, in, out, dir.resolve("second"), 2, false, COMMIT_INTERVAL)) {
+      await().atMost(WAIT).until(() -> records(bootstrap, out) >= 1);
+      await()
+          .during(Duration.ofSeconds(2))
+          .atMost(Duration.ofSeconds(10))
+          .untilAsserted(
+              () ->
+                  assertThat(records(bootstrap, out))
+                      .as("batches a reader of committed records sees")
+                      .isEqualTo(1));
+    }
+    assertThat(TopicReader.readAtLeast(bootstrap, out, 1, WAIT))
+        .extracting(r -> new String(r.value(), StandardCharsets.UTF_8))
+        .containsExactly("1,2,");
+  }
+
   private static StreamsApp start(
       String bootstrap, String run, String in, String out, Path stateDir) throws Exception {
+    return start(bootstrap, run, in, out, stateDir, 10, false, COMMIT_INTERVAL);
+  }
+
+  /**
+   * A batcher of {@code size} values; when {@code failing}, a value {@code boom} fails the
+   * application before it reaches the batcher.
+   */
+  private static StreamsApp start(
+      String bootstrap,
+      String run,
+      String in,
+      String out,
+      Path stateDir,
+      int size,
+      boolean failing,
+      Duration commitInterval)
+      throws Exception {
     Topology t = new Topology();
     t.addSource("in", new StringDeserializer(), new ByteArrayDeserializer(), in);
-    t.addProcessor("batch", () -> BatcherTest.joining(10, Duration.ofHours(1)), "in");
+    t.addProcessor(
+        "fail",
+        () ->
+            new Processor<String, byte[], String, byte[]>() {
+              private ProcessorContext<String, byte[]> context;
+
+              @Override
+              public void init(ProcessorContext<String, byte[]> context) {
+                this.context = context;
+              }
+
+              @Override
+              public void process(Record<String, byte[]> r) {
+                if (failing && "boom".equals(new String(r.value(), StandardCharsets.UTF_8))) {
+                  throw new IllegalStateException("boom");
+                }
+                context.forward(r);
+              }
+            },
+        "in");
+    t.addProcessor("batch", () -> BatcherTest.joining(size, Duration.ofHours(1)), "fail");
     t.addStateStore(Batcher.store("pending"), "batch");
     t.addSink("out", out, new StringSerializer(), new ByteArraySerializer(), "batch");
     return StreamsApp.start(
         run,
         t,
         bootstrap,
-        Map.of(),
+        // An instance that failed leaves no group: the next waits this long (the least Kafka
+        // takes).
+        Map.of("main.consumer.session.timeout.ms", "6000"),
         stateDir,
-        COMMIT_INTERVAL,
+        commitInterval,
         Batcher.tick(Duration.ofHours(1)),
         (short) 1);
   }
