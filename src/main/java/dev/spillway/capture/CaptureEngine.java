@@ -110,13 +110,26 @@ final class CaptureEngine implements AutoCloseable {
             .filter(r -> r.kind() == ChangeKind.INSERT)
             .map(CaptureRoute::table)
             .toList();
+    boolean created = SourcePreparation.createSlotIfMissing(dataSource, slot);
     List<TableName> unread =
-        SourcePreparation.createSlotIfMissing(dataSource, slot)
-            ? inserted
-            : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
-    List<TableName> snapshot =
-        SourcePreparation.prepare(
-            slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
+        created ? inserted : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
+    List<TableName> snapshot;
+    try {
+      snapshot =
+          SourcePreparation.prepare(
+              slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
+    } catch (SQLException | RuntimeException e) {
+      // The publication is as it was: a slot made by this start goes too, or the next start would
+      // take the tables it publishes for read, and the slot would hold WAL meanwhile.
+      if (created) {
+        try {
+          SourcePreparation.dropSlot(dataSource, slot);
+        } catch (SQLException dropping) {
+          e.addSuppressed(dropping);
+        }
+      }
+      throw e;
+    }
     if (!snapshot.isEmpty()) {
       log.info(
           "Capture of database {}: reading the rows already in {} once (incremental snapshot)",

@@ -74,6 +74,8 @@ final class CaptureStatements {
   /** 1: slot name. */
   static final String CREATE_SLOT = "SELECT pg_create_logical_replication_slot(?, 'pgoutput')";
 
+  static final String DROP_SLOT = "SELECT pg_drop_replication_slot(?)";
+
   /** Bytes of WAL each slot of this database keeps from being recycled. */
   static final String WAL_HELD =
       "SELECT slot_name, active,"

@@ -199,6 +199,15 @@ final class SourcePreparation {
     }
   }
 
+  /** Drops a slot this start created, when preparing the database failed after it. */
+  static void dropSlot(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.DROP_SLOT)) {
+      ps.setString(1, slot);
+      ps.execute();
+    }
+  }
+
   /**
    * The tables among {@code inserted} whose inserts the publication does not publish yet, asked
    * before {@link #prepare} changes it: rows inserted before they join it are never decoded.

@@ -237,6 +237,14 @@ abstract class CaptureContract {
                     + "' AND tablename = 'x.y'"))
         .as("the publication is left as it was")
         .isZero();
+    assertThat(
+            TestSql.count(
+                ds,
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '"
+                    + settings.slotName(DB)
+                    + "'"))
+        .as("the slot this start made is dropped again")
+        .isZero();
   }
 
   @Test
