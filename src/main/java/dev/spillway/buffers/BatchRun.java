@@ -50,6 +50,7 @@ final class BatchRun {
 
   private final RunningBuffer buffer;
   private final BufferBatch batch;
+  private final String retryKey;
   private final boolean replayed;
   private final RunContext context;
   private final Clock clock;
@@ -58,12 +59,19 @@ final class BatchRun {
   private List<BufferEvent> pending;
 
   /**
+   * @param retryKey what the batch's retries are remembered by between runs
    * @param replayed whether the batch was handed over again from the dead-letter topic
    */
   BatchRun(
-      RunningBuffer buffer, BufferBatch batch, boolean replayed, RunContext context, Clock clock) {
+      RunningBuffer buffer,
+      BufferBatch batch,
+      String retryKey,
+      boolean replayed,
+      RunContext context,
+      Clock clock) {
     this.buffer = buffer;
     this.batch = batch;
+    this.retryKey = retryKey;
     this.replayed = replayed;
     this.context = context;
     this.clock = clock;
@@ -115,12 +123,12 @@ final class BatchRun {
     }
     pending = buffered.get();
     if (pending.isEmpty()) {
-      buffer.settled(batch.groupId());
+      buffer.settled(retryKey);
       return new Outcome.Done(0);
     }
     // An earlier run of the batch that ended between calls: its count goes on, after its wait.
     int first = 1;
-    Optional<RunningBuffer.Retrying> before = buffer.retrying(batch.groupId());
+    Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
     if (before.isPresent()) {
       first = before.get().attempts() + 1;
       sleep(Duration.ofNanos(Math.max(0, before.get().notBeforeNanos() - System.nanoTime())));
@@ -142,19 +150,19 @@ final class BatchRun {
         pending = without(pending, done);
       }
       if (pending.isEmpty()) {
-        buffer.settled(batch.groupId());
+        buffer.settled(retryKey);
         return new Outcome.Done(context.rows());
       }
       String reason = reason(result);
       if (result instanceof BulkHandler.Result.Reject || attempt >= buffer.settings.maxAttempts()) {
-        buffer.settled(batch.groupId());
+        buffer.settled(retryKey);
         return exhausted(pending, attempt, reason);
       }
       Duration wait =
           buffer.settings.retryWait(
               attempt, result instanceof BulkHandler.Result.Retry r ? r.after() : null);
       buffer.retrying(
-          batch.groupId(), new RunningBuffer.Retrying(attempt, System.nanoTime() + wait.toNanos()));
+          retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime() + wait.toNanos()));
       sleep(wait);
     }
   }

@@ -65,7 +65,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     b.metrics.inFlight().incrementAndGet();
     try {
       boolean replayed = record.headers().containsKey(SinkHeaders.REPLAYED_FROM);
-      return new BatchRun(b, batch, replayed, context, clock).run();
+      return new BatchRun(b, batch, retryKey(record), replayed, context, clock).run();
     } finally {
       b.metrics.inFlight().decrementAndGet();
     }
@@ -77,9 +77,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     if (b == null) {
       return;
     }
-    if (record.key() != null) {
-      b.settled(new String(record.key(), StandardCharsets.UTF_8)); // batches are keyed by group id
-    }
+    b.settled(retryKey(record));
     if (!(error instanceof BufferExhaustedException exhausted)) {
       // Not handled to the end (an archive table lacking a column, a statement that failed for
       // good, a batch that does not decode): its rows stay, and it counts with the events
@@ -93,6 +91,17 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
       }
     }
     b.metrics.deadLettered(exhausted.ids().size());
+  }
+
+  /**
+   * What a batch's retries are remembered by between its runs: its group id (batches are keyed by
+   * it), and for a replay the dead letter it came from, so a replay counts from 1 in a process that
+   * ran the batch before.
+   */
+  static String retryKey(SinkRecord record) {
+    String group = record.key() == null ? "" : new String(record.key(), StandardCharsets.UTF_8);
+    byte[] from = record.headers().get(SinkHeaders.REPLAYED_FROM);
+    return from == null ? group : group + " replayed from " + SinkHeaders.text(from);
   }
 
   private static int eventsOf(byte[] value) {

@@ -64,26 +64,29 @@ final class RunningBuffer {
                         .build());
   }
 
-  /** Where the retries of the batch with this group id stand, when a run left it between calls. */
-  Optional<Retrying> retrying(String groupId) {
-    return Optional.ofNullable(retrying.get(groupId));
+  /**
+   * Where the retries of the batch with this key (its group id; a replay's tells which) stand, when
+   * a run left it between calls.
+   */
+  Optional<Retrying> retrying(String key) {
+    return Optional.ofNullable(retrying.get(key));
   }
 
   /** Remembers where a batch's retries stand, for its next run should this one end first. */
-  void retrying(String groupId, Retrying at) {
-    if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(groupId)) {
+  void retrying(String key, Retrying at) {
+    if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(key)) {
       Iterator<String> any = retrying.keySet().iterator();
       if (any.hasNext()) {
         any.next();
         any.remove(); // a batch left to another worker, say: it restarts its count there anyway
       }
     }
-    retrying.put(groupId, at);
+    retrying.put(key, at);
   }
 
   /** The batch was handled or given up: nothing more to remember. */
-  void settled(String groupId) {
-    retrying.remove(groupId);
+  void settled(String key) {
+    retrying.remove(key);
   }
 
   /** The buffer table as last read from the catalog. */

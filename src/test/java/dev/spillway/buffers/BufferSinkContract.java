@@ -821,6 +821,7 @@ abstract class BufferSinkContract {
     await()
         .atMost(TIMEOUT)
         .until(() -> registry.get("spillway_buffer_batches_in_flight").gauge().value() == 0);
+    assertThat(attempts).as("the STOP ended the run before its next call").hasSize(1);
     health.set(Health.NORMAL);
 
     await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);

@@ -3,6 +3,8 @@ package dev.spillway.buffers;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.event.TableName;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.sink.SinkRecord;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.util.List;
 import java.util.Map;
@@ -74,5 +76,23 @@ class RunningBufferTest {
     assertThat(b.retrying(last)).contains(new RunningBuffer.Retrying(2, 5));
     b.settled(last);
     assertThat(b.retrying(last)).isEmpty();
+  }
+
+  @Test
+  void should_remember_a_replay_apart_from_the_batch_it_replays() {
+    SinkRecord batch =
+        new SinkRecord("t.batches", 0, 7, "g-1".getBytes(), new byte[0], 0, Map.of());
+    SinkRecord replay =
+        new SinkRecord(
+            "t.batches",
+            0,
+            9,
+            "g-1".getBytes(),
+            new byte[0],
+            0,
+            Map.of(SinkHeaders.REPLAYED_FROM, SinkHeaders.text("t.dlq-0@3")));
+
+    assertThat(BufferBatchHandler.retryKey(batch)).isEqualTo("g-1");
+    assertThat(BufferBatchHandler.retryKey(replay)).isNotEqualTo("g-1").startsWith("g-1");
   }
 }

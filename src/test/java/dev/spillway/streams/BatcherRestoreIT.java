@@ -16,6 +16,8 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -115,11 +117,13 @@ class BatcherRestoreIT {
           .all()
           .get();
     }
-    // Read in one poll and one transaction (no commit for 5 s): a batch of two is sent, then
-    // the third value fails the application before anything commits.
-    produce(bootstrap, in, "a", "1", "2", "boom");
+    // One transaction (no commit for 5 s): a batch of two is sent, in the log but not committed,
+    // then a third value fails the application before anything commits.
+    produce(bootstrap, in, "a", "1", "2");
     try (StreamsApp first =
         start(bootstrap, run, in, out, dir.resolve("first"), 2, true, Duration.ofSeconds(5))) {
+      await().atMost(WAIT).until(() -> uncommitted(bootstrap, out) == 1);
+      produce(bootstrap, in, "a", "boom");
       await().atMost(WAIT).until(() -> first.failure().isPresent());
     }
 
@@ -139,6 +143,33 @@ class BatcherRestoreIT {
     assertThat(TopicReader.readAtLeast(bootstrap, out, 1, WAIT))
         .extracting(r -> new String(r.value(), StandardCharsets.UTF_8))
         .containsExactly("1,2,");
+    assertThat(uncommitted(bootstrap, out))
+        .as("the aborted batch and its second forming")
+        .isEqualTo(2);
+  }
+
+  /** The records in the topic's log, whether their transaction committed or not. */
+  private static long uncommitted(String bootstrap, String topic) {
+    TopicPartition tp = new TopicPartition(topic, 0);
+    try (KafkaConsumer<byte[], byte[]> c =
+        new KafkaConsumer<>(
+            Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
+                bootstrap,
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
+                "read_uncommitted"),
+            new ByteArrayDeserializer(),
+            new ByteArrayDeserializer())) {
+      c.assign(List.of(tp));
+      c.seekToBeginning(List.of(tp));
+      long end = c.endOffsets(List.of(tp)).get(tp);
+      long n = 0;
+      long until = System.nanoTime() + WAIT.toNanos();
+      while (c.position(tp) < end && System.nanoTime() < until) {
+        n += c.poll(Duration.ofMillis(100)).count();
+      }
+      return n;
+    }
   }
 
   private static StreamsApp start(
