@@ -144,6 +144,8 @@ final class BatchRun {
                   buffer.table().idColumn(),
                   pending),
               this::checkpoint);
+      // Counted before its rows are deleted: a run that fails there leaves the next to number on.
+      buffer.retrying(retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime()));
       List<BufferEvent> done = succeeded(result, pending);
       if (!done.isEmpty()) {
         delete(done);

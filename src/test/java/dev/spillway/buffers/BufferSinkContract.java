@@ -28,6 +28,7 @@ import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
@@ -42,6 +43,7 @@ import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -829,6 +831,51 @@ abstract class BufferSinkContract {
     assertThat(Duration.ofNanos(at.get(1) - at.get(0)))
         .as("the next run kept the Retry-After of the first")
         .isGreaterThanOrEqualTo(Duration.ofSeconds(3));
+  }
+
+  @Test
+  void should_number_on_a_call_made_again_after_deleting_what_it_handled_failed() throws Exception {
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    AtomicReference<Connection> locker = new AtomicReference<>();
+    AtomicLong lockerPid = new AtomicLong();
+    start(
+        settings(),
+        b -> {
+          attempts.add(b.attempt());
+          if (locker.get() == null) { // a session holding row 1 while the run deletes it
+            Connection c = ds.getConnection();
+            c.setAutoCommit(false);
+            try (Statement st = c.createStatement();
+                ResultSet rs =
+                    st.executeQuery(
+                        "SELECT pg_backend_pid() FROM "
+                            + table.quoted()
+                            + " WHERE id = 1 FOR UPDATE")) {
+              rs.next();
+              lockerPid.set(rs.getLong(1));
+            }
+            locker.set(c);
+          }
+          return BulkHandler.Result.success();
+        });
+    produce(batch(1, 5));
+
+    // The delete of the handled rows waits on the lock: cancel it, as a statement timeout would.
+    await().atMost(TIMEOUT).until(() -> locker.get() != null);
+    String blocked =
+        "SELECT pid FROM pg_stat_activity WHERE "
+            + lockerPid.get()
+            + " = ANY (pg_blocking_pids(pid))";
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> TestSql.count(ds, "SELECT count(*) FROM (" + blocked + ") b") == 1);
+    TestSql.count(ds, "SELECT count(pg_cancel_backend(pid)) FROM (" + blocked + ") b");
+    try (Connection c = locker.get()) {
+      c.commit();
+    }
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(attempts).as("the second call is the second attempt").containsExactly(1, 2);
   }
 
   @Test
