@@ -12,8 +12,8 @@ import ch.qos.logback.core.Appender;
 import ch.qos.logback.core.spi.FilterReply;
 import org.junit.jupiter.api.Test;
 
-class ControllerActivationFilterTest {
-  private final ControllerActivationFilter filter = new ControllerActivationFilter();
+class BenignWarningFilterTest {
+  private final BenignWarningFilter filter = new BenignWarningFilter();
   private final LoggerContext context = new LoggerContext();
 
   @Test
@@ -21,14 +21,14 @@ class ControllerActivationFilterTest {
     assertThat(
             filter.decide(
                 warn(
-                    ControllerActivationFilter.CONTROLLER,
+                    BenignWarningFilter.CONTROLLER,
                     "[QuorumController id=1] Performing controller activation. The metadata log"
                         + " appears to be empty.")))
         .isEqualTo(FilterReply.DENY);
     assertThat(
             filter.decide(
                 warn(
-                    ControllerActivationFilter.CONTROLLER,
+                    BenignWarningFilter.CONTROLLER,
                     "[QuorumController id=1] Renouncing the leadership due to a metadata log"
                         + " event.")))
         .as("the controller's other warnings")
@@ -41,6 +41,29 @@ class ControllerActivationFilterTest {
   }
 
   @Test
+  void should_drop_only_the_producers_retry_of_a_transaction_the_broker_still_completes() {
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.SENDER,
+                    "[Producer clientId=spillway.buffers.events-1-producer,"
+                        + " transactionalId=spillway.buffers.events-1] Got error produce response"
+                        + " with correlation id 12 on topic-partition spillway.buffers.events"
+                        + ".batches-1, retrying (2147483646 attempts left). Error:"
+                        + " CONCURRENT_TRANSACTIONS")))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.SENDER,
+                    "[Producer clientId=spillway-capture] Got error produce response with"
+                        + " correlation id 7 on topic-partition t-0, retrying (2147483646 attempts"
+                        + " left). Error: NOT_LEADER_OR_FOLLOWER")))
+        .as("the producer's other warnings")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
   void should_be_on_the_shipped_console_while_the_controller_logs_its_warnings() throws Exception {
     JoranConfigurator configurator = new JoranConfigurator();
     configurator.setContext(context);
@@ -49,8 +72,8 @@ class ControllerActivationFilterTest {
     Appender<ILoggingEvent> console =
         context.getLogger(Logger.ROOT_LOGGER_NAME).getAppender("STDERR");
     assertThat(console.getCopyOfAttachedFiltersList())
-        .hasExactlyElementsOfTypes(ControllerActivationFilter.class);
-    assertThat(context.getLogger(ControllerActivationFilter.CONTROLLER).getEffectiveLevel())
+        .hasExactlyElementsOfTypes(BenignWarningFilter.class);
+    assertThat(context.getLogger(BenignWarningFilter.CONTROLLER).getEffectiveLevel())
         .isEqualTo(Level.WARN);
     // Debezium's warnings are shown, but for the topic names of its own that Spillway never uses.
     assertThat(context.getLogger("io.debezium.connector.postgresql").getEffectiveLevel())
