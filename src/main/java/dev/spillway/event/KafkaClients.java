@@ -7,6 +7,7 @@ import java.util.Set;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.IsolationLevel;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /** How Spillway's Kafka clients combine its settings with the configured client properties. */
@@ -25,7 +26,7 @@ public final class KafkaClients {
    * How every consumer of Spillway's reads: the Streams applications write in transactions, and
    * what one aborted is written again, so only committed records count.
    */
-  public static final String READ_COMMITTED = "read_committed";
+  public static final String READ_COMMITTED = IsolationLevel.READ_COMMITTED.toString();
 
   /**
    * Client properties Spillway sets itself, because delivery, its consumer groups, its Streams

@@ -54,6 +54,11 @@ final class SinkWorker implements AutoCloseable {
 
     /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
     volatile boolean forgotten;
+
+    /** Whether a batch of the partition runs or waits here. */
+    boolean holding() {
+      return busy || !pending.isEmpty();
+    }
   }
 
   private final String name;
@@ -190,7 +195,7 @@ final class SinkWorker implements AutoCloseable {
     for (Map.Entry<TopicPartition, Long> e : committed.entrySet()) {
       TopicPartition tp = e.getKey();
       PartitionWork w = partitions.get(tp);
-      if (w != null && (w.busy || !w.pending.isEmpty())) {
+      if (w != null && w.holding()) {
         continue;
       }
       long position = position(tp);
@@ -326,8 +331,7 @@ final class SinkWorker implements AutoCloseable {
     boolean full = inFlight >= settings.maxInFlight();
     for (TopicPartition tp : assigned) {
       PartitionWork w = partitions.get(tp);
-      boolean holding = w != null && (w.busy || !w.pending.isEmpty());
-      if (full || holding) {
+      if (full || (w != null && w.holding())) {
         wanted.add(tp);
       }
     }
