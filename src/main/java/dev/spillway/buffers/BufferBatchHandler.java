@@ -96,10 +96,12 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   /**
    * What a batch's retries are remembered by between its runs: its group id (batches are keyed by
    * it), and for a replay the dead letter it came from, so a replay counts from 1 in a process that
-   * ran the batch before.
+   * ran the batch before. A record written without a key (not by Spillway) goes by its position, so
+   * such batches do not share one count.
    */
   static String retryKey(SinkRecord record) {
-    String group = record.key() == null ? "" : new String(record.key(), StandardCharsets.UTF_8);
+    String group =
+        record.key() == null ? record.position() : new String(record.key(), StandardCharsets.UTF_8);
     byte[] from = record.headers().get(SinkHeaders.REPLAYED_FROM);
     return from == null ? group : group + " replayed from " + SinkHeaders.text(from);
   }

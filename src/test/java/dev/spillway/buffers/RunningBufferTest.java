@@ -94,5 +94,12 @@ class RunningBufferTest {
 
     assertThat(BufferBatchHandler.retryKey(batch)).isEqualTo("g-1");
     assertThat(BufferBatchHandler.retryKey(replay)).isNotEqualTo("g-1").startsWith("g-1");
+    assertThat(
+            BufferBatchHandler.retryKey(
+                new SinkRecord("t.batches", 0, 7, null, new byte[0], 0, Map.of())))
+        .as("keyless records apart")
+        .isNotEqualTo(
+            BufferBatchHandler.retryKey(
+                new SinkRecord("t.batches", 0, 8, null, new byte[0], 0, Map.of())));
   }
 }
