@@ -203,6 +203,16 @@ abstract class BufferSinkContract {
     return dead;
   }
 
+  /** Waits for the dead-lettered batches counter to reach 1, then checks the events counter. */
+  private void assertOneBatchDeadLetteredWith(double events, String why) {
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> registry.get("spillway_buffer_dead_lettered_batches").counter().count() == 1);
+    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count())
+        .as(why)
+        .isEqualTo(events);
+  }
+
   /** An archive table of the buffer's columns, {@code idConstraint} added to its primary key. */
   private TableName archiveTable(String idConstraint) {
     TableName archive = new TableName(schema, "contact_activity_archive");
@@ -762,12 +772,7 @@ abstract class BufferSinkContract {
 
     deadLetteredRest(b, 3L, 4L, 5L); // a replay hands over these, not the two handled already
     assertThat(rows(3, 5)).isEqualTo(3);
-    await()
-        .atMost(TIMEOUT)
-        .until(() -> registry.get("spillway_buffer_dead_lettered_batches").counter().count() == 1);
-    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count())
-        .as("the events dead-lettered, not the batch's")
-        .isEqualTo(3);
+    assertOneBatchDeadLetteredWith(3, "the events dead-lettered, not the batch's");
   }
 
   @ParameterizedTest(name = "{0} {1}")
@@ -793,12 +798,7 @@ abstract class BufferSinkContract {
         .contains("archive-table " + archive.displayName() + " lacks the column(s) " + lacked);
     assertThat(calls).as("the handler is not given what cannot be archived").hasValue(0);
     assertThat(rows(1, 5)).as("its rows stay buffered").isEqualTo(5);
-    await()
-        .atMost(TIMEOUT)
-        .until(() -> registry.get("spillway_buffer_dead_lettered_batches").counter().count() == 1);
-    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count())
-        .as("counted in status like every dead letter")
-        .isEqualTo(5);
+    assertOneBatchDeadLetteredWith(5, "counted in status like every dead letter");
   }
 
   @Test

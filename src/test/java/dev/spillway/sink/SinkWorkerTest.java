@@ -86,13 +86,7 @@ class SinkWorkerTest {
     release.countDown(); // the first run of batch 0 ends too, long after its partition moved
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 2);
 
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return committed() == 3;
-            });
+    turnUntilCommitted(3);
     assertThat(runs)
         .as("every batch after the reassignment ran; the stale result skipped none")
         .containsExactlyInAnyOrder(0L, 0L, 1L, 2L);
@@ -106,13 +100,7 @@ class SinkWorkerTest {
     consumer.rebalance(List.of(TP));
     consumer.updateBeginningOffsets(Map.of(TP, 0L));
     addBatches(0, 2);
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return committed() == 2;
-            });
+    turnUntilCommitted(2);
 
     // A fetch passes the marker at offset 2 that ended the Streams transaction holding both.
     consumer.seek(TP, 3);
@@ -120,13 +108,7 @@ class SinkWorkerTest {
 
     assertThat(committed()).as("the marker is not left as a batch waiting").isEqualTo(3);
     addBatches(3, 4);
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return committed() == 4;
-            });
+    turnUntilCommitted(4);
     assertThat(runs).containsExactly(0L, 1L, 3L);
   }
 
@@ -159,6 +141,17 @@ class SinkWorkerTest {
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
     worker.runOnce();
     assertThat(committed()).as("the batch is not committed: it runs again").isEqualTo(-1);
+  }
+
+  /** Drives the worker turn by turn until the partition's committed offset is {@code offset}. */
+  private void turnUntilCommitted(long offset) {
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return committed() == offset;
+            });
   }
 
   private void addBatches(long from, long to) {

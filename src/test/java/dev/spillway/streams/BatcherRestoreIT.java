@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -52,12 +53,8 @@ class BatcherRestoreIT {
     String run = "batcher-restore-" + UUID.randomUUID();
     String in = run + ".in";
     String out = run + ".out";
-    try (Admin admin =
-        Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-      admin
-          .createTopics(List.of(new NewTopic(in, 1, (short) 1), new NewTopic(out, 1, (short) 1)))
-          .all()
-          .get();
+    try (Admin admin = admin(bootstrap)) {
+      createTopics(admin, in, out);
       produce(bootstrap, in, "a", "1", "2", "3");
       produce(bootstrap, in, "b", "x");
 
@@ -110,12 +107,8 @@ class BatcherRestoreIT {
     String run = "batcher-abort-" + UUID.randomUUID();
     String in = run + ".in";
     String out = run + ".out";
-    try (Admin admin =
-        Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-      admin
-          .createTopics(List.of(new NewTopic(in, 1, (short) 1), new NewTopic(out, 1, (short) 1)))
-          .all()
-          .get();
+    try (Admin admin = admin(bootstrap)) {
+      createTopics(admin, in, out);
     }
     // One transaction (no commit for 5 s): a batch of two is sent, in the log but not committed,
     // then a third value fails the application before anything commits.
@@ -227,6 +220,18 @@ class BatcherRestoreIT {
         commitInterval,
         Batcher.tick(Duration.ofHours(1)),
         (short) 1);
+  }
+
+  private static Admin admin(String bootstrap) {
+    return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
+  }
+
+  /** Topics of one partition each. */
+  private static void createTopics(Admin admin, String... topics) throws Exception {
+    admin
+        .createTopics(Stream.of(topics).map(t -> new NewTopic(t, 1, (short) 1)).toList())
+        .all()
+        .get();
   }
 
   private static void produce(String bootstrap, String topic, String key, String... values) {
