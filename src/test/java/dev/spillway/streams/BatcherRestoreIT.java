@@ -13,7 +13,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -32,6 +31,7 @@ import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,15 +46,27 @@ class BatcherRestoreIT {
 
   @TempDir Path dir;
 
+  /** The application id of a test's batcher, and its input and output topics of one partition. */
+  private final String run = "batcher-" + UUID.randomUUID();
+
+  private final String in = run + ".in";
+  private final String out = run + ".out";
+  private final String bootstrap = EmbeddedInfra.get().bootstrapServers();
+
+  @BeforeEach
+  void createTopics() throws Exception {
+    try (Admin admin = admin(bootstrap)) {
+      admin
+          .createTopics(List.of(new NewTopic(in, 1, (short) 1), new NewTopic(out, 1, (short) 1)))
+          .all()
+          .get();
+    }
+  }
+
   @Test
   void should_emit_what_was_pending_when_an_instance_with_no_local_state_takes_over()
       throws Exception {
-    String bootstrap = EmbeddedInfra.get().bootstrapServers();
-    String run = "batcher-restore-" + UUID.randomUUID();
-    String in = run + ".in";
-    String out = run + ".out";
     try (Admin admin = admin(bootstrap)) {
-      createTopics(admin, in, out);
       produce(bootstrap, in, "a", "1", "2", "3");
       produce(bootstrap, in, "b", "x");
 
@@ -103,13 +115,6 @@ class BatcherRestoreIT {
 
   @Test
   void should_let_no_reader_see_a_batch_whose_transaction_a_failure_aborted() throws Exception {
-    String bootstrap = EmbeddedInfra.get().bootstrapServers();
-    String run = "batcher-abort-" + UUID.randomUUID();
-    String in = run + ".in";
-    String out = run + ".out";
-    try (Admin admin = admin(bootstrap)) {
-      createTopics(admin, in, out);
-    }
     // One transaction (no commit for 5 s): a batch of two is sent, in the log but not committed,
     // then a third value fails the application before anything commits.
     produce(bootstrap, in, "a", "1", "2");
@@ -224,14 +229,6 @@ class BatcherRestoreIT {
 
   private static Admin admin(String bootstrap) {
     return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
-  }
-
-  /** Topics of one partition each. */
-  private static void createTopics(Admin admin, String... topics) throws Exception {
-    admin
-        .createTopics(Stream.of(topics).map(t -> new NewTopic(t, 1, (short) 1)).toList())
-        .all()
-        .get();
   }
 
   private static void produce(String bootstrap, String topic, String key, String... values) {
