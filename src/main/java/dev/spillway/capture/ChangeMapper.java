@@ -123,7 +123,8 @@ final class ChangeMapper {
                       columns(f.after() == null ? null : (Struct) envelope.get(f.after())),
                       commitMicros,
                       lsn,
-                      now));
+                      now,
+                      read ? 0 : f.txId(source)));
         };
     if (value.length > KafkaClients.MAX_VALUE_BYTES) {
       return Optional.of(
@@ -160,7 +161,7 @@ final class ChangeMapper {
         "capture of database " + database,
         now);
     byte[] value =
-        EventSerdes.encode(new BufferEvent(database, table, key, commitMicros, lsn, now));
+        EventSerdes.encode(new BufferEvent(database, table, key, commitMicros, lsn, now, 0));
     return new ProducerRecord<>(
         insertsDeadLetters,
         null,
@@ -217,7 +218,8 @@ final class ChangeMapper {
 
   /**
    * Where a change envelope holds what every change reads. Debezium's source block has {@code
-   * ts_us} from 2.x on, only {@code ts_ms} before; {@code after} is absent for deletes.
+   * ts_us} from 2.x on, only {@code ts_ms} before, and {@code txId}, the transaction's xid; {@code
+   * after} is absent for deletes.
    */
   private record EnvelopeFields(
       Field op,
@@ -227,7 +229,8 @@ final class ChangeMapper {
       Field table,
       Field lsn,
       Field tsUs,
-      Field tsMs) {
+      Field tsMs,
+      Field txId) {
     /** Null when the schema is not a change envelope's (no {@code op} or no source block). */
     static EnvelopeFields of(Schema envelope) {
       Field op = envelope.field("op");
@@ -244,7 +247,13 @@ final class ChangeMapper {
           s.field("table"),
           s.field("lsn"),
           s.field("ts_us"),
-          s.field("ts_ms"));
+          s.field("ts_ms"),
+          s.field("txId"));
+    }
+
+    /** The inserting transaction's id, 0 when the source block has none. */
+    long txId(Struct source) {
+      return txId == null ? 0 : orZero((Long) source.get(txId));
     }
 
     long commitMicros(Struct source) {

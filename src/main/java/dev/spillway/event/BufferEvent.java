@@ -13,6 +13,8 @@ import java.util.Objects;
  * @param commitTimeMicros commit time of the inserting transaction
  * @param lsn WAL position of the change
  * @param capturedAtMillis when capture read the change
+ * @param txId id (xid) of the inserting transaction; 0 when unknown: for a row a snapshot read
+ *     (visible when read), and in events an earlier version wrote
  */
 public record BufferEvent(
     String database,
@@ -20,7 +22,8 @@ public record BufferEvent(
     Map<String, Object> row,
     long commitTimeMicros,
     long lsn,
-    long capturedAtMillis) {
+    long capturedAtMillis,
+    long txId) {
   public BufferEvent {
     Objects.requireNonNull(database, "database");
     Objects.requireNonNull(table, "table");

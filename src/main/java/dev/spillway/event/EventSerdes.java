@@ -2,6 +2,7 @@ package dev.spillway.event;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.security.NoSuchAlgorithmException;
@@ -16,6 +17,8 @@ import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.BinaryEncoder;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
+import org.apache.avro.message.BinaryMessageDecoder;
+import org.apache.avro.message.SchemaStore;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -40,8 +43,24 @@ public final class EventSerdes {
   }
 
   private static final byte[] SINGLE_OBJECT_MARKER = {(byte) 0xC3, (byte) 0x01};
+
+  /**
+   * The buffer event and batch schemas earlier versions wrote, which records in Kafka (and events a
+   * batcher holds in its store) may still carry: read as this version's, a field added since taking
+   * its default. Each is the schema as released, kept under {@code avro/}.
+   */
+  private static final Schema EVENT_1 = released("BufferEvent.1.avsc");
+
+  private static final Schema BATCH_1 = released("BufferBatch.1.avsc");
+
+  private static final BinaryMessageDecoder<dev.spillway.event.avro.BufferEvent> EVENTS =
+      dev.spillway.event.avro.BufferEvent.createDecoder(store(EVENT_1));
+  private static final BinaryMessageDecoder<dev.spillway.event.avro.BufferBatch> BATCHES =
+      dev.spillway.event.avro.BufferBatch.createDecoder(store(BATCH_1));
+
   private static final byte[] EVENT_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferEvent.getClassSchema());
+  private static final byte[] EVENT_1_HEADER = singleObjectHeader(EVENT_1);
   private static final byte[] BATCH_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferBatch.getClassSchema());
   private static final Schema ROW =
@@ -99,11 +118,12 @@ public final class EventSerdes {
         Columns.toAvro(e.row()),
         e.commitTimeMicros(),
         e.lsn(),
-        e.capturedAtMillis());
+        e.capturedAtMillis(),
+        e.txId());
   }
 
   public static BufferEvent decodeBufferEvent(byte[] data) {
-    return fromAvro(decode(() -> dev.spillway.event.avro.BufferEvent.fromByteBuffer(wrap(data))));
+    return fromAvro(decode(() -> EVENTS.decode(wrap(data))));
   }
 
   private static BufferEvent fromAvro(dev.spillway.event.avro.BufferEvent avro) {
@@ -113,7 +133,8 @@ public final class EventSerdes {
         Columns.fromAvro(avro.getRow()),
         avro.getCommitTimeUs(),
         avro.getLsn(),
-        avro.getCapturedAtMs());
+        avro.getCapturedAtMs(),
+        avro.getTxId());
   }
 
   public static byte[] encode(CleanupBatch b) {
@@ -153,10 +174,11 @@ public final class EventSerdes {
    * it, built from their encodings: each event's body is copied as it is. Of each event only the
    * source, WAL position and commit time are decoded, for the group id; its row is stepped over
    * (which also finds an event cut short or running past its end). This is how the batcher builds
-   * every batch.
+   * every batch. An event an earlier version wrote is read and written again in this version's
+   * schema first.
    *
-   * @param events at least one, each written by {@link #encode(BufferEvent)} with this version's
-   *     schema
+   * @param events at least one, each written by {@link #encode(BufferEvent)}, in this version or an
+   *     earlier one
    * @throws SerializationException when one is not
    */
   public static EncodedBatch encodeBufferBatch(String buffer, List<byte[]> events) {
@@ -168,13 +190,18 @@ public final class EventSerdes {
     String table = null;
     int size = BATCH_HEADER.length + 2 * MAX_VARINT + buffer.length() * 3 + GROUP_ID_LENGTH + 1;
     BinaryDecoder in = null;
-    for (int i = 0; i < events.size(); i++) {
-      byte[] e = events.get(i);
-      if (e == null
-          || e.length < EVENT_HEADER.length
-          || !Arrays.equals(e, 0, EVENT_HEADER.length, EVENT_HEADER, 0, EVENT_HEADER.length)) {
+    byte[][] bodies = events.toArray(new byte[0][]);
+    for (int i = 0; i < bodies.length; i++) {
+      if (startsWith(bodies[i], EVENT_1_HEADER)) {
+        // Written before an upgrade: rare, so decoded and written again rather than spliced.
+        bodies[i] = encode(decodeBufferEvent(bodies[i]));
+      }
+      byte[] e = bodies[i];
+      if (!startsWith(e, EVENT_HEADER)) {
         throw new SerializationException(
-            "Not a Spillway buffer event of this version's schema: event " + i + " of the batch");
+            "Not a Spillway buffer event of a schema this version reads: event "
+                + i
+                + " of the batch");
       }
       in = DecoderFactory.get().binaryDecoder(e, EVENT_HEADER.length, bodyLength(e), in);
       try {
@@ -189,6 +216,7 @@ public final class EventSerdes {
         positions[2 * i + 1] = in.readLong(); // commit_time_us, then lsn: the schema's order
         positions[2 * i] = in.readLong();
         in.readLong(); // captured_at_ms
+        in.readLong(); // tx_id
         if (!in.isEnd()) {
           throw new SerializationException(
               "Not a Spillway event: event " + i + " of the batch goes on past its end");
@@ -208,8 +236,8 @@ public final class EventSerdes {
       out.writeString(groupId);
       out.writeString(buffer);
       out.writeArrayStart();
-      out.setItemCount(events.size());
-      for (byte[] e : events) {
+      out.setItemCount(bodies.length);
+      for (byte[] e : bodies) {
         out.startItem();
         out.writeFixed(e, EVENT_HEADER.length, bodyLength(e));
       }
@@ -219,6 +247,12 @@ public final class EventSerdes {
       throw new UncheckedIOException(e);
     }
     return new EncodedBatch(groupId, bytes.toByteArray());
+  }
+
+  private static boolean startsWith(byte[] value, byte[] header) {
+    return value != null
+        && value.length >= header.length
+        && Arrays.equals(value, 0, header.length, header, 0, header.length);
   }
 
   private static int bodyLength(byte[] event) {
@@ -241,8 +275,27 @@ public final class EventSerdes {
     }
   }
 
+  private static Schema released(String file) {
+    try (InputStream in = EventSerdes.class.getResourceAsStream("avro/" + file)) {
+      if (in == null) {
+        throw new IllegalStateException("The schema avro/" + file + " is missing from the build");
+      }
+      return new Schema.Parser().parse(in);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private static SchemaStore store(Schema... released) {
+    SchemaStore.Cache store = new SchemaStore.Cache();
+    for (Schema s : released) {
+      store.addSchema(s);
+    }
+    return store;
+  }
+
   public static BufferBatch decodeBufferBatch(byte[] data) {
-    var avro = decode(() -> dev.spillway.event.avro.BufferBatch.fromByteBuffer(wrap(data)));
+    var avro = decode(() -> BATCHES.decode(wrap(data)));
     List<BufferEvent> events = new ArrayList<>(avro.getEvents().size());
     for (var e : avro.getEvents()) {
       events.add(fromAvro(e));

@@ -25,7 +25,7 @@ class BufferMetricsTest {
     for (int ms = 1; ms <= 1_000; ms++) {
       events.add(
           new BufferEvent(
-              "db", new TableName("public", "b"), Map.of("id", ms), (now - ms) * 1000, ms, now));
+              "db", new TableName("public", "b"), Map.of("id", ms), (now - ms) * 1000, ms, now, 0));
     }
     metrics.handled(events, now, false);
 
@@ -40,10 +40,16 @@ class BufferMetricsTest {
     long now = 1_800_000_000_000L;
     BufferEvent fresh =
         new BufferEvent(
-            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now);
+            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now, 0);
     BufferEvent dayOld =
         new BufferEvent(
-            "db", new TableName("public", "b"), Map.of("id", 2), (now - 86_400_000) * 1000, 2, now);
+            "db",
+            new TableName("public", "b"),
+            Map.of("id", 2),
+            (now - 86_400_000) * 1000,
+            2,
+            now,
+            0);
     metrics.handled(List.of(fresh), now, false);
     metrics.handled(List.of(dayOld), now, true);
 
@@ -59,7 +65,13 @@ class BufferMetricsTest {
     long now = clock.wallTime();
     BufferEvent dayOld =
         new BufferEvent(
-            "db", new TableName("public", "b"), Map.of("id", 2), (now - 86_400_000) * 1000, 2, now);
+            "db",
+            new TableName("public", "b"),
+            Map.of("id", 2),
+            (now - 86_400_000) * 1000,
+            2,
+            now,
+            0);
 
     assertThat(metrics.percentileMillis(0.5, now)).as("nothing handled").isNull();
     metrics.handled(List.of(dayOld), now, true);
@@ -69,7 +81,7 @@ class BufferMetricsTest {
 
     BufferEvent fresh =
         new BufferEvent(
-            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now);
+            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now, 0);
     metrics.handled(List.of(fresh), now, false);
     clock.add(Duration.ofSeconds(80));
     assertThat(metrics.percentileMillis(0.5, clock.wallTime())).isCloseTo(20, within(1.0));

@@ -152,7 +152,7 @@ abstract class BufferSinkContract {
       row.put("id", id);
       row.put("contact_id", 100 + id % 3);
       row.put("activity", "call");
-      events.add(new BufferEvent(DB, new TableName("x", "y"), row, now * 1000, 1000 + id, now));
+      events.add(new BufferEvent(DB, new TableName("x", "y"), row, now * 1000, 1000 + id, now, 0));
     }
     return BufferBatch.of(NAME, events);
   }
@@ -346,7 +346,7 @@ abstract class BufferSinkContract {
       Map<String, Object> row = new LinkedHashMap<>();
       row.put("k", key);
       row.put("activity", "call");
-      events.add(new BufferEvent(DB, keyed, row, 0, 1, System.currentTimeMillis()));
+      events.add(new BufferEvent(DB, keyed, row, 0, 1, System.currentTimeMillis(), 0));
     }
     start(
         BufferSettings.of(NAME, keyed, DB, new HandlerSpec.Sql("unused :ids"))
@@ -690,7 +690,13 @@ abstract class BufferSinkContract {
       }
       events.add(
           new BufferEvent(
-              e.database(), e.table(), row, e.commitTimeMicros(), e.lsn(), e.capturedAtMillis()));
+              e.database(),
+              e.table(),
+              row,
+              e.commitTimeMicros(),
+              e.lsn(),
+              e.capturedAtMillis(),
+              0));
     }
     produceReplayed(BufferBatch.of(NAME, events));
 

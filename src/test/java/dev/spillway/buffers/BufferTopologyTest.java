@@ -73,7 +73,7 @@ class BufferTopologyTest {
 
   private static BufferEvent event(long id) {
     return new BufferEvent(
-        "main", TABLE, Map.of("id", id, "activity", "call"), 1_000_000L * id, 5000 + id, id);
+        "main", TABLE, Map.of("id", id, "activity", "call"), 1_000_000L * id, 5000 + id, id, 0);
   }
 
   private void insert(long... ids) {

@@ -235,6 +235,7 @@ class ChangeMapperTest {
             .field("lsn", Schema.OPTIONAL_INT64_SCHEMA)
             .field("ts_ms", Schema.INT64_SCHEMA)
             .field("ts_us", Schema.OPTIONAL_INT64_SCHEMA)
+            .field("txId", Schema.OPTIONAL_INT64_SCHEMA)
             .build();
     Schema millisOnly =
         SchemaBuilder.struct()
@@ -268,7 +269,8 @@ class ChangeMapperTest {
                       .put("table", "events")
                       .put("lsn", 100 + i)
                       .put("ts_ms", 5L)
-                      .put("ts_us", 5_001L + i));
+                      .put("ts_us", 5_001L + i)
+                      .put("txId", 700L + i));
       BufferEvent e =
           EventSerdes.decodeBufferEvent(
               mapper.map(record(insert, null)).orElseThrow().record().value());
@@ -276,6 +278,7 @@ class ChangeMapperTest {
       assertThat(e.row()).containsEntry("id", i);
       assertThat(e.lsn()).isEqualTo(100 + i);
       assertThat(e.commitTimeMicros()).isEqualTo(5_001L + i);
+      assertThat(e.txId()).isEqualTo(700L + i);
 
       Struct delete =
           new Struct(deleteEnvelope)

@@ -3,9 +3,13 @@ package dev.spillway.event;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -15,6 +19,9 @@ import org.junit.jupiter.api.Test;
 
 class EventSerdesTest {
   private static final TableName TABLE = new TableName("public", "contact_activity_events");
+
+  /** The group id the first schema's batch fixture carries, of its two events. */
+  private static final String FIRST_SCHEMA_GROUP = "f6c6b1cf-d103-3a8c-95a7-3303ebb47ff8";
 
   @Test
   void should_build_a_batch_from_encoded_events_byte_for_byte_as_encoding_the_batch_does() {
@@ -59,6 +66,61 @@ class EventSerdesTest {
         .isInstanceOf(SerializationException.class);
   }
 
+  @Test
+  void should_read_the_buffer_events_and_batches_the_first_schema_wrote() {
+    // Written by the version before transaction ids: records still in Kafka after an upgrade.
+    BufferEvent e = EventSerdes.decodeBufferEvent(fixture("buffer-event-1.hex"));
+    BufferBatch b = EventSerdes.decodeBufferBatch(fixture("buffer-batch-1.hex"));
+
+    assertThat(e.database()).isEqualTo("main");
+    assertThat(e.table()).isEqualTo(TABLE);
+    assertThat(e.row())
+        .containsEntry("id", 41L)
+        .containsEntry("contact_id", 7)
+        .containsEntry("activity", "call")
+        .containsEntry("score", 0.5d)
+        .containsEntry("note", null);
+    assertThat((byte[]) e.row().get("payload")).containsExactly(1, 2, 3);
+    assertThat(e.commitTimeMicros()).isEqualTo(1_700_000_000_000_001L);
+    assertThat(e.lsn()).isEqualTo(0x1000_0040L);
+    assertThat(e.capturedAtMillis()).isEqualTo(1_700_000_000_002L);
+    assertThat(e.txId()).as("unknown").isZero();
+    assertThat(b.groupId()).isEqualTo(FIRST_SCHEMA_GROUP);
+    assertThat(b.buffer()).isEqualTo("activity");
+    assertThat(b.events()).extracting(x -> x.row().get("id")).containsExactly(41L, 42L);
+    assertThat(b.events().get(1).row()).containsEntry("activity", "e-mail ✉");
+  }
+
+  @Test
+  void should_batch_events_the_first_schema_wrote_under_the_group_id_it_gave_them() {
+    byte[] first = fixture("buffer-event-1.hex");
+    byte[] second = fixture("buffer-event-1b.hex");
+    BufferEvent secondNow = EventSerdes.decodeBufferEvent(second);
+
+    EventSerdes.EncodedBatch old =
+        EventSerdes.encodeBufferBatch("activity", List.of(first, second));
+    EventSerdes.EncodedBatch mixed =
+        EventSerdes.encodeBufferBatch("activity", List.of(first, EventSerdes.encode(secondNow)));
+
+    assertThat(old.groupId()).isEqualTo(FIRST_SCHEMA_GROUP);
+    assertThat(mixed.groupId()).isEqualTo(FIRST_SCHEMA_GROUP);
+    assertThat(mixed.bytes()).isEqualTo(old.bytes());
+    assertThat(EventSerdes.decodeBufferBatch(old.bytes()).events())
+        .extracting(BufferEvent::lsn)
+        .containsExactly(0x1000_0040L, 0x1000_0080L);
+  }
+
+  /** Bytes kept as hex under this package's test resources. */
+  private static byte[] fixture(String name) {
+    try (InputStream in = EventSerdesTest.class.getResourceAsStream(name)) {
+      assertThat(in).as(name).isNotNull();
+      return HexFormat.of()
+          .parseHex(new String(in.readAllBytes(), StandardCharsets.US_ASCII).strip());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
   /** An event whose row holds every kind of value a column can carry, some of them null. */
   private static BufferEvent event(Random random, int i) {
     Map<String, Object> row = new LinkedHashMap<>();
@@ -78,6 +140,7 @@ class EventSerdesTest {
         row,
         1_700_000_000_000_000L + random.nextInt(1_000_000),
         0x1000_0000L + 64L * i,
-        1_700_000_000_000L + i);
+        1_700_000_000_000L + i,
+        1_000L + i);
   }
 }
