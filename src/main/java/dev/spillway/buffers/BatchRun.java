@@ -229,24 +229,28 @@ final class BatchRun {
   /**
    * The batch's events whose rows are still in the table; empty when that cannot be told yet.
    *
-   * <p>A row not found was deleted by an earlier run of the batch, or was inserted by a transaction
-   * capture has read but that is not yet visible to other sessions: its commit is in the WAL before
-   * the transaction has ended, and on a busy server (or one waiting for a synchronous standby) that
-   * gap is long enough for the batch to get here. So rows not found are looked up again once every
-   * transaction running after the first look has ended (it releases the lock on its id only once it
-   * is visible); if some has not after {@link #VISIBILITY_WAIT}, the run ends and the batch comes
-   * back later.
+   * <p>A row not found was deleted (by an earlier run of the batch, or by the application), or was
+   * inserted by a transaction capture has read but that is not yet visible to other sessions: its
+   * commit is in the WAL before the transaction has ended, and on a busy server (or one waiting for
+   * a synchronous standby) that gap is long enough for the batch to get here. So rows not found are
+   * looked up again once their inserting transactions have ended (a transaction releases the lock
+   * on its id only once it is visible); if one has not after {@link #VISIBILITY_WAIT}, the run ends
+   * and the batch comes back later. A row a snapshot read was visible then: not found, it was
+   * deleted.
    */
   private Optional<List<BufferEvent>> stillBuffered(Connection c)
       throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     List<BufferEvent> events = batch.events();
     Set<Integer> there = BufferStatements.remaining(c, buffer.table(), ids(events));
-    if (there.size() < events.size()) {
-      if (!awaitEnded(c, BufferStatements.runningTransactions(c))) {
+    List<Integer> missing =
+        IntStream.range(0, events.size())
+            .filter(i -> !there.contains(i) && events.get(i).lsn() >= 0) // not snapshot reads
+            .boxed()
+            .toList();
+    if (!missing.isEmpty()) {
+      if (!awaitEnded(c, inserting(c, missing.stream().map(events::get).toList()))) {
         return Optional.empty();
       }
-      List<Integer> missing =
-          IntStream.range(0, events.size()).filter(i -> !there.contains(i)).boxed().toList();
       List<Object> missingIds = missing.stream().map(i -> id(events.get(i))).toList();
       BufferStatements.remaining(c, buffer.table(), missingIds)
           .forEach(i -> there.add(missing.get(i)));
@@ -259,6 +263,21 @@ final class BatchRun {
             .mapToObj(events::get)
             .filter(e -> once.add(comparable(id(e))))
             .toList());
+  }
+
+  /**
+   * The transactions that inserted these events' rows. An event an earlier version captured does
+   * not say which: every transaction running now stands in for it.
+   */
+  private static List<Long> inserting(Connection c, List<BufferEvent> events) throws SQLException {
+    Set<Long> ids = new HashSet<>();
+    for (BufferEvent e : events) {
+      if (e.txId() == 0) {
+        return BufferStatements.runningTransactions(c);
+      }
+      ids.add(e.txId());
+    }
+    return List.copyOf(ids);
   }
 
   /**

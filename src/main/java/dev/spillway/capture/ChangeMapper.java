@@ -251,9 +251,12 @@ final class ChangeMapper {
           s.field("txId"));
     }
 
-    /** The inserting transaction's id, 0 when the source block has none. */
+    /**
+     * The transaction's id as {@code pg_locks} shows it (32 bits, without the epoch), 0 when the
+     * source block has none.
+     */
     long txId(Struct source) {
-      return txId == null ? 0 : orZero((Long) source.get(txId));
+      return txId == null ? 0 : orZero((Long) source.get(txId)) & 0xFFFF_FFFFL;
     }
 
     long commitMicros(Struct source) {

@@ -57,6 +57,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Buffer batches run through a real sink against the shared embedded PostgreSQL and Kafka: the
@@ -359,14 +360,17 @@ abstract class BufferSinkContract {
         .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + keyed.quoted()) == 0);
   }
 
-  @Test
-  void should_wait_for_a_row_whose_inserting_transaction_is_not_yet_visible() throws Exception {
+  @ParameterizedTest(name = "inserting transaction known: {0}")
+  @ValueSource(booleans = {true, false}) // false: an event an earlier version captured
+  void should_wait_for_a_row_whose_inserting_transaction_is_not_yet_visible(boolean known)
+      throws Exception {
     // Capture can read a commit before the transaction is visible to other sessions; a transaction
     // kept open stands in for that gap, long enough to be seen.
     List<Object> seen = new CopyOnWriteArrayList<>();
     start(settings(), recording(seen));
     try (Connection late = insertingRow101()) {
-      produce(batch(100, 101));
+      BufferBatch b = batch(100, 101);
+      produce(known ? withTransaction(b, 101, xid(late)) : b);
       awaitVisibilityWait();
       assertThat(seen).as("nothing handled while row 101 is not visible").isEmpty();
       late.commit();
@@ -396,6 +400,62 @@ abstract class BufferSinkContract {
     start(settings(), recording(seen));
     await().atMost(TIMEOUT).until(() -> rows(100, 100) == 0);
     assertThat(seen).containsExactly(100L);
+  }
+
+  @Test
+  void should_not_wait_on_other_transactions_for_rows_deleted_before_their_batch_ran()
+      throws Exception {
+    // Rows 201 and 202 were inserted by one transaction, 203 was read by a snapshot; the
+    // application deleted 202 and 203 before the batch ran. Another transaction, open throughout,
+    // inserted nothing the batch holds: the batch does not wait for it.
+    String xid =
+        TestSql.text(
+            ds,
+            "WITH i AS (INSERT INTO "
+                + table.quoted()
+                + " SELECT g, 7, 'call' FROM generate_series(201, 203) g RETURNING id)"
+                + " SELECT DISTINCT pg_current_xact_id()::xid::text FROM i");
+    List<BufferEvent> events = new ArrayList<>();
+    for (BufferEvent e : batch(201, 203).events()) {
+      long id = (Long) e.row().get("id");
+      events.add(
+          id == 203
+              ? new BufferEvent(DB, e.table(), e.row(), 0, -203, e.capturedAtMillis(), 0)
+              : withTransaction(e, Long.parseLong(xid)));
+    }
+    TestSql.exec(ds, "DELETE FROM " + table.quoted() + " WHERE id IN (202, 203)");
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    start(settings(), recording(seen));
+    try (Connection other = insertingRow101()) {
+      produce(BufferBatch.of(NAME, events));
+
+      await().atMost(TIMEOUT).until(() -> rows(201, 201) == 0);
+      assertThat(seen).containsExactly(201L);
+      other.rollback();
+    }
+  }
+
+  /** {@code b} with the event of row {@code id} inserted by transaction {@code xid}. */
+  private static BufferBatch withTransaction(BufferBatch b, long id, long xid) {
+    List<BufferEvent> events = new ArrayList<>();
+    for (BufferEvent e : b.events()) {
+      events.add(e.row().get("id").equals(id) ? withTransaction(e, xid) : e);
+    }
+    return BufferBatch.of(b.buffer(), events);
+  }
+
+  private static BufferEvent withTransaction(BufferEvent e, long xid) {
+    return new BufferEvent(
+        e.database(), e.table(), e.row(), e.commitTimeMicros(), e.lsn(), e.capturedAtMillis(), xid);
+  }
+
+  /** The id of the transaction open on {@code c}, as capture reads it. */
+  private static long xid(Connection c) throws SQLException {
+    try (Statement st = c.createStatement();
+        ResultSet rs = st.executeQuery("SELECT pg_current_xact_id()::xid::text")) {
+      rs.next();
+      return Long.parseLong(rs.getString(1));
+    }
   }
 
   /** A handler that succeeds, noting the group id of every batch it is given. */

@@ -111,13 +111,17 @@ abstract class CaptureContract {
       TestSql.exec(
           ds,
           "DELETE FROM " + schema + ".projects WHERE id IN (2, 4)",
-          "UPDATE " + schema + ".projects SET name = 'renamed'",
-          "INSERT INTO "
-              + schema
-              + ".events (contact_id, kind, amount, happened_at, on_day, at_local, took)"
-              + " VALUES (7, 'call', 12.50, '2026-01-02T03:04:05Z', '2026-01-02',"
-              + " '2026-01-02 03:04:05.25', '1 day 02:00:00')",
-          "DELETE FROM " + schema + ".events");
+          "UPDATE " + schema + ".projects SET name = 'renamed'");
+      String xid =
+          TestSql.text(
+              ds,
+              "WITH i AS (INSERT INTO "
+                  + schema
+                  + ".events (contact_id, kind, amount, happened_at, on_day, at_local, took)"
+                  + " VALUES (7, 'call', 12.50, '2026-01-02T03:04:05Z', '2026-01-02',"
+                  + " '2026-01-02 03:04:05.25', '1 day 02:00:00') RETURNING id)"
+                  + " SELECT pg_current_xact_id()::xid::text FROM i");
+      TestSql.exec(ds, "DELETE FROM " + schema + ".events");
 
       List<ConsumerRecord<byte[], byte[]>> deleted =
           TopicReader.readAtLeast(infra().bootstrapServers(), topics.deletedRecords(), 2, TIMEOUT);
@@ -148,6 +152,7 @@ abstract class CaptureContract {
           .containsEntry("on_day", "2026-01-02")
           .containsEntry("at_local", "2026-01-02T03:04:05.25")
           .containsEntry("took", "P0Y0M1DT2H0M0S");
+      assertThat(event.txId()).as("the inserting transaction").isEqualTo(Long.parseLong(xid));
       assertThat(capture.stats().snapshot())
           .extracting(
               CaptureStats.Count::table, CaptureStats.Count::kind, CaptureStats.Count::changes)
@@ -294,6 +299,7 @@ abstract class CaptureContract {
       assertThat(snapshot)
           .as("positions of reads: negative, one per row")
           .allSatisfy(e -> assertThat(e.lsn()).isNegative())
+          .allSatisfy(e -> assertThat(e.txId()).as("visible when read").isZero())
           .extracting(BufferEvent::lsn)
           .doesNotHaveDuplicates();
     }
