@@ -23,9 +23,7 @@ class BufferMetricsTest {
     long now = 1_800_000_000_000L;
     List<BufferEvent> events = new ArrayList<>();
     for (int ms = 1; ms <= 1_000; ms++) {
-      events.add(
-          new BufferEvent(
-              "db", new TableName("public", "b"), Map.of("id", ms), (now - ms) * 1000, ms, now, 0));
+      events.add(event(ms, (now - ms) * 1000, ms, now));
     }
     metrics.handled(events, now, false);
 
@@ -38,18 +36,8 @@ class BufferMetricsTest {
   void should_count_replayed_events_without_timing_their_stay_as_dead_letters() {
     BufferMetrics metrics = new BufferMetrics(new SimpleMeterRegistry(), "b", () -> 0);
     long now = 1_800_000_000_000L;
-    BufferEvent fresh =
-        new BufferEvent(
-            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now, 0);
-    BufferEvent dayOld =
-        new BufferEvent(
-            "db",
-            new TableName("public", "b"),
-            Map.of("id", 2),
-            (now - 86_400_000) * 1000,
-            2,
-            now,
-            0);
+    BufferEvent fresh = event(1, (now - 20) * 1000, 1, now);
+    BufferEvent dayOld = event(2, (now - 86_400_000) * 1000, 2, now);
     metrics.handled(List.of(fresh), now, false);
     metrics.handled(List.of(dayOld), now, true);
 
@@ -63,15 +51,7 @@ class BufferMetricsTest {
     BufferMetrics metrics =
         new BufferMetrics(new SimpleMeterRegistry(SimpleConfig.DEFAULT, clock), "b", () -> 0);
     long now = clock.wallTime();
-    BufferEvent dayOld =
-        new BufferEvent(
-            "db",
-            new TableName("public", "b"),
-            Map.of("id", 2),
-            (now - 86_400_000) * 1000,
-            2,
-            now,
-            0);
+    BufferEvent dayOld = event(2, (now - 86_400_000) * 1000, 2, now);
 
     assertThat(metrics.percentileMillis(0.5, now)).as("nothing handled").isNull();
     metrics.handled(List.of(dayOld), now, true);
@@ -79,14 +59,18 @@ class BufferMetricsTest {
     metrics.handled(List.of(), now, false);
     assertThat(metrics.percentileMillis(0.5, now)).as("an empty batch times nothing").isNull();
 
-    BufferEvent fresh =
-        new BufferEvent(
-            "db", new TableName("public", "b"), Map.of("id", 1), (now - 20) * 1000, 1, now, 0);
+    BufferEvent fresh = event(1, (now - 20) * 1000, 1, now);
     metrics.handled(List.of(fresh), now, false);
     clock.add(Duration.ofSeconds(80));
     assertThat(metrics.percentileMillis(0.5, clock.wallTime())).isCloseTo(20, within(1.0));
     // Micrometer drops the sample 80-120 s after it was recorded, and then answers 0.
     clock.add(Duration.ofSeconds(20));
     assertThat(metrics.percentileMillis(0.5, clock.wallTime())).as("none lately").isNull();
+  }
+
+  /** An event of row {@code id} committed at {@code commitMicros}, captured at {@code now}. */
+  private static BufferEvent event(int id, long commitMicros, long lsn, long now) {
+    return new BufferEvent(
+        "db", new TableName("public", "b"), Map.of("id", id), commitMicros, lsn, now, 0);
   }
 }
