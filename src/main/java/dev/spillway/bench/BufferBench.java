@@ -18,6 +18,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -68,8 +69,18 @@ public final class BufferBench {
   private static final Duration SAMPLE_EVERY = Duration.ofSeconds(5);
   private static final Duration WARM_UP = Duration.ofSeconds(5);
 
-  /** Long enough for the JIT to compile the capture, Streams and sink paths before measuring. */
+  /**
+   * A design's warm-up runs at least this long, then on until the JIT compilers have used less than
+   * {@link #JIT_SETTLED} of a CPU over the last {@link #JIT_WINDOW} (looked at every {@link
+   * #SAMPLE_EVERY}), at most {@link #DESIGN_WARM_UP_MOST}: Spillway's JVM holds Kafka, Debezium,
+   * Streams and the sink, whose compiling on two busy cores goes on for a minute or more, a cost
+   * paid once per start that a measurement of the running state should leave out.
+   */
   private static final Duration DESIGN_WARM_UP = Duration.ofSeconds(20);
+
+  private static final Duration DESIGN_WARM_UP_MOST = Duration.ofSeconds(150);
+  private static final double JIT_SETTLED = 0.10;
+  private static final Duration JIT_WINDOW = Duration.ofSeconds(15);
 
   private static final Duration DRAIN_LIMIT = Duration.ofMinutes(5);
   private static final long POLLER_IDLE_MILLIS = 100;
@@ -102,6 +113,16 @@ public final class BufferBench {
    * @param walSenderCpuSeconds the part of it its WAL senders used; NaN when it cannot be read or a
    *     WAL sender ended during the phase
    */
+  /**
+   * How long a phase's load runs: {@code least}, then on while {@code goOn} says so (asked once per
+   * sample), at most {@code most}.
+   */
+  private record Span(Duration least, Duration most, BooleanSupplier goOn) {
+    static Span of(Duration d) {
+      return new Span(d, d, () -> false);
+    }
+  }
+
   private record Phase(
       InsertLoad.Result load,
       List<Long> backlog,
@@ -109,6 +130,7 @@ public final class BufferBench {
       double databaseCpuSeconds,
       double walSenderCpuSeconds,
       double processCpuSeconds,
+      double jitCpuSeconds,
       boolean drained,
       Map<String, Long> waits,
       long walBytes,
@@ -136,6 +158,11 @@ public final class BufferBench {
     /** The clients' and this process's CPU milliseconds per 1,000 inserted rows. */
     double processCpuPerThousand() {
       return processCpuSeconds * 1e6 / load.inserts();
+    }
+
+    /** This process's JIT compilers' CPU milliseconds per 1,000 inserted rows. */
+    double jitCpuPerThousand() {
+      return jitCpuSeconds * 1e6 / load.inserts();
     }
   }
 
@@ -190,22 +217,26 @@ public final class BufferBench {
 
     out.println("1) Plain inserts, nothing else running");
     out.flush();
-    Phase plainPhase = loaded(PLAIN, o, o.duration(), false);
+    Phase plainPhase = loaded(PLAIN, o, Span.of(o.duration()), false);
     InsertLoad.Result plain = plainPhase.load();
 
     out.printf(
-        "Warm-up before each design: %d s of the same load, not measured%n",
-        DESIGN_WARM_UP.toSeconds());
+        "Warm-up before each design: the same load, not measured, for %d s and on until the JIT"
+            + " compilers use less than %.0f%% of a CPU over %d s (at most %d s)%n",
+        DESIGN_WARM_UP.toSeconds(),
+        JIT_SETTLED * 100,
+        JIT_WINDOW.toSeconds(),
+        DESIGN_WARM_UP_MOST.toSeconds());
     out.println(
         "2) The document's design: SKIP LOCKED claim jobs with a group id, then delete by group");
     out.flush();
     SkipLockedPoller warmPoller = poller(o);
     warmPoller.start();
-    loaded(POLLED, o, DESIGN_WARM_UP, true);
+    warmUp(POLLED, o);
     warmPoller.stop();
     SkipLockedPoller poller = poller(o);
     poller.start();
-    Phase polled = loaded(POLLED, o, o.duration(), true);
+    Phase polled = loaded(POLLED, o, Span.of(o.duration()), true);
     Samples pollerLatency = poller.stop();
 
     // Spillway starts only now: once its replication slot exists, the server decodes all its WAL,
@@ -217,8 +248,8 @@ public final class BufferBench {
         BufferPipeline.of(List.of(buffer(BUFFER, EVENTS, o), buffer(WARM_BUFFER, WARM, o)));
     pipeline.start(runtime, Clock.systemUTC());
     runtime.startCapture(pipeline.routes(runtime.topics()));
-    loaded(WARM, o, DESIGN_WARM_UP, true);
-    Phase spillway = loaded(EVENTS, o, o.duration(), true);
+    warmUp(WARM, o);
+    Phase spillway = loaded(EVENTS, o, Span.of(o.duration()), true);
     HistogramSnapshot handled =
         runtime
             .registry()
@@ -268,6 +299,12 @@ public final class BufferBench {
         .add("clients and the SKIP LOCKED poller", polled.processCpuPerThousand())
         .add("clients and Spillway (Kafka included)", spillway.processCpuPerThousand())
         .print(out);
+    if (!Double.isNaN(spillway.jitCpuSeconds())) {
+      out.printf(
+          "   of which this process's JIT compilers: poller %.2f, Spillway %.2f ms per 1,000"
+              + " inserts%n",
+          polled.jitCpuPerThousand(), spillway.jitCpuPerThousand());
+    }
     double spillP50 = percentile(handled, 0.5);
     double spillP99 = percentile(handled, 0.99);
     new Comparison("insert -> handled p50", "ms")
@@ -424,8 +461,28 @@ public final class BufferBench {
    * Runs the insert load on an empty table; when {@code drainer} (something drains the table), it
    * samples the backlog and then waits for the table to be empty again.
    */
-  private Phase loaded(TableName table, Options o, Duration duration, boolean drainer)
-      throws Exception {
+  /**
+   * The load of a design's warm-up ({@link #DESIGN_WARM_UP}); prints how long it ran and what the
+   * JIT compilers used in its last {@link #SAMPLE_EVERY}.
+   */
+  private void warmUp(TableName table, Options o) throws Exception {
+    Optional<JitCpu> jit = JitCpu.start();
+    long start = System.nanoTime();
+    BooleanSupplier compiling =
+        () -> jit.map(j -> j.shareOver(JIT_WINDOW) >= JIT_SETTLED).orElse(false);
+    loaded(table, o, new Span(DESIGN_WARM_UP, DESIGN_WARM_UP_MOST, compiling), true);
+    out.printf(
+        "   warmed up for %.0f s%s%n",
+        (System.nanoTime() - start) / 1e9,
+        jit.isEmpty()
+            ? " (the JIT compilers' CPU is not readable here)"
+            : String.format(
+                "; the JIT compilers used %.0f%% of a CPU in its last %d s",
+                jit.get().lastShare() * 100, JIT_WINDOW.toSeconds()));
+    out.flush();
+  }
+
+  private Phase loaded(TableName table, Options o, Span span, boolean drainer) throws Exception {
     List<Long> backlog = new ArrayList<>();
     String count = "SELECT count(*) FROM " + table.quoted();
     String any = "SELECT count(*) FROM (SELECT FROM " + table.quoted() + " LIMIT 1) t";
@@ -436,6 +493,7 @@ public final class BufferBench {
     double cpuBefore;
     Optional<DatabaseCpu.WalSenders> walSendersBefore;
     double processBefore;
+    Optional<JitCpu> jit;
     long[] walBefore;
     InsertLoad.Result result;
     try (InsertLoad load =
@@ -445,13 +503,22 @@ public final class BufferBench {
       cpuBefore = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN);
       walSendersBefore = databaseCpu.map(DatabaseCpu::walSenders);
       processBefore = ProcessCpu.seconds();
+      jit = JitCpu.start();
       walBefore = BenchSql.row(ds, WAL);
-      long end = System.nanoTime() + duration.toNanos();
-      while (System.nanoTime() < end) {
+      long started = System.nanoTime();
+      long end = started + span.least().toNanos();
+      long most = started + span.most().toNanos();
+      while (true) {
         Thread.sleep(
             Math.min(SAMPLE_EVERY.toMillis(), Math.max(1, (end - System.nanoTime()) / 1_000_000)));
         if (drainer) {
           backlog.add(BenchSql.single(ds, count));
+        }
+        if (System.nanoTime() >= end) {
+          if (System.nanoTime() >= most || !span.goOn().getAsBoolean()) {
+            break;
+          }
+          end = Math.min(most, System.nanoTime() + SAMPLE_EVERY.toNanos());
         }
       }
       result = load.stop();
@@ -472,6 +539,7 @@ public final class BufferBench {
                     databaseCpu.map(c -> c.walSenders().secondsSince(before).orElse(Double.NaN)))
             .orElse(Double.NaN);
     double process = ProcessCpu.seconds() - processBefore + result.cpuSeconds();
+    double jitSeconds = jit.map(JitCpu::seconds).orElse(Double.NaN);
     long[] walAfter = BenchSql.row(ds, WAL);
     long left = drainer ? BenchSql.single(ds, count) : 0;
     if (left > 0) {
@@ -487,6 +555,7 @@ public final class BufferBench {
         cpu,
         walSender,
         process,
+        jitSeconds,
         left == 0,
         waited,
         walAfter[0] - walBefore[0],
