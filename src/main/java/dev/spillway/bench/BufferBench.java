@@ -18,7 +18,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import java.util.function.ToDoubleFunction;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -106,23 +105,27 @@ public final class BufferBench {
   }
 
   /**
+   * How long a phase's load runs: {@code least}, then, when {@code untilJitSettled}, on until the
+   * JIT compilers used less than {@link #JIT_SETTLED} of a CPU over the last {@link #JIT_WINDOW},
+   * at most {@code most}.
+   */
+  private record Span(Duration least, Duration most, boolean untilJitSettled) {
+    static Span of(Duration d) {
+      return new Span(d, d, false);
+    }
+  }
+
+  /**
    * What one loaded phase saw.
    *
    * @param databaseCpuSeconds CPU the database server used from the load's start until the table
    *     was drained; NaN when it cannot be read
    * @param walSenderCpuSeconds the part of it its WAL senders used; NaN when it cannot be read or a
    *     WAL sender ended during the phase
+   * @param jitCpuSeconds CPU this process's JIT compilers used over the same time; NaN when it
+   *     cannot be read
+   * @param jitShareAtEnd the share of a CPU they used over the load's last {@link #JIT_WINDOW}
    */
-  /**
-   * How long a phase's load runs: {@code least}, then on while {@code goOn} says so (asked once per
-   * sample), at most {@code most}.
-   */
-  private record Span(Duration least, Duration most, BooleanSupplier goOn) {
-    static Span of(Duration d) {
-      return new Span(d, d, () -> false);
-    }
-  }
-
   private record Phase(
       InsertLoad.Result load,
       List<Long> backlog,
@@ -131,6 +134,7 @@ public final class BufferBench {
       double walSenderCpuSeconds,
       double processCpuSeconds,
       double jitCpuSeconds,
+      double jitShareAtEnd,
       boolean drained,
       Map<String, Long> waits,
       long walBytes,
@@ -458,30 +462,26 @@ public final class BufferBench {
   }
 
   /**
-   * Runs the insert load on an empty table; when {@code drainer} (something drains the table), it
-   * samples the backlog and then waits for the table to be empty again.
-   */
-  /**
-   * The load of a design's warm-up ({@link #DESIGN_WARM_UP}); prints how long it ran and what the
-   * JIT compilers used in its last {@link #SAMPLE_EVERY}.
+   * The load of a design's warm-up ({@link #DESIGN_WARM_UP}), drained; prints how long the load ran
+   * and what the JIT compilers used in its last {@link #JIT_WINDOW}.
    */
   private void warmUp(TableName table, Options o) throws Exception {
-    Optional<JitCpu> jit = JitCpu.start();
-    long start = System.nanoTime();
-    BooleanSupplier compiling =
-        () -> jit.map(j -> j.shareOver(JIT_WINDOW) >= JIT_SETTLED).orElse(false);
-    loaded(table, o, new Span(DESIGN_WARM_UP, DESIGN_WARM_UP_MOST, compiling), true);
+    Phase p = loaded(table, o, new Span(DESIGN_WARM_UP, DESIGN_WARM_UP_MOST, true), true);
     out.printf(
-        "   warmed up for %.0f s%s%n",
-        (System.nanoTime() - start) / 1e9,
-        jit.isEmpty()
+        "   warm-up load ran %.0f s%s%n",
+        p.load().seconds(),
+        Double.isNaN(p.jitCpuSeconds())
             ? " (the JIT compilers' CPU is not readable here)"
             : String.format(
                 "; the JIT compilers used %.0f%% of a CPU in its last %d s",
-                jit.get().lastShare() * 100, JIT_WINDOW.toSeconds()));
+                p.jitShareAtEnd() * 100, JIT_WINDOW.toSeconds()));
     out.flush();
   }
 
+  /**
+   * Runs the insert load on an empty table; when {@code drainer} (something drains the table), it
+   * samples the backlog and then waits for the table to be empty again.
+   */
   private Phase loaded(TableName table, Options o, Span span, boolean drainer) throws Exception {
     List<Long> backlog = new ArrayList<>();
     String count = "SELECT count(*) FROM " + table.quoted();
@@ -494,6 +494,7 @@ public final class BufferBench {
     Optional<DatabaseCpu.WalSenders> walSendersBefore;
     double processBefore;
     Optional<JitCpu> jit;
+    double jitShare = Double.NaN;
     long[] walBefore;
     InsertLoad.Result result;
     try (InsertLoad load =
@@ -514,8 +515,11 @@ public final class BufferBench {
         if (drainer) {
           backlog.add(BenchSql.single(ds, count));
         }
+        // Looked at every sample, so a compiler thread that ends is counted up to a sample before.
+        jitShare = jit.map(j -> j.shareOver(JIT_WINDOW)).orElse(Double.NaN);
         if (System.nanoTime() >= end) {
-          if (System.nanoTime() >= most || !span.goOn().getAsBoolean()) {
+          boolean compiling = span.untilJitSettled() && jitShare >= JIT_SETTLED;
+          if (System.nanoTime() >= most || !compiling) {
             break;
           }
           end = Math.min(most, System.nanoTime() + SAMPLE_EVERY.toNanos());
@@ -556,6 +560,7 @@ public final class BufferBench {
         walSender,
         process,
         jitSeconds,
+        jitShare,
         left == 0,
         waited,
         walAfter[0] - walBefore[0],

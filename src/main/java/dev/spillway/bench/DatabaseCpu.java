@@ -20,9 +20,6 @@ import javax.sql.DataSource;
  * This is the work a design costs the database itself, apart from whatever else shares the machine.
  */
 final class DatabaseCpu {
-  /** Clock ticks per second of {@code /proc} times; 100 on Linux's common architectures. */
-  private static final double TICKS_PER_SECOND = 100;
-
   private final long postmaster;
 
   private DatabaseCpu(long postmaster) {
@@ -52,7 +49,7 @@ final class DatabaseCpu {
   /** CPU seconds the server has used so far. */
   double seconds() {
     long ticks = stat(postmaster).map(s -> s[1] + s[2]).orElse(0L);
-    return (ticks + childTicks(pid -> true)) / TICKS_PER_SECOND;
+    return (ticks + childTicks(pid -> true)) / ProcStat.TICKS_PER_SECOND;
   }
 
   /**
@@ -80,7 +77,7 @@ final class DatabaseCpu {
       for (Map.Entry<Long, Long> e : ticksByPid.entrySet()) {
         ticks += e.getValue() - before.ticksByPid.getOrDefault(e.getKey(), 0L);
       }
-      return OptionalDouble.of(ticks / TICKS_PER_SECOND);
+      return OptionalDouble.of(ticks / ProcStat.TICKS_PER_SECOND);
     }
   }
 
@@ -123,16 +120,7 @@ final class DatabaseCpu {
    * pid. Empty when it is gone or not readable.
    */
   private static Optional<long[]> stat(long pid) {
-    try {
-      String s = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
-      // Fields after the command name, which is in parentheses and may hold spaces.
-      String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
-      long parent = Long.parseLong(f[1]);
-      long own = Long.parseLong(f[11]) + Long.parseLong(f[12]);
-      long children = Long.parseLong(f[13]) + Long.parseLong(f[14]);
-      return Optional.of(new long[] {parent, own, children, pid});
-    } catch (IOException | RuntimeException e) {
-      return Optional.empty();
-    }
+    return ProcStat.read(Path.of("/proc", Long.toString(pid), "stat"))
+        .map(p -> new long[] {p.parent(), p.ownTicks(), p.childTicks(), pid});
   }
 }

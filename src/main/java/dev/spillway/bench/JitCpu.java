@@ -1,7 +1,6 @@
 package dev.spillway.bench;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -10,52 +9,73 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /**
  * CPU time this JVM's JIT compiler threads have used since it was made, read from Linux's {@code
- * /proc}. HotSpot starts and ends compiler threads as the work asks, so each is followed by its id:
- * one started since counts all it used, and one that ended counts what it had used when last seen
- * (each {@link #seconds()} looks).
+ * /proc}. HotSpot starts and ends compiler threads as the work asks, so each is followed by its id
+ * from look to look ({@link #seconds()}): one started since counts all it used, one that ended
+ * counts what it had used at the last look before, and an id the kernel gave to a new thread (fewer
+ * ticks than its last look) starts counting again, the ended thread's count kept.
  */
 final class JitCpu {
   private static final Path TASKS = Path.of("/proc/self/task");
 
-  /** Clock ticks per second of {@code /proc} times; 100 on Linux's common architectures. */
-  private static final double TICKS_PER_SECOND = 100;
+  private final Supplier<Map<Long, Long>> ticksNow;
 
-  private final Map<Long, Long> first;
-  private final Map<Long, Long> last = new HashMap<>();
+  /** Ticks of each thread seen: at the first look that saw it (0 if started since), and now. */
+  private final Map<Long, long[]> threads = new HashMap<>();
+
+  /** Ticks used by threads whose id went to a new thread. */
+  private long ended;
+
   private final List<Look> looks = new ArrayList<>();
   private double lastShare = Double.NaN;
 
   /** What the compilers had used at one moment. */
   private record Look(long nanos, double seconds) {}
 
-  private JitCpu(Map<Long, Long> first) {
-    this.first = first;
+  JitCpu(Supplier<Map<Long, Long>> ticksNow) {
+    this.ticksNow = ticksNow;
+    ticksNow.get().forEach((id, ticks) -> threads.put(id, new long[] {ticks, ticks}));
     looks.add(new Look(System.nanoTime(), 0));
   }
 
   /** From now on, when this is Linux and the JVM names its compiler threads as HotSpot does. */
   static Optional<JitCpu> start() {
-    Map<Long, Long> now = compilerTicks();
-    return now.isEmpty() ? Optional.empty() : Optional.of(new JitCpu(now));
+    return compilerTicks().isEmpty()
+        ? Optional.empty()
+        : Optional.of(new JitCpu(JitCpu::compilerTicks));
   }
 
-  /** CPU seconds the compiler threads have used since {@link #start()}. */
+  /** CPU seconds the compiler threads have used since this was made. */
   synchronized double seconds() {
-    last.putAll(compilerTicks());
-    long ticks = 0;
-    for (Map.Entry<Long, Long> e : last.entrySet()) {
-      ticks += e.getValue() - first.getOrDefault(e.getKey(), 0L);
+    ticksNow
+        .get()
+        .forEach(
+            (id, ticks) -> {
+              long[] seen = threads.get(id);
+              if (seen == null) {
+                threads.put(id, new long[] {0, ticks});
+              } else if (ticks < seen[1]) {
+                ended += seen[1] - seen[0];
+                seen[0] = 0;
+                seen[1] = ticks;
+              } else {
+                seen[1] = ticks;
+              }
+            });
+    long used = ended;
+    for (long[] seen : threads.values()) {
+      used += seen[1] - seen[0];
     }
-    return ticks / TICKS_PER_SECOND;
+    return used / ProcStat.TICKS_PER_SECOND;
   }
 
   /**
    * The share of one CPU the compiler threads used over about the last {@code window}: since the
-   * latest earlier call at least that long ago (or since {@link #start()}), 0.25 for a quarter.
+   * latest earlier call at least that long ago (or since this was made), 0.25 for a quarter.
    */
   synchronized double shareOver(Duration window) {
     double used = seconds();
@@ -75,24 +95,15 @@ final class JitCpu {
   }
 
   /** User and system ticks of each live compiler thread, by thread id. */
-  private static Map<Long, Long> compilerTicks() {
+  static Map<Long, Long> compilerTicks() {
     Map<Long, Long> out = new HashMap<>();
     try (Stream<Path> tasks = Files.list(TASKS)) {
       tasks.forEach(
-          t -> {
-            try {
-              String stat = Files.readString(t.resolve("stat"), StandardCharsets.US_ASCII);
-              String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-              if (isCompiler(name)) {
-                String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-                out.put(
-                    Long.parseLong(t.getFileName().toString()),
-                    Long.parseLong(f[11]) + Long.parseLong(f[12]));
-              }
-            } catch (IOException | RuntimeException e) {
-              // the thread ended between the listing and the read
-            }
-          });
+          t ->
+              ProcStat.read(t.resolve("stat"))
+                  .filter(s -> isCompiler(s.name()))
+                  .ifPresent(
+                      s -> out.put(Long.parseLong(t.getFileName().toString()), s.ownTicks())));
     } catch (IOException | RuntimeException e) {
       return Map.of();
     }
