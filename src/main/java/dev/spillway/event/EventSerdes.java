@@ -19,6 +19,7 @@ import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.avro.message.SchemaStore;
+import org.apache.avro.util.ClassSecurityValidator;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -33,13 +34,13 @@ import org.apache.kafka.common.serialization.Serializer;
  */
 public final class EventSerdes {
   static {
-    // Avro 1.12 refuses to instantiate generated classes outside trusted packages.
-    String trusted = System.getProperty("org.apache.avro.SERIALIZABLE_PACKAGES", "");
-    if (!trusted.contains("dev.spillway.event.avro")) {
-      System.setProperty(
-          "org.apache.avro.SERIALIZABLE_PACKAGES",
-          trusted.isEmpty() ? "dev.spillway.event.avro" : trusted + ",dev.spillway.event.avro");
-    }
+    // Avro 1.12 makes instances only of classes it trusts. Its system property is read once, by
+    // whatever touches Avro first (a handler class may), so the generated classes are added to the
+    // trust Avro checks each time instead.
+    ClassSecurityValidator.setGlobal(
+        ClassSecurityValidator.composite(
+            ClassSecurityValidator.getGlobal(),
+            c -> c.getPackageName().equals("dev.spillway.event.avro")));
   }
 
   private static final byte[] SINGLE_OBJECT_MARKER = {(byte) 0xC3, (byte) 0x01};
