@@ -14,6 +14,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import org.apache.avro.Schema;
+import org.apache.avro.SchemaNormalization;
 import org.apache.kafka.common.errors.SerializationException;
 import org.junit.jupiter.api.Test;
 
@@ -108,6 +110,30 @@ class EventSerdesTest {
     assertThat(EventSerdes.decodeBufferBatch(old.bytes()).events())
         .extracting(BufferEvent::lsn)
         .containsExactly(0x1000_0040L, 0x1000_0080L);
+  }
+
+  @Test
+  void should_write_the_schemas_of_this_release() {
+    // Records outlive the version that wrote them. A schema changed here must leave its released
+    // version readable (kept under avro/ and put in EventSerdes' schema store, with a fixture the
+    // release wrote), and only then does its new fingerprint join this list.
+    assertThat(
+            Map.of(
+                "BufferEvent", fingerprint(dev.spillway.event.avro.BufferEvent.getClassSchema()),
+                "BufferBatch", fingerprint(dev.spillway.event.avro.BufferBatch.getClassSchema()),
+                "DeletedRecord",
+                    fingerprint(dev.spillway.event.avro.DeletedRecord.getClassSchema()),
+                "CleanupBatch", fingerprint(dev.spillway.event.avro.CleanupBatch.getClassSchema())))
+        .isEqualTo(
+            Map.of(
+                "BufferEvent", "3b384198d30dfde5",
+                "BufferBatch", "73453427d328c608",
+                "DeletedRecord", "baa01fe0ad6092c7",
+                "CleanupBatch", "42c4311eaf1cc678"));
+  }
+
+  private static String fingerprint(Schema schema) {
+    return Long.toHexString(SchemaNormalization.parsingFingerprint64(schema));
   }
 
   /** Bytes kept as hex under this package's test resources. */
