@@ -20,6 +20,7 @@ import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.avro.message.SchemaStore;
 import org.apache.avro.util.ClassSecurityValidator;
+import org.apache.avro.util.ClassSecurityValidator.ClassSecurityPredicate;
 import org.apache.kafka.common.errors.SerializationException;
 import org.apache.kafka.common.serialization.Deserializer;
 import org.apache.kafka.common.serialization.Serde;
@@ -37,10 +38,19 @@ public final class EventSerdes {
     // Avro 1.12 makes instances only of classes it trusts. Its system property is read once, by
     // whatever touches Avro first (a handler class may), so the generated classes are added to the
     // trust Avro checks each time instead.
+    ClassSecurityPredicate before = ClassSecurityValidator.getGlobal();
     ClassSecurityValidator.setGlobal(
-        ClassSecurityValidator.composite(
-            ClassSecurityValidator.getGlobal(),
-            c -> c.getPackageName().equals("dev.spillway.event.avro")));
+        new ClassSecurityPredicate() {
+          @Override
+          public boolean isTrusted(Class<?> c) {
+            return c.getPackageName().equals("dev.spillway.event.avro") || before.isTrusted(c);
+          }
+
+          @Override
+          public void forbiddenClass(String className) {
+            before.forbiddenClass(className); // whatever the application chose: throw, or warn
+          }
+        });
   }
 
   private static final byte[] SINGLE_OBJECT_MARKER = {(byte) 0xC3, (byte) 0x01};

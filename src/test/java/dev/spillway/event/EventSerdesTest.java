@@ -115,8 +115,10 @@ class EventSerdesTest {
   @Test
   void should_write_the_schemas_of_this_release() {
     // Records outlive the version that wrote them. A schema changed here must leave its released
-    // version readable (kept under avro/ and put in EventSerdes' schema store, with a fixture the
-    // release wrote), and only then does its new fingerprint join this list.
+    // version readable (kept under avro/ and put in a schema store its decoder reads through, as
+    // BufferEvent's and BufferBatch's are; DeletedRecord and CleanupBatch have none yet), with a
+    // fixture the release wrote, and only then does its new fingerprint join this list. (The
+    // fingerprint leaves out defaults and docs: the fixtures' tests catch a default dropped.)
     assertThat(
             Map.of(
                 "BufferEvent", fingerprint(dev.spillway.event.avro.BufferEvent.getClassSchema()),
