@@ -30,11 +30,11 @@ final class DatabaseCpu {
   static Optional<DatabaseCpu> of(DataSource ds) {
     try {
       long backend = BenchSql.single(ds, "SELECT pg_backend_pid()");
-      Optional<long[]> stat = stat(backend);
+      Optional<ProcStat> stat = stat(backend);
       if (stat.isEmpty()) {
         return Optional.empty();
       }
-      DatabaseCpu cpu = new DatabaseCpu(stat.get()[0]);
+      DatabaseCpu cpu = new DatabaseCpu(stat.get().parent());
       return cpu.seconds() > 0 ? Optional.of(cpu) : Optional.empty();
     } catch (SQLException | RuntimeException e) {
       return Optional.empty();
@@ -48,7 +48,7 @@ final class DatabaseCpu {
 
   /** CPU seconds the server has used so far. */
   double seconds() {
-    long ticks = stat(postmaster).map(s -> s[1] + s[2]).orElse(0L);
+    long ticks = stat(postmaster).map(s -> s.ownTicks() + s.childTicks()).orElse(0L);
     return (ticks + childTicks(pid -> true)) / ProcStat.TICKS_PER_SECOND;
   }
 
@@ -58,7 +58,7 @@ final class DatabaseCpu {
    */
   WalSenders walSenders() {
     Map<Long, Long> ticks = new HashMap<>();
-    children(DatabaseCpu::isWalSender).forEach(s -> ticks.put(s[3], s[1]));
+    children(DatabaseCpu::isWalSender).forEach(s -> ticks.put(s.id(), s.ownTicks()));
     return new WalSenders(ticks);
   }
 
@@ -82,12 +82,12 @@ final class DatabaseCpu {
   }
 
   private long childTicks(LongPredicate which) {
-    return children(which).mapToLong(s -> s[1]).sum();
+    return children(which).mapToLong(ProcStat::ownTicks).sum();
   }
 
   /** The stat of each of the postmaster's live children that {@code which} selects by pid. */
-  private Stream<long[]> children(LongPredicate which) {
-    List<long[]> stats;
+  private Stream<ProcStat> children(LongPredicate which) {
+    List<ProcStat> stats;
     try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
       stats =
           procs
@@ -97,7 +97,7 @@ final class DatabaseCpu {
               .filter(which)
               .mapToObj(DatabaseCpu::stat)
               .flatMap(Optional::stream)
-              .filter(s -> s[0] == postmaster)
+              .filter(s -> s.parent() == postmaster)
               .toList();
     } catch (IOException e) {
       stats = List.of();
@@ -115,12 +115,8 @@ final class DatabaseCpu {
     }
   }
 
-  /**
-   * Of one process: its parent, its own user+system ticks, the ticks of its ended children, and its
-   * pid. Empty when it is gone or not readable.
-   */
-  private static Optional<long[]> stat(long pid) {
-    return ProcStat.read(Path.of("/proc", Long.toString(pid), "stat"))
-        .map(p -> new long[] {p.parent(), p.ownTicks(), p.childTicks(), pid});
+  /** Of one process; empty when it is gone or not readable. */
+  private static Optional<ProcStat> stat(long pid) {
+    return ProcStat.read(Path.of("/proc", Long.toString(pid), "stat"));
   }
 }

@@ -102,8 +102,7 @@ final class JitCpu {
           t ->
               ProcStat.read(t.resolve("stat"))
                   .filter(s -> isCompiler(s.name()))
-                  .ifPresent(
-                      s -> out.put(Long.parseLong(t.getFileName().toString()), s.ownTicks())));
+                  .ifPresent(s -> out.put(s.id(), s.ownTicks())));
     } catch (IOException | RuntimeException e) {
       return Map.of();
     }

@@ -10,12 +10,13 @@ import java.util.Optional;
  * What the benchmark reads of a Linux {@code /proc/<pid>/stat} (or a thread's {@code
  * /proc/<pid>/task/<tid>/stat}).
  *
+ * @param id the process's (or thread's) id
  * @param name the command or thread name, as the kernel keeps it (at most 15 characters)
  * @param parent the parent process's id
  * @param ownTicks user and system clock ticks it has used
  * @param childTicks user and system clock ticks its ended, waited-for children used
  */
-record ProcStat(String name, long parent, long ownTicks, long childTicks) {
+record ProcStat(long id, String name, long parent, long ownTicks, long childTicks) {
   /** Clock ticks per second of {@code /proc} times; 100 on Linux's common architectures. */
   static final double TICKS_PER_SECOND = 100;
 
@@ -34,6 +35,7 @@ record ProcStat(String name, long parent, long ownTicks, long childTicks) {
     int close = line.lastIndexOf(')');
     String[] f = line.substring(close + 2).split(" ");
     return new ProcStat(
+        Long.parseLong(line.substring(0, open).strip()),
         line.substring(open + 1, close),
         Long.parseLong(f[1]),
         Long.parseLong(f[11]) + Long.parseLong(f[12]),

@@ -13,6 +13,7 @@ class ProcStatTest {
 
     ProcStat s = ProcStat.parse(line);
 
+    assertThat(s.id()).isEqualTo(4163);
     assertThat(s.name()).isEqualTo("C2 (Compiler) x");
     assertThat(s.parent()).isEqualTo(4092);
     assertThat(s.ownTicks()).isEqualTo(123 + 45);
