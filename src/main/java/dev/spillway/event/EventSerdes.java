@@ -203,16 +203,17 @@ public final class EventSerdes {
     BinaryDecoder in = null;
     byte[][] bodies = events.toArray(new byte[0][]);
     for (int i = 0; i < bodies.length; i++) {
-      if (startsWith(bodies[i], EVENT_1_HEADER)) {
-        // Written before an upgrade: rare, so decoded and written again rather than spliced.
-        bodies[i] = encode(decodeBufferEvent(bodies[i]));
-      }
       byte[] e = bodies[i];
       if (!startsWith(e, EVENT_HEADER)) {
-        throw new SerializationException(
-            "Not a Spillway buffer event of a schema this version reads: event "
-                + i
-                + " of the batch");
+        if (!startsWith(e, EVENT_1_HEADER)) {
+          throw new SerializationException(
+              "Not a Spillway buffer event of a schema this version reads: event "
+                  + i
+                  + " of the batch");
+        }
+        // Written before an upgrade: rare, so decoded and written again rather than spliced.
+        e = encode(decodeBufferEvent(e));
+        bodies[i] = e;
       }
       in = DecoderFactory.get().binaryDecoder(e, EVENT_HEADER.length, bodyLength(e), in);
       try {
