@@ -37,16 +37,19 @@ final class JitCpu {
   private record Look(long nanos, double seconds) {}
 
   JitCpu(Supplier<Map<Long, Long>> ticksNow) {
+    this(ticksNow, ticksNow.get());
+  }
+
+  private JitCpu(Supplier<Map<Long, Long>> ticksNow, Map<Long, Long> first) {
     this.ticksNow = ticksNow;
-    ticksNow.get().forEach((id, ticks) -> threads.put(id, new long[] {ticks, ticks}));
+    first.forEach((id, ticks) -> threads.put(id, new long[] {ticks, ticks}));
     looks.add(new Look(System.nanoTime(), 0));
   }
 
   /** From now on, when this is Linux and the JVM names its compiler threads as HotSpot does. */
   static Optional<JitCpu> start() {
-    return compilerTicks().isEmpty()
-        ? Optional.empty()
-        : Optional.of(new JitCpu(JitCpu::compilerTicks));
+    Map<Long, Long> now = compilerTicks();
+    return now.isEmpty() ? Optional.empty() : Optional.of(new JitCpu(JitCpu::compilerTicks, now));
   }
 
   /** CPU seconds the compiler threads have used since this was made. */
