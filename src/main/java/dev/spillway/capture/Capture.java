@@ -14,6 +14,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
@@ -27,9 +30,19 @@ public final class Capture implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Capture.class);
   public static final Duration DEFAULT_START_TIMEOUT = Duration.ofSeconds(60);
 
+  /** How often each replication slot is asked whether the server has invalidated it. */
+  static final Duration SLOT_CHECK_INTERVAL = Duration.ofSeconds(5);
+
   private final List<CaptureEngine> engines = new ArrayList<>();
   private final Producer<byte[], byte[]> producer;
   private final CaptureStats stats;
+  private final ScheduledExecutorService slotChecks =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "spillway-capture-slots");
+            t.setDaemon(true);
+            return t;
+          });
 
   private Capture(Producer<byte[], byte[]> producer, CaptureStats stats) {
     this.producer = producer;
@@ -81,6 +94,12 @@ public final class Capture implements AutoCloseable {
         capture.engines.add(engine);
         engine.start(DEFAULT_START_TIMEOUT);
       }
+      long every = SLOT_CHECK_INTERVAL.toMillis();
+      capture.slotChecks.scheduleWithFixedDelay(
+          () -> capture.engines.forEach(CaptureEngine::checkSlot),
+          every,
+          every,
+          TimeUnit.MILLISECONDS);
       return capture;
     } catch (SQLException e) {
       capture.close();
@@ -122,6 +141,7 @@ public final class Capture implements AutoCloseable {
 
   @Override
   public void close() {
+    slotChecks.shutdownNow();
     for (CaptureEngine e : engines) {
       try {
         e.close();

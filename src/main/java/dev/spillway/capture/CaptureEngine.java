@@ -52,6 +52,7 @@ final class CaptureEngine implements AutoCloseable {
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
   private final ExecutorService executor;
   private final CountDownLatch tasksStarted = new CountDownLatch(1);
+  private final String slot;
   private volatile boolean stopping;
   private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
 
@@ -70,6 +71,7 @@ final class CaptureEngine implements AutoCloseable {
     this.producer = producer;
     this.stats = stats;
     this.clock = clock;
+    this.slot = settings.slotName(endpoint.name());
     this.mapper =
         new ChangeMapper(endpoint.name(), plan, clock, settings.topics().dlq(Pipeline.BUFFERS));
     this.executor =
@@ -90,17 +92,21 @@ final class CaptureEngine implements AutoCloseable {
    * every change committed after this returns is captured.
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
-    String slot = settings.slotName(endpoint.name());
     if (!SourcePreparation.slotReleased(dataSource, slot, SLOT_RELEASE_WAIT)) {
       // Another process streams from it; changing the publication under it would change what it
       // captures, and the slot would not stream to this one anyway.
-      throw new CaptureSetupException(
+      throw new SlotUnavailableException(
           "Replication slot "
               + slot
               + " of database "
               + endpoint.name()
               + " is in use by another process (another Spillway with the same topic prefix?);"
               + " nothing was changed: stop that one first.");
+    }
+    String invalidation = SourcePreparation.slotInvalidation(dataSource, slot);
+    if (invalidation != null) {
+      throw new SlotUnavailableException(
+          SourcePreparation.invalidatedSlot(endpoint.name(), slot, invalidation));
     }
     // Rows already in a buffer table when capture first reads it were inserted before the slot
     // or the publication could keep them: a snapshot reads them once. A new slot starts at the
@@ -188,6 +194,37 @@ final class CaptureEngine implements AutoCloseable {
         slot);
   }
 
+  /**
+   * Stops the engine, with what an operator must know as its failure, once the server has
+   * invalidated its slot: Debezium would retry the slot for half an hour, capturing nothing and
+   * blaming a transaction. A slot that cannot be read now is looked at again next time.
+   */
+  void checkSlot() {
+    if (stopping || failure.get() != null) {
+      return;
+    }
+    String reason;
+    try {
+      reason = SourcePreparation.slotInvalidation(dataSource, slot);
+    } catch (SQLException e) {
+      return;
+    }
+    if (reason == null) {
+      return;
+    }
+    SlotUnavailableException invalidated =
+        new SlotUnavailableException(
+            SourcePreparation.invalidatedSlot(endpoint.name(), slot, reason));
+    if (failure.compareAndSet(null, invalidated)) {
+      log.error("Capture of database {} stopped: {}", endpoint.name(), invalidated.getMessage());
+      try {
+        engine.close();
+      } catch (IOException | RuntimeException e) {
+        log.warn("Stopping capture of database {} failed: {}", endpoint.name(), e.getMessage());
+      }
+    }
+  }
+
   /** The error that stopped this engine, or null while it runs. */
   Throwable failure() {
     return failure.get();
@@ -260,6 +297,10 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("plugin.name", "pgoutput");
     p.setProperty("slot.name", slot);
     p.setProperty("slot.drop.on.stop", "false");
+    // Positions are confirmed to the slot only once Kafka holds what comes before them, so the slot
+    // is the authority: a stored offset behind it is one of a slot dropped since (a new slot starts
+    // at the present and SourcePreparation has its tables read again), not changes to wait for.
+    p.setProperty("offset.mismatch.strategy", "trust_slot");
     p.setProperty("publication.name", slot);
     // The publication is ours (SourcePreparation): the kinds routed, via partition root.
     p.setProperty("publication.autocreate.mode", "disabled");

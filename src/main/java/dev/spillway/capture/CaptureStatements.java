@@ -71,6 +71,15 @@ final class CaptureStatements {
   static final String SLOT_ACTIVE =
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";
 
+  /**
+   * 1: slot name. Why the server invalidated the slot, or null while it can stream: PostgreSQL 17
+   * and later name the reason, earlier ones only mark a slot whose WAL was removed as lost.
+   */
+  static final String SLOT_INVALIDATION =
+      "SELECT COALESCE(to_jsonb(s) ->> 'invalidation_reason',"
+          + " CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' END)"
+          + " FROM pg_replication_slots s WHERE s.slot_name = ? AND s.database = current_database()";
+
   /** 1: slot name. */
   static final String CREATE_SLOT = "SELECT pg_create_logical_replication_slot(?, 'pgoutput')";
 

@@ -199,6 +199,45 @@ final class SourcePreparation {
     }
   }
 
+  /**
+   * Why the server invalidated the slot ({@code wal_removed}, {@code idle_timeout}, …), or null
+   * when it does not exist or can stream. An invalidated slot never streams again: Debezium would
+   * wait on it for half an hour, taking it for one a transaction holds.
+   */
+  static String slotInvalidation(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_INVALIDATION)) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1) : null;
+      }
+    }
+  }
+
+  /** What an operator reads when the slot was invalidated: what is lost and how to go on. */
+  static String invalidatedSlot(String database, String slot, String reason) {
+    String why =
+        switch (reason) {
+          case "wal_removed" -> ": it held more WAL than max_slot_wal_keep_size allows";
+          case "idle_timeout" -> ": it was idle longer than idle_replication_slot_timeout";
+          case "wal_level_insufficient" -> ": wal_level was set below logical";
+          case "rows_removed" -> ": catalog rows it needed were vacuumed away";
+          default -> "";
+        };
+    return "Replication slot "
+        + slot
+        + " of database "
+        + database
+        + " was invalidated by the server ("
+        + reason
+        + why
+        + "), so the changes it had not streamed yet are lost; nothing was changed. Drop it"
+        + " (SELECT pg_drop_replication_slot('"
+        + slot
+        + "')) and start again: rows then in buffer tables are read again, but deletes of"
+        + " loose-foreign-key parents made since it stopped streaming are not.";
+  }
+
   /** Drops a slot this start created, when preparing the database failed after it. */
   static void dropSlot(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection();

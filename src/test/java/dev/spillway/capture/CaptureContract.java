@@ -451,7 +451,7 @@ abstract class CaptureContract {
 
     try (Capture first = start(inserts)) {
       assertThatThrownBy(() -> start(deletes))
-          .isInstanceOf(CaptureSetupException.class)
+          .isInstanceOf(SlotUnavailableException.class)
           .hasMessage(
               "Replication slot "
                   + settings.slotName(DB)
@@ -512,6 +512,77 @@ abstract class CaptureContract {
                                 + "'::pg_lsn")
                         == 1);
       }
+    }
+  }
+
+  @Test
+  void should_refuse_a_slot_the_server_invalidated_and_say_how_to_start_again() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    CaptureRoute inserts = inserts("events");
+    String slot = settings.slotName(DB);
+    try (Capture capture = start(inserts)) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(
+          infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+    }
+    TestSql.invalidateSlot(ds, slot);
+    insertRange(2, 2); // while no slot keeps it: never decoded
+
+    assertThatThrownBy(() -> start(inserts))
+        .isInstanceOf(SlotUnavailableException.class)
+        .hasMessage(
+            "Replication slot "
+                + slot
+                + " of database capture was invalidated by the server (wal_removed: it held"
+                + " more WAL than max_slot_wal_keep_size allows), so the changes it had not"
+                + " streamed yet are lost; nothing was changed. Drop it (SELECT"
+                + " pg_drop_replication_slot('"
+                + slot
+                + "')) and start again: rows then in buffer tables are read again, but deletes"
+                + " of loose-foreign-key parents made since it stopped streaming are not.");
+    assertThat(
+            TestSql.count(
+                ds, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "'"))
+        .as("the slot left for its owner to look at")
+        .isEqualTo(1);
+
+    TestSql.exec(ds, "SELECT pg_drop_replication_slot('" + slot + "')");
+    try (Capture capture = start(inserts)) {
+      insertRange(3, 3);
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readUntil(
+              infra().bootstrapServers(),
+              topics.bufferEvents("events"),
+              r -> ids(r).containsAll(List.of(2L, 3L)),
+              TIMEOUT);
+      assertThat(ids(read))
+          .as("the row inserted while no slot kept it, read again, and a new one streamed")
+          .containsAll(List.of(2L, 3L));
+    }
+  }
+
+  @Test
+  void should_stop_with_the_same_sentence_when_the_slot_is_invalidated_while_it_streams()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String slot = settings.slotName(DB);
+    try (Capture capture = start(inserts("events"))) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(
+          infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+      TestSql.invalidateSlot(ds, slot);
+      await().atMost(TIMEOUT).alias("capture stopped").until(() -> capture.failure().isPresent());
+      assertThat(capture.failure())
+          .hasValue(
+              "Capture of database capture stopped: Replication slot "
+                  + slot
+                  + " of database capture was invalidated by the server (wal_removed: it held"
+                  + " more WAL than max_slot_wal_keep_size allows), so the changes it had not"
+                  + " streamed yet are lost; nothing was changed. Drop it (SELECT"
+                  + " pg_drop_replication_slot('"
+                  + slot
+                  + "')) and start again: rows then in buffer tables are read again, but deletes"
+                  + " of loose-foreign-key parents made since it stopped streaming are not.");
     }
   }
 

@@ -10,11 +10,13 @@ import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
+import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -23,6 +25,7 @@ import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /** {@code run}'s start-up on the shared embedded PostgreSQL and Kafka. */
@@ -96,6 +99,77 @@ class RunCommandIT {
         TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
         TestSql.exec(
             databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      }
+    }
+  }
+
+  @Test
+  @Timeout(300)
+  void should_exit_1_naming_the_slot_when_it_is_in_use_or_invalidated(@TempDir Path dir)
+      throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("pipeline");
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    String prefix = "r" + id;
+    String schema = "s" + id;
+    String slot = prefix + "_main";
+    String yaml =
+        String.format(
+            """
+            http: { port: 0 }
+            kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
+            databases:
+              main: { url: "%s", username: %s }
+            buffers:
+              activity:
+                table: %s.contact_activity_events
+                handler:
+                  http: { url: "http://127.0.0.1:9/" }
+            """,
+            infra.bootstrapServers(), prefix, db.url(), db.username(), schema);
+    Path file = dir.resolve("spillway.yml");
+    Files.writeString(file, yaml);
+    // The other process: the same prefix and databases, a working directory of its own.
+    SpillwayConfig config =
+        ConfigLoader.parse(yaml, file.toString(), dir.resolve("other"), name -> null);
+    try (var databases = infra.databases("pipeline")) {
+      DataSource ds = databases.dataSource("pipeline");
+      TestSql.exec(
+          ds,
+          "CREATE SCHEMA " + schema,
+          "CREATE TABLE " + schema + ".contact_activity_events (id bigint PRIMARY KEY)");
+      try {
+        try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+          runtime.startCapture(
+              RunCommand.start(
+                  runtime,
+                  EnumSet.noneOf(RunCommand.Only.class),
+                  LfkConfig.from(config),
+                  BufferPipeline.fromConfig(config),
+                  new PrintWriter(new StringWriter())));
+
+          Cli.Result inUse = Cli.run("run", "-c", file.toString());
+          assertThat(inUse.exitCode()).as(inUse.err()).isEqualTo(1);
+          assertThat(inUse.err())
+              .startsWith(
+                  "Replication slot "
+                      + slot
+                      + " of database main is in use by another process (another Spillway with"
+                      + " the same topic prefix?); nothing was changed: stop that one first.");
+        }
+
+        TestSql.invalidateSlot(ds, slot);
+        Cli.Result invalidated = Cli.run("run", "-c", file.toString());
+        assertThat(invalidated.exitCode()).as(invalidated.err()).isEqualTo(1);
+        assertThat(invalidated.err())
+            .startsWith(
+                "Replication slot "
+                    + slot
+                    + " of database main was invalidated by the server (wal_removed: it held more"
+                    + " WAL than max_slot_wal_keep_size allows)");
+      } finally {
+        TestSql.dropCapture(ds, slot);
+        TestSql.exec(ds, "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       }
     }
   }

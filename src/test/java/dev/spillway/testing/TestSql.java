@@ -87,6 +87,37 @@ public final class TestSql {
   }
 
   /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
+  /**
+   * Makes the server invalidate a logical replication slot, as it does one holding more WAL than
+   * {@code max_slot_wal_keep_size}: that limit set to nothing for a moment (server-wide), WAL
+   * written and switched past the slot, and checkpoints until the slot shows as lost.
+   */
+  public static void invalidateSlot(DataSource ds, String slot) {
+    exec(ds, "ALTER SYSTEM SET max_slot_wal_keep_size = 0", "SELECT pg_reload_conf()");
+    try {
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .alias("slot " + slot + " invalidated")
+          .until(
+              () -> {
+                exec(
+                    ds,
+                    "SELECT pg_logical_emit_message(false, 'spillway-test', 'wal')",
+                    "SELECT pg_switch_wal()",
+                    "CHECKPOINT");
+                return "lost"
+                    .equals(
+                        text(
+                            ds,
+                            "SELECT wal_status FROM pg_replication_slots WHERE slot_name = '"
+                                + slot
+                                + "'"));
+              });
+    } finally {
+      exec(ds, "ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()");
+    }
+  }
+
   public static void dropCapture(DataSource ds, String slot) {
     exec(
         ds,
