@@ -586,6 +586,28 @@ abstract class CaptureContract {
     }
   }
 
+  @Test
+  void should_stream_again_after_the_server_ends_its_connection() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String topic = topics.bufferEvents("events");
+    try (Capture capture = start(inserts("events"))) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(infra().bootstrapServers(), topic, 1, TIMEOUT);
+      // What a server restart or a failover does to the stream.
+      TestSql.exec(
+          ds,
+          "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '"
+              + settings.slotName(DB)
+              + "'");
+      insertRange(2, 2);
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readUntil(
+              infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
+      assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
+      assertThat(capture.failure()).isEmpty();
+    }
+  }
+
   private String publishedActions() {
     return TestSql.text(
         ds,
