@@ -72,12 +72,18 @@ final class CaptureStatements {
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";
 
   /**
-   * 1: slot name. Why the server invalidated the slot, or null while it can stream: PostgreSQL 17
-   * and later name the reason, earlier ones only mark a slot whose WAL was removed as lost.
+   * Why the server invalidated slot {@code s} of {@code pg_replication_slots}, or null while it can
+   * stream: PostgreSQL 17 and later name the reason, earlier ones only mark a slot whose WAL was
+   * removed as lost.
    */
+  private static final String INVALIDATION =
+      "COALESCE(to_jsonb(s) ->> 'invalidation_reason',"
+          + " CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' END)";
+
+  /** 1: slot name. See {@link #INVALIDATION}. */
   static final String SLOT_INVALIDATION =
-      "SELECT COALESCE(to_jsonb(s) ->> 'invalidation_reason',"
-          + " CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' END)"
+      "SELECT "
+          + INVALIDATION
           + " FROM pg_replication_slots s WHERE s.slot_name = ? AND s.database = current_database()";
 
   /** 1: slot name. */
@@ -85,9 +91,15 @@ final class CaptureStatements {
 
   static final String DROP_SLOT = "SELECT pg_drop_replication_slot(?)";
 
-  /** Bytes of WAL each slot of this database keeps from being recycled. */
+  /**
+   * Bytes of WAL each slot of this database keeps from being recycled, the bytes more it may keep
+   * before the server invalidates it (null without {@code max_slot_wal_keep_size}), and why it was
+   * invalidated.
+   */
   static final String WAL_HELD =
-      "SELECT slot_name, active,"
-          + " COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint AS held"
-          + " FROM pg_replication_slots WHERE database = current_database() ORDER BY slot_name";
+      "SELECT s.slot_name, s.active,"
+          + " COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn), 0)::bigint AS held,"
+          + " s.safe_wal_size, "
+          + INVALIDATION
+          + " FROM pg_replication_slots s WHERE s.database = current_database() ORDER BY s.slot_name";
 }

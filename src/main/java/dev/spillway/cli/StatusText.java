@@ -41,10 +41,16 @@ final class StatusText {
         b.append("          slots unreadable: ").append(d.error()).append(System.lineSeparator());
       }
       for (StatusReport.SlotStatus s : d.slots()) {
+        String risk = "";
+        if (s.invalidated() != null) {
+          risk = ", INVALIDATED by the server (" + s.invalidated() + ")";
+        } else if (s.safeWalBytes() != null) {
+          risk = ", invalidated after " + Bytes.human(s.safeWalBytes()) + " more";
+        }
         b.append(
             String.format(
-                "          slot %-24s %-8s WAL held %s%n",
-                s.slot(), s.active() ? "active" : "inactive", Bytes.human(s.walHeldBytes())));
+                "          slot %-24s %-8s WAL held %s%s%n",
+                s.slot(), s.active() ? "active" : "inactive", Bytes.human(s.walHeldBytes()), risk));
       }
     }
     for (StatusReport.HealthStatus h : r.health()) {

@@ -27,7 +27,13 @@ public record StatusReport(
   public record DatabaseStatus(
       String name, String url, boolean embedded, List<SlotStatus> slots, String error) {}
 
-  public record SlotStatus(String slot, boolean active, long walHeldBytes) {}
+  /**
+   * @param safeWalBytes WAL that may still be written before the server invalidates the slot, or
+   *     null when the server sets no limit
+   * @param invalidated why the server invalidated the slot, or null
+   */
+  public record SlotStatus(
+      String slot, boolean active, long walHeldBytes, Long safeWalBytes, String invalidated) {}
 
   public record CaptureCount(String database, String table, String operation, long changes) {}
 

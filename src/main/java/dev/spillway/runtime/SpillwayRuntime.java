@@ -382,7 +382,9 @@ public final class SpillwayRuntime implements AutoCloseable {
       String error = null;
       try {
         for (SlotState s : SlotState.read(e.name(), databases.dataSource(e.name()))) {
-          slots.add(new StatusReport.SlotStatus(s.slot(), s.active(), s.heldBytes()));
+          slots.add(
+              new StatusReport.SlotStatus(
+                  s.slot(), s.active(), s.heldBytes(), s.safeBytes(), s.invalidation()));
         }
       } catch (SQLException | RuntimeException ex) {
         error = ex.getMessage();

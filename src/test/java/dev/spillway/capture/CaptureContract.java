@@ -527,6 +527,11 @@ abstract class CaptureContract {
     }
     TestSql.invalidateSlot(ds, slot);
     insertRange(2, 2); // while no slot keeps it: never decoded
+    assertThat(SlotState.read(DB, ds))
+        .filteredOn(s -> s.slot().equals(slot))
+        .singleElement()
+        .satisfies(s -> assertThat(s.invalidation()).isEqualTo("wal_removed"))
+        .satisfies(s -> assertThat(s.safeBytes()).isNull());
 
     assertThatThrownBy(() -> start(inserts))
         .isInstanceOf(SlotUnavailableException.class)
@@ -558,6 +563,40 @@ abstract class CaptureContract {
       assertThat(ids(read))
           .as("the row inserted while no slot kept it, read again, and a new one streamed")
           .containsAll(List.of(2L, 3L));
+    }
+  }
+
+  @Test
+  void should_read_how_much_more_wal_a_slot_may_hold_before_the_server_invalidates_it()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
+    String slot = settings.slotName(DB);
+    try (Capture capture = start(inserts("events"))) {
+      assertThat(SlotState.read(DB, ds))
+          .filteredOn(s -> s.slot().equals(slot))
+          .singleElement()
+          .satisfies(s -> assertThat(s.safeBytes()).as("no limit set").isNull())
+          .satisfies(s -> assertThat(s.invalidation()).isNull());
+      TestSql.exec(
+          ds, "ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'", "SELECT pg_reload_conf()");
+      try {
+        await()
+            .atMost(TIMEOUT)
+            .untilAsserted(
+                () ->
+                    assertThat(SlotState.read(DB, ds))
+                        .filteredOn(s -> s.slot().equals(slot))
+                        .singleElement()
+                        .satisfies(
+                            s ->
+                                assertThat(s.safeBytes())
+                                    .isNotNull()
+                                    .isPositive()
+                                    // counted from the end of the slot's WAL segment
+                                    .isLessThanOrEqualTo((1024L + 16) * 1024 * 1024)));
+      } finally {
+        TestSql.exec(ds, "ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()");
+      }
     }
   }
 

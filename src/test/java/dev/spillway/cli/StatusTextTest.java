@@ -82,4 +82,39 @@ class StatusTextTest {
         .contains("handled 40  DLQ 0 batches (0 events)  insert->handled p50 12 ms p99 252 ms")
         .contains("handled 12  DLQ 3 batches (12 events)  insert->handled p50 - p99 -");
   }
+
+  @Test
+  void should_show_how_close_each_slot_is_to_being_invalidated() {
+    StatusReport r =
+        new StatusReport(
+            42,
+            "2026-11-24T09:00:00Z",
+            new StatusReport.KafkaStatus("localhost:9092", false),
+            List.of(
+                new StatusReport.DatabaseStatus(
+                    "main",
+                    "jdbc:postgresql://db/main",
+                    false,
+                    List.of(
+                        new StatusReport.SlotStatus("spillway_main", true, 2048, null, null),
+                        new StatusReport.SlotStatus("limited", false, 3L << 20, 5L << 30, null),
+                        new StatusReport.SlotStatus("gone", false, 0, null, "wal_removed")),
+                    null)),
+            List.of(),
+            List.of(),
+            List.of(),
+            List.of(),
+            null,
+            List.of(),
+            null);
+
+    assertThat(StatusText.render(r, NOW))
+        .contains(
+            """
+                      slot spillway_main            active   WAL held 2.0 kB
+                      slot limited                  inactive WAL held 3.0 MB, invalidated after 5.0 GB more
+                      slot gone                     inactive WAL held 0 B, INVALIDATED by the server (wal_removed)
+            """
+                .replace("\n", System.lineSeparator()));
+  }
 }
