@@ -141,7 +141,15 @@ public final class Capture implements AutoCloseable {
 
   @Override
   public void close() {
-    slotChecks.shutdownNow();
+    // A check under way may be stopping an engine: it ends before the engines are closed.
+    slotChecks.shutdown();
+    try {
+      if (!slotChecks.awaitTermination(30, TimeUnit.SECONDS)) {
+        log.warn("Capture's slot check did not end within 30 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     for (CaptureEngine e : engines) {
       try {
         e.close();

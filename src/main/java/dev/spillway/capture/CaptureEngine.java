@@ -2,6 +2,7 @@ package dev.spillway.capture;
 
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
+import dev.spillway.event.TopicProvisioner;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
@@ -13,6 +14,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
@@ -20,11 +22,16 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.json.JsonConverterConfig;
 import org.apache.kafka.connect.source.SourceRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,6 +61,11 @@ final class CaptureEngine implements AutoCloseable {
   private final CountDownLatch tasksStarted = new CountDownLatch(1);
   private final String slot;
   private volatile boolean stopping;
+
+  /** Set once the engine has ended, on its own or closed. */
+  private volatile boolean completed;
+
+  private final AtomicBoolean engineClosed = new AtomicBoolean();
   private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
 
   CaptureEngine(
@@ -103,6 +115,7 @@ final class CaptureEngine implements AutoCloseable {
               + " is in use by another process (another Spillway with the same topic prefix?);"
               + " nothing was changed: stop that one first.");
     }
+    // A slot that is gone is made anew below; one the server invalidated is the operator's to drop.
     String invalidation = SourcePreparation.slotInvalidation(dataSource, slot);
     if (invalidation != null) {
       throw new SlotUnavailableException(
@@ -116,6 +129,7 @@ final class CaptureEngine implements AutoCloseable {
             .filter(r -> r.kind() == ChangeKind.INSERT)
             .map(CaptureRoute::table)
             .toList();
+    boolean published = SourcePreparation.publicationExists(dataSource, slot);
     boolean created = SourcePreparation.createSlotIfMissing(dataSource, slot);
     List<TableName> unread =
         created ? inserted : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
@@ -124,7 +138,19 @@ final class CaptureEngine implements AutoCloseable {
       snapshot =
           SourcePreparation.prepare(
               slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
-    } catch (SQLException | RuntimeException e) {
+      if (created) {
+        forgetPositions();
+        if (published) {
+          log.warn(
+              "Capture of database {}: replication slot {} was gone, though its publication"
+                  + " exists; made a new one, which starts at the present. Rows in buffer tables"
+                  + " are read again; deletes of loose-foreign-key parents made while it was gone"
+                  + " were not captured.",
+              endpoint.name(),
+              slot);
+        }
+      }
+    } catch (SQLException | InterruptedException | RuntimeException e) {
       // The publication is as it was: a slot made by this start goes too, or the next start would
       // take the tables it publishes for read, and the slot would hold WAL meanwhile.
       if (created) {
@@ -149,11 +175,20 @@ final class CaptureEngine implements AutoCloseable {
             .using(clock)
             .using(
                 (success, message, error) -> {
+                  completed = true;
                   if (!success && !stopping) {
-                    failure.compareAndSet(
-                        null, error != null ? error : new IllegalStateException(message));
-                    log.error(
-                        "Capture of database {} stopped: {}", endpoint.name(), message, error);
+                    Throwable cause =
+                        explained(error != null ? error : new IllegalStateException(message));
+                    failure.compareAndSet(null, cause);
+                    if (cause instanceof SlotUnavailableException) {
+                      log.error(
+                          "Capture of database {} stopped: {}",
+                          endpoint.name(),
+                          cause.getMessage());
+                    } else {
+                      log.error(
+                          "Capture of database {} stopped: {}", endpoint.name(), message, error);
+                    }
                   }
                 })
             .using(
@@ -171,11 +206,18 @@ final class CaptureEngine implements AutoCloseable {
     // between refuses to stop ("tasks are starting") and keeps its metrics registered.
     while (tasksStarted.getCount() > 0 || !SourcePreparation.slotActive(dataSource, slot)) {
       Throwable f = failure.get();
+      if (f instanceof SlotUnavailableException lost) {
+        throw lost;
+      }
       if (f != null) {
         throw new CaptureSetupException(
             "Capture of database " + endpoint.name() + " could not start: " + rootMessage(f), f);
       }
       if (System.nanoTime() > deadline) {
+        String loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+        if (loss != null) {
+          throw new SlotUnavailableException(loss);
+        }
         throw new CaptureSetupException(
             "Capture of database "
                 + endpoint.name()
@@ -195,34 +237,91 @@ final class CaptureEngine implements AutoCloseable {
   }
 
   /**
-   * Stops the engine, with what an operator must know as its failure, once the server has
-   * invalidated its slot: Debezium would retry the slot for half an hour, capturing nothing and
-   * blaming a transaction. A slot that cannot be read now is looked at again next time.
+   * Stops the engine, with what an operator must know as its failure, once its slot can no longer
+   * stream (invalidated by the server, or gone): Debezium would go on retrying it, capturing
+   * nothing. A slot that cannot be read now is looked at again next time.
    */
   void checkSlot() {
     if (stopping || failure.get() != null) {
       return;
     }
-    String reason;
+    String loss;
     try {
-      reason = SourcePreparation.slotInvalidation(dataSource, slot);
+      loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
     } catch (SQLException e) {
       return;
     }
-    if (reason == null) {
+    if (loss == null) {
       return;
     }
-    SlotUnavailableException invalidated =
-        new SlotUnavailableException(
-            SourcePreparation.invalidatedSlot(endpoint.name(), slot, reason));
-    if (failure.compareAndSet(null, invalidated)) {
-      log.error("Capture of database {} stopped: {}", endpoint.name(), invalidated.getMessage());
-      try {
-        engine.close();
-      } catch (IOException | RuntimeException e) {
-        log.warn("Stopping capture of database {} failed: {}", endpoint.name(), e.getMessage());
-      }
+    log.error("Capture of database {} stopped: {}", endpoint.name(), loss);
+    stopping = true; // the engine's end is this, not an error of its own
+    try {
+      closeEngine();
+    } catch (IOException | RuntimeException e) {
+      log.warn("Stopping capture of database {} failed: {}", endpoint.name(), e.getMessage());
     }
+    failure.compareAndSet(null, new SlotUnavailableException(loss));
+  }
+
+  /**
+   * The error an engine stopped with, or, when its slot can no longer stream, what an operator must
+   * know of that: Debezium tells a vanished slot as a position "no longer available".
+   */
+  private Throwable explained(Throwable error) {
+    try {
+      String loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+      return loss == null ? error : new SlotUnavailableException(loss);
+    } catch (SQLException e) {
+      return error;
+    }
+  }
+
+  /** Closes the engine once, unless it has ended on its own (it may then refuse to close). */
+  private void closeEngine() throws IOException {
+    if (engine != null && !completed && engineClosed.compareAndSet(false, true)) {
+      engine.close();
+    }
+  }
+
+  /**
+   * Removes the positions Debezium kept for this database's capture, before a slot just made
+   * streams: they belong to a slot dropped since, and Debezium would refuse to start from a
+   * position the new slot does not hold (or carry on an incremental snapshot that slot never asked
+   * for). A tombstone for its key, as Kafka Connect writes one; without the topic there is nothing
+   * to forget.
+   */
+  private void forgetPositions() throws InterruptedException {
+    String topic = settings.topics().captureOffsets();
+    if (!TopicProvisioner.exists(settings.bootstrapServers(), settings.kafkaProperties(), topic)) {
+      return;
+    }
+    try (JsonConverter keys = new JsonConverter()) {
+      keys.configure(Map.of(JsonConverterConfig.SCHEMAS_ENABLE_CONFIG, "false"), true);
+      byte[] key =
+          keys.fromConnectData(
+              engineName(), null, List.of(engineName(), Map.of("server", serverName())));
+      producer.send(new ProducerRecord<>(topic, key, null)).get(30, TimeUnit.SECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IllegalStateException(
+          "Could not clear the capture positions of database "
+              + endpoint.name()
+              + " in "
+              + topic
+              + ": "
+              + e.getMessage(),
+          e);
+    }
+  }
+
+  /** Debezium's name for the engine: the namespace of its positions. */
+  private String engineName() {
+    return "spillway-capture-" + endpoint.name();
+  }
+
+  /** Debezium's name for the source: the partition of its positions. */
+  private String serverName() {
+    return "spillway-" + endpoint.name();
   }
 
   /** The error that stopped this engine, or null while it runs. */
@@ -284,9 +383,9 @@ final class CaptureEngine implements AutoCloseable {
   private Properties debeziumProperties(String slot) {
     Properties p = new Properties();
     p.putAll(settings.kafkaProperties());
-    p.setProperty("name", "spillway-capture-" + endpoint.name());
+    p.setProperty("name", engineName());
     p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
-    p.setProperty("topic.prefix", "spillway-" + endpoint.name());
+    p.setProperty("topic.prefix", serverName());
     p.setProperty("database.hostname", endpoint.host());
     p.setProperty("database.port", String.valueOf(endpoint.port()));
     p.setProperty("database.dbname", endpoint.databaseName());
@@ -297,10 +396,6 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("plugin.name", "pgoutput");
     p.setProperty("slot.name", slot);
     p.setProperty("slot.drop.on.stop", "false");
-    // Positions are confirmed to the slot only once Kafka holds what comes before them, so the slot
-    // is the authority: a stored offset behind it is one of a slot dropped since (a new slot starts
-    // at the present and SourcePreparation has its tables read again), not changes to wait for.
-    p.setProperty("offset.mismatch.strategy", "trust_slot");
     p.setProperty("publication.name", slot);
     // The publication is ours (SourcePreparation): the kinds routed, via partition root.
     p.setProperty("publication.autocreate.mode", "disabled");
@@ -401,11 +496,8 @@ final class CaptureEngine implements AutoCloseable {
   public void close() throws IOException {
     stopping = true;
     try {
-      // An engine that already stopped on its own may refuse to close again; the executor is
-      // still shut down, so its threads do not outlive the capture.
-      if (engine != null && failure.get() == null) {
-        engine.close();
-      }
+      // The executor is shut down whatever closing did, so its threads do not outlive the capture.
+      closeEngine();
     } finally {
       executor.shutdown();
       try {

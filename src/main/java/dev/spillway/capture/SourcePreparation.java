@@ -214,6 +214,35 @@ final class SourcePreparation {
     }
   }
 
+  /**
+   * Why the slot cannot stream any more, as an operator reads it (what is lost, how to go on): it
+   * was invalidated, or it no longer exists. Null while it can stream.
+   */
+  static String slotLoss(DataSource ds, String database, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_INVALIDATION)) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return missingSlot(database, slot);
+        }
+        String reason = rs.getString(1);
+        return reason == null ? null : invalidatedSlot(database, slot, reason);
+      }
+    }
+  }
+
+  static String missingSlot(String database, String slot) {
+    return "Replication slot "
+        + slot
+        + " of database "
+        + database
+        + " no longer exists (dropped, or not on this server after a failover), so changes made"
+        + " since it went are not captured. Start again to make a new one: rows then in buffer"
+        + " tables are read again, but deletes of loose-foreign-key parents made meanwhile are"
+        + " not.";
+  }
+
   /** What an operator reads when the slot was invalidated: what is lost and how to go on. */
   static String invalidatedSlot(String database, String slot, String reason) {
     String why =
@@ -236,6 +265,13 @@ final class SourcePreparation {
         + slot
         + "')) and start again: rows then in buffer tables are read again, but deletes of"
         + " loose-foreign-key parents made since it stopped streaming are not.";
+  }
+
+  /** Whether the publication exists, asked before {@link #prepare} creates it. */
+  static boolean publicationExists(DataSource ds, String publication) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      return exists(c, CaptureStatements.PUBLICATION_EXISTS, publication);
+    }
   }
 
   /** Drops a slot this start created, when preparing the database failed after it. */

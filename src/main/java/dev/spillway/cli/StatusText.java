@@ -44,6 +44,8 @@ final class StatusText {
         String risk = "";
         if (s.invalidated() != null) {
           risk = ", INVALIDATED by the server (" + s.invalidated() + ")";
+        } else if (s.safeWalBytes() != null && s.safeWalBytes() == 0) {
+          risk = ", to be invalidated at the next checkpoint unless it catches up";
         } else if (s.safeWalBytes() != null) {
           risk = ", invalidated after " + Bytes.human(s.safeWalBytes()) + " more";
         }

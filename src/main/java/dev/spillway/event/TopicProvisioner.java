@@ -47,6 +47,30 @@ public final class TopicProvisioner {
   }
 
   /**
+   * Whether the topic exists, asked without creating it.
+   *
+   * @param clientProperties passed to the admin client as is (security settings and the like)
+   */
+  public static boolean exists(
+      String bootstrapServers, Map<String, String> clientProperties, String topic)
+      throws InterruptedException {
+    try (Admin admin = admin(bootstrapServers, clientProperties)) {
+      return admin.listTopics().names().get().contains(topic);
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(
+          "Could not list topics at " + bootstrapServers + ": " + e.getCause().getMessage(),
+          e.getCause());
+    }
+  }
+
+  private static Admin admin(String bootstrapServers, Map<String, String> clientProperties) {
+    Map<String, Object> props = new HashMap<>(clientProperties);
+    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    props.put(AdminClientConfig.CLIENT_ID_CONFIG, "spillway-topics");
+    return Admin.create(props);
+  }
+
+  /**
    * @param clientProperties passed to the admin client as is (security settings and the like)
    */
   public static void ensure(
@@ -56,10 +80,7 @@ public final class TopicProvisioner {
       int partitions,
       short replicationFactor)
       throws InterruptedException {
-    Map<String, Object> props = new HashMap<>(clientProperties);
-    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    props.put(AdminClientConfig.CLIENT_ID_CONFIG, "spillway-topics");
-    try (Admin admin = Admin.create(props)) {
+    try (Admin admin = admin(bootstrapServers, clientProperties)) {
       Set<String> existing = admin.listTopics().names().get();
       List<NewTopic> missing = new ArrayList<>();
       for (String t : Set.copyOf(topics)) {

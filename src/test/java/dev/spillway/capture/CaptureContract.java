@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
@@ -33,6 +36,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.slf4j.LoggerFactory;
 
 /** Capture against a real PostgreSQL and a real broker; subclasses say which ones. */
 abstract class CaptureContract {
@@ -552,7 +556,19 @@ abstract class CaptureContract {
         .isEqualTo(1);
 
     TestSql.exec(ds, "SELECT pg_drop_replication_slot('" + slot + "')");
+    Logger engineLog = (Logger) LoggerFactory.getLogger(CaptureEngine.class);
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    engineLog.addAppender(logged);
     try (Capture capture = start(inserts)) {
+      assertThat(logged.list)
+          .extracting(ILoggingEvent::getFormattedMessage)
+          .contains(
+              "Capture of database capture: replication slot "
+                  + slot
+                  + " was gone, though its publication exists; made a new one, which starts at"
+                  + " the present. Rows in buffer tables are read again; deletes of"
+                  + " loose-foreign-key parents made while it was gone were not captured.");
       insertRange(3, 3);
       List<ConsumerRecord<byte[], byte[]>> read =
           TopicReader.readUntil(
@@ -563,6 +579,8 @@ abstract class CaptureContract {
       assertThat(ids(read))
           .as("the row inserted while no slot kept it, read again, and a new one streamed")
           .containsAll(List.of(2L, 3L));
+    } finally {
+      engineLog.detachAppender(logged);
     }
   }
 
@@ -632,19 +650,64 @@ abstract class CaptureContract {
     try (Capture capture = start(inserts("events"))) {
       insertRange(1, 1);
       TopicReader.readAtLeast(infra().bootstrapServers(), topic, 1, TIMEOUT);
-      // What a server restart or a failover does to the stream.
-      TestSql.exec(
-          ds,
-          "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = '"
-              + settings.slotName(DB)
-              + "'");
+      // What a server restart does to the stream.
+      String sender = endSender(settings.slotName(DB));
       insertRange(2, 2);
       List<ConsumerRecord<byte[], byte[]>> read =
           TopicReader.readUntil(
               infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
       assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
       assertThat(capture.failure()).isEmpty();
+      assertThat(activeSender(settings.slotName(DB))).as("a new WAL sender").isNotEqualTo(sender);
     }
+  }
+
+  @Test
+  void should_stop_naming_the_slot_when_it_is_gone_while_capture_runs() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String slot = settings.slotName(DB);
+    try (Capture capture = start(inserts("events"))) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(
+          infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+      // A failover to a server without the slot, or an operator dropping it between reconnects.
+      endSender(slot);
+      await()
+          .atMost(TIMEOUT)
+          .ignoreExceptions()
+          .until(
+              () ->
+                  TestSql.text(ds, "SELECT pg_drop_replication_slot('" + slot + "')::text")
+                      != null);
+      await().atMost(TIMEOUT).alias("capture stopped").until(() -> capture.failure().isPresent());
+      assertThat(capture.failure())
+          .hasValue(
+              "Capture of database capture stopped: Replication slot "
+                  + slot
+                  + " of database capture no longer exists (dropped, or not on this server after a"
+                  + " failover), so changes made since it went are not captured. Start again to"
+                  + " make a new one: rows then in buffer tables are read again, but deletes of"
+                  + " loose-foreign-key parents made meanwhile are not.");
+      assertThat(
+              TestSql.count(
+                  ds, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "'"))
+          .as("no slot made behind the operator's back")
+          .isZero();
+    }
+  }
+
+  /** Ends the WAL sender streaming from the slot; its pid. */
+  private String endSender(String slot) {
+    String pid = activeSender(slot);
+    assertThat(pid).as("a WAL sender streams from " + slot).isNotNull();
+    assertThat(TestSql.text(ds, "SELECT pg_terminate_backend(" + pid + ")::text"))
+        .isEqualTo("true");
+    return pid;
+  }
+
+  private String activeSender(String slot) {
+    return TestSql.text(
+        ds, "SELECT active_pid::text FROM pg_replication_slots WHERE slot_name = '" + slot + "'");
   }
 
   private String publishedActions() {

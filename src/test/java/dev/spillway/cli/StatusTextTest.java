@@ -98,6 +98,7 @@ class StatusTextTest {
                     List.of(
                         new StatusReport.SlotStatus("spillway_main", true, 2048, null, null),
                         new StatusReport.SlotStatus("limited", false, 3L << 20, 5L << 30, null),
+                        new StatusReport.SlotStatus("behind", false, 2L << 30, 0L, null),
                         new StatusReport.SlotStatus("gone", false, 0, null, "wal_removed")),
                     null)),
             List.of(),
@@ -113,6 +114,7 @@ class StatusTextTest {
             """
                       slot spillway_main            active   WAL held 2.0 kB
                       slot limited                  inactive WAL held 3.0 MB, invalidated after 5.0 GB more
+                      slot behind                   inactive WAL held 2.0 GB, to be invalidated at the next checkpoint unless it catches up
                       slot gone                     inactive WAL held 0 B, INVALIDATED by the server (wal_removed)
             """
                 .replace("\n", System.lineSeparator()));

@@ -86,13 +86,24 @@ public final class TestSql {
     return prefix + "_" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
   }
 
-  /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
   /**
    * Makes the server invalidate a logical replication slot, as it does one holding more WAL than
    * {@code max_slot_wal_keep_size}: that limit set to nothing for a moment (server-wide), WAL
-   * written and switched past the slot, and checkpoints until the slot shows as lost.
+   * written and switched past the slot, and checkpoints until the slot shows as lost. Refused while
+   * another slot is in use, which would be invalidated too.
    */
   public static void invalidateSlot(DataSource ds, String slot) {
+    // Every slot behind is invalidated with it: none other may be in use.
+    String others =
+        text(
+            ds,
+            "SELECT string_agg(slot_name, ', ') FROM pg_replication_slots WHERE active AND slot_name"
+                + " <> '"
+                + slot
+                + "'");
+    if (others != null) {
+      throw new IllegalStateException("Slots in use would be invalidated too: " + others);
+    }
     exec(ds, "ALTER SYSTEM SET max_slot_wal_keep_size = 0", "SELECT pg_reload_conf()");
     try {
       await()
@@ -118,6 +129,7 @@ public final class TestSql {
     }
   }
 
+  /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
   public static void dropCapture(DataSource ds, String slot) {
     exec(
         ds,
