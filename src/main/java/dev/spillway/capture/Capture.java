@@ -62,6 +62,18 @@ public final class Capture implements AutoCloseable {
       CaptureStats stats,
       Clock clock)
       throws InterruptedException {
+    return start(plan, databases, settings, stats, clock, SLOT_CHECK_INTERVAL);
+  }
+
+  /** As {@link #start(CapturePlan, Databases, CaptureSettings, CaptureStats, Clock)}. */
+  static Capture start(
+      CapturePlan plan,
+      Databases databases,
+      CaptureSettings settings,
+      CaptureStats stats,
+      Clock clock,
+      Duration slotCheckInterval)
+      throws InterruptedException {
     settings.checkSlotNames(plan.databases());
     for (String db : plan.databases()) {
       SourcePreparation.check(db, databases.dataSource(db), plan.tables(db));
@@ -94,9 +106,16 @@ public final class Capture implements AutoCloseable {
         capture.engines.add(engine);
         engine.start(DEFAULT_START_TIMEOUT);
       }
-      long every = SLOT_CHECK_INTERVAL.toMillis();
+      long every = slotCheckInterval.toMillis();
       capture.slotChecks.scheduleWithFixedDelay(
-          () -> capture.engines.forEach(CaptureEngine::checkSlot),
+          () -> {
+            try {
+              capture.engines.forEach(CaptureEngine::checkSlot);
+            } catch (RuntimeException e) {
+              // A defect in a check must not end the checks to come, as a throw here would.
+              log.warn("Checking capture's replication slots failed: {}", e.toString());
+            }
+          },
           every,
           every,
           TimeUnit.MILLISECONDS);

@@ -62,6 +62,9 @@ final class CaptureEngine implements AutoCloseable {
   private final String slot;
   private volatile boolean stopping;
 
+  /** Checks in a row that did not find the slot; only {@link #checkSlot} touches it. */
+  private int goneReadings;
+
   /** Set once the engine has ended, on its own or closed. */
   private volatile boolean completed;
 
@@ -130,6 +133,11 @@ final class CaptureEngine implements AutoCloseable {
             .map(CaptureRoute::table)
             .toList();
     boolean published = SourcePreparation.publicationExists(dataSource, slot);
+    if (!SourcePreparation.slotExists(dataSource, slot)) {
+      // Before the slot is made: a start ending in between leaves no slot, and the next one clears
+      // them again, where one after the slot would leave positions no slot holds.
+      forgetPositions();
+    }
     boolean created = SourcePreparation.createSlotIfMissing(dataSource, slot);
     List<TableName> unread =
         created ? inserted : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
@@ -138,19 +146,16 @@ final class CaptureEngine implements AutoCloseable {
       snapshot =
           SourcePreparation.prepare(
               slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
-      if (created) {
-        forgetPositions();
-        if (published) {
-          log.warn(
-              "Capture of database {}: replication slot {} was gone, though its publication"
-                  + " exists; made a new one, which starts at the present. Rows in buffer tables"
-                  + " are read again; deletes of loose-foreign-key parents made while it was gone"
-                  + " were not captured.",
-              endpoint.name(),
-              slot);
-        }
+      if (created && published) {
+        log.warn(
+            "Capture of database {}: replication slot {} was gone, though its publication"
+                + " exists; made a new one, which starts at the present. Rows in buffer tables"
+                + " are read again; deletes of loose-foreign-key parents made while it was gone"
+                + " were not captured.",
+            endpoint.name(),
+            slot);
       }
-    } catch (SQLException | InterruptedException | RuntimeException e) {
+    } catch (SQLException | RuntimeException e) {
       // The publication is as it was: a slot made by this start goes too, or the next start would
       // take the tables it publishes for read, and the slot would hold WAL meanwhile.
       if (created) {
@@ -214,9 +219,10 @@ final class CaptureEngine implements AutoCloseable {
             "Capture of database " + endpoint.name() + " could not start: " + rootMessage(f), f);
       }
       if (System.nanoTime() > deadline) {
-        String loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+        SourcePreparation.SlotLoss loss =
+            SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
         if (loss != null) {
-          throw new SlotUnavailableException(loss);
+          throw new SlotUnavailableException(loss.sentence());
         }
         throw new CaptureSetupException(
             "Capture of database "
@@ -239,29 +245,35 @@ final class CaptureEngine implements AutoCloseable {
   /**
    * Stops the engine, with what an operator must know as its failure, once its slot can no longer
    * stream (invalidated by the server, or gone): Debezium would go on retrying it, capturing
-   * nothing. A slot that cannot be read now is looked at again next time.
+   * nothing. Stopping is for good and the next start makes a slot anew, so a slot is taken for gone
+   * only when two checks in a row did not find it; one that cannot be read now is looked at again
+   * next time.
    */
   void checkSlot() {
     if (stopping || failure.get() != null) {
       return;
     }
-    String loss;
+    SourcePreparation.SlotLoss loss;
     try {
       loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
     } catch (SQLException e) {
       return;
     }
     if (loss == null) {
+      goneReadings = 0;
       return;
     }
-    log.error("Capture of database {} stopped: {}", endpoint.name(), loss);
+    if (loss.gone() && ++goneReadings < 2) {
+      return;
+    }
     stopping = true; // the engine's end is this, not an error of its own
+    failure.compareAndSet(null, new SlotUnavailableException(loss.sentence()));
+    log.error("Capture of database {} stopped: {}", endpoint.name(), loss.sentence());
     try {
       closeEngine();
     } catch (IOException | RuntimeException e) {
       log.warn("Stopping capture of database {} failed: {}", endpoint.name(), e.getMessage());
     }
-    failure.compareAndSet(null, new SlotUnavailableException(loss));
   }
 
   /**
@@ -270,9 +282,10 @@ final class CaptureEngine implements AutoCloseable {
    */
   private Throwable explained(Throwable error) {
     try {
-      String loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
-      return loss == null ? error : new SlotUnavailableException(loss);
-    } catch (SQLException e) {
+      SourcePreparation.SlotLoss loss =
+          SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+      return loss == null ? error : new SlotUnavailableException(loss.sentence());
+    } catch (SQLException | RuntimeException e) {
       return error;
     }
   }

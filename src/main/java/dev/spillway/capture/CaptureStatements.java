@@ -65,7 +65,8 @@ final class CaptureStatements {
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
 
   /** 1: slot name. */
-  static final String SLOT_EXISTS = "SELECT 1 FROM pg_replication_slots WHERE slot_name = ?";
+  static final String SLOT_EXISTS =
+      "SELECT 1 FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";
 
   /** 1: slot name. A row with true while a client streams from it. */
   static final String SLOT_ACTIVE =
@@ -85,6 +86,16 @@ final class CaptureStatements {
       "SELECT "
           + INVALIDATION
           + " FROM pg_replication_slots s WHERE s.slot_name = ? AND s.database = current_database()";
+
+  /**
+   * 1: slot name. Whether the server is a standby (which cannot tell of the primary's slots),
+   * whether the slot exists, and why it was invalidated ({@link #INVALIDATION}).
+   */
+  static final String SLOT_CONDITION =
+      "SELECT pg_is_in_recovery(), s.slot_name IS NOT NULL, "
+          + INVALIDATION
+          + " FROM (SELECT 1) AS one LEFT JOIN pg_replication_slots s"
+          + " ON s.slot_name = ? AND s.database = current_database()";
 
   /** 1: slot name. */
   static final String CREATE_SLOT = "SELECT pg_create_logical_replication_slot(?, 'pgoutput')";

@@ -199,10 +199,16 @@ final class SourcePreparation {
     }
   }
 
+  static boolean slotExists(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      return exists(c, CaptureStatements.SLOT_EXISTS, slot);
+    }
+  }
+
   /**
    * Why the server invalidated the slot ({@code wal_removed}, {@code idle_timeout}, …), or null
    * when it does not exist or can stream. An invalidated slot never streams again: Debezium would
-   * wait on it for half an hour, taking it for one a transaction holds.
+   * go on retrying it, taking it for one a transaction holds.
    */
   static String slotInvalidation(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection();
@@ -215,19 +221,31 @@ final class SourcePreparation {
   }
 
   /**
-   * Why the slot cannot stream any more, as an operator reads it (what is lost, how to go on): it
-   * was invalidated, or it no longer exists. Null while it can stream.
+   * A slot that can no longer stream.
+   *
+   * @param gone whether it no longer exists (else the server invalidated it)
+   * @param sentence what an operator reads of it: what is lost, how to go on
    */
-  static String slotLoss(DataSource ds, String database, String slot) throws SQLException {
+  record SlotLoss(boolean gone, String sentence) {}
+
+  /**
+   * Whether the slot can no longer stream: invalidated, or gone. Null while it can stream, and when
+   * the connection reached a standby, which cannot tell.
+   */
+  static SlotLoss slotLoss(DataSource ds, String database, String slot) throws SQLException {
     try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_INVALIDATION)) {
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_CONDITION)) {
       ps.setString(1, slot);
       try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return missingSlot(database, slot);
+        rs.next();
+        if (rs.getBoolean(1)) {
+          return null;
         }
-        String reason = rs.getString(1);
-        return reason == null ? null : invalidatedSlot(database, slot, reason);
+        if (!rs.getBoolean(2)) {
+          return new SlotLoss(true, missingSlot(database, slot));
+        }
+        String reason = rs.getString(3);
+        return reason == null ? null : new SlotLoss(false, invalidatedSlot(database, slot, reason));
       }
     }
   }

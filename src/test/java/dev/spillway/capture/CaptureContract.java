@@ -658,15 +658,35 @@ abstract class CaptureContract {
               infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
       assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
       assertThat(capture.failure()).isEmpty();
-      assertThat(activeSender(settings.slotName(DB))).as("a new WAL sender").isNotEqualTo(sender);
+      assertThat(activeSender(settings.slotName(DB)))
+          .as("a new WAL sender")
+          .isNotNull()
+          .isNotEqualTo(sender);
     }
   }
 
   @Test
   void should_stop_naming_the_slot_when_it_is_gone_while_capture_runs() throws Exception {
+    stopsNamingTheGoneSlot(Capture.SLOT_CHECK_INTERVAL);
+  }
+
+  @Test
+  void should_stop_naming_the_slot_when_debezium_finds_it_gone_before_a_check_does()
+      throws Exception {
+    stopsNamingTheGoneSlot(Duration.ofHours(1)); // Debezium's reconnect, 10 s on, finds it first
+  }
+
+  private void stopsNamingTheGoneSlot(Duration slotChecks) throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String slot = settings.slotName(DB);
-    try (Capture capture = start(inserts("events"))) {
+    try (Capture capture =
+        Capture.start(
+            new CapturePlan(List.of(inserts("events"))),
+            databases,
+            settings,
+            new CaptureStats(new SimpleMeterRegistry()),
+            Clock.systemUTC(),
+            slotChecks)) {
       insertRange(1, 1);
       TopicReader.readAtLeast(
           infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
