@@ -119,10 +119,10 @@ final class CaptureEngine implements AutoCloseable {
               + " nothing was changed: stop that one first.");
     }
     // A slot that is gone is made anew below; one the server invalidated is the operator's to drop.
-    String invalidation = SourcePreparation.slotInvalidation(dataSource, slot);
-    if (invalidation != null) {
-      throw new SlotUnavailableException(
-          SourcePreparation.invalidatedSlot(endpoint.name(), slot, invalidation));
+    SourcePreparation.SlotLoss invalidated =
+        SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+    if (invalidated != null && !invalidated.gone()) {
+      throw new SlotUnavailableException(invalidated.sentence());
     }
     // Rows already in a buffer table when capture first reads it were inserted before the slot
     // or the publication could keep them: a snapshot reads them once. A new slot starts at the

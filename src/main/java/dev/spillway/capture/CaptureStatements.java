@@ -81,12 +81,6 @@ final class CaptureStatements {
       "COALESCE(to_jsonb(s) ->> 'invalidation_reason',"
           + " CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' END)";
 
-  /** 1: slot name. See {@link #INVALIDATION}. */
-  static final String SLOT_INVALIDATION =
-      "SELECT "
-          + INVALIDATION
-          + " FROM pg_replication_slots s WHERE s.slot_name = ? AND s.database = current_database()";
-
   /**
    * 1: slot name. Whether the server is a standby (which cannot tell of the primary's slots),
    * whether the slot exists, and why it was invalidated ({@link #INVALIDATION}).

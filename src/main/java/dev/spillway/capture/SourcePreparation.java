@@ -200,24 +200,7 @@ final class SourcePreparation {
   }
 
   static boolean slotExists(DataSource ds, String slot) throws SQLException {
-    try (Connection c = ds.getConnection()) {
-      return exists(c, CaptureStatements.SLOT_EXISTS, slot);
-    }
-  }
-
-  /**
-   * Why the server invalidated the slot ({@code wal_removed}, {@code idle_timeout}, …), or null
-   * when it does not exist or can stream. An invalidated slot never streams again: Debezium would
-   * go on retrying it, taking it for one a transaction holds.
-   */
-  static String slotInvalidation(DataSource ds, String slot) throws SQLException {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_INVALIDATION)) {
-      ps.setString(1, slot);
-      try (ResultSet rs = ps.executeQuery()) {
-        return rs.next() ? rs.getString(1) : null;
-      }
-    }
+    return exists(ds, CaptureStatements.SLOT_EXISTS, slot);
   }
 
   /**
@@ -287,9 +270,7 @@ final class SourcePreparation {
 
   /** Whether the publication exists, asked before {@link #prepare} creates it. */
   static boolean publicationExists(DataSource ds, String publication) throws SQLException {
-    try (Connection c = ds.getConnection()) {
-      return exists(c, CaptureStatements.PUBLICATION_EXISTS, publication);
-    }
+    return exists(ds, CaptureStatements.PUBLICATION_EXISTS, publication);
   }
 
   /** Drops a slot this start created, when preparing the database failed after it. */
@@ -378,6 +359,12 @@ final class SourcePreparation {
         long oid = rs.getLong(1);
         return rs.wasNull() ? null : oid;
       }
+    }
+  }
+
+  private static boolean exists(DataSource ds, String sql, String arg) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      return exists(c, sql, arg);
     }
   }
 

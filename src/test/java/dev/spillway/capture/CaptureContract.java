@@ -539,16 +539,7 @@ abstract class CaptureContract {
 
     assertThatThrownBy(() -> start(inserts))
         .isInstanceOf(SlotUnavailableException.class)
-        .hasMessage(
-            "Replication slot "
-                + slot
-                + " of database capture was invalidated by the server (wal_removed: it held"
-                + " more WAL than max_slot_wal_keep_size allows), so the changes it had not"
-                + " streamed yet are lost; nothing was changed. Drop it (SELECT"
-                + " pg_drop_replication_slot('"
-                + slot
-                + "')) and start again: rows then in buffer tables are read again, but deletes"
-                + " of loose-foreign-key parents made since it stopped streaming are not.");
+        .hasMessage(invalidated(slot));
     assertThat(
             TestSql.count(
                 ds, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "'"))
@@ -630,16 +621,7 @@ abstract class CaptureContract {
       TestSql.invalidateSlot(ds, slot);
       await().atMost(TIMEOUT).alias("capture stopped").until(() -> capture.failure().isPresent());
       assertThat(capture.failure())
-          .hasValue(
-              "Capture of database capture stopped: Replication slot "
-                  + slot
-                  + " of database capture was invalidated by the server (wal_removed: it held"
-                  + " more WAL than max_slot_wal_keep_size allows), so the changes it had not"
-                  + " streamed yet are lost; nothing was changed. Drop it (SELECT"
-                  + " pg_drop_replication_slot('"
-                  + slot
-                  + "')) and start again: rows then in buffer tables are read again, but deletes"
-                  + " of loose-foreign-key parents made since it stopped streaming are not.");
+          .hasValue("Capture of database capture stopped: " + invalidated(slot));
     }
   }
 
@@ -714,6 +696,18 @@ abstract class CaptureContract {
           .as("no slot made behind the operator's back")
           .isZero();
     }
+  }
+
+  /** What an operator reads of a slot the server invalidated for the WAL it held. */
+  private static String invalidated(String slot) {
+    return "Replication slot "
+        + slot
+        + " of database capture was invalidated by the server (wal_removed: it held more WAL than"
+        + " max_slot_wal_keep_size allows), so the changes it had not streamed yet are lost;"
+        + " nothing was changed. Drop it (SELECT pg_drop_replication_slot('"
+        + slot
+        + "')) and start again: rows then in buffer tables are read again, but deletes of"
+        + " loose-foreign-key parents made since it stopped streaming are not.";
   }
 
   /** Ends the WAL sender streaming from the slot; its pid. */

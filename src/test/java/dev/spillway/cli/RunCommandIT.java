@@ -36,26 +36,11 @@ class RunCommandIT {
   void should_capture_a_buffer_left_out_by_only_and_handle_its_rows_once_it_runs(@TempDir Path dir)
       throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("pipeline");
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
     String prefix = "r" + id;
     String schema = "s" + id;
     try (BulkReceiver receiver = new BulkReceiver()) {
-      String yaml =
-          String.format(
-              """
-              http: { port: 0 }
-              kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
-              databases:
-                main: { url: "%s", username: %s }
-              buffers:
-                activity:
-                  table: %s.contact_activity_events
-                  max-wait: 200ms
-                  handler:
-                    http: { url: "%s" }
-              """,
-              infra.bootstrapServers(), prefix, db.url(), db.username(), schema, receiver.url());
+      String yaml = config(infra, prefix, schema, receiver.url().toString());
       SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
       LfkConfig lfk = LfkConfig.from(config);
       BufferPipeline buffers = BufferPipeline.fromConfig(config);
@@ -108,25 +93,11 @@ class RunCommandIT {
   void should_exit_1_naming_the_slot_when_it_is_in_use_or_invalidated(@TempDir Path dir)
       throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("pipeline");
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
     String prefix = "r" + id;
     String schema = "s" + id;
     String slot = prefix + "_main";
-    String yaml =
-        String.format(
-            """
-            http: { port: 0 }
-            kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
-            databases:
-              main: { url: "%s", username: %s }
-            buffers:
-              activity:
-                table: %s.contact_activity_events
-                handler:
-                  http: { url: "http://127.0.0.1:9/" }
-            """,
-            infra.bootstrapServers(), prefix, db.url(), db.username(), schema);
+    String yaml = config(infra, prefix, schema, "http://127.0.0.1:9/");
     Path file = dir.resolve("spillway.yml");
     Files.writeString(file, yaml);
     // The other process: the same prefix and databases, a working directory of its own.
@@ -172,5 +143,24 @@ class RunCommandIT {
         TestSql.exec(ds, "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       }
     }
+  }
+
+  /** A buffer on the shared embedded parts, its handler posting to {@code url}. */
+  private static String config(EmbeddedInfra infra, String prefix, String schema, String url) {
+    DatabaseEndpoint db = infra.database("pipeline");
+    return String.format(
+        """
+        http: { port: 0 }
+        kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
+        databases:
+          main: { url: "%s", username: %s }
+        buffers:
+          activity:
+            table: %s.contact_activity_events
+            max-wait: 200ms
+            handler:
+              http: { url: "%s" }
+        """,
+        infra.bootstrapServers(), prefix, db.url(), db.username(), schema, url);
   }
 }
