@@ -62,6 +62,8 @@ final class CaptureEngine implements AutoCloseable {
   private final String slot;
   private volatile boolean stopping;
 
+  private final CaptureStats.SlotWal slotWal;
+
   /** Checks in a row that did not find the slot; only {@link #checkSlot} touches it. */
   private int goneReadings;
 
@@ -87,6 +89,7 @@ final class CaptureEngine implements AutoCloseable {
     this.stats = stats;
     this.clock = clock;
     this.slot = settings.slotName(endpoint.name());
+    this.slotWal = stats.slot(endpoint.name(), slot);
     this.mapper =
         new ChangeMapper(endpoint.name(), plan, clock, settings.topics().dlq(Pipeline.BUFFERS));
     this.executor =
@@ -255,8 +258,9 @@ final class CaptureEngine implements AutoCloseable {
     }
     SourcePreparation.SlotLoss loss;
     try {
-      loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+      loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot, slotWal);
     } catch (SQLException e) {
+      slotWal.set(null, null);
       return;
     }
     if (loss == null) {

@@ -83,11 +83,16 @@ final class CaptureStatements {
 
   /**
    * 1: slot name. Whether the server is a standby (which cannot tell of the primary's slots),
-   * whether the slot exists, and why it was invalidated ({@link #INVALIDATION}).
+   * whether the slot exists, why it was invalidated ({@link #INVALIDATION}), the bytes of WAL it
+   * keeps (null on a standby, which has no current position) and the bytes more it may keep before
+   * the server invalidates it (null without {@code max_slot_wal_keep_size}).
    */
   static final String SLOT_CONDITION =
       "SELECT pg_is_in_recovery(), s.slot_name IS NOT NULL, "
           + INVALIDATION
+          + ", CASE WHEN NOT pg_is_in_recovery()"
+          + " THEN pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint END,"
+          + " s.safe_wal_size"
           + " FROM (SELECT 1) AS one LEFT JOIN pg_replication_slots s"
           + " ON s.slot_name = ? AND s.database = current_database()";
 

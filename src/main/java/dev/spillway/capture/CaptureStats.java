@@ -2,6 +2,7 @@ package dev.spillway.capture;
 
 import dev.spillway.event.TableName;
 import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,6 +13,7 @@ import java.util.concurrent.atomic.LongAdder;
 /** Changes published per database, table and kind since start. Thread-safe. */
 public final class CaptureStats {
   private final Map<Key, LongAdder> counts = new ConcurrentHashMap<>();
+  private final Map<SlotKey, SlotWal> slots = new ConcurrentHashMap<>();
   private final MeterRegistry registry;
 
   /** One row of {@link #snapshot()}. */
@@ -19,8 +21,59 @@ public final class CaptureStats {
 
   private record Key(String database, TableName table, ChangeKind kind) {}
 
+  private record SlotKey(String database, String slot) {}
+
   public CaptureStats(MeterRegistry registry) {
     this.registry = registry;
+  }
+
+  /**
+   * What a slot keeps, as last read by capture's slot check (every 5 s): the bytes of WAL it holds,
+   * and the bytes more it may hold before the server invalidates it (NaN without a limit, and both
+   * NaN while they cannot be read).
+   */
+  public static final class SlotWal {
+    private volatile double heldBytes = Double.NaN;
+    private volatile double safeBytes = Double.NaN;
+
+    void set(Long held, Long safe) {
+      heldBytes = held == null ? Double.NaN : held;
+      safeBytes = safe == null ? Double.NaN : Math.max(0, safe);
+    }
+
+    double heldBytes() {
+      return heldBytes;
+    }
+
+    double safeBytes() {
+      return safeBytes;
+    }
+  }
+
+  /** The gauges of a database's slot, registered with the first capture of it. */
+  SlotWal slot(String database, String slot) {
+    return slots.computeIfAbsent(new SlotKey(database, slot), k -> register(database, slot));
+  }
+
+  private SlotWal register(String database, String slot) {
+    SlotWal wal = new SlotWal();
+    if (registry != null) {
+      Gauge.builder("spillway_capture_slot_wal_held_bytes", wal, SlotWal::heldBytes)
+          .description("WAL the replication slot keeps from being recycled, as last checked")
+          .tag("database", database)
+          .tag("slot", slot)
+          .strongReference(true)
+          .register(registry);
+      Gauge.builder("spillway_capture_slot_safe_wal_bytes", wal, SlotWal::safeBytes)
+          .description(
+              "WAL that may still be written before the server invalidates the slot"
+                  + " (max_slot_wal_keep_size); NaN without a limit")
+          .tag("database", database)
+          .tag("slot", slot)
+          .strongReference(true)
+          .register(registry);
+    }
+    return wal;
   }
 
   /** Registers a route so it shows with zero before its first change. */

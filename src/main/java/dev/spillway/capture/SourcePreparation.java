@@ -216,11 +216,20 @@ final class SourcePreparation {
    * the connection reached a standby, which cannot tell.
    */
   static SlotLoss slotLoss(DataSource ds, String database, String slot) throws SQLException {
+    return slotLoss(ds, database, slot, null);
+  }
+
+  /** As {@link #slotLoss(DataSource, String, String)}, also setting {@code wal} when not null. */
+  static SlotLoss slotLoss(DataSource ds, String database, String slot, CaptureStats.SlotWal wal)
+      throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_CONDITION)) {
       ps.setString(1, slot);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
+        if (wal != null) {
+          wal.set(nullableLong(rs, 4), nullableLong(rs, 5));
+        }
         if (rs.getBoolean(1)) {
           return null;
         }
@@ -231,6 +240,11 @@ final class SourcePreparation {
         return reason == null ? null : new SlotLoss(false, invalidatedSlot(database, slot, reason));
       }
     }
+  }
+
+  private static Long nullableLong(ResultSet rs, int column) throws SQLException {
+    long v = rs.getLong(column);
+    return rs.wasNull() ? null : v;
   }
 
   static String missingSlot(String database, String slot) {

@@ -580,12 +580,29 @@ abstract class CaptureContract {
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
     String slot = settings.slotName(DB);
-    try (Capture capture = start(inserts("events"))) {
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    try (Capture capture =
+        Capture.start(
+            new CapturePlan(List.of(inserts("events"))),
+            databases,
+            settings,
+            new CaptureStats(metrics),
+            Clock.systemUTC(),
+            Duration.ofMillis(200))) {
       assertThat(SlotState.read(DB, ds))
           .filteredOn(s -> s.slot().equals(slot))
           .singleElement()
           .satisfies(s -> assertThat(s.safeBytes()).as("no limit set").isNull())
           .satisfies(s -> assertThat(s.invalidation()).isNull());
+      await()
+          .atMost(TIMEOUT)
+          .untilAsserted(
+              () -> {
+                assertThat(slotGauge(metrics, "spillway_capture_slot_wal_held_bytes"))
+                    .isNotNaN()
+                    .isGreaterThanOrEqualTo(0);
+                assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes")).isNaN();
+              });
       TestSql.exec(
           ds, "ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'", "SELECT pg_reload_conf()");
       try {
@@ -603,6 +620,13 @@ abstract class CaptureContract {
                                     .isPositive()
                                     // counted from the end of the slot's WAL segment
                                     .isLessThanOrEqualTo((1024L + 16) * 1024 * 1024)));
+        await()
+            .atMost(TIMEOUT)
+            .untilAsserted(
+                () ->
+                    assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes"))
+                        .isPositive()
+                        .isLessThanOrEqualTo((1024.0 + 16) * 1024 * 1024));
       } finally {
         TestSql.exec(ds, "ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()");
       }
@@ -696,6 +720,10 @@ abstract class CaptureContract {
           .as("no slot made behind the operator's back")
           .isZero();
     }
+  }
+
+  private double slotGauge(SimpleMeterRegistry metrics, String name) {
+    return metrics.get(name).tag("database", DB).tag("slot", settings.slotName(DB)).gauge().value();
   }
 
   /** What an operator reads of a slot the server invalidated for the WAL it held. */
