@@ -109,11 +109,16 @@ public final class Capture implements AutoCloseable {
       long every = slotCheckInterval.toMillis();
       capture.slotChecks.scheduleWithFixedDelay(
           () -> {
-            try {
-              capture.engines.forEach(CaptureEngine::checkSlot);
-            } catch (RuntimeException e) {
-              // A defect in a check must not end the checks to come, as a throw here would.
-              log.warn("Checking capture's replication slots failed: {}", e.toString());
+            for (CaptureEngine engine : capture.engines) {
+              try {
+                engine.checkSlot();
+              } catch (RuntimeException e) {
+                // A defect in one check must not end the others, nor those to come.
+                log.warn(
+                    "Checking the replication slot of database {} failed: {}",
+                    engine.database(),
+                    e.toString());
+              }
             }
           },
           every,

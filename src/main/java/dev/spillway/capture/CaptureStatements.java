@@ -6,6 +6,9 @@ final class CaptureStatements {
 
   static final String WAL_LEVEL = "SELECT current_setting('wal_level')";
 
+  /** True on a standby. */
+  static final String IN_RECOVERY = "SELECT pg_is_in_recovery()";
+
   static final String CAN_REPLICATE =
       "SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user";
 

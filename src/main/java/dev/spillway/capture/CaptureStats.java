@@ -29,8 +29,8 @@ public final class CaptureStats {
 
   /**
    * What a slot keeps, as last read by capture's slot check (every 5 s): the bytes of WAL it holds,
-   * and the bytes more it may hold before the server invalidates it (NaN without a limit, and both
-   * NaN while they cannot be read).
+   * and the bytes more it may hold before the server invalidates it (NaN without a limit). Both are
+   * NaN while they cannot be read (or only from a standby), and 0 once the slot is lost.
    */
   public static final class SlotWal {
     private volatile double heldBytes = Double.NaN;

@@ -34,6 +34,9 @@ final class SourcePreparation {
 
   private static final String LOCK_NOT_AVAILABLE = "55P03";
 
+  /** How long a slot's condition may take to read before the check tries again later. */
+  private static final int SLOT_QUERY_TIMEOUT_SECONDS = 10;
+
   private SourcePreparation() {}
 
   /** Throws {@link CaptureSetupException} when the database cannot be captured as planned. */
@@ -48,6 +51,15 @@ final class SourcePreparation {
                 + walLevel
                 + "; change capture needs wal_level=logical (set it in postgresql.conf and restart"
                 + " the server).");
+      }
+      if ("t".equals(single(c, CaptureStatements.IN_RECOVERY))) {
+        // Its slots are not the primary's: the positions kept for the primary's slot would be
+        // cleared and a slot made where capture does not stream from.
+        throw new CaptureSetupException(
+            "Database "
+                + database
+                + " answered from a standby (in recovery); capture needs the primary: point its"
+                + " url at it (with several hosts, add targetServerType=primary).");
       }
       if (!"t".equals(single(c, CaptureStatements.CAN_REPLICATE))) {
         throw new CaptureSetupException(
@@ -225,6 +237,7 @@ final class SourcePreparation {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_CONDITION)) {
       ps.setString(1, slot);
+      ps.setQueryTimeout(SLOT_QUERY_TIMEOUT_SECONDS);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         if (wal != null) {
@@ -233,11 +246,17 @@ final class SourcePreparation {
         if (rs.getBoolean(1)) {
           return null;
         }
-        if (!rs.getBoolean(2)) {
-          return new SlotLoss(true, missingSlot(database, slot));
-        }
         String reason = rs.getString(3);
-        return reason == null ? null : new SlotLoss(false, invalidatedSlot(database, slot, reason));
+        SlotLoss loss =
+            !rs.getBoolean(2)
+                ? new SlotLoss(true, missingSlot(database, slot))
+                : reason == null
+                    ? null
+                    : new SlotLoss(false, invalidatedSlot(database, slot, reason));
+        if (loss != null && wal != null) {
+          wal.set(0L, 0L); // nothing held, and nothing more may be written before it is lost
+        }
+        return loss;
       }
     }
   }

@@ -673,24 +673,32 @@ abstract class CaptureContract {
 
   @Test
   void should_stop_naming_the_slot_when_it_is_gone_while_capture_runs() throws Exception {
-    stopsNamingTheGoneSlot(Capture.SLOT_CHECK_INTERVAL);
+    // Checks 200 ms apart: the check, not Debezium's reconnect 10 s on, finds it gone.
+    SimpleMeterRegistry metrics = stopsNamingTheGoneSlot(Duration.ofMillis(200), TEN_S_LESS);
+    assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes")).as("lost").isZero();
+    assertThat(slotGauge(metrics, "spillway_capture_slot_wal_held_bytes")).isZero();
   }
+
+  /** Less than Debezium's wait before it reconnects. */
+  private static final Duration TEN_S_LESS = Duration.ofSeconds(8);
 
   @Test
   void should_stop_naming_the_slot_when_debezium_finds_it_gone_before_a_check_does()
       throws Exception {
-    stopsNamingTheGoneSlot(Duration.ofHours(1)); // Debezium's reconnect, 10 s on, finds it first
+    stopsNamingTheGoneSlot(Duration.ofHours(1), TIMEOUT); // Debezium's reconnect finds it
   }
 
-  private void stopsNamingTheGoneSlot(Duration slotChecks) throws Exception {
+  private SimpleMeterRegistry stopsNamingTheGoneSlot(Duration slotChecks, Duration within)
+      throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String slot = settings.slotName(DB);
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
     try (Capture capture =
         Capture.start(
             new CapturePlan(List.of(inserts("events"))),
             databases,
             settings,
-            new CaptureStats(new SimpleMeterRegistry()),
+            new CaptureStats(metrics),
             Clock.systemUTC(),
             slotChecks)) {
       insertRange(1, 1);
@@ -705,7 +713,7 @@ abstract class CaptureContract {
               () ->
                   TestSql.text(ds, "SELECT pg_drop_replication_slot('" + slot + "')::text")
                       != null);
-      await().atMost(TIMEOUT).alias("capture stopped").until(() -> capture.failure().isPresent());
+      await().atMost(within).alias("capture stopped").until(() -> capture.failure().isPresent());
       assertThat(capture.failure())
           .hasValue(
               "Capture of database capture stopped: Replication slot "
@@ -720,6 +728,7 @@ abstract class CaptureContract {
           .as("no slot made behind the operator's back")
           .isZero();
     }
+    return metrics;
   }
 
   private double slotGauge(SimpleMeterRegistry metrics, String name) {
