@@ -89,12 +89,19 @@ abstract class CaptureContract {
   }
 
   private Capture start(CaptureRoute... routes) throws InterruptedException {
+    return start(Capture.SLOT_CHECK_INTERVAL, new SimpleMeterRegistry(), routes);
+  }
+
+  /** With the slot checked every {@code slotChecks}, and metrics in {@code metrics}. */
+  private Capture start(Duration slotChecks, SimpleMeterRegistry metrics, CaptureRoute... routes)
+      throws InterruptedException {
     return Capture.start(
         new CapturePlan(List.of(routes)),
         databases,
         settings,
-        new CaptureStats(new SimpleMeterRegistry()),
-        Clock.systemUTC());
+        new CaptureStats(metrics),
+        Clock.systemUTC(),
+        slotChecks);
   }
 
   @Test
@@ -581,14 +588,7 @@ abstract class CaptureContract {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
     String slot = settings.slotName(DB);
     SimpleMeterRegistry metrics = new SimpleMeterRegistry();
-    try (Capture capture =
-        Capture.start(
-            new CapturePlan(List.of(inserts("events"))),
-            databases,
-            settings,
-            new CaptureStats(metrics),
-            Clock.systemUTC(),
-            Duration.ofMillis(200))) {
+    try (Capture capture = start(Duration.ofMillis(200), metrics, inserts("events"))) {
       assertThat(SlotState.read(DB, ds))
           .filteredOn(s -> s.slot().equals(slot))
           .singleElement()
@@ -693,14 +693,7 @@ abstract class CaptureContract {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String slot = settings.slotName(DB);
     SimpleMeterRegistry metrics = new SimpleMeterRegistry();
-    try (Capture capture =
-        Capture.start(
-            new CapturePlan(List.of(inserts("events"))),
-            databases,
-            settings,
-            new CaptureStats(metrics),
-            Clock.systemUTC(),
-            slotChecks)) {
+    try (Capture capture = start(slotChecks, metrics, inserts("events"))) {
       insertRange(1, 1);
       TopicReader.readAtLeast(
           infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
