@@ -122,11 +122,11 @@ final class CaptureEngine implements AutoCloseable {
               + " nothing was changed: stop that one first.");
     }
     // A slot that is gone is made anew below; one the server invalidated is the operator's to drop.
-    SourcePreparation.SlotLoss invalidated =
-        SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
-    if (invalidated != null && !invalidated.gone()) {
-      throw new SlotUnavailableException(invalidated.sentence());
+    SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
+    if (loss != null && !loss.gone()) {
+      throw new SlotUnavailableException(loss.sentence());
     }
+    boolean created = loss != null; // gone (check() has refused a standby, which cannot tell)
     // Rows already in a buffer table when capture first reads it were inserted before the slot
     // or the publication could keep them: a snapshot reads them once. A new slot starts at the
     // present, so then every buffer table's rows are unread.
@@ -136,12 +136,12 @@ final class CaptureEngine implements AutoCloseable {
             .map(CaptureRoute::table)
             .toList();
     boolean published = SourcePreparation.publicationExists(dataSource, slot);
-    if (!SourcePreparation.slotExists(dataSource, slot)) {
+    if (created) {
       // Before the slot is made: a start ending in between leaves no slot, and the next one clears
       // them again, where one after the slot would leave positions no slot holds.
       forgetPositions();
+      SourcePreparation.createSlot(dataSource, slot);
     }
-    boolean created = SourcePreparation.createSlotIfMissing(dataSource, slot);
     List<TableName> unread =
         created ? inserted : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
     List<TableName> snapshot;
@@ -179,7 +179,7 @@ final class CaptureEngine implements AutoCloseable {
     plan.routes(endpoint.name()).forEach(stats::register);
     engine =
         DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
-            .using(debeziumProperties(slot))
+            .using(debeziumProperties())
             .using(clock)
             .using(
                 (success, message, error) -> {
@@ -222,10 +222,10 @@ final class CaptureEngine implements AutoCloseable {
             "Capture of database " + endpoint.name() + " could not start: " + rootMessage(f), f);
       }
       if (System.nanoTime() > deadline) {
-        SourcePreparation.SlotLoss loss =
+        SourcePreparation.SlotLoss lost =
             SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);
-        if (loss != null) {
-          throw new SlotUnavailableException(loss.sentence());
+        if (lost != null) {
+          throw new SlotUnavailableException(lost.sentence());
         }
         throw new CaptureSetupException(
             "Capture of database "
@@ -397,7 +397,7 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
-  private Properties debeziumProperties(String slot) {
+  private Properties debeziumProperties() {
     Properties p = new Properties();
     p.putAll(settings.kafkaProperties());
     p.setProperty("name", engineName());

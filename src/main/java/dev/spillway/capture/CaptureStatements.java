@@ -67,10 +67,6 @@ final class CaptureStatements {
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
 
-  /** 1: slot name. */
-  static final String SLOT_EXISTS =
-      "SELECT 1 FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";
-
   /** 1: slot name. A row with true while a client streams from it. */
   static final String SLOT_ACTIVE =
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";

@@ -193,26 +193,15 @@ final class SourcePreparation {
   }
 
   /**
-   * Creates the slot when it does not exist, before the publication changes: what is committed from
-   * then on is kept for capture, and a snapshot asked for afterwards is read from it.
-   *
-   * @return whether it created the slot
+   * Creates the slot, before the publication changes: what is committed from then on is kept for
+   * capture, and a snapshot asked for afterwards is read from it.
    */
-  static boolean createSlotIfMissing(DataSource ds, String slot) throws SQLException {
-    try (Connection c = ds.getConnection()) {
-      if (exists(c, CaptureStatements.SLOT_EXISTS, slot)) {
-        return false;
-      }
-      try (PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
-        ps.setString(1, slot);
-        ps.execute();
-      }
-      return true;
+  static void createSlot(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
+      ps.setString(1, slot);
+      ps.execute();
     }
-  }
-
-  static boolean slotExists(DataSource ds, String slot) throws SQLException {
-    return exists(ds, CaptureStatements.SLOT_EXISTS, slot);
   }
 
   /**
@@ -240,21 +229,18 @@ final class SourcePreparation {
       ps.setQueryTimeout(SLOT_QUERY_TIMEOUT_SECONDS);
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
-        if (wal != null) {
-          wal.set(nullableLong(rs, 4), nullableLong(rs, 5));
-        }
-        if (rs.getBoolean(1)) {
-          return null;
-        }
+        boolean standby = rs.getBoolean(1); // cannot tell of the primary's slots
         String reason = rs.getString(3);
-        SlotLoss loss =
-            !rs.getBoolean(2)
-                ? new SlotLoss(true, missingSlot(database, slot))
-                : reason == null
-                    ? null
-                    : new SlotLoss(false, invalidatedSlot(database, slot, reason));
-        if (loss != null && wal != null) {
-          wal.set(0L, 0L); // nothing held, and nothing more may be written before it is lost
+        SlotLoss loss = null;
+        if (!standby && !rs.getBoolean(2)) {
+          loss = new SlotLoss(true, missingSlot(database, slot));
+        } else if (!standby && reason != null) {
+          loss = new SlotLoss(false, invalidatedSlot(database, slot, reason));
+        }
+        if (wal != null && loss != null) {
+          wal.set(0L, 0L); // a lost slot holds nothing and has nothing left before its loss
+        } else if (wal != null) {
+          wal.set(nullableLong(rs, 4), nullableLong(rs, 5));
         }
         return loss;
       }
@@ -303,7 +289,9 @@ final class SourcePreparation {
 
   /** Whether the publication exists, asked before {@link #prepare} creates it. */
   static boolean publicationExists(DataSource ds, String publication) throws SQLException {
-    return exists(ds, CaptureStatements.PUBLICATION_EXISTS, publication);
+    try (Connection c = ds.getConnection()) {
+      return exists(c, CaptureStatements.PUBLICATION_EXISTS, publication);
+    }
   }
 
   /** Drops a slot this start created, when preparing the database failed after it. */
@@ -392,12 +380,6 @@ final class SourcePreparation {
         long oid = rs.getLong(1);
         return rs.wasNull() ? null : oid;
       }
-    }
-  }
-
-  private static boolean exists(DataSource ds, String sql, String arg) throws SQLException {
-    try (Connection c = ds.getConnection()) {
-      return exists(c, sql, arg);
     }
   }
 
