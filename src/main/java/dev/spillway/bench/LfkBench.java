@@ -344,7 +344,8 @@ public final class LfkBench {
         SpillwayRuntime.MAIN,
         List.of("id"),
         "bigint",
-        "id");
+        "id",
+        "bigint");
   }
 
   /**

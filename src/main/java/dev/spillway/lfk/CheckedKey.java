@@ -13,6 +13,7 @@ import java.util.Objects;
  * @param columnType the child column's type as {@code format_type} gives it, such as {@code
  *     bigint}, so deleted parent ids can be cast to it: {@code = ANY(CAST(? AS bigint[]))}
  * @param parentPrimaryKey the parent's single primary key column, the key captured deletes carry
+ * @param parentKeyType that column's type, as {@code format_type} gives it
  */
 public record CheckedKey(
     LooseForeignKey key,
@@ -20,13 +21,15 @@ public record CheckedKey(
     String parentDatabase,
     List<String> childPrimaryKey,
     String columnType,
-    String parentPrimaryKey) {
+    String parentPrimaryKey,
+    String parentKeyType) {
   public CheckedKey {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(childDatabase, "childDatabase");
     Objects.requireNonNull(parentDatabase, "parentDatabase");
     Objects.requireNonNull(columnType, "columnType");
     Objects.requireNonNull(parentPrimaryKey, "parentPrimaryKey");
+    Objects.requireNonNull(parentKeyType, "parentKeyType");
     childPrimaryKey = List.copyOf(childPrimaryKey);
     if (childPrimaryKey.isEmpty()) {
       throw new IllegalArgumentException("child without primary key: " + key.describe());

@@ -10,19 +10,35 @@ import java.util.stream.Collectors;
 /**
  * The SQL of one loose foreign key: a statement that modifies at most {@code LIMIT} child rows
  * referencing any of the deleted parent ids, in a locking pass that skips locked rows and a
- * blocking pass that waits for them. Identifiers come from the checked definitions and are quoted;
- * ids, limits and values are bind parameters. Each statement is idempotent: once a row is deleted
- * or updated, it no longer matches.
+ * blocking pass that waits for them; and, for the sweep, the statements that read which parent ids
+ * the child rows still to be cleaned refer to and which of them the parent no longer has.
+ * Identifiers come from the checked definitions and are quoted; ids, limits and values are bind
+ * parameters. Each cleanup statement is idempotent: once a row is deleted or updated, it no longer
+ * matches.
  */
 final class CleanupStatements {
   private final CheckedKey key;
+
+  /**
+   * What a child row must match besides its column, {@code AND …} each: the target not holding its
+   * value yet (update_column_to), and the conditions.
+   */
+  private final String cleanable;
+
   private final String skipLocked;
   private final String blocking;
+  private final String firstReferences;
+  private final String nextReferences;
+  private final String missingParents;
 
   CleanupStatements(CheckedKey key) {
     this.key = key;
+    this.cleanable = cleanable(key.key());
     this.skipLocked = build(true);
     this.blocking = build(false);
+    this.firstReferences = references(false);
+    this.nextReferences = references(true);
+    this.missingParents = missingParents(key);
   }
 
   String sql(boolean skipLockedPass) {
@@ -37,12 +53,45 @@ final class CleanupStatements {
   void bind(PreparedStatement ps, Array ids, int limit) throws SQLException {
     LooseForeignKey k = key.key();
     int i = 1;
-    boolean setsValue = k.onDelete() == OnDelete.UPDATE_COLUMN_TO && k.targetValue() != null;
-    if (setsValue) {
+    if (k.onDelete() == OnDelete.UPDATE_COLUMN_TO && k.targetValue() != null) {
       ps.setObject(i++, String.valueOf(k.targetValue()), Types.OTHER);
     }
     ps.setArray(i++, ids);
-    if (setsValue) {
+    i = bindCleanable(ps, i);
+    ps.setInt(i, limit);
+  }
+
+  /**
+   * The next distinct values, in order and as text, that child rows still to be cleaned hold in the
+   * column: those above {@code after}, or the first ones when it is null. Read through the column's
+   * index, a chunk at a time.
+   */
+  String references(String after) {
+    return after == null ? firstReferences : nextReferences;
+  }
+
+  /** Binds {@link #references}: the value to read after (when given), then the chunk size. */
+  void bindReferences(PreparedStatement ps, String after, int chunk) throws SQLException {
+    int i = 1;
+    if (after != null) {
+      ps.setString(i++, after);
+    }
+    i = bindCleanable(ps, i);
+    ps.setInt(i, chunk);
+  }
+
+  /**
+   * Which of the ids (a text array) the parent table has no row for, each as the text of the
+   * parent's key type: the ids whose deletes cleanup must still see.
+   */
+  String missingParents() {
+    return missingParents;
+  }
+
+  private int bindCleanable(PreparedStatement ps, int first) throws SQLException {
+    LooseForeignKey k = key.key();
+    int i = first;
+    if (k.onDelete() == OnDelete.UPDATE_COLUMN_TO && k.targetValue() != null) {
       ps.setObject(i++, String.valueOf(k.targetValue()), Types.OTHER);
     }
     for (LooseForeignKey.Condition c : k.conditions()) {
@@ -50,7 +99,21 @@ final class CleanupStatements {
         ps.setObject(i++, String.valueOf(c.value()), Types.OTHER);
       }
     }
-    ps.setInt(i, limit);
+    return i;
+  }
+
+  private static String cleanable(LooseForeignKey k) {
+    StringBuilder where = new StringBuilder();
+    if (k.onDelete() == OnDelete.UPDATE_COLUMN_TO) {
+      String target = TableName.quote(k.targetColumn().orElseThrow());
+      where.append(" AND ").append(target);
+      where.append(k.targetValue() == null ? " IS NOT NULL" : " IS DISTINCT FROM ?");
+    }
+    for (LooseForeignKey.Condition c : k.conditions()) {
+      where.append(" AND ").append(TableName.quote(c.column()));
+      where.append(c.value() == null ? " IS NULL" : " = ?");
+    }
+    return where.toString();
   }
 
   private String build(boolean skipLockedPass) {
@@ -59,37 +122,25 @@ final class CleanupStatements {
     String pk =
         key.childPrimaryKey().stream().map(TableName::quote).collect(Collectors.joining(", "));
     String column = TableName.quote(k.column());
-    StringBuilder where =
-        new StringBuilder(column)
-            .append(" = ANY (CAST(? AS ")
-            .append(key.columnType())
-            .append("[]))");
-    String set;
-    switch (k.onDelete()) {
-      case ASYNC_NULLIFY -> set = column + " = NULL";
-      case UPDATE_COLUMN_TO -> {
-        String target = TableName.quote(k.targetColumn().orElseThrow());
-        if (k.targetValue() == null) {
-          set = target + " = NULL";
-          where.append(" AND ").append(target).append(" IS NOT NULL");
-        } else {
-          set = target + " = ?";
-          where.append(" AND ").append(target).append(" IS DISTINCT FROM ?");
-        }
-      }
-      default -> set = null;
-    }
-    for (LooseForeignKey.Condition c : k.conditions()) {
-      where.append(" AND ").append(TableName.quote(c.column()));
-      where.append(c.value() == null ? " IS NULL" : " = ?");
-    }
+    String set =
+        switch (k.onDelete()) {
+          case ASYNC_NULLIFY -> column + " = NULL";
+          case UPDATE_COLUMN_TO ->
+              TableName.quote(k.targetColumn().orElseThrow())
+                  + (k.targetValue() == null ? " = NULL" : " = ?");
+          default -> null;
+        };
     String select =
         "SELECT "
             + pk
             + " FROM "
             + child
             + " WHERE "
-            + where
+            + column
+            + " = ANY (CAST(? AS "
+            + key.columnType()
+            + "[]))"
+            + cleanable
             + " LIMIT ? FOR UPDATE"
             + (skipLockedPass ? " SKIP LOCKED" : "");
     String rows = "(" + pk + ") IN (" + select + ")";
@@ -97,5 +148,32 @@ final class CleanupStatements {
       return "DELETE FROM " + child + " WHERE " + rows;
     }
     return "UPDATE " + child + " SET " + set + " WHERE " + rows;
+  }
+
+  private String references(boolean after) {
+    String column = TableName.quote(key.key().column());
+    // The output is text; order by the column's own type (a bare v would order by the text).
+    return "SELECT d.v::text AS value FROM (SELECT DISTINCT "
+        + column
+        + " AS v FROM "
+        + key.key().child().quoted()
+        + " WHERE "
+        + column
+        + (after ? " > CAST(? AS " + key.columnType() + ")" : " IS NOT NULL")
+        + cleanable
+        + " ORDER BY 1 LIMIT ?) d ORDER BY d.v";
+  }
+
+  private static String missingParents(CheckedKey key) {
+    String type = key.parentKeyType();
+    return "SELECT CAST(u.v AS "
+        + type
+        + ")::text FROM unnest(CAST(? AS text[])) AS u(v) WHERE NOT EXISTS (SELECT 1 FROM "
+        + key.key().parent().quoted()
+        + " p WHERE p."
+        + TableName.quote(key.parentPrimaryKey())
+        + " = CAST(u.v AS "
+        + type
+        + "))";
   }
 }

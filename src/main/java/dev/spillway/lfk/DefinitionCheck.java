@@ -119,8 +119,10 @@ public final class DefinitionCheck {
     if (!indexed(ds, child, column.attnum(), targetAttnum)) {
       warnings.add(indexWarning(k, child));
     }
+    String parentKey = parent.primaryKey().get(0);
+    Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
     return new CheckedKey(
-        k, childDb, parentDb, child.primaryKey(), column.type(), parent.primaryKey().get(0));
+        k, childDb, parentDb, child.primaryKey(), column.type(), parentKey, parentColumn.type());
   }
 
   /**

@@ -110,6 +110,7 @@ class DefinitionCheckIT {
     assertThat(builds.childPrimaryKey()).containsExactly("id", "partition_id");
     assertThat(builds.columnType()).isEqualTo("character varying(64)");
     assertThat(builds.parentPrimaryKey()).isEqualTo("id");
+    assertThat(builds.parentKeyType()).isEqualTo("bigint");
     assertThat(r.warnings()).isEmpty();
   }
 

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.KafkaClients;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.health.Health;
@@ -15,6 +16,7 @@ import dev.spillway.sink.SinkSettings;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import java.nio.file.Path;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -288,6 +290,126 @@ abstract class LfkContract {
                 h.runtime.topics().deletedRecords(), parent.toString(), EventSerdes.encode(r)));
       }
       producer.flush();
+    }
+  }
+
+  @Test
+  void should_sweep_up_parents_deleted_while_capture_did_not_run_and_clean_their_children()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main", "ci", "lfk_ci");
+    seed(
+        "lfk_main",
+        "w",
+        "CREATE TABLE w.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE w.merge_requests (id bigserial PRIMARY KEY, project_id bigint)",
+        "CREATE INDEX ON w.merge_requests (project_id)",
+        "CREATE TABLE w.packages (id bigserial PRIMARY KEY, project_id bigint,"
+            + " status int NOT NULL DEFAULT 0)",
+        "INSERT INTO w.projects SELECT g FROM generate_series(1, 20) g",
+        "INSERT INTO w.merge_requests (project_id) SELECT 1 + g % 20 FROM generate_series(0, 59) g",
+        "INSERT INTO w.packages (project_id) SELECT 1 + g % 20 FROM generate_series(0, 39) g",
+        // Deleted before capture ran, so no delete of them is ever captured.
+        "DELETE FROM w.projects WHERE id <= 6",
+        // Project 1's packages were already updated: nothing left to do for them.
+        "UPDATE w.packages SET status = 4 WHERE project_id = 1");
+    seed(
+        "lfk_ci",
+        "w",
+        "CREATE TABLE w.ci_builds (id bigserial PRIMARY KEY, project_id bigint, status text)",
+        "INSERT INTO w.ci_builds (project_id, status) SELECT 1 + g % 20,"
+            + " CASE WHEN g < 20 THEN 'pending' ELSE 'running' END FROM generate_series(0, 39) g");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "w.merge_requests",
+                "project_id",
+                "w.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"),
+            key(
+                "w.packages",
+                "project_id",
+                "w.projects",
+                OnDelete.UPDATE_COLUMN_TO,
+                "main",
+                "main",
+                "bigint",
+                "status",
+                4L,
+                List.of()),
+            key(
+                "w.ci_builds",
+                "project_id",
+                "w.projects",
+                OnDelete.ASYNC_DELETE,
+                "ci",
+                "main",
+                "bigint",
+                null,
+                null,
+                List.of(new LooseForeignKey.Condition("status", "pending"))));
+    try (LfkHarness h =
+        new LfkHarness(infra, dir, "lfk9", dbs, Map.of("w.ci_builds", "ci"), defaults(), keys)) {
+      // Project 6 comes back between the two looks, as a parent whose transaction had not
+      // committed at the first one would: it is not taken for deleted.
+      OrphanSweep.Result found =
+          OrphanSweep.find(
+              keys,
+              h.runtime.databases()::dataSource,
+              4,
+              Duration.ofMillis(1),
+              d -> TestSql.exec(h.db("main"), "INSERT INTO w.projects VALUES (6)"));
+      assertThat(found.deleted())
+          .containsExactly(
+              Map.entry(
+                  new OrphanSweep.Parent("main", TableName.parse("w.projects"), "id"),
+                  List.of("1", "2", "3", "4", "5")));
+      assertThat(found.findings())
+          .extracting(f -> f.valuesChecked() + "/" + f.missing())
+          .containsExactly("20/5", "19/4", "20/5");
+
+      try (var producer =
+          KafkaClients.producer(Map.of(), Map.of(), infra.bootstrapServers(), "sweep-test")) {
+        OrphanSweep.HandOver handed =
+            OrphanSweep.handOver(
+                found, producer, h.runtime.topics().deletedRecords(), Clock.systemUTC());
+        assertThat(handed).isEqualTo(new OrphanSweep.HandOver(5, 0, null));
+      }
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                assertThat(
+                        h.count(
+                            "main", "SELECT count(*) FROM w.merge_requests WHERE project_id <= 5"))
+                    .isZero();
+                assertThat(
+                        h.count(
+                            "main",
+                            "SELECT count(*) FROM w.packages WHERE project_id <= 5 AND status = 4"))
+                    .isEqualTo(10);
+                assertThat(
+                        h.count(
+                            "ci",
+                            "SELECT count(*) FROM w.ci_builds WHERE project_id <= 5"
+                                + " AND status = 'pending'"))
+                    .isZero();
+              });
+      assertThat(h.count("main", "SELECT count(*) FROM w.merge_requests")).isEqualTo(45);
+      assertThat(h.count("main", "SELECT count(*) FROM w.packages WHERE status = 4")).isEqualTo(10);
+      assertThat(h.count("ci", "SELECT count(*) FROM w.ci_builds")).isEqualTo(35);
+
+      // Cleaned, nothing is left to find: updated packages and running builds are not cleanup's.
+      OrphanSweep.Result again =
+          OrphanSweep.find(keys, h.runtime.databases()::dataSource, 1000, Duration.ZERO, d -> {});
+      assertThat(again.deleted()).isEmpty();
+      assertThat(again.findings())
+          .extracting(f -> f.valuesChecked() + "/" + f.missing())
+          .containsExactly("15/0", "15/0", "15/0");
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk9");
     }
   }
 
