@@ -152,11 +152,10 @@ final class CaptureEngine implements AutoCloseable {
       if (created && published) {
         log.warn(
             "Capture of database {}: replication slot {} was gone, though its publication"
-                + " exists; made a new one, which starts at the present. Rows in buffer tables"
-                + " are read again; deletes of loose-foreign-key parents made while it was gone"
-                + " were not captured.",
+                + " exists; made a new one, which starts at the present: {}.",
             endpoint.name(),
-            slot);
+            slot,
+            SourcePreparation.AFTER_A_LOST_SLOT);
       }
     } catch (SQLException | RuntimeException e) {
       // The publication is as it was: a slot made by this start goes too, or the next start would

@@ -37,6 +37,14 @@ final class SourcePreparation {
   /** How long a slot's condition may take to read before the check tries again later. */
   private static final int SLOT_QUERY_TIMEOUT_SECONDS = 10;
 
+  /**
+   * What a new slot recovers of the changes a lost one did not stream: buffer tables are read again
+   * by snapshot; deletes are gone, but the sweep finds the children they left.
+   */
+  static final String AFTER_A_LOST_SLOT =
+      "rows then in buffer tables are read again, and 'bin/spillway lfk sweep' finds the children"
+          + " of loose-foreign-key parents deleted meanwhile";
+
   private SourcePreparation() {}
 
   /** Throws {@link CaptureSetupException} when the database cannot be captured as planned. */
@@ -258,9 +266,9 @@ final class SourcePreparation {
         + " of database "
         + database
         + " no longer exists (dropped, or not on this server after a failover), so changes made"
-        + " since it went are not captured. Start again to make a new one: rows then in buffer"
-        + " tables are read again, but deletes of loose-foreign-key parents made meanwhile are"
-        + " not.";
+        + " since it went are not captured. Start again to make a new one: "
+        + AFTER_A_LOST_SLOT
+        + ".";
   }
 
   /** What an operator reads when the slot was invalidated: what is lost and how to go on. */
@@ -283,8 +291,9 @@ final class SourcePreparation {
         + "), so the changes it had not streamed yet are lost; nothing was changed. Drop it"
         + " (SELECT pg_drop_replication_slot('"
         + slot
-        + "')) and start again: rows then in buffer tables are read again, but deletes of"
-        + " loose-foreign-key parents made since it stopped streaming are not.";
+        + "')) and start again: "
+        + AFTER_A_LOST_SLOT
+        + ".";
   }
 
   /** Whether the publication exists, asked before {@link #prepare} creates it. */

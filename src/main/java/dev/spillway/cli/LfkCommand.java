@@ -8,8 +8,8 @@ import picocli.CommandLine.Spec;
 /** {@code spillway lfk …}: loose foreign keys. */
 @Command(
     name = "lfk",
-    description = "Loose foreign keys: backlog status and the generator.",
-    subcommands = {LfkStatusCommand.class, LfkGenerateCommand.class})
+    description = "Loose foreign keys: backlog status, the generator and the sweep.",
+    subcommands = {LfkStatusCommand.class, LfkGenerateCommand.class, LfkSweepCommand.class})
 final class LfkCommand implements Runnable {
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;

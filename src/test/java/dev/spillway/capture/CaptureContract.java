@@ -565,8 +565,9 @@ abstract class CaptureContract {
               "Capture of database capture: replication slot "
                   + slot
                   + " was gone, though its publication exists; made a new one, which starts at"
-                  + " the present. Rows in buffer tables are read again; deletes of"
-                  + " loose-foreign-key parents made while it was gone were not captured.");
+                  + " the present: rows then in buffer tables are read again, and 'bin/spillway"
+                  + " lfk sweep' finds the children of loose-foreign-key parents deleted"
+                  + " meanwhile.");
       insertRange(3, 3);
       List<ConsumerRecord<byte[], byte[]>> read =
           TopicReader.readUntil(
@@ -713,8 +714,9 @@ abstract class CaptureContract {
                   + slot
                   + " of database capture no longer exists (dropped, or not on this server after a"
                   + " failover), so changes made since it went are not captured. Start again to"
-                  + " make a new one: rows then in buffer tables are read again, but deletes of"
-                  + " loose-foreign-key parents made meanwhile are not.");
+                  + " make a new one: rows then in buffer tables are read again, and 'bin/spillway"
+                  + " lfk sweep' finds the children of loose-foreign-key parents deleted"
+                  + " meanwhile.");
       assertThat(
               TestSql.count(
                   ds, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '" + slot + "'"))
@@ -736,8 +738,8 @@ abstract class CaptureContract {
         + " max_slot_wal_keep_size allows), so the changes it had not streamed yet are lost;"
         + " nothing was changed. Drop it (SELECT pg_drop_replication_slot('"
         + slot
-        + "')) and start again: rows then in buffer tables are read again, but deletes of"
-        + " loose-foreign-key parents made since it stopped streaming are not.";
+        + "')) and start again: rows then in buffer tables are read again, and 'bin/spillway lfk"
+        + " sweep' finds the children of loose-foreign-key parents deleted meanwhile.";
   }
 
   /** Ends the WAL sender streaming from the slot; its pid. */

@@ -54,6 +54,7 @@ class CliErrorsTest {
         "lfk",
         "lfk status",
         "lfk generate",
+        "lfk sweep",
         "replay",
         "replay buffers",
         "replay lfk",
@@ -84,7 +85,7 @@ class CliErrorsTest {
         Cli.run(), "spillway", "quickstart, run, status, lag, lfk, replay, bench, help");
     assertMissingCommand(Cli.run("replay"), "spillway replay", "buffers, lfk");
     assertMissingCommand(Cli.run("bench"), "spillway bench", "capture, sink, lfk, buffers");
-    assertMissingCommand(Cli.run("lfk"), "spillway lfk", "status, generate");
+    assertMissingCommand(Cli.run("lfk"), "spillway lfk", "status, generate, sweep");
   }
 
   private static void assertMissingCommand(Cli.Result r, String group, String commands) {

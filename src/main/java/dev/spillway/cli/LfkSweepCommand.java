@@ -1,0 +1,285 @@
+package dev.spillway.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.spillway.config.DurationText;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.KafkaClients;
+import dev.spillway.event.TableName;
+import dev.spillway.event.TopicProvisioner;
+import dev.spillway.event.Topics;
+import dev.spillway.lfk.DefinitionCheck;
+import dev.spillway.lfk.LfkConfig;
+import dev.spillway.lfk.LooseForeignKey;
+import dev.spillway.lfk.OrphanSweep;
+import dev.spillway.runtime.WorkingDirectory;
+import java.io.PrintWriter;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.producer.Producer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+import picocli.CommandLine.TypeConversionException;
+
+/**
+ * {@code spillway lfk sweep}: finds parent rows deleted while capture did not read their deletes
+ * (child rows still refer to them) and hands them to the cleanup as deleted records.
+ */
+@Command(
+    name = "sweep",
+    description = {
+      "Find child rows whose parent row is gone (deletes capture missed, such as while its"
+          + " replication slot was lost) and hand those parents to the cleanup.",
+      "PARENTs (table or schema.table) limit the sweep to their loose foreign keys."
+    })
+final class LfkSweepCommand implements Callable<Integer> {
+  /** How many ids of a parent a line shows before it says how many more there are. */
+  private static final int SHOWN_IDS = 10;
+
+  @ParentCommand LfkCommand lfk;
+  @Spec CommandSpec spec;
+
+  @Option(
+      names = {"-n", "--dry-run"},
+      description = "Report what was found; hand nothing to the cleanup.")
+  boolean dryRun;
+
+  @Option(
+      names = "--chunk",
+      paramLabel = "N",
+      defaultValue = "1000",
+      description =
+          "Distinct child values read, and parent ids looked up, per statement (${DEFAULT-VALUE}).")
+  int chunk;
+
+  @Option(
+      names = "--recheck-after",
+      paramLabel = "DURATION",
+      defaultValue = "2s",
+      converter = Durations.class,
+      description =
+          "How long after the first look the ids found missing are looked up again; only those"
+              + " still missing count (${DEFAULT-VALUE}).")
+  Duration recheckAfter;
+
+  @Option(names = "--json", description = "Print what was found as JSON.")
+  boolean json;
+
+  @Parameters(paramLabel = "PARENT", arity = "0..*")
+  List<String> parents = new ArrayList<>();
+
+  @Override
+  public Integer call() throws Exception {
+    if (chunk < 1) {
+      throw new ParameterException(spec.commandLine(), "--chunk must be at least 1");
+    }
+    SpillwayConfig config = Launch.config(lfk.root);
+    List<LooseForeignKey> definitions = selected(LfkConfig.from(config).definitions());
+    Topics topics = new Topics(config.kafka().topicPrefix());
+    String bootstrap =
+        dryRun
+            ? null
+            : Launch.kafka(
+                config,
+                WorkingDirectory.running(config.workingDir()),
+                "the topic the cleanup reads");
+    PrintWriter out = spec.commandLine().getOut();
+    OrphanSweep.Result result;
+    try (Catalogs catalogs = Catalogs.open(config)) {
+      DefinitionCheck.Result checked =
+          DefinitionCheck.check(definitions, config::databaseOf, catalogs.databases()::dataSource);
+      if (!json) {
+        checked.warnings().forEach(w -> out.printf("warning: %s%n", w));
+      }
+      result =
+          OrphanSweep.find(
+              checked.keys(),
+              catalogs.databases()::dataSource,
+              chunk,
+              recheckAfter,
+              d -> Thread.sleep(d.toMillis()));
+    }
+    OrphanSweep.HandOver handOver = null;
+    if (!dryRun && result.deletedCount() > 0) {
+      TopicProvisioner.ensure(
+          bootstrap,
+          config.kafka().properties(),
+          List.of(topics.deletedRecords()),
+          config.kafka().partitions(),
+          config.kafka().replicationFactor());
+      try (Producer<byte[], byte[]> producer =
+          KafkaClients.producer(
+              Map.of(), config.kafka().properties(), bootstrap, "spillway-lfk-sweep")) {
+        handOver =
+            OrphanSweep.handOver(result, producer, topics.deletedRecords(), Clock.systemUTC());
+      }
+    }
+    if (json) {
+      out.println(
+          new ObjectMapper()
+              .enable(SerializationFeature.INDENT_OUTPUT)
+              .writeValueAsString(JsonResult.of(result, dryRun, handOver)));
+    } else {
+      out.print(render(result, dryRun, handOver, topics.deletedRecords()));
+    }
+    out.flush();
+    if (handOver != null && handOver.failed() > 0) {
+      throw new IllegalStateException(
+          "Kafka refused "
+              + handOver.failed()
+              + " of "
+              + (handOver.sent() + handOver.failed())
+              + " deleted records ("
+              + handOver.firstError()
+              + "); sweep again to hand them over (the ones it took are cleaned, and cleaning them"
+              + " again finds nothing).");
+    }
+    return ErrorHandler.OK;
+  }
+
+  /**
+   * The definitions of the parents named, all when none is; a name that is no parent is refused.
+   */
+  private List<LooseForeignKey> selected(List<LooseForeignKey> definitions) {
+    if (parents.isEmpty()) {
+      return definitions;
+    }
+    Set<TableName> known = new LinkedHashSet<>();
+    definitions.forEach(d -> known.add(d.parent()));
+    Set<TableName> wanted = new LinkedHashSet<>();
+    for (String p : parents) {
+      TableName t = TableName.parse(p);
+      if (!known.contains(t)) {
+        throw new ParameterException(
+            spec.commandLine(),
+            "PARENT "
+                + p
+                + " is not the parent of any loose foreign key"
+                + (known.isEmpty()
+                    ? "; none is defined"
+                    : " (parents: "
+                        + known.stream()
+                            .map(TableName::displayName)
+                            .collect(Collectors.joining(", "))
+                        + ")"));
+      }
+      wanted.add(t);
+    }
+    return definitions.stream().filter(d -> wanted.contains(d.parent())).toList();
+  }
+
+  static String render(
+      OrphanSweep.Result result, boolean dryRun, OrphanSweep.HandOver handOver, String topic) {
+    StringBuilder s = new StringBuilder();
+    if (result.findings().isEmpty()) {
+      return "No loose foreign keys to sweep.\n";
+    }
+    s.append("Swept ")
+        .append(count(result.findings().size(), "loose foreign key", "loose foreign keys"))
+        .append(":\n");
+    int width =
+        result.findings().stream().mapToInt(f -> f.key().key().describe().length()).max().orElse(0);
+    for (OrphanSweep.Finding f : result.findings()) {
+      s.append(
+          String.format(
+              "  %-" + width + "s  %,d parent ids referred to, %,d deleted%n",
+              f.key().key().describe(),
+              f.valuesChecked(),
+              f.missing()));
+    }
+    if (result.deleted().isEmpty()) {
+      return s.append("No child refers to a deleted parent row.\n").toString();
+    }
+    s.append(dryRun ? "Would hand to the cleanup" : "Handed to the cleanup");
+    s.append(" (").append(topic).append("):\n");
+    result
+        .deleted()
+        .forEach(
+            (p, ids) -> {
+              s.append(
+                  String.format(
+                      "  %-40s %,d deleted rows: ",
+                      p.table().displayName() + " (" + p.database() + ")", ids.size()));
+              s.append(String.join(", ", ids.subList(0, Math.min(SHOWN_IDS, ids.size()))));
+              if (ids.size() > SHOWN_IDS) {
+                s.append(String.format(", and %,d more", ids.size() - SHOWN_IDS));
+              }
+              s.append('\n');
+            });
+    if (dryRun) {
+      s.append("Dry run: nothing handed over.\n");
+    } else if (handOver != null && handOver.failed() == 0) {
+      s.append(
+          "Running Spillway cleans their children like captured deletes; 'lfk status' shows them"
+              + " until it has.\n");
+    }
+    return s.toString();
+  }
+
+  private static String count(long n, String one, String many) {
+    return n + " " + (n == 1 ? one : many);
+  }
+
+  /** {@code --json}: per loose foreign key what was checked, per parent the ids found deleted. */
+  record JsonResult(
+      List<JsonFinding> keys, List<JsonParent> deleted, boolean dryRun, Long handedOver) {
+    static JsonResult of(OrphanSweep.Result r, boolean dryRun, OrphanSweep.HandOver handOver) {
+      return new JsonResult(
+          r.findings().stream()
+              .map(
+                  f ->
+                      new JsonFinding(
+                          f.key().key().child().displayName(),
+                          f.key().key().column(),
+                          f.key().key().parent().displayName(),
+                          f.key().key().onDelete().yaml(),
+                          f.valuesChecked(),
+                          f.missing()))
+              .toList(),
+          r.deleted().entrySet().stream()
+              .map(
+                  e ->
+                      new JsonParent(
+                          e.getKey().database(), e.getKey().table().displayName(), e.getValue()))
+              .toList(),
+          dryRun,
+          handOver == null ? null : handOver.sent());
+    }
+  }
+
+  /** {@code --recheck-after}: a duration such as {@code 2s} or {@code 500ms}. */
+  static final class Durations implements ITypeConverter<Duration> {
+    @Override
+    public Duration convert(String value) {
+      return DurationText.parse(value)
+          .filter(d -> !d.isNegative())
+          .orElseThrow(
+              () ->
+                  new TypeConversionException(
+                      "'" + value + "' is not a duration such as 2s, 500ms or 1m"));
+    }
+  }
+
+  record JsonFinding(
+      String child,
+      String column,
+      String parent,
+      String onDelete,
+      long valuesChecked,
+      long referringToDeleted) {}
+
+  record JsonParent(String database, String table, List<String> ids) {}
+}

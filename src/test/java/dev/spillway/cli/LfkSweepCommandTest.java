@@ -1,0 +1,70 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.TableName;
+import dev.spillway.lfk.CheckedKey;
+import dev.spillway.lfk.LooseForeignKey;
+import dev.spillway.lfk.OnDelete;
+import dev.spillway.lfk.OrphanSweep;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.Test;
+
+class LfkSweepCommandTest {
+  private static final CheckedKey KEY =
+      new CheckedKey(
+          new LooseForeignKey(
+              TableName.parse("ci_builds"),
+              TableName.parse("ci_pipelines"),
+              "pipeline_id",
+              OnDelete.ASYNC_DELETE,
+              Optional.empty(),
+              null,
+              List.of(),
+              OptionalInt.empty(),
+              "lfk.yml:3"),
+          "ci",
+          "ci",
+          List.of("id"),
+          "bigint",
+          "id",
+          "bigint");
+
+  @Test
+  void should_show_ten_ids_of_a_parent_and_count_the_rest() {
+    List<String> ids = IntStream.rangeClosed(1, 12).mapToObj(String::valueOf).toList();
+    OrphanSweep.Result result =
+        new OrphanSweep.Result(
+            List.of(new OrphanSweep.Finding(KEY, 1200, 12)),
+            Map.of(new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"), ids));
+    assertThat(
+            LfkSweepCommand.render(
+                result,
+                false,
+                new OrphanSweep.HandOver(12, 0, null),
+                "spillway.lfk.deleted-records"))
+        .isEqualTo(
+            """
+            Swept 1 loose foreign key:
+              ci_builds.pipeline_id → ci_pipelines (async_delete)  1,200 parent ids referred to, 12 deleted
+            Handed to the cleanup (spillway.lfk.deleted-records):
+              ci_pipelines (ci)                        12 deleted rows: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, and 2 more
+            Running Spillway cleans their children like captured deletes; 'lfk status' shows them until it has.
+            """);
+  }
+
+  @Test
+  void should_say_when_nothing_was_found_or_nothing_is_defined() {
+    OrphanSweep.Result clean =
+        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, 7, 0)), Map.of());
+    assertThat(LfkSweepCommand.render(clean, true, null, "t"))
+        .endsWith(
+            "7 parent ids referred to, 0 deleted\nNo child refers to a deleted parent row.\n");
+    assertThat(LfkSweepCommand.render(new OrphanSweep.Result(List.of(), Map.of()), true, null, "t"))
+        .isEqualTo("No loose foreign keys to sweep.\n");
+  }
+}

@@ -1,0 +1,114 @@
+package dev.spillway.lfk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.DeletedRecord;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TopicProvisioner;
+import dev.spillway.event.Topics;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.Cli;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code lfk sweep} through the command line, on the shared embedded PostgreSQL and Kafka: what it
+ * reports, and the deleted records it hands to the cleanup (the cleanup itself is {@link
+ * LfkContract}'s).
+ */
+class LfkSweepIT {
+  @TempDir Path dir;
+
+  @Test
+  void should_report_then_hand_over_parents_whose_children_outlived_them() throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint main = infra.database("sweep_main");
+    String prefix = "w" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    Topics topics = new Topics(prefix);
+    try (Databases dbs = infra.databases("sweep_main")) {
+      TestSql.exec(
+          dbs.dataSource("sweep_main"),
+          "DROP TABLE IF EXISTS merge_requests, projects",
+          "CREATE TABLE projects (id bigint PRIMARY KEY)",
+          "CREATE TABLE merge_requests (id bigserial PRIMARY KEY, project_id bigint)",
+          "CREATE INDEX ON merge_requests (project_id)",
+          "INSERT INTO projects SELECT g FROM generate_series(1, 20) g",
+          "INSERT INTO merge_requests (project_id) SELECT 1 + g % 20 FROM generate_series(0, 39) g",
+          "DELETE FROM projects WHERE id IN (3, 7)");
+    }
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config,
+        String.format(
+            """
+            kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
+            databases:
+              main: { url: "%s", username: %s }
+            loose-foreign-keys:
+              definitions:
+                merge_requests:
+                  - table: projects
+                    column: project_id
+                    on_delete: async_delete
+            """,
+            infra.bootstrapServers(), prefix, main.url(), main.username()));
+
+    Cli.Result dry = Cli.run("lfk", "sweep", "-c", config.toString(), "--dry-run");
+    assertThat(dry.exitCode()).as(dry.err()).isZero();
+    assertThat(dry.out())
+        .contains("Swept 1 loose foreign key:\n")
+        .containsPattern(
+            "merge_requests\\.project_id → projects \\(async_delete\\)  20 parent ids referred"
+                + " to, 2 deleted\n")
+        .contains("Would hand to the cleanup (" + topics.deletedRecords() + "):\n")
+        .containsPattern("projects \\(main\\) +2 deleted rows: 3, 7\n")
+        .endsWith("Dry run: nothing handed over.\n");
+    assertThat(TopicProvisioner.exists(infra.bootstrapServers(), Map.of(), topics.deletedRecords()))
+        .isFalse();
+
+    Cli.Result unknown = Cli.run("lfk", "sweep", "-c", config.toString(), "issues");
+    assertThat(unknown.exitCode()).isEqualTo(2);
+    assertThat(unknown.err())
+        .startsWith(
+            "PARENT issues is not the parent of any loose foreign key (parents: projects) (see"
+                + " 'spillway lfk sweep --help').");
+
+    Cli.Result run =
+        Cli.run("lfk", "sweep", "-c", config.toString(), "--recheck-after", "0s", "projects");
+    assertThat(run.exitCode()).as(run.err()).isZero();
+    assertThat(run.out())
+        .contains("Handed to the cleanup (" + topics.deletedRecords() + "):\n")
+        .containsPattern("projects \\(main\\) +2 deleted rows: 3, 7\n");
+    List<ConsumerRecord<byte[], byte[]>> handed =
+        TopicReader.readAtLeast(
+            infra.bootstrapServers(), topics.deletedRecords(), 2, Duration.ofSeconds(30));
+    assertThat(handed)
+        .extracting(r -> new String(r.key(), StandardCharsets.UTF_8))
+        .containsOnly("public.projects");
+    assertThat(handed)
+        .extracting(r -> EventSerdes.decodeDeletedRecord(r.value()))
+        .extracting(DeletedRecord::database, d -> d.table().toString(), DeletedRecord::key)
+        .containsExactly(
+            org.assertj.core.groups.Tuple.tuple("main", "public.projects", Map.of("id", "3")),
+            org.assertj.core.groups.Tuple.tuple("main", "public.projects", Map.of("id", "7")));
+
+    Cli.Result json = Cli.run("lfk", "sweep", "-c", config.toString(), "--dry-run", "--json");
+    assertThat(json.exitCode()).as(json.err()).isZero();
+    assertThat(json.out())
+        .contains("\"referringToDeleted\" : 2")
+        .contains("\"ids\" : [ \"3\", \"7\" ]")
+        .contains("\"dryRun\" : true");
+  }
+}
