@@ -137,6 +137,7 @@ final class CaptureEngine implements AutoCloseable {
             .toList();
     boolean published = SourcePreparation.publicationExists(dataSource, slot);
     if (created) {
+      SourcePreparation.checkSlotNameFree(dataSource, endpoint.name(), slot);
       // Before the slot is made: a start ending in between leaves no slot, and the next one clears
       // them again, where one after the slot would leave positions no slot holds.
       forgetPositions();

@@ -95,6 +95,14 @@ final class CaptureStatements {
           + " FROM (SELECT 1) AS one LEFT JOIN pg_replication_slots s"
           + " ON s.slot_name = ? AND s.database = current_database()";
 
+  /**
+   * 1: slot name. The database holding a slot of that name other than the captured one's (null for
+   * a physical slot): slot names are the server's, not a database's.
+   */
+  static final String SLOT_ELSEWHERE =
+      "SELECT database, slot_type FROM pg_replication_slots"
+          + " WHERE slot_name = ? AND database IS DISTINCT FROM current_database()";
+
   /** 1: slot name. */
   static final String CREATE_SLOT = "SELECT pg_create_logical_replication_slot(?, 'pgoutput')";
 

@@ -204,6 +204,34 @@ final class SourcePreparation {
    * Creates the slot, before the publication changes: what is committed from then on is kept for
    * capture, and a snapshot asked for afterwards is read from it.
    */
+  /**
+   * Refuses a slot name another database of the server (or a physical slot) holds: PostgreSQL would
+   * refuse to make it with its own words, after capture had cleared its positions.
+   *
+   * @throws CaptureSetupException saying who holds it
+   */
+  static void checkSlotNameFree(DataSource ds, String database, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_ELSEWHERE)) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (rs.next()) {
+          String holder = rs.getString(1);
+          throw new CaptureSetupException(
+              "Replication slot "
+                  + slot
+                  + ", which capture of database "
+                  + database
+                  + " would make, is taken on this server by "
+                  + (holder == null
+                      ? "a " + rs.getString(2) + " slot"
+                      : "database " + holder + " (another Spillway with the same topic prefix?)")
+                  + "; nothing was changed: give this one another kafka.topic-prefix.");
+        }
+      }
+    }
+  }
+
   static void createSlot(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {

@@ -791,6 +791,36 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_refuse_a_slot_name_another_database_of_the_server_holds() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)");
+    String slot = settings.slotName(DB);
+    try (Databases other = infra().databases("capture_other")) {
+      DataSource otherDs = other.dataSource("capture_other");
+      TestSql.exec(
+          otherDs, "SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+      try {
+        CaptureRoute route =
+            new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+        assertThatThrownBy(() -> start(route))
+            .isInstanceOf(CaptureSetupException.class)
+            .hasMessage(
+                "Replication slot "
+                    + slot
+                    + ", which capture of database capture would make, is taken on this server by"
+                    + " database capture_other (another Spillway with the same topic prefix?);"
+                    + " nothing was changed: give this one another kafka.topic-prefix.");
+        assertThat(
+                TestSql.count(
+                    ds, "SELECT count(*) FROM pg_publication WHERE pubname = '" + slot + "'"))
+            .as("nothing was changed")
+            .isZero();
+      } finally {
+        TestSql.dropCapture(otherDs, slot);
+      }
+    }
+  }
+
+  @Test
   void should_refuse_a_missing_table_in_one_sentence() {
     CaptureRoute route =
         new CaptureRoute(DB, table("nope"), ChangeKind.DELETE, topics.deletedRecords());
