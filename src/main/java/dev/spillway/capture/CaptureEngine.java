@@ -46,6 +46,12 @@ final class CaptureEngine implements AutoCloseable {
   /** How long a slot its last user just left may still show active before it is called in use. */
   private static final Duration SLOT_RELEASE_WAIT = Duration.ofSeconds(5);
 
+  /** How long Debezium waits before it reconnects after losing its connection. */
+  static final Duration RECONNECT_WAIT = Duration.ofSeconds(10);
+
+  /** Debezium's logical name of a captured database is this and the database's name. */
+  static final String SERVER_NAME_PREFIX = "spillway-";
+
   private static final Logger log = LoggerFactory.getLogger(CaptureEngine.class);
 
   private final DatabaseEndpoint endpoint;
@@ -338,7 +344,7 @@ final class CaptureEngine implements AutoCloseable {
 
   /** Debezium's name for the source: the partition of its positions. */
   private String serverName() {
-    return "spillway-" + endpoint.name();
+    return SERVER_NAME_PREFIX + endpoint.name();
   }
 
   /** The error that stopped this engine, or null while it runs. */
@@ -433,6 +439,7 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("poll.interval.ms", String.valueOf(settings.pollInterval().toMillis()));
     p.setProperty("max.batch.size", String.valueOf(settings.maxBatchSize()));
     p.setProperty("max.queue.size", String.valueOf(settings.maxBatchSize() * 4));
+    p.setProperty("retriable.restart.connector.wait.ms", String.valueOf(RECONNECT_WAIT.toMillis()));
     p.setProperty("heartbeat.interval.ms", String.valueOf(settings.heartbeatInterval().toMillis()));
     p.setProperty("heartbeat.action.query", CaptureStatements.HEARTBEAT_ACTION);
     p.setProperty("offset.storage", "org.apache.kafka.connect.storage.KafkaOffsetBackingStore");

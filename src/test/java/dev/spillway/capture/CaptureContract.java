@@ -654,6 +654,10 @@ abstract class CaptureContract {
   void should_stream_again_after_the_server_ends_its_connection() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String topic = topics.bufferEvents("events");
+    Logger root = (Logger) LoggerFactory.getLogger(Logger.ROOT_LOGGER_NAME);
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    root.addAppender(logged);
     try (Capture capture = start(inserts("events"))) {
       insertRange(1, 1);
       TopicReader.readAtLeast(infra().bootstrapServers(), topic, 1, TIMEOUT);
@@ -669,7 +673,21 @@ abstract class CaptureContract {
           .as("a new WAL sender")
           .isNotNull()
           .isNotEqualTo(sender);
+    } finally {
+      root.detachAppender(logged);
     }
+    // One warning of Spillway's, not Debezium's ERROR with its stack and two warnings.
+    assertThat(logged.list)
+        .filteredOn(e -> e.getLoggerName().startsWith("io.debezium"))
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .isEmpty();
+    assertThat(logged.list)
+        .filteredOn(e -> e.getLoggerName().equals(Capture.class.getName()))
+        .extracting(e -> e.getLevel() + " " + e.getFormattedMessage())
+        .containsExactly(
+            "WARN Capture of database capture lost its connection to the server (Database"
+                + " connection failed when reading from copy); it reconnects, trying every 10 s, and goes on"
+                + " from the last change it stored.");
   }
 
   @Test

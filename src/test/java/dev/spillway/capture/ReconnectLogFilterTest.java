@@ -1,0 +1,80 @@
+package dev.spillway.capture;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.core.spi.FilterReply;
+import java.io.EOFException;
+import java.sql.SQLException;
+import org.junit.jupiter.api.Test;
+
+class ReconnectLogFilterTest {
+  private final ReconnectLogFilter filter = new ReconnectLogFilter();
+  private final LoggerContext context = new LoggerContext();
+
+  private FilterReply decide(String logger, Level level, String format, Throwable t) {
+    Logger l = context.getLogger(logger);
+    return filter.decide(null, l, level, format, null, t);
+  }
+
+  @Test
+  void should_replace_debeziums_error_for_a_failure_it_retries_and_keep_any_other() {
+    SQLException lost = new SQLException("Database connection failed when reading from copy");
+    lost.initCause(new EOFException());
+    assertThat(
+            decide(
+                ReconnectLogFilter.ERROR_HANDLER,
+                Level.ERROR,
+                "Producer failure",
+                new RuntimeException("wrapped", lost)))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            decide(
+                ReconnectLogFilter.ERROR_HANDLER,
+                Level.ERROR,
+                "Producer failure",
+                new IllegalStateException("The connector is trying to read change stream")))
+        .as("a failure Debezium does not retry")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(decide(ReconnectLogFilter.ERROR_HANDLER, Level.ERROR, "Producer failure", null))
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            decide(
+                ReconnectLogFilter.ERROR_HANDLER,
+                Level.WARN,
+                "Retry {} of {} retries will be attempted",
+                null))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            decide(
+                ReconnectLogFilter.SOURCE_TASK,
+                Level.WARN,
+                "Going to restart connector after {} sec. after a retriable exception",
+                null))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            decide(
+                ReconnectLogFilter.ERROR_HANDLER,
+                Level.ERROR,
+                "The maximum number of {} retries has been attempted",
+                null))
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(decide("io.debezium.Other", Level.ERROR, "Producer failure", lost))
+        .as("the same words from another logger")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
+  void should_name_the_failure_and_its_deepest_cause_when_it_adds_something() {
+    SQLException eof = new SQLException("Database connection failed when reading from copy");
+    eof.initCause(new EOFException());
+    assertThat(ReconnectLogFilter.rootMessage(eof))
+        .isEqualTo("Database connection failed when reading from copy");
+    SQLException refused = new SQLException("Connection to localhost:5432 refused.");
+    refused.initCause(new java.net.ConnectException("Connection refused"));
+    assertThat(ReconnectLogFilter.rootMessage(new RuntimeException("Could not connect", refused)))
+        .isEqualTo("Could not connect: Connection refused");
+  }
+}
