@@ -201,10 +201,6 @@ final class SourcePreparation {
   }
 
   /**
-   * Creates the slot, before the publication changes: what is committed from then on is kept for
-   * capture, and a snapshot asked for afterwards is read from it.
-   */
-  /**
    * Refuses a slot name another database of the server (or a physical slot) holds: PostgreSQL would
    * refuse to make it with its own words, after capture had cleared its positions.
    *
@@ -232,6 +228,10 @@ final class SourcePreparation {
     }
   }
 
+  /**
+   * Creates the slot, before the publication changes: what is committed from then on is kept for
+   * capture, and a snapshot asked for afterwards is read from it.
+   */
   static void createSlot(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
