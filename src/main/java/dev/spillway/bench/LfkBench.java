@@ -345,7 +345,8 @@ public final class LfkBench {
         List.of("id"),
         "bigint",
         "id",
-        "bigint");
+        "bigint",
+        true);
   }
 
   /**

@@ -8,6 +8,7 @@ import dev.spillway.event.KafkaClients;
 import dev.spillway.event.TableName;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.Topics;
+import dev.spillway.lfk.CheckedKey;
 import dev.spillway.lfk.DefinitionCheck;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LooseForeignKey;
@@ -75,6 +76,13 @@ final class LfkSweepCommand implements Callable<Integer> {
               + " still missing count (${DEFAULT-VALUE}).")
   Duration recheckAfter;
 
+  @Option(
+      names = "--force",
+      description =
+          "Hand over also when a parent table lacks every id its children refer to (refused by"
+              + " default: more likely tables: names the wrong database than all were deleted).")
+  boolean force;
+
   @Option(names = "--json", description = "Print what was found as JSON.")
   boolean json;
 
@@ -101,9 +109,9 @@ final class LfkSweepCommand implements Callable<Integer> {
     try (Catalogs catalogs = Catalogs.open(config)) {
       DefinitionCheck.Result checked =
           DefinitionCheck.check(definitions, config::databaseOf, catalogs.databases()::dataSource);
-      if (!json) {
-        checked.warnings().forEach(w -> out.printf("warning: %s%n", w));
-      }
+      PrintWriter notes = json ? spec.commandLine().getErr() : out;
+      checked.warnings().forEach(w -> notes.printf("warning: %s%n", w));
+      notes.flush();
       result =
           OrphanSweep.find(
               checked.keys(),
@@ -111,6 +119,9 @@ final class LfkSweepCommand implements Callable<Integer> {
               chunk,
               recheckAfter,
               d -> Thread.sleep(d.toMillis()));
+    }
+    if (!dryRun && !force) {
+      refuseWhenEveryIdIsGone(result);
     }
     OrphanSweep.HandOver handOver = null;
     if (!dryRun && result.deletedCount() > 0) {
@@ -131,7 +142,8 @@ final class LfkSweepCommand implements Callable<Integer> {
       out.println(
           new ObjectMapper()
               .enable(SerializationFeature.INDENT_OUTPUT)
-              .writeValueAsString(JsonResult.of(result, dryRun, handOver)));
+              .writeValueAsString(
+                  JsonResult.of(result, topics.deletedRecords(), dryRun, handOver)));
     } else {
       out.print(render(result, dryRun, handOver, topics.deletedRecords()));
     }
@@ -148,6 +160,30 @@ final class LfkSweepCommand implements Callable<Integer> {
               + " again finds nothing).");
     }
     return ErrorHandler.OK;
+  }
+
+  /**
+   * A parent table lacking every id its children refer to more likely is not the table they refer
+   * to (tables: maps it to another database holding one of that name) than had all its rows
+   * deleted: handing them over would clean every child.
+   */
+  private void refuseWhenEveryIdIsGone(OrphanSweep.Result result) {
+    for (OrphanSweep.Finding f : result.findings()) {
+      if (f.deleted() > 0 && f.deleted() == f.referred() - f.unreadable()) {
+        CheckedKey k = f.key();
+        throw new ParameterException(
+            spec.commandLine(),
+            String.format(
+                "%s (database %s) lacks every one of the %,d ids %s.%s refers to: is it the table"
+                    + " they refer to (tables: says where it lives)? Nothing was handed over; look"
+                    + " with --dry-run, then hand them over with --force",
+                k.key().parent().displayName(),
+                k.parentDatabase(),
+                f.deleted(),
+                k.key().child().displayName(),
+                k.key().column()));
+      }
+    }
   }
 
   /**
@@ -193,12 +229,18 @@ final class LfkSweepCommand implements Callable<Integer> {
     int width =
         result.findings().stream().mapToInt(f -> f.key().key().describe().length()).max().orElse(0);
     for (OrphanSweep.Finding f : result.findings()) {
-      s.append(
-          String.format(
-              "  %-" + width + "s  %,d parent ids referred to, %,d deleted%n",
-              f.key().key().describe(),
-              f.valuesChecked(),
-              f.missing()));
+      s.append(String.format("  %-" + width + "s  ", f.key().key().describe()));
+      if (!f.swept()) {
+        s.append("not swept: no index starts with ")
+            .append(f.key().key().column())
+            .append(" (add one, as the warning says)\n");
+        continue;
+      }
+      s.append(String.format("%,d parent ids referred to, %,d deleted", f.referred(), f.deleted()));
+      if (f.unreadable() > 0) {
+        s.append(String.format(", %,d no value of the parent's key type", f.unreadable()));
+      }
+      s.append('\n');
     }
     if (result.deleted().isEmpty()) {
       return s.append("No child refers to a deleted parent row.\n").toString();
@@ -233,30 +275,50 @@ final class LfkSweepCommand implements Callable<Integer> {
     return n + " " + (n == 1 ? one : many);
   }
 
-  /** {@code --json}: per loose foreign key what was checked, per parent the ids found deleted. */
+  /** {@code --json}: per loose foreign key what was read, per parent the ids found deleted. */
   record JsonResult(
-      List<JsonFinding> keys, List<JsonParent> deleted, boolean dryRun, Long handedOver) {
-    static JsonResult of(OrphanSweep.Result r, boolean dryRun, OrphanSweep.HandOver handOver) {
+      List<JsonFinding> keys,
+      List<JsonParent> deleted,
+      String topic,
+      boolean dryRun,
+      Long handedOver) {
+    static JsonResult of(
+        OrphanSweep.Result r, String topic, boolean dryRun, OrphanSweep.HandOver handOver) {
       return new JsonResult(
-          r.findings().stream()
-              .map(
-                  f ->
-                      new JsonFinding(
-                          f.key().key().child().displayName(),
-                          f.key().key().column(),
-                          f.key().key().parent().displayName(),
-                          f.key().key().onDelete().yaml(),
-                          f.valuesChecked(),
-                          f.missing()))
-              .toList(),
+          r.findings().stream().map(JsonFinding::of).toList(),
           r.deleted().entrySet().stream()
               .map(
                   e ->
                       new JsonParent(
                           e.getKey().database(), e.getKey().table().displayName(), e.getValue()))
               .toList(),
+          topic,
           dryRun,
           handOver == null ? null : handOver.sent());
+    }
+  }
+
+  /** One loose foreign key: swept or not (no index), the ids read, and how many are gone. */
+  record JsonFinding(
+      String child,
+      String column,
+      String parent,
+      String onDelete,
+      boolean swept,
+      long referred,
+      long deleted,
+      long notOfKeyType) {
+    static JsonFinding of(OrphanSweep.Finding f) {
+      LooseForeignKey k = f.key().key();
+      return new JsonFinding(
+          k.child().displayName(),
+          k.column(),
+          k.parent().displayName(),
+          k.onDelete().yaml(),
+          f.swept(),
+          f.referred(),
+          f.deleted(),
+          f.unreadable());
     }
   }
 
@@ -272,14 +334,6 @@ final class LfkSweepCommand implements Callable<Integer> {
                       "'" + value + "' is not a duration such as 2s, 500ms or 1m"));
     }
   }
-
-  record JsonFinding(
-      String child,
-      String column,
-      String parent,
-      String onDelete,
-      long valuesChecked,
-      long referringToDeleted) {}
 
   record JsonParent(String database, String table, List<String> ids) {}
 }

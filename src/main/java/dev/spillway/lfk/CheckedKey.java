@@ -13,7 +13,10 @@ import java.util.Objects;
  * @param columnType the child column's type as {@code format_type} gives it, such as {@code
  *     bigint}, so deleted parent ids can be cast to it: {@code = ANY(CAST(? AS bigint[]))}
  * @param parentPrimaryKey the parent's single primary key column, the key captured deletes carry
- * @param parentKeyType that column's type, as {@code format_type} gives it
+ * @param parentKeyType that column's type without its modifier ({@code numeric}, not {@code
+ *     numeric(10,2)}), so a value cast to it is neither cut nor rounded
+ * @param columnIndexed whether a valid index starts with the child column, which the sweep reads
+ *     through
  */
 public record CheckedKey(
     LooseForeignKey key,
@@ -22,7 +25,8 @@ public record CheckedKey(
     List<String> childPrimaryKey,
     String columnType,
     String parentPrimaryKey,
-    String parentKeyType) {
+    String parentKeyType,
+    boolean columnIndexed) {
   public CheckedKey {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(childDatabase, "childDatabase");

@@ -63,26 +63,31 @@ final class CleanupStatements {
 
   /**
    * The next distinct values, in order and as text, that child rows still to be cleaned hold in the
-   * column: those above {@code after}, or the first ones when it is null. Read through the column's
-   * index, a chunk at a time.
+   * column: those above {@code after}, or the first ones when it is null. Each value is one descent
+   * of the column's index to the next greater value (a skip scan), however many rows hold it; the
+   * recursion stops at the chunk's {@code LIMIT}.
    */
   String references(String after) {
     return after == null ? firstReferences : nextReferences;
   }
 
-  /** Binds {@link #references}: the value to read after (when given), then the chunk size. */
+  /**
+   * Binds {@link #references}: the value to read after (when given), what else a row must match for
+   * the first value and again for each next one, then the chunk size.
+   */
   void bindReferences(PreparedStatement ps, String after, int chunk) throws SQLException {
     int i = 1;
     if (after != null) {
       ps.setString(i++, after);
     }
     i = bindCleanable(ps, i);
+    i = bindCleanable(ps, i);
     ps.setInt(i, chunk);
   }
 
   /**
-   * Which of the ids (a text array) the parent table has no row for, each as the text of the
-   * parent's key type: the ids whose deletes cleanup must still see.
+   * Which of the child's values (a text array) the parent table has no row for, as the child holds
+   * them, for cleanup casts them back to the child's type; compared as the parent's key type.
    */
   String missingParents() {
     return missingParents;
@@ -151,24 +156,30 @@ final class CleanupStatements {
   }
 
   private String references(boolean after) {
-    String column = TableName.quote(key.key().column());
-    // The output is text; order by the column's own type (a bare v would order by the text).
-    return "SELECT d.v::text AS value FROM (SELECT DISTINCT "
-        + column
-        + " AS v FROM "
-        + key.key().child().quoted()
-        + " WHERE "
-        + column
-        + (after ? " > CAST(? AS " + key.columnType() + ")" : " IS NOT NULL")
+    String column = "c." + TableName.quote(key.key().column());
+    String from = " FROM " + key.key().child().quoted() + " c WHERE " + column;
+    String order = " ORDER BY " + column + " LIMIT 1";
+    String first =
+        after
+            ? "SELECT " + column + from + " > CAST(? AS " + key.columnType() + ")"
+            : "SELECT " + column + from + " IS NOT NULL";
+    String next = "SELECT " + column + from + " > r.v";
+    // No ORDER BY outside: the recursion yields the values in order, and one would read them all.
+    return "WITH RECURSIVE r(v) AS (("
+        + first
         + cleanable
-        + " ORDER BY 1 LIMIT ?) d ORDER BY d.v";
+        + order
+        + ") UNION ALL SELECT ("
+        + next
+        + cleanable
+        + order
+        + ") FROM r WHERE r.v IS NOT NULL) SELECT v::text AS value FROM r WHERE v IS NOT NULL"
+        + " LIMIT ?";
   }
 
   private static String missingParents(CheckedKey key) {
     String type = key.parentKeyType();
-    return "SELECT CAST(u.v AS "
-        + type
-        + ")::text FROM unnest(CAST(? AS text[])) AS u(v) WHERE NOT EXISTS (SELECT 1 FROM "
+    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE NOT EXISTS (SELECT 1 FROM "
         + key.key().parent().quoted()
         + " p WHERE p."
         + TableName.quote(key.parentPrimaryKey())

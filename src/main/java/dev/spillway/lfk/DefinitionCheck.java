@@ -29,7 +29,11 @@ public final class DefinitionCheck {
 
   private record Table(long oid, boolean partitioned, List<String> primaryKey) {}
 
-  private record Column(int attnum, String type, boolean notNull) {}
+  /**
+   * @param type as {@code format_type} gives it, with its modifier: {@code character varying(64)}
+   * @param baseType without: {@code character varying}, which casts without cutting or rounding
+   */
+  private record Column(int attnum, String type, String baseType, boolean notNull) {}
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
@@ -116,13 +120,22 @@ public final class DefinitionCheck {
       Column condition = column(ds, child, k.child(), c.column(), k);
       fits(ds, k, "condition " + c.column() + " =", c.column(), condition, c.value());
     }
-    if (!indexed(ds, child, column.attnum(), targetAttnum)) {
+    boolean columnIndexed = indexed(ds, child, column.attnum(), null);
+    if (!columnIndexed
+        || (targetAttnum != null && !indexed(ds, child, column.attnum(), targetAttnum))) {
       warnings.add(indexWarning(k, child));
     }
     String parentKey = parent.primaryKey().get(0);
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
     return new CheckedKey(
-        k, childDb, parentDb, child.primaryKey(), column.type(), parentKey, parentColumn.type());
+        k,
+        childDb,
+        parentDb,
+        child.primaryKey(),
+        column.type(),
+        parentKey,
+        parentColumn.baseType(),
+        columnIndexed);
   }
 
   /**
@@ -228,7 +241,8 @@ public final class DefinitionCheck {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT attnum, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute"
+                "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, NULL),"
+                    + " attnotnull FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
       ps.setString(2, column);
@@ -237,7 +251,7 @@ public final class DefinitionCheck {
           throw problem(
               k, "names column " + column + ", which " + name.displayName() + " does not have");
         }
-        return new Column(rs.getInt(1), rs.getString(2), rs.getBoolean(3));
+        return new Column(rs.getInt(1), rs.getString(2), rs.getString(3), rs.getBoolean(4));
       }
     }
   }

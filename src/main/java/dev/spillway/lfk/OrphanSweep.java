@@ -9,9 +9,11 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -20,6 +22,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
@@ -30,12 +33,14 @@ import org.apache.kafka.clients.producer.RecordMetadata;
  * Finds parent rows deleted without their children being cleaned up: child rows, still to be
  * cleaned, that refer to a parent row which no longer exists, such as deletes made while capture
  * could not read them (its replication slot lost or dropped). Each loose foreign key's child column
- * is read a chunk of distinct values at a time, in order, through its index, and the parent is
- * asked which of them it lacks; an id counts as deleted only when the parent still lacks it at a
- * second look, {@code recheckAfter} later, so a parent whose transaction had not committed yet is
+ * is read a chunk of distinct values at a time, in order, through its index, and the parent's
+ * primary (never a standby) is asked which of them it lacks. An id counts as deleted only when the
+ * parent still lacks it at a second look, taken once every transaction open at the first has ended
+ * and {@code recheckAfter} more has passed, so a parent whose transaction had not committed yet is
  * not taken for a deleted one. Found ids are handed to the cleanup as deleted records, on the topic
  * capture writes, so the pipeline cleans them like any captured delete: in batches, behind the
- * health gates, idempotently.
+ * health gates, idempotently. The sweep's own statements are short, and it rests as long as each
+ * took before the next.
  */
 public final class OrphanSweep {
   /** A parent table, in the database holding it, with the key column deleted records carry. */
@@ -44,23 +49,25 @@ public final class OrphanSweep {
   /**
    * What the sweep found for one loose foreign key.
    *
-   * @param valuesChecked distinct values of the child column read, among rows still to be cleaned
-   * @param missing how many of them refer to a parent row that is gone
+   * @param swept false when it was not read: no index starts with its child column
+   * @param referred distinct values of the child column read, among rows still to be cleaned
+   * @param unreadable how many of them are no value of the parent's key type, so no parent's
+   * @param deleted how many of them refer to a parent row that is gone
    */
-  public record Finding(CheckedKey key, long valuesChecked, long missing) {}
+  public record Finding(
+      CheckedKey key, boolean swept, long referred, long unreadable, long deleted) {}
 
   /**
    * Everything the sweep found.
    *
-   * @param deleted per parent table, the ids of its rows that are gone while children refer to
-   *     them, as the text of the parent's key type
+   * @param deleted per parent table, the child values referring to its rows that are gone
    */
   public record Result(List<Finding> findings, Map<Parent, List<String>> deleted) {
     public Result {
       findings = List.copyOf(findings);
       Map<Parent, List<String>> copy = new LinkedHashMap<>();
       deleted.forEach((p, ids) -> copy.put(p, List.copyOf(ids)));
-      deleted = java.util.Collections.unmodifiableMap(copy);
+      deleted = Collections.unmodifiableMap(copy);
     }
 
     public long deletedCount() {
@@ -68,7 +75,7 @@ public final class OrphanSweep {
     }
   }
 
-  /** How the sweep waits before its second look; tests use it to act in between. */
+  /** How the sweep waits {@code recheckAfter} before its second look; tests act in between. */
   @FunctionalInterface
   public interface Pause {
     void pause(Duration d) throws InterruptedException;
@@ -77,34 +84,50 @@ public final class OrphanSweep {
   /** Deleted records a hand-over sent, and how many of them Kafka refused. */
   public record HandOver(long sent, long failed, String firstError) {}
 
-  /**
-   * Ids in the order of their keys, as far as text tells: numbers by value, the rest (ISO dates and
-   * times, uuids) by their text.
-   */
-  static final Comparator<String> IN_KEY_ORDER =
-      (a, b) -> {
-        BigDecimal x = number(a);
-        BigDecimal y = number(b);
-        return x != null && y != null ? x.compareTo(y) : a.compareTo(b);
-      };
-
-  private OrphanSweep() {}
-
-  private static BigDecimal number(String text) {
-    try {
-      return new BigDecimal(text);
-    } catch (NumberFormatException e) {
-      return null;
+  /** Thrown when the second look cannot be taken safely; nothing was handed over. */
+  public static final class SweepException extends RuntimeException {
+    SweepException(String message) {
+      super(message);
     }
   }
+
+  /** How long the second look waits for transactions open at the first to end. */
+  static final Duration TRANSACTIONS_WAIT = Duration.ofMinutes(5);
+
+  /** How long one statement of the sweep may run. */
+  private static final int STATEMENT_TIMEOUT_SECONDS = 60;
+
+  /** SQLSTATE class of a value its type does not accept. */
+  private static final String DATA_EXCEPTION = "22";
+
+  /** A loose foreign key's first look: what was read and which values lacked a parent. */
+  private static final class Look {
+    final CheckedKey key;
+    final CleanupStatements sql;
+    final Set<String> missing = new LinkedHashSet<>();
+    long referred;
+    long unreadable;
+
+    Look(CheckedKey key) {
+      this.key = key;
+      this.sql = new CleanupStatements(key);
+    }
+
+    Parent parent() {
+      return new Parent(key.parentDatabase(), key.key().parent(), key.parentPrimaryKey());
+    }
+  }
+
+  private OrphanSweep() {}
 
   /**
    * Sweeps the loose foreign keys.
    *
    * @param dataSources Spillway database name → its pool
    * @param chunk distinct child values read, and parent ids asked for, per statement
-   * @param recheckAfter how long after its first look the sweep looks again at the ids it found
-   *     missing
+   * @param recheckAfter how long after the transactions open at the first look have ended the sweep
+   *     looks again at the values it found without a parent
+   * @throws SweepException when a parent's database is a standby or its transactions do not end
    */
   public static Result find(
       List<CheckedKey> keys,
@@ -116,64 +139,58 @@ public final class OrphanSweep {
     if (chunk < 1) {
       throw new IllegalArgumentException("chunk must be at least 1: " + chunk);
     }
-    Map<Parent, CleanupStatements> parents = new LinkedHashMap<>();
-    Map<Parent, Set<String>> candidates = new LinkedHashMap<>();
-    List<Set<String>> perKey = new ArrayList<>();
-    List<Long> checked = new ArrayList<>();
-    for (CheckedKey k : keys) {
-      CleanupStatements sql = new CleanupStatements(k);
-      Parent parent = parent(k);
-      parents.putIfAbsent(parent, sql);
-      Set<String> mine = new LinkedHashSet<>();
-      DataSource childDs = dataSources.apply(k.childDatabase());
-      DataSource parentDs = dataSources.apply(k.parentDatabase());
-      long values = 0;
-      String after = null;
-      while (true) {
-        List<String> references = references(childDs, sql, after, chunk);
-        if (references.isEmpty()) {
-          break;
-        }
-        values += references.size();
-        mine.addAll(missing(parentDs, sql, references));
-        after = references.get(references.size() - 1);
-        if (references.size() < chunk) {
-          break;
-        }
-      }
-      candidates.computeIfAbsent(parent, p -> new LinkedHashSet<>()).addAll(mine);
-      perKey.add(mine);
-      checked.add(values);
+    Set<String> parentDatabases = new LinkedHashSet<>();
+    keys.forEach(k -> parentDatabases.add(k.parentDatabase()));
+    for (String db : parentDatabases) {
+      requirePrimary(db, dataSources.apply(db));
     }
-    if (candidates.values().stream().anyMatch(s -> !s.isEmpty())) {
-      pause.pause(recheckAfter);
+    List<Look> looks = new ArrayList<>();
+    for (CheckedKey k : keys) {
+      Look look = new Look(k);
+      if (k.columnIndexed()) {
+        firstLook(look, dataSources, chunk);
+      }
+      looks.add(look);
+    }
+    Map<Parent, Set<String>> candidates = new LinkedHashMap<>();
+    Map<Parent, CleanupStatements> lookups = new LinkedHashMap<>();
+    for (Look look : looks) {
+      if (!look.missing.isEmpty()) {
+        candidates.computeIfAbsent(look.parent(), p -> new LinkedHashSet<>()).addAll(look.missing);
+        lookups.putIfAbsent(look.parent(), look.sql);
+      }
     }
     Map<Parent, List<String>> deleted = new LinkedHashMap<>();
-    for (Map.Entry<Parent, Set<String>> e : candidates.entrySet()) {
-      if (e.getValue().isEmpty()) {
-        continue;
+    if (!candidates.isEmpty()) {
+      Set<String> waited = new LinkedHashSet<>();
+      for (Parent p : candidates.keySet()) {
+        if (waited.add(p.database())) {
+          awaitTransactions(p.database(), dataSources.apply(p.database()));
+        }
       }
-      DataSource parentDs = dataSources.apply(e.getKey().database());
-      List<String> ids = new ArrayList<>(e.getValue());
-      List<String> still = new ArrayList<>();
-      for (int from = 0; from < ids.size(); from += chunk) {
-        still.addAll(
-            missing(
-                parentDs,
-                parents.get(e.getKey()),
-                ids.subList(from, Math.min(ids.size(), from + chunk))));
-      }
-      if (!still.isEmpty()) {
-        still.sort(IN_KEY_ORDER);
-        deleted.put(e.getKey(), still);
+      pause.pause(recheckAfter);
+      for (Map.Entry<Parent, Set<String>> e : candidates.entrySet()) {
+        List<String> still =
+            secondLook(
+                dataSources.apply(e.getKey().database()),
+                lookups.get(e.getKey()),
+                new ArrayList<>(e.getValue()),
+                chunk);
+        if (!still.isEmpty()) {
+          deleted.put(e.getKey(), inKeyOrder(still));
+        }
       }
     }
     List<Finding> findings = new ArrayList<>();
-    for (int i = 0; i < keys.size(); i++) {
-      Set<String> confirmed =
-          new LinkedHashSet<>(deleted.getOrDefault(parent(keys.get(i)), List.of()));
-      long missing = perKey.get(i).stream().filter(confirmed::contains).count();
-      findings.add(new Finding(keys.get(i), checked.get(i), missing));
+    for (Look look : looks) {
+      Set<String> confirmed = new LinkedHashSet<>(deleted.getOrDefault(look.parent(), List.of()));
+      findings.add(
+          new Finding(
+              look.key,
+              look.key.columnIndexed(),
+              look.referred,
+              look.unreadable,
+              look.missing.stream().filter(confirmed::contains).count()));
     }
     return new Result(findings, deleted);
   }
@@ -191,16 +208,10 @@ public final class OrphanSweep {
       Parent p = e.getKey();
       byte[] key = p.table().toString().getBytes(StandardCharsets.UTF_8);
       for (String id : e.getValue()) {
-        byte[] value =
-            EventSerdes.encode(
-                new DeletedRecord(
-                    p.database(),
-                    p.table(),
-                    Map.of(p.keyColumn(), id),
-                    nowMillis * 1000,
-                    0,
-                    nowMillis));
-        sends.add(producer.send(new ProducerRecord<>(topic, key, value)));
+        DeletedRecord record =
+            new DeletedRecord(
+                p.database(), p.table(), Map.of(p.keyColumn(), id), nowMillis * 1000, 0, nowMillis);
+        sends.add(producer.send(new ProducerRecord<>(topic, key, EventSerdes.encode(record))));
       }
     }
     producer.flush();
@@ -219,26 +230,188 @@ public final class OrphanSweep {
     return new HandOver(sends.size() - failed, failed, firstError);
   }
 
-  private static Parent parent(CheckedKey k) {
-    return new Parent(k.parentDatabase(), k.key().parent(), k.parentPrimaryKey());
+  /**
+   * Ids in the order of their keys as far as their text tells: by value when every one is a number,
+   * else by their text (ISO dates and times, uuids).
+   */
+  static List<String> inKeyOrder(List<String> ids) {
+    List<String> sorted = new ArrayList<>(ids);
+    try {
+      sorted.sort(Comparator.comparing(BigDecimal::new));
+    } catch (NumberFormatException notAllNumbers) {
+      sorted.sort(Comparator.naturalOrder());
+    }
+    return sorted;
+  }
+
+  private static void firstLook(Look look, Function<String, DataSource> dataSources, int chunk)
+      throws SQLException, InterruptedException {
+    DataSource childDs = dataSources.apply(look.key.childDatabase());
+    DataSource parentDs = dataSources.apply(look.key.parentDatabase());
+    String after = null;
+    while (true) {
+      long started = System.nanoTime();
+      List<String> values = references(childDs, look.sql, after, chunk);
+      if (values.isEmpty()) {
+        return;
+      }
+      look.referred += values.size();
+      Missing m = missing(parentDs, look.sql, values);
+      look.missing.addAll(m.values());
+      look.unreadable += m.unreadable();
+      after = values.get(values.size() - 1);
+      // As long again at rest: the sweep takes at most half of one connection's time.
+      TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
+      if (values.size() < chunk) {
+        return;
+      }
+    }
+  }
+
+  private static List<String> secondLook(
+      DataSource ds, CleanupStatements sql, List<String> ids, int chunk)
+      throws SQLException, InterruptedException {
+    List<String> still = new ArrayList<>();
+    for (int from = 0; from < ids.size(); from += chunk) {
+      long started = System.nanoTime();
+      still.addAll(
+          missing(ds, sql, ids.subList(from, Math.min(ids.size(), from + chunk))).values());
+      TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
+    }
+    return still;
+  }
+
+  /** A standby may not have the parent's latest rows yet: they would look deleted. */
+  private static void requirePrimary(String database, DataSource ds) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT pg_is_in_recovery()")) {
+      rs.next();
+      if (rs.getBoolean(1)) {
+        throw new SweepException(
+            "Database "
+                + database
+                + " answered from a standby, which may not have the latest parent rows yet; the"
+                + " sweep asks the primary: point its url at it (with several hosts, add"
+                + " targetServerType=primary).");
+      }
+    }
+  }
+
+  /**
+   * Waits until every transaction open on the server now has ended, so a parent row such a
+   * transaction writes is seen by the second look, whichever way it ends. A transaction id taken
+   * now is above every one assigned so far; once the oldest still running is above it, those have
+   * ended (a snapshot's own upper bound would not do: a running transaction may lie above it).
+   */
+  private static void awaitTransactions(String database, DataSource ds)
+      throws SQLException, InterruptedException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      c.setAutoCommit(true);
+      String now;
+      try (ResultSet rs = s.executeQuery("SELECT pg_current_xact_id()::text")) {
+        rs.next();
+        now = rs.getString(1);
+      }
+      long deadline = System.nanoTime() + TRANSACTIONS_WAIT.toNanos();
+      try (PreparedStatement ended =
+          c.prepareStatement("SELECT pg_snapshot_xmin(pg_current_snapshot()) > CAST(? AS xid8)")) {
+        ended.setString(1, now);
+        while (true) {
+          try (ResultSet rs = ended.executeQuery()) {
+            rs.next();
+            if (rs.getBoolean(1)) {
+              return;
+            }
+          }
+          if (System.nanoTime() > deadline) {
+            throw new SweepException(
+                "Transactions open on the server of database "
+                    + database
+                    + " when the sweep first looked at its parent tables (or prepared ones) were"
+                    + " still open "
+                    + TRANSACTIONS_WAIT.toMinutes()
+                    + " minutes later, so a parent row they write could be taken for a deleted"
+                    + " one; nothing was handed over: sweep again once they have ended (see"
+                    + " pg_stat_activity and pg_prepared_xacts).");
+          }
+          Thread.sleep(200);
+        }
+      }
+    }
   }
 
   private static List<String> references(
       DataSource ds, CleanupStatements sql, String after, int chunk) throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(sql.references(after))) {
+      ps.setQueryTimeout(STATEMENT_TIMEOUT_SECONDS);
       sql.bindReferences(ps, after, chunk);
       return strings(ps);
     }
   }
 
-  private static List<String> missing(DataSource ds, CleanupStatements sql, List<String> ids)
+  /** Values without a parent, and how many were no value of the parent's key type at all. */
+  private record Missing(List<String> values, long unreadable) {}
+
+  /**
+   * Asks the parent's database, with row security off so a policy hiding rows from this role fails
+   * rather than making its rows look deleted. A chunk holding a value the key's type refuses is
+   * asked value by value, and such values are counted: they refer to no parent.
+   */
+  private static Missing missing(DataSource ds, CleanupStatements sql, List<String> values)
       throws SQLException {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(sql.missingParents())) {
-      ps.setArray(1, c.createArrayOf("text", ids.toArray()));
+    try (Connection c = ds.getConnection()) {
+      boolean autoCommit = c.getAutoCommit();
+      c.setAutoCommit(false);
+      try {
+        try (Statement s = c.createStatement()) {
+          s.execute("SET LOCAL row_security = off");
+        }
+        try {
+          return new Missing(lookup(c, sql, values), 0);
+        } catch (SQLException e) {
+          if (!isDataException(e)) {
+            throw e;
+          }
+          c.rollback();
+        }
+        List<String> out = new ArrayList<>();
+        long unreadable = 0;
+        for (String v : values) {
+          try (Statement s = c.createStatement()) {
+            s.execute("SET LOCAL row_security = off");
+          }
+          try {
+            out.addAll(lookup(c, sql, List.of(v)));
+          } catch (SQLException e) {
+            if (!isDataException(e)) {
+              throw e;
+            }
+            unreadable++;
+          }
+          c.rollback();
+        }
+        return new Missing(out, unreadable);
+      } finally {
+        c.rollback();
+        c.setAutoCommit(autoCommit);
+      }
+    }
+  }
+
+  private static List<String> lookup(Connection c, CleanupStatements sql, List<String> values)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql.missingParents())) {
+      ps.setQueryTimeout(STATEMENT_TIMEOUT_SECONDS);
+      ps.setArray(1, c.createArrayOf("text", values.toArray()));
       return strings(ps);
     }
+  }
+
+  private static boolean isDataException(SQLException e) {
+    return e.getSQLState() != null && e.getSQLState().startsWith(DATA_EXCEPTION);
   }
 
   private static List<String> strings(PreparedStatement ps) throws SQLException {

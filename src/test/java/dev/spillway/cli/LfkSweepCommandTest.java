@@ -32,14 +32,15 @@ class LfkSweepCommandTest {
           List.of("id"),
           "bigint",
           "id",
-          "bigint");
+          "bigint",
+          true);
 
   @Test
   void should_show_ten_ids_of_a_parent_and_count_the_rest() {
     List<String> ids = IntStream.rangeClosed(1, 12).mapToObj(String::valueOf).toList();
     OrphanSweep.Result result =
         new OrphanSweep.Result(
-            List.of(new OrphanSweep.Finding(KEY, 1200, 12)),
+            List.of(new OrphanSweep.Finding(KEY, true, 1200, 3, 12)),
             Map.of(new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"), ids));
     assertThat(
             LfkSweepCommand.render(
@@ -50,7 +51,7 @@ class LfkSweepCommandTest {
         .isEqualTo(
             """
             Swept 1 loose foreign key:
-              ci_builds.pipeline_id → ci_pipelines (async_delete)  1,200 parent ids referred to, 12 deleted
+              ci_builds.pipeline_id → ci_pipelines (async_delete)  1,200 parent ids referred to, 12 deleted, 3 no value of the parent's key type
             Handed to the cleanup (spillway.lfk.deleted-records):
               ci_pipelines (ci)                        12 deleted rows: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, and 2 more
             Running Spillway cleans their children like captured deletes; 'lfk status' shows them until it has.
@@ -60,11 +61,17 @@ class LfkSweepCommandTest {
   @Test
   void should_say_when_nothing_was_found_or_nothing_is_defined() {
     OrphanSweep.Result clean =
-        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, 7, 0)), Map.of());
+        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, true, 7, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(clean, true, null, "t"))
         .endsWith(
             "7 parent ids referred to, 0 deleted\nNo child refers to a deleted parent row.\n");
     assertThat(LfkSweepCommand.render(new OrphanSweep.Result(List.of(), Map.of()), true, null, "t"))
         .isEqualTo("No loose foreign keys to sweep.\n");
+    OrphanSweep.Result unindexed =
+        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, false, 0, 0, 0)), Map.of());
+    assertThat(LfkSweepCommand.render(unindexed, true, null, "t"))
+        .contains(
+            "ci_builds.pipeline_id → ci_pipelines (async_delete)  not swept: no index starts with"
+                + " pipeline_id (add one, as the warning says)\n");
   }
 }

@@ -111,6 +111,8 @@ class DefinitionCheckIT {
     assertThat(builds.columnType()).isEqualTo("character varying(64)");
     assertThat(builds.parentPrimaryKey()).isEqualTo("id");
     assertThat(builds.parentKeyType()).isEqualTo("bigint");
+    assertThat(builds.columnIndexed()).isTrue();
+    assertThat(r.keys().get(0).columnIndexed()).as("merge_requests (project_id)").isTrue();
     assertThat(r.warnings()).isEmpty();
   }
 
@@ -126,6 +128,7 @@ class DefinitionCheckIT {
                 + " with project_id, status, so cleanup scans the table; add one: CREATE INDEX"
                 + " CONCURRENTLY \"index_packages_on_project_id_and_status\" ON \"k\".\"packages\""
                 + " (\"project_id\", \"status\");");
+    assertThat(r.keys().get(0).columnIndexed()).isFalse();
   }
 
   @Test

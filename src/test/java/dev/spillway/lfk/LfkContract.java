@@ -16,11 +16,16 @@ import dev.spillway.sink.SinkSettings;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -367,7 +372,7 @@ abstract class LfkContract {
                   new OrphanSweep.Parent("main", TableName.parse("w.projects"), "id"),
                   List.of("1", "2", "3", "4", "5")));
       assertThat(found.findings())
-          .extracting(f -> f.valuesChecked() + "/" + f.missing())
+          .extracting(f -> f.referred() + "/" + f.deleted())
           .containsExactly("20/5", "19/4", "20/5");
 
       try (var producer =
@@ -406,10 +411,171 @@ abstract class LfkContract {
           OrphanSweep.find(keys, h.runtime.databases()::dataSource, 1000, Duration.ZERO, d -> {});
       assertThat(again.deleted()).isEmpty();
       assertThat(again.findings())
-          .extracting(f -> f.valuesChecked() + "/" + f.missing())
+          .extracting(f -> f.referred() + "/" + f.deleted())
           .containsExactly("15/0", "15/0", "15/0");
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk9");
+    }
+  }
+
+  @Test
+  void should_not_take_a_parent_a_transaction_still_writes_for_a_deleted_one() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "x",
+        "CREATE TABLE x.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE x.issues (id bigserial PRIMARY KEY, project_id bigint)",
+        "CREATE INDEX ON x.issues (project_id)",
+        "INSERT INTO x.projects VALUES (1)",
+        "INSERT INTO x.issues (project_id) VALUES (1), (2), (3)");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "x.issues",
+                "project_id",
+                "x.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk10", dbs, Map.of(), defaults(), keys);
+        Connection writer = h.db("main").getConnection()) {
+      // Project 2 is being written: its issue was committed first, the project is not yet.
+      writer.setAutoCommit(false);
+      try (Statement s = writer.createStatement()) {
+        s.execute("INSERT INTO x.projects VALUES (2)");
+      }
+      CompletableFuture<OrphanSweep.Result> sweep =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return OrphanSweep.find(
+                      keys, h.runtime.databases()::dataSource, 1000, Duration.ZERO, d -> {});
+                } catch (Exception e) {
+                  throw new CompletionException(e);
+                }
+              });
+      Thread.sleep(1500);
+      assertThat(sweep).as("waits for the transaction open at its first look").isNotDone();
+      writer.commit();
+      OrphanSweep.Result found = sweep.get(30, TimeUnit.SECONDS);
+      assertThat(found.deleted())
+          .containsExactly(
+              Map.entry(
+                  new OrphanSweep.Parent("main", TableName.parse("x.projects"), "id"),
+                  List.of("3")));
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk10");
+    }
+  }
+
+  @Test
+  void should_sweep_keys_of_other_types_under_quoted_names_and_skip_what_it_cannot_read()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "\"Y\"",
+        "CREATE TABLE \"Y\".\"Accounts\" (\"Id\" uuid PRIMARY KEY)",
+        "CREATE TABLE \"Y\".\"Notes\" (id bigserial PRIMARY KEY, \"AccountId\" uuid)",
+        "CREATE INDEX ON \"Y\".\"Notes\" (\"AccountId\")",
+        "INSERT INTO \"Y\".\"Accounts\" VALUES ('00000000-0000-0000-0000-000000000001')",
+        "INSERT INTO \"Y\".\"Notes\" (\"AccountId\") VALUES"
+            + " ('00000000-0000-0000-0000-000000000001'), ('00000000-0000-0000-0000-000000000002'),"
+            + " ('00000000-0000-0000-0000-000000000002')",
+        "CREATE TABLE \"Y\".projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE \"Y\".refs (id bigserial PRIMARY KEY, project_ref varchar(64))",
+        "CREATE INDEX ON \"Y\".refs (project_ref)",
+        "CREATE TABLE \"Y\".logs (id bigserial PRIMARY KEY, project_id bigint)",
+        "INSERT INTO \"Y\".projects VALUES (1), (7)",
+        "INSERT INTO \"Y\".refs (project_ref) VALUES ('1'), ('2'), ('abc'), ('008'), ('007')",
+        "INSERT INTO \"Y\".logs (project_id) VALUES (2)");
+    List<CheckedKey> keys =
+        List.of(
+            new CheckedKey(
+                key(
+                        "Y.Notes",
+                        "AccountId",
+                        "Y.Accounts",
+                        OnDelete.ASYNC_DELETE,
+                        "main",
+                        "main",
+                        "uuid")
+                    .key(),
+                "main",
+                "main",
+                List.of("id"),
+                "uuid",
+                "Id",
+                "uuid",
+                true),
+            new CheckedKey(
+                key(
+                        "Y.refs",
+                        "project_ref",
+                        "Y.projects",
+                        OnDelete.ASYNC_DELETE,
+                        "main",
+                        "main",
+                        "character varying(64)")
+                    .key(),
+                "main",
+                "main",
+                List.of("id"),
+                "character varying(64)",
+                "id",
+                "bigint",
+                true),
+            new CheckedKey(
+                key(
+                        "Y.logs",
+                        "project_id",
+                        "Y.projects",
+                        OnDelete.ASYNC_DELETE,
+                        "main",
+                        "main",
+                        "bigint")
+                    .key(),
+                "main",
+                "main",
+                List.of("id"),
+                "bigint",
+                "id",
+                "bigint",
+                false));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk11", dbs, Map.of(), defaults(), keys)) {
+      OrphanSweep.Result found =
+          OrphanSweep.find(keys, h.runtime.databases()::dataSource, 2, Duration.ZERO, d -> {});
+      assertThat(found.findings())
+          .extracting(
+              f -> f.swept() + " " + f.referred() + "/" + f.unreadable() + "/" + f.deleted())
+          .containsExactly("true 2/0/1", "true 5/1/2", "false 0/0/0");
+      assertThat(found.deleted().values())
+          .containsExactly(
+              List.of("00000000-0000-0000-0000-000000000002"),
+              // As the child holds them: '007' is project 7, which exists; '008' is not.
+              List.of("2", "008"));
+
+      try (var producer =
+          KafkaClients.producer(Map.of(), Map.of(), infra.bootstrapServers(), "sweep-test")) {
+        OrphanSweep.handOver(
+            found, producer, h.runtime.topics().deletedRecords(), Clock.systemUTC());
+      }
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                assertThat(h.count("main", "SELECT count(*) FROM \"Y\".\"Notes\"")).isEqualTo(1);
+                assertThat(h.count("main", "SELECT count(*) FROM \"Y\".refs")).isEqualTo(3);
+              });
+      assertThat(
+              h.count(
+                  "main",
+                  "SELECT count(*) FROM \"Y\".refs WHERE project_ref IN ('1', 'abc', '007')"))
+          .isEqualTo(3);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk11");
     }
   }
 

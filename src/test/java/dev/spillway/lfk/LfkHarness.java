@@ -136,6 +136,6 @@ final class LfkHarness implements AutoCloseable {
             conditions,
             OptionalInt.empty(),
             "test");
-    return new CheckedKey(k, childDb, parentDb, List.of("id"), columnType, "id", columnType);
+    return new CheckedKey(k, childDb, parentDb, List.of("id"), columnType, "id", columnType, true);
   }
 }
