@@ -346,7 +346,7 @@ public final class LfkBench {
         "bigint",
         "id",
         "bigint",
-        true);
+        Optional.empty());
   }
 
   /**

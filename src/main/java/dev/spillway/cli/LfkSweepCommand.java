@@ -72,8 +72,8 @@ final class LfkSweepCommand implements Callable<Integer> {
       defaultValue = "2s",
       converter = Durations.class,
       description =
-          "How long after the first look the ids found missing are looked up again; only those"
-              + " still missing count (${DEFAULT-VALUE}).")
+          "How long after the transactions begun before the first look have ended the ids found"
+              + " missing are looked up again; only those still missing count (${DEFAULT-VALUE}).")
   Duration recheckAfter;
 
   @Option(
@@ -231,9 +231,7 @@ final class LfkSweepCommand implements Callable<Integer> {
     for (OrphanSweep.Finding f : result.findings()) {
       s.append(String.format("  %-" + width + "s  ", f.key().key().describe()));
       if (!f.swept()) {
-        s.append("not swept: no index starts with ")
-            .append(f.key().key().column())
-            .append(" (add one, as the warning says)\n");
+        s.append("not swept: ").append(f.key().unsweepable().orElse("")).append('\n');
         continue;
       }
       s.append(String.format("%,d parent ids referred to, %,d deleted", f.referred(), f.deleted()));

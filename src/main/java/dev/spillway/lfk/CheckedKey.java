@@ -2,6 +2,7 @@ package dev.spillway.lfk;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A loose foreign key after its tables were found in the catalogs of the databases that hold them:
@@ -15,8 +16,8 @@ import java.util.Objects;
  * @param parentPrimaryKey the parent's single primary key column, the key captured deletes carry
  * @param parentKeyType that column's type without its modifier ({@code numeric}, not {@code
  *     numeric(10,2)}), so a value cast to it is neither cut nor rounded
- * @param columnIndexed whether a valid index starts with the child column, which the sweep reads
- *     through
+ * @param unsweepable why {@code lfk sweep} does not read this key, when it does not: no index to
+ *     read the child column through, or key types it cannot compare safely
  */
 public record CheckedKey(
     LooseForeignKey key,
@@ -26,7 +27,7 @@ public record CheckedKey(
     String columnType,
     String parentPrimaryKey,
     String parentKeyType,
-    boolean columnIndexed) {
+    Optional<String> unsweepable) {
   public CheckedKey {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(childDatabase, "childDatabase");
@@ -34,6 +35,7 @@ public record CheckedKey(
     Objects.requireNonNull(columnType, "columnType");
     Objects.requireNonNull(parentPrimaryKey, "parentPrimaryKey");
     Objects.requireNonNull(parentKeyType, "parentKeyType");
+    Objects.requireNonNull(unsweepable, "unsweepable");
     childPrimaryKey = List.copyOf(childPrimaryKey);
     if (childPrimaryKey.isEmpty()) {
       throw new IllegalArgumentException("child without primary key: " + key.describe());

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.Optional;
+import java.util.Set;
 import java.util.function.Function;
 import javax.sql.DataSource;
 
@@ -31,7 +32,8 @@ public final class DefinitionCheck {
 
   /**
    * @param type as {@code format_type} gives it, with its modifier: {@code character varying(64)}
-   * @param baseType without: {@code character varying}, which casts without cutting or rounding
+   * @param baseType without: {@code character varying}, {@code bpchar} (not {@code character},
+   *     which means {@code character(1)}), so a cast to it neither cuts nor rounds
    */
   private record Column(int attnum, String type, String baseType, boolean notNull) {}
 
@@ -127,6 +129,18 @@ public final class DefinitionCheck {
     }
     String parentKey = parent.primaryKey().get(0);
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
+    Optional<String> unsweepable =
+        columnIndexed
+            ? comparable(column.baseType(), parentColumn.baseType())
+                ? Optional.empty()
+                : Optional.of(
+                    k.column()
+                        + " is "
+                        + column.baseType()
+                        + " and the parent's key "
+                        + parentColumn.baseType()
+                        + ": the sweep compares only the same types, integers, or a child's text")
+            : Optional.of("no index starts with " + k.column() + " (add one, as the warning says)");
     return new CheckedKey(
         k,
         childDb,
@@ -135,7 +149,7 @@ public final class DefinitionCheck {
         column.type(),
         parentKey,
         parentColumn.baseType(),
-        columnIndexed);
+        unsweepable);
   }
 
   /**
@@ -241,7 +255,7 @@ public final class DefinitionCheck {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, NULL),"
+                "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, -1),"
                     + " attnotnull FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
@@ -256,15 +270,34 @@ public final class DefinitionCheck {
     }
   }
 
-  /** Whether an index starts with the column (and then the target column, when given). */
+  /**
+   * Whether the sweep can tell, comparing a child's value with parent keys in the parent's type,
+   * that no parent has it exactly when cleanup (which casts a parent's key to the child's type)
+   * would find none: so when both are one type, both integers, or the child's is text (a key's text
+   * cast back gives the key). A text key read as a number would not: '08' and 8.
+   */
+  static boolean comparable(String childType, String parentType) {
+    Set<String> integers = Set.of("smallint", "integer", "bigint");
+    Set<String> texts = Set.of("text", "character varying", "bpchar");
+    return childType.equals(parentType)
+        || (integers.contains(childType) && integers.contains(parentType))
+        || texts.contains(childType);
+  }
+
+  /**
+   * Whether a valid, whole btree index starts with the column (and then the target column, when
+   * given): the kind cleanup's and the sweep's statements walk.
+   */
   private static boolean indexed(DataSource ds, Table table, int column, Integer target)
       throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
                 // An invalid index (a CREATE INDEX CONCURRENTLY that failed) is never used.
-                "SELECT 1 FROM pg_index WHERE indrelid = ? AND indisvalid AND indkey[0] = ?"
-                    + (target == null ? "" : " AND indnkeyatts > 1 AND indkey[1] = ?"))) {
+                "SELECT 1 FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid"
+                    + " JOIN pg_am a ON a.oid = x.relam WHERE i.indrelid = ? AND i.indisvalid"
+                    + " AND a.amname = 'btree' AND i.indpred IS NULL AND i.indkey[0] = ?"
+                    + (target == null ? "" : " AND i.indnkeyatts > 1 AND i.indkey[1] = ?"))) {
       ps.setLong(1, table.oid());
       ps.setInt(2, column);
       if (target != null) {

@@ -10,6 +10,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -35,12 +36,12 @@ import org.apache.kafka.clients.producer.RecordMetadata;
  * could not read them (its replication slot lost or dropped). Each loose foreign key's child column
  * is read a chunk of distinct values at a time, in order, through its index, and the parent's
  * primary (never a standby) is asked which of them it lacks. An id counts as deleted only when the
- * parent still lacks it at a second look, taken once every transaction open at the first has ended
- * and {@code recheckAfter} more has passed, so a parent whose transaction had not committed yet is
- * not taken for a deleted one. Found ids are handed to the cleanup as deleted records, on the topic
- * capture writes, so the pipeline cleans them like any captured delete: in batches, behind the
- * health gates, idempotently. The sweep's own statements are short, and it rests as long as each
- * took before the next.
+ * parent still lacks it at a second look, taken once every transaction of its database begun before
+ * the first has ended and {@code recheckAfter} more has passed, so a parent whose transaction had
+ * not committed yet is not taken for a deleted one. Found ids are handed to the cleanup as deleted
+ * records, on the topic capture writes, so the pipeline cleans them like any captured delete: in
+ * batches, behind the health gates, idempotently. The sweep's own statements are short, and it
+ * rests as long as each took before the next.
  */
 public final class OrphanSweep {
   /** A parent table, in the database holding it, with the key column deleted records carry. */
@@ -97,6 +98,9 @@ public final class OrphanSweep {
   /** How long one statement of the sweep may run. */
   private static final int STATEMENT_TIMEOUT_SECONDS = 60;
 
+  /** SQLSTATE of a statement cancelled, as at its timeout. */
+  private static final String QUERY_CANCELED = "57014";
+
   /** SQLSTATE class of a value its type does not accept. */
   private static final String DATA_EXCEPTION = "22";
 
@@ -125,8 +129,8 @@ public final class OrphanSweep {
    *
    * @param dataSources Spillway database name → its pool
    * @param chunk distinct child values read, and parent ids asked for, per statement
-   * @param recheckAfter how long after the transactions open at the first look have ended the sweep
-   *     looks again at the values it found without a parent
+   * @param recheckAfter how long after the transactions begun before the first look have ended the
+   *     sweep looks again at the values it found without a parent
    * @throws SweepException when a parent's database is a standby or its transactions do not end
    */
   public static Result find(
@@ -139,15 +143,17 @@ public final class OrphanSweep {
     if (chunk < 1) {
       throw new IllegalArgumentException("chunk must be at least 1: " + chunk);
     }
-    Set<String> parentDatabases = new LinkedHashSet<>();
-    keys.forEach(k -> parentDatabases.add(k.parentDatabase()));
-    for (String db : parentDatabases) {
-      requirePrimary(db, dataSources.apply(db));
+    // Each parent database's time before its first look: transactions begun earlier are waited for.
+    Map<String, Timestamp> began = new LinkedHashMap<>();
+    for (CheckedKey k : keys) {
+      if (!began.containsKey(k.parentDatabase())) {
+        began.put(k.parentDatabase(), now(dataSources.apply(k.parentDatabase())));
+      }
     }
     List<Look> looks = new ArrayList<>();
     for (CheckedKey k : keys) {
       Look look = new Look(k);
-      if (k.columnIndexed()) {
+      if (k.unsweepable().isEmpty()) {
         firstLook(look, dataSources, chunk);
       }
       looks.add(look);
@@ -165,13 +171,14 @@ public final class OrphanSweep {
       Set<String> waited = new LinkedHashSet<>();
       for (Parent p : candidates.keySet()) {
         if (waited.add(p.database())) {
-          awaitTransactions(p.database(), dataSources.apply(p.database()));
+          awaitTransactions(p.database(), dataSources.apply(p.database()), began.get(p.database()));
         }
       }
       pause.pause(recheckAfter);
       for (Map.Entry<Parent, Set<String>> e : candidates.entrySet()) {
         List<String> still =
             secondLook(
+                e.getKey().database(),
                 dataSources.apply(e.getKey().database()),
                 lookups.get(e.getKey()),
                 new ArrayList<>(e.getValue()),
@@ -187,7 +194,7 @@ public final class OrphanSweep {
       findings.add(
           new Finding(
               look.key,
-              look.key.columnIndexed(),
+              look.key.unsweepable().isEmpty(),
               look.referred,
               look.unreadable,
               look.missing.stream().filter(confirmed::contains).count()));
@@ -251,12 +258,18 @@ public final class OrphanSweep {
     String after = null;
     while (true) {
       long started = System.nanoTime();
-      List<String> values = references(childDs, look.sql, after, chunk);
-      if (values.isEmpty()) {
-        return;
+      List<String> values;
+      Missing m;
+      try {
+        values = references(childDs, look.sql, after, chunk);
+        if (values.isEmpty()) {
+          return;
+        }
+        m = missing(look.key.parentDatabase(), parentDs, look.sql, values);
+      } catch (SQLException e) {
+        throw timedOut(e, look.key);
       }
       look.referred += values.size();
-      Missing m = missing(parentDs, look.sql, values);
       look.missing.addAll(m.values());
       look.unreadable += m.unreadable();
       after = values.get(values.size() - 1);
@@ -269,75 +282,96 @@ public final class OrphanSweep {
   }
 
   private static List<String> secondLook(
-      DataSource ds, CleanupStatements sql, List<String> ids, int chunk)
+      String database, DataSource ds, CleanupStatements sql, List<String> ids, int chunk)
       throws SQLException, InterruptedException {
     List<String> still = new ArrayList<>();
     for (int from = 0; from < ids.size(); from += chunk) {
       long started = System.nanoTime();
       still.addAll(
-          missing(ds, sql, ids.subList(from, Math.min(ids.size(), from + chunk))).values());
+          missing(database, ds, sql, ids.subList(from, Math.min(ids.size(), from + chunk)))
+              .values());
       TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
     }
     return still;
   }
 
-  /** A standby may not have the parent's latest rows yet: they would look deleted. */
-  private static void requirePrimary(String database, DataSource ds) throws SQLException {
+  /** A statement past its timeout as one sentence; any other failure as it is. */
+  private static SQLException timedOut(SQLException e, CheckedKey key) {
+    if (!QUERY_CANCELED.equals(e.getSQLState())) {
+      return e;
+    }
+    throw new SweepException(
+        "A statement sweeping "
+            + key.key().describe()
+            + " ran over "
+            + STATEMENT_TIMEOUT_SECONDS
+            + " s and was cancelled (many child rows outside what cleanup acts on between two"
+            + " values?); nothing was handed over: sweep it with a smaller --chunk.");
+  }
+
+  private static Timestamp now(DataSource ds) throws SQLException {
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT pg_is_in_recovery()")) {
+        ResultSet rs = s.executeQuery("SELECT clock_timestamp()")) {
       rs.next();
-      if (rs.getBoolean(1)) {
-        throw new SweepException(
-            "Database "
-                + database
-                + " answered from a standby, which may not have the latest parent rows yet; the"
-                + " sweep asks the primary: point its url at it (with several hosts, add"
-                + " targetServerType=primary).");
-      }
+      return rs.getTimestamp(1);
     }
   }
 
   /**
-   * Waits until every transaction open on the server now has ended, so a parent row such a
-   * transaction writes is seen by the second look, whichever way it ends. A transaction id taken
-   * now is above every one assigned so far; once the oldest still running is above it, those have
-   * ended (a snapshot's own upper bound would not do: a running transaction may lie above it).
+   * Waits until every transaction of the parent's database begun before the first look has ended
+   * (prepared ones too), so a parent row such a transaction writes, or wrote, is seen by the second
+   * look, whichever way it ends. A session whose transaction Spillway's role may not see leaves it
+   * unable to tell, and it refuses.
    */
-  private static void awaitTransactions(String database, DataSource ds)
+  private static void awaitTransactions(String database, DataSource ds, Timestamp began)
       throws SQLException, InterruptedException {
+    long deadline = System.nanoTime() + TRANSACTIONS_WAIT.toNanos();
     try (Connection c = ds.getConnection();
-        Statement s = c.createStatement()) {
+        PreparedStatement open =
+            c.prepareStatement(
+                "SELECT count(*) FILTER (WHERE state IS NULL),"
+                    + " count(*) FILTER (WHERE xact_start < ?)"
+                    + " + (SELECT count(*) FROM pg_prepared_xacts"
+                    + " WHERE database = current_database() AND prepared < ?)"
+                    + " FROM pg_stat_activity WHERE datname = current_database()"
+                    + " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")) {
       c.setAutoCommit(true);
-      String now;
-      try (ResultSet rs = s.executeQuery("SELECT pg_current_xact_id()::text")) {
-        rs.next();
-        now = rs.getString(1);
-      }
-      long deadline = System.nanoTime() + TRANSACTIONS_WAIT.toNanos();
-      try (PreparedStatement ended =
-          c.prepareStatement("SELECT pg_snapshot_xmin(pg_current_snapshot()) > CAST(? AS xid8)")) {
-        ended.setString(1, now);
-        while (true) {
-          try (ResultSet rs = ended.executeQuery()) {
-            rs.next();
-            if (rs.getBoolean(1)) {
-              return;
-            }
-          }
-          if (System.nanoTime() > deadline) {
-            throw new SweepException(
-                "Transactions open on the server of database "
-                    + database
-                    + " when the sweep first looked at its parent tables (or prepared ones) were"
-                    + " still open "
-                    + TRANSACTIONS_WAIT.toMinutes()
-                    + " minutes later, so a parent row they write could be taken for a deleted"
-                    + " one; nothing was handed over: sweep again once they have ended (see"
-                    + " pg_stat_activity and pg_prepared_xacts).");
-          }
-          Thread.sleep(200);
+      open.setTimestamp(1, began);
+      open.setTimestamp(2, began);
+      while (true) {
+        long hidden;
+        long older;
+        try (ResultSet rs = open.executeQuery()) {
+          rs.next();
+          hidden = rs.getLong(1);
+          older = rs.getLong(2);
         }
+        if (hidden > 0) {
+          throw new SweepException(
+              "Spillway's role may not see the transactions of "
+                  + hidden
+                  + " sessions of database "
+                  + database
+                  + ", so it cannot tell whether one is writing a parent row it would take for a"
+                  + " deleted one; nothing was handed over: grant it pg_read_all_stats.");
+        }
+        if (older == 0) {
+          return;
+        }
+        if (System.nanoTime() > deadline) {
+          throw new SweepException(
+              older
+                  + " transactions of database "
+                  + database
+                  + " begun before the sweep first looked at its parent tables (prepared ones"
+                  + " counted) were still open "
+                  + TRANSACTIONS_WAIT.toMinutes()
+                  + " minutes later, so a parent row they write could be taken for a deleted one;"
+                  + " nothing was handed over: sweep again once they have ended (see"
+                  + " pg_stat_activity and pg_prepared_xacts).");
+        }
+        Thread.sleep(200);
       }
     }
   }
@@ -360,9 +394,23 @@ public final class OrphanSweep {
    * rather than making its rows look deleted. A chunk holding a value the key's type refuses is
    * asked value by value, and such values are counted: they refer to no parent.
    */
-  private static Missing missing(DataSource ds, CleanupStatements sql, List<String> values)
+  private static Missing missing(
+      String database, DataSource ds, CleanupStatements sql, List<String> values)
       throws SQLException {
     try (Connection c = ds.getConnection()) {
+      // Every time: a pool's connections may reach another server than its first one did.
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery("SELECT pg_is_in_recovery()")) {
+        rs.next();
+        if (rs.getBoolean(1)) {
+          throw new SweepException(
+              "Database "
+                  + database
+                  + " answered from a standby, which may not have the latest parent rows yet; the"
+                  + " sweep asks the primary: point its url at it (with several hosts, add"
+                  + " targetServerType=primary).");
+        }
+      }
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try {

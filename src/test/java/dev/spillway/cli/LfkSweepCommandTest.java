@@ -33,7 +33,7 @@ class LfkSweepCommandTest {
           "bigint",
           "id",
           "bigint",
-          true);
+          Optional.empty());
 
   @Test
   void should_show_ten_ids_of_a_parent_and_count_the_rest() {
@@ -67,8 +67,19 @@ class LfkSweepCommandTest {
             "7 parent ids referred to, 0 deleted\nNo child refers to a deleted parent row.\n");
     assertThat(LfkSweepCommand.render(new OrphanSweep.Result(List.of(), Map.of()), true, null, "t"))
         .isEqualTo("No loose foreign keys to sweep.\n");
+    CheckedKey withoutIndex =
+        new CheckedKey(
+            KEY.key(),
+            "ci",
+            "ci",
+            List.of("id"),
+            "bigint",
+            "id",
+            "bigint",
+            Optional.of("no index starts with pipeline_id (add one, as the warning says)"));
     OrphanSweep.Result unindexed =
-        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, false, 0, 0, 0)), Map.of());
+        new OrphanSweep.Result(
+            List.of(new OrphanSweep.Finding(withoutIndex, false, 0, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(unindexed, true, null, "t"))
         .contains(
             "ci_builds.pipeline_id → ci_pipelines (async_delete)  not swept: no index starts with"

@@ -37,7 +37,17 @@ class DefinitionCheckIT {
         "CREATE TABLE k.approvals (id bigint PRIMARY KEY, project_id bigint NOT NULL)",
         "CREATE INDEX ON k.approvals (project_id)",
         "CREATE TABLE k.releases (id bigint PRIMARY KEY, project_id bigint)",
-        "INSERT INTO k.releases VALUES (1, 7), (2, 7)");
+        "INSERT INTO k.releases VALUES (1, 7), (2, 7)",
+        "CREATE TABLE k.codes (code char(3) PRIMARY KEY)",
+        "CREATE TABLE k.code_uses (id bigint PRIMARY KEY, code char(3))",
+        "CREATE INDEX ON k.code_uses (code)",
+        "CREATE TABLE k.tags (name text PRIMARY KEY)",
+        "CREATE TABLE k.tag_uses (id bigint PRIMARY KEY, tag bigint)",
+        "CREATE INDEX ON k.tag_uses (tag)",
+        "CREATE TABLE k.hashed (id bigint PRIMARY KEY, project_id bigint)",
+        "CREATE INDEX ON k.hashed USING hash (project_id)",
+        "CREATE TABLE k.partial (id bigint PRIMARY KEY, project_id bigint)",
+        "CREATE INDEX ON k.partial (project_id) WHERE project_id > 0");
     // A concurrent build that fails leaves an index PostgreSQL keeps but never uses.
     assertThatThrownBy(
             () ->
@@ -111,9 +121,29 @@ class DefinitionCheckIT {
     assertThat(builds.columnType()).isEqualTo("character varying(64)");
     assertThat(builds.parentPrimaryKey()).isEqualTo("id");
     assertThat(builds.parentKeyType()).isEqualTo("bigint");
-    assertThat(builds.columnIndexed()).isTrue();
-    assertThat(r.keys().get(0).columnIndexed()).as("merge_requests (project_id)").isTrue();
+    assertThat(builds.unsweepable()).as("a child's text against any key").isEmpty();
+    assertThat(r.keys().get(0).unsweepable()).as("merge_requests (project_id)").isEmpty();
     assertThat(r.warnings()).isEmpty();
+  }
+
+  @Test
+  void should_say_which_keys_the_sweep_cannot_read_or_compare() throws Exception {
+    DefinitionCheck.Result r =
+        check(
+            entry("code_uses", "codes", "code", "async_delete")
+                + entry("tag_uses", "tags", "tag", "async_delete")
+                + entry("hashed", "projects", "project_id", "async_delete")
+                + entry("partial", "projects", "project_id", "async_delete"));
+    // char(3) compared as char(1) would cut every key to its first letter.
+    assertThat(r.keys().get(0).parentKeyType()).isEqualTo("bpchar");
+    assertThat(r.keys().get(0).unsweepable()).isEmpty();
+    assertThat(r.keys().get(1).unsweepable())
+        .hasValue(
+            "tag is bigint and the parent's key text: the sweep compares only the same types,"
+                + " integers, or a child's text");
+    assertThat(r.keys().get(2).unsweepable()).as("a hash index").isPresent();
+    assertThat(r.keys().get(3).unsweepable()).as("a partial index").isPresent();
+    assertThat(r.warnings()).hasSize(2);
   }
 
   @Test
@@ -128,7 +158,8 @@ class DefinitionCheckIT {
                 + " with project_id, status, so cleanup scans the table; add one: CREATE INDEX"
                 + " CONCURRENTLY \"index_packages_on_project_id_and_status\" ON \"k\".\"packages\""
                 + " (\"project_id\", \"status\");");
-    assertThat(r.keys().get(0).columnIndexed()).isFalse();
+    assertThat(r.keys().get(0).unsweepable())
+        .hasValue("no index starts with project_id (add one, as the warning says)");
   }
 
   @Test

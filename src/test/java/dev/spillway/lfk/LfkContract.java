@@ -22,6 +22,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -441,10 +442,11 @@ abstract class LfkContract {
                 "bigint"));
     try (LfkHarness h = new LfkHarness(infra, dir, "lfk10", dbs, Map.of(), defaults(), keys);
         Connection writer = h.db("main").getConnection()) {
-      // Project 2 is being written: its issue was committed first, the project is not yet.
+      // Project 2 is being written: its issue was committed first; the transaction writing the
+      // project has begun (it has read, not written yet) and writes it while the sweep runs.
       writer.setAutoCommit(false);
       try (Statement s = writer.createStatement()) {
-        s.execute("INSERT INTO x.projects VALUES (2)");
+        s.execute("SELECT count(*) FROM x.projects");
       }
       CompletableFuture<OrphanSweep.Result> sweep =
           CompletableFuture.supplyAsync(
@@ -457,7 +459,10 @@ abstract class LfkContract {
                 }
               });
       Thread.sleep(1500);
-      assertThat(sweep).as("waits for the transaction open at its first look").isNotDone();
+      assertThat(sweep).as("waits for the transaction begun before its first look").isNotDone();
+      try (Statement s = writer.createStatement()) {
+        s.execute("INSERT INTO x.projects VALUES (2)");
+      }
       writer.commit();
       OrphanSweep.Result found = sweep.get(30, TimeUnit.SECONDS);
       assertThat(found.deleted())
@@ -509,7 +514,7 @@ abstract class LfkContract {
                 "uuid",
                 "Id",
                 "uuid",
-                true),
+                Optional.empty()),
             new CheckedKey(
                 key(
                         "Y.refs",
@@ -526,7 +531,7 @@ abstract class LfkContract {
                 "character varying(64)",
                 "id",
                 "bigint",
-                true),
+                Optional.empty()),
             new CheckedKey(
                 key(
                         "Y.logs",
@@ -543,7 +548,7 @@ abstract class LfkContract {
                 "bigint",
                 "id",
                 "bigint",
-                false));
+                Optional.of("no index starts with project_id (add one, as the warning says)")));
     try (LfkHarness h = new LfkHarness(infra, dir, "lfk11", dbs, Map.of(), defaults(), keys)) {
       OrphanSweep.Result found =
           OrphanSweep.find(keys, h.runtime.databases()::dataSource, 2, Duration.ZERO, d -> {});

@@ -136,6 +136,7 @@ final class LfkHarness implements AutoCloseable {
             conditions,
             OptionalInt.empty(),
             "test");
-    return new CheckedKey(k, childDb, parentDb, List.of("id"), columnType, "id", columnType, true);
+    return new CheckedKey(
+        k, childDb, parentDb, List.of("id"), columnType, "id", columnType, Optional.empty());
   }
 }
