@@ -52,6 +52,9 @@ final class CaptureEngine implements AutoCloseable {
   /** Debezium's logical name of a captured database is this and the database's name. */
   static final String SERVER_NAME_PREFIX = "spillway-";
 
+  /** The embedded engine's name (and its thread's) is this and the database's name. */
+  static final String ENGINE_NAME_PREFIX = "spillway-capture-";
+
   private static final Logger log = LoggerFactory.getLogger(CaptureEngine.class);
 
   private final DatabaseEndpoint endpoint;
@@ -101,7 +104,7 @@ final class CaptureEngine implements AutoCloseable {
     this.executor =
         Executors.newSingleThreadExecutor(
             r -> {
-              Thread t = new Thread(r, "spillway-capture-" + endpoint.name());
+              Thread t = new Thread(r, ENGINE_NAME_PREFIX + endpoint.name());
               t.setDaemon(true);
               return t;
             });
@@ -339,7 +342,7 @@ final class CaptureEngine implements AutoCloseable {
 
   /** Debezium's name for the engine: the namespace of its positions. */
   private String engineName() {
-    return "spillway-capture-" + endpoint.name();
+    return ENGINE_NAME_PREFIX + endpoint.name();
   }
 
   /** Debezium's name for the source: the partition of its positions. */

@@ -6,6 +6,7 @@ import ch.qos.logback.classic.turbo.TurboFilter;
 import ch.qos.logback.core.spi.FilterReply;
 import java.io.IOException;
 import java.sql.SQLException;
+import java.util.Set;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 import org.slf4j.Marker;
@@ -13,16 +14,30 @@ import org.slf4j.Marker;
 /**
  * Says in one warning that capture lost its connection to a database and reconnects, where Debezium
  * logs an ERROR with the stack trace and two warnings for what it then retries by itself (a server
- * restart, a failover, a connection ended): the failures its PostgreSQL connector takes for
- * communication failures, an {@link SQLException} or {@link IOException} in the chain. Any other
- * failure of Debezium's is logged as Debezium logs it. Named in {@code logback.xml}.
+ * restart, a failover, a connection ended): a failure with an {@link IOException} in its chain, or
+ * an {@link SQLException} of a lost connection or a server shutting down. Debezium retries every
+ * SQL failure, but any other (a permission taken away, a publication dropped) will not go away by
+ * itself and is logged as Debezium logs it. Later attempts during an outage keep Debezium's
+ * warning; getting back is said in a line of Spillway's. Named in {@code logback.xml}.
  */
 public final class ReconnectLogFilter extends TurboFilter {
   static final String ERROR_HANDLER = "io.debezium.pipeline.ErrorHandler";
   static final String SOURCE_TASK = "io.debezium.connector.common.BaseSourceTask";
 
+  /** How long after a replaced failure Debezium's restart warning is taken for its echo. */
+  private static final long ECHO_NANOS = 2_000_000_000L;
+
+  /** SQLSTATEs of a lost connection: class 08, and the server shutting down or restarting. */
+  private static final Set<String> SHUTDOWN = Set.of("57P01", "57P02", "57P03");
+
+  /** When a failure was last replaced; at first, long enough ago. */
+  private volatile long replacedAt = System.nanoTime() - 2 * ECHO_NANOS;
+
   /** Where Debezium keeps the logical name of the connector a thread works for. */
   private static final String CONNECTOR_NAME = "dbz.connectorLogicalName";
+
+  /** Where Kafka Connect keeps the name of the connector a thread works for. */
+  private static final String CONNECT_CONTEXT = "connector.context";
 
   private static final org.slf4j.Logger log = LoggerFactory.getLogger(Capture.class);
 
@@ -43,6 +58,7 @@ public final class ReconnectLogFilter extends TurboFilter {
           database(),
           rootMessage(t),
           CaptureEngine.RECONNECT_WAIT.toSeconds());
+      replacedAt = System.nanoTime();
       return FilterReply.DENY;
     }
     // What the warning above says already; only ever logged after a failure Debezium retries.
@@ -51,17 +67,27 @@ public final class ReconnectLogFilter extends TurboFilter {
     }
     if (SOURCE_TASK.equals(name)
         && level == Level.WARN
-        && format.startsWith("Going to restart connector after")) {
+        && format.startsWith("Going to restart connector after")
+        && System.nanoTime() - replacedAt < ECHO_NANOS) {
       return FilterReply.DENY;
+    }
+    if (SOURCE_TASK.equals(name) && format.equals("Successfully restarted task")) {
+      log.info("Capture of database {} reconnected.", database());
     }
     return FilterReply.NEUTRAL;
   }
 
-  /** Whether Debezium's PostgreSQL connector retries this failure: SQL or I/O in its chain. */
+  /** Whether the failure is a lost connection: I/O, or SQL saying so, in its chain. */
   static boolean communication(Throwable t) {
     for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-      if (c instanceof SQLException || c instanceof IOException) {
+      if (c instanceof IOException) {
         return true;
+      }
+      if (c instanceof SQLException e && e.getSQLState() != null) {
+        String state = e.getSQLState();
+        if (state.startsWith("08") || SHUTDOWN.contains(state)) {
+          return true;
+        }
       }
     }
     return false;
@@ -80,10 +106,20 @@ public final class ReconnectLogFilter extends TurboFilter {
     return top + ": " + root.getMessage();
   }
 
+  /**
+   * The database whose capture logs: from Debezium's logical name, or, on the engine's threads,
+   * which Debezium leaves without it, from Kafka Connect's context, {@code [engine-name|task-1]}.
+   */
   private static String database() {
     String server = MDC.get(CONNECTOR_NAME);
-    return server != null && server.startsWith(CaptureEngine.SERVER_NAME_PREFIX)
-        ? server.substring(CaptureEngine.SERVER_NAME_PREFIX.length())
-        : "(unknown)";
+    if (server != null && server.startsWith(CaptureEngine.SERVER_NAME_PREFIX)) {
+      return server.substring(CaptureEngine.SERVER_NAME_PREFIX.length());
+    }
+    String context = MDC.get(CONNECT_CONTEXT);
+    String start = "[" + CaptureEngine.ENGINE_NAME_PREFIX;
+    if (context != null && context.startsWith(start) && context.indexOf('|') > start.length()) {
+      return context.substring(start.length(), context.indexOf('|'));
+    }
+    return "(unknown)";
   }
 }

@@ -687,7 +687,8 @@ abstract class CaptureContract {
         .containsExactly(
             "WARN Capture of database capture lost its connection to the server (Database"
                 + " connection failed when reading from copy); it reconnects, trying every 10 s, and goes on"
-                + " from the last change it stored.");
+                + " from the last change it stored.",
+            "INFO Capture of database capture reconnected.");
   }
 
   @Test

@@ -43,6 +43,24 @@ class ReconnectLogFilterTest {
     assertThat(
             decide(
                 ReconnectLogFilter.ERROR_HANDLER,
+                Level.ERROR,
+                "Producer failure",
+                new SQLException("permission denied for table projects", "42501")))
+        .as("an SQL failure Debezium retries for ever, though it will not go away")
+        .isEqualTo(FilterReply.NEUTRAL);
+    for (String state : new String[] {"08006", "57P01"}) {
+      assertThat(
+              decide(
+                  ReconnectLogFilter.ERROR_HANDLER,
+                  Level.ERROR,
+                  "Producer failure",
+                  new RuntimeException("wrapped", new SQLException("gone", state))))
+          .as(state)
+          .isEqualTo(FilterReply.DENY);
+    }
+    assertThat(
+            decide(
+                ReconnectLogFilter.ERROR_HANDLER,
                 Level.WARN,
                 "Retry {} of {} retries will be attempted",
                 null))
@@ -63,6 +81,18 @@ class ReconnectLogFilterTest {
         .isEqualTo(FilterReply.NEUTRAL);
     assertThat(decide("io.debezium.Other", Level.ERROR, "Producer failure", lost))
         .as("the same words from another logger")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
+  void should_keep_debeziums_restart_warning_when_no_failure_was_just_replaced() {
+    assertThat(
+            decide(
+                ReconnectLogFilter.SOURCE_TASK,
+                Level.WARN,
+                "Going to restart connector after {} sec. after a retriable exception",
+                null))
+        .as("a later attempt during an outage")
         .isEqualTo(FilterReply.NEUTRAL);
   }
 
