@@ -330,12 +330,13 @@ public final class OrphanSweep {
     try (Connection c = ds.getConnection();
         PreparedStatement open =
             c.prepareStatement(
-                "SELECT count(*) FILTER (WHERE state IS NULL),"
-                    + " count(*) FILTER (WHERE xact_start < ?)"
+                // A session the role may not see shows no backend type either.
+                "SELECT count(*) FILTER (WHERE backend_type IS NULL),"
+                    + " count(*) FILTER (WHERE backend_type = 'client backend' AND xact_start < ?)"
                     + " + (SELECT count(*) FROM pg_prepared_xacts"
                     + " WHERE database = current_database() AND prepared < ?)"
                     + " FROM pg_stat_activity WHERE datname = current_database()"
-                    + " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")) {
+                    + " AND pid <> pg_backend_pid()")) {
       c.setAutoCommit(true);
       open.setTimestamp(1, began);
       open.setTimestamp(2, began);
