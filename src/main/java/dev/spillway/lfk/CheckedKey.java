@@ -11,8 +11,10 @@ import java.util.Optional;
  * @param childDatabase the database {@code tables:} maps the child table to
  * @param parentDatabase the database {@code tables:} maps the parent table to
  * @param childPrimaryKey the child's primary key columns (several for partitioned children)
- * @param columnType the child column's type as {@code format_type} gives it, such as {@code
- *     bigint}, so deleted parent ids can be cast to it: {@code = ANY(CAST(? AS bigint[]))}
+ * @param columnType the child column's type without its modifier, such as {@code bigint} or {@code
+ *     character varying}, so deleted parent ids can be cast to it ({@code = ANY(CAST(? AS
+ *     bigint[]))}) and are neither cut nor rounded: a {@code varchar(3)} cast would turn a deleted
+ *     {@code abcdef} into the {@code abc} of a live parent
  * @param parentPrimaryKey the parent's single primary key column, the key captured deletes carry
  * @param parentKeyType that column's type without its modifier ({@code numeric}, not {@code
  *     numeric(10,2)}), so a value cast to it is neither cut nor rounded

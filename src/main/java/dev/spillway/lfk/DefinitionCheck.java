@@ -146,7 +146,7 @@ public final class DefinitionCheck {
         childDb,
         parentDb,
         child.primaryKey(),
-        column.type(),
+        column.baseType(),
         parentKey,
         parentColumn.baseType(),
         unsweepable);
@@ -273,12 +273,13 @@ public final class DefinitionCheck {
   /**
    * Whether the sweep can tell, comparing a child's value with parent keys in the parent's type,
    * that no parent has it exactly when cleanup (which casts a parent's key to the child's type)
-   * would find none: so when both are one type, both integers, or the child's is text (a key's text
-   * cast back gives the key). A text key read as a number would not: '08' and 8.
+   * would find none: so when both are one type, both integers, or the child's is text or varchar (a
+   * key's text cast back gives the key). A text key read as a number would not: '08' and 8.
    */
   static boolean comparable(String childType, String parentType) {
     Set<String> integers = Set.of("smallint", "integer", "bigint");
-    Set<String> texts = Set.of("text", "character varying", "bpchar");
+    // Not bpchar: its text drops the padding a parent's bpchar or text key compares with.
+    Set<String> texts = Set.of("text", "character varying");
     return childType.equals(parentType)
         || (integers.contains(childType) && integers.contains(parentType))
         || texts.contains(childType);

@@ -10,7 +10,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.sql.Timestamp;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -143,13 +142,6 @@ public final class OrphanSweep {
     if (chunk < 1) {
       throw new IllegalArgumentException("chunk must be at least 1: " + chunk);
     }
-    // Each parent database's time before its first look: transactions begun earlier are waited for.
-    Map<String, Timestamp> began = new LinkedHashMap<>();
-    for (CheckedKey k : keys) {
-      if (!began.containsKey(k.parentDatabase())) {
-        began.put(k.parentDatabase(), now(dataSources.apply(k.parentDatabase())));
-      }
-    }
     List<Look> looks = new ArrayList<>();
     for (CheckedKey k : keys) {
       Look look = new Look(k);
@@ -159,11 +151,11 @@ public final class OrphanSweep {
       looks.add(look);
     }
     Map<Parent, Set<String>> candidates = new LinkedHashMap<>();
-    Map<Parent, CleanupStatements> lookups = new LinkedHashMap<>();
+    Map<Parent, Look> lookups = new LinkedHashMap<>();
     for (Look look : looks) {
       if (!look.missing.isEmpty()) {
         candidates.computeIfAbsent(look.parent(), p -> new LinkedHashSet<>()).addAll(look.missing);
-        lookups.putIfAbsent(look.parent(), look.sql);
+        lookups.putIfAbsent(look.parent(), look);
       }
     }
     Map<Parent, List<String>> deleted = new LinkedHashMap<>();
@@ -171,16 +163,18 @@ public final class OrphanSweep {
       Set<String> waited = new LinkedHashSet<>();
       for (Parent p : candidates.keySet()) {
         if (waited.add(p.database())) {
-          awaitTransactions(p.database(), dataSources.apply(p.database()), began.get(p.database()));
+          awaitTransactions(p.database(), dataSources.apply(p.database()));
         }
       }
       pause.pause(recheckAfter);
       for (Map.Entry<Parent, Set<String>> e : candidates.entrySet()) {
+        Look lookup = lookups.get(e.getKey());
         List<String> still =
             secondLook(
+                lookup.key,
                 e.getKey().database(),
                 dataSources.apply(e.getKey().database()),
-                lookups.get(e.getKey()),
+                lookup.sql,
                 new ArrayList<>(e.getValue()),
                 chunk);
         if (!still.isEmpty()) {
@@ -282,14 +276,23 @@ public final class OrphanSweep {
   }
 
   private static List<String> secondLook(
-      String database, DataSource ds, CleanupStatements sql, List<String> ids, int chunk)
+      CheckedKey key,
+      String database,
+      DataSource ds,
+      CleanupStatements sql,
+      List<String> ids,
+      int chunk)
       throws SQLException, InterruptedException {
     List<String> still = new ArrayList<>();
     for (int from = 0; from < ids.size(); from += chunk) {
       long started = System.nanoTime();
-      still.addAll(
-          missing(database, ds, sql, ids.subList(from, Math.min(ids.size(), from + chunk)))
-              .values());
+      try {
+        still.addAll(
+            missing(database, ds, sql, ids.subList(from, Math.min(ids.size(), from + chunk)))
+                .values());
+      } catch (SQLException e) {
+        throw timedOut(e, key);
+      }
       TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
     }
     return still;
@@ -309,41 +312,41 @@ public final class OrphanSweep {
             + " values?); nothing was handed over: sweep it with a smaller --chunk.");
   }
 
-  private static Timestamp now(DataSource ds) throws SQLException {
-    try (Connection c = ds.getConnection();
-        Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SELECT clock_timestamp()")) {
-      rs.next();
-      return rs.getTimestamp(1);
-    }
-  }
-
   /**
-   * Waits until every transaction of the parent's database begun before the first look has ended
-   * (prepared ones too), so a parent row such a transaction writes, or wrote, is seen by the second
-   * look, whichever way it ends. A session whose transaction Spillway's role may not see leaves it
-   * unable to tell, and it refuses.
+   * Waits until every transaction of the parent's database begun before now, when every first look
+   * has ended, has ended too (prepared ones, whenever begun), so a parent row such a transaction
+   * writes, or wrote, is seen by the second look, whichever way it ends. Every session counts but
+   * those that write no rows of their own (autovacuum, parallel workers, whose leader counts, WAL
+   * senders); one Spillway's role may not see, or whose activity is not tracked, leaves it unable
+   * to tell, and it refuses.
    */
-  private static void awaitTransactions(String database, DataSource ds, Timestamp began)
+  private static void awaitTransactions(String database, DataSource ds)
       throws SQLException, InterruptedException {
     long deadline = System.nanoTime() + TRANSACTIONS_WAIT.toNanos();
     try (Connection c = ds.getConnection();
-        PreparedStatement open =
-            c.prepareStatement(
-                // A session the role may not see shows no backend type either.
-                "SELECT count(*) FILTER (WHERE backend_type IS NULL),"
-                    + " count(*) FILTER (WHERE backend_type = 'client backend' AND xact_start < ?)"
-                    + " + (SELECT count(*) FROM pg_prepared_xacts"
-                    + " WHERE database = current_database() AND prepared < ?)"
-                    + " FROM pg_stat_activity WHERE datname = current_database()"
-                    + " AND pid <> pg_backend_pid()")) {
+        Statement s = c.createStatement()) {
       c.setAutoCommit(true);
-      open.setTimestamp(1, began);
-      open.setTimestamp(2, began);
+      s.setQueryTimeout(STATEMENT_TIMEOUT_SECONDS);
+      requirePrimary(database, c);
+      String began;
+      try (ResultSet rs = s.executeQuery("SELECT clock_timestamp()::text")) {
+        rs.next();
+        began = rs.getString(1);
+      }
+      // A literal of the server's own clock, read above: polled as a plain statement.
+      String open =
+          "SELECT count(*) FILTER (WHERE backend_type IS NULL OR state = 'disabled'),"
+              + " count(*) FILTER (WHERE xact_start < '"
+              + began
+              + "'::timestamptz AND backend_type NOT IN"
+              + " ('autovacuum worker', 'parallel worker', 'walsender'))"
+              + " + (SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database())"
+              + " FROM pg_stat_activity WHERE datname = current_database()"
+              + " AND pid <> pg_backend_pid()";
       while (true) {
         long hidden;
         long older;
-        try (ResultSet rs = open.executeQuery()) {
+        try (ResultSet rs = s.executeQuery(open)) {
           rs.next();
           hidden = rs.getLong(1);
           older = rs.getLong(2);
@@ -354,8 +357,9 @@ public final class OrphanSweep {
                   + hidden
                   + " sessions of database "
                   + database
-                  + ", so it cannot tell whether one is writing a parent row it would take for a"
-                  + " deleted one; nothing was handed over: grant it pg_read_all_stats.");
+                  + " (or track_activities is off for them), so it cannot tell whether one is"
+                  + " writing a parent row it would take for a deleted one; nothing was handed"
+                  + " over: grant it pg_read_all_stats.");
         }
         if (older == 0) {
           return;
@@ -365,14 +369,29 @@ public final class OrphanSweep {
               older
                   + " transactions of database "
                   + database
-                  + " begun before the sweep first looked at its parent tables (prepared ones"
-                  + " counted) were still open "
+                  + " begun before the sweep's first look ended, or prepared, were still open "
                   + TRANSACTIONS_WAIT.toMinutes()
                   + " minutes later, so a parent row they write could be taken for a deleted one;"
                   + " nothing was handed over: sweep again once they have ended (see"
                   + " pg_stat_activity and pg_prepared_xacts).");
         }
         Thread.sleep(200);
+      }
+    }
+  }
+
+  /** A standby may not have the parent's latest rows, nor see the primary's sessions. */
+  private static void requirePrimary(String database, Connection c) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SELECT pg_is_in_recovery()")) {
+      rs.next();
+      if (rs.getBoolean(1)) {
+        throw new SweepException(
+            "Database "
+                + database
+                + " answered from a standby, which may not have the latest parent rows yet; the"
+                + " sweep asks the primary: point its url at it (with several hosts, add"
+                + " targetServerType=primary).");
       }
     }
   }
@@ -400,18 +419,7 @@ public final class OrphanSweep {
       throws SQLException {
     try (Connection c = ds.getConnection()) {
       // Every time: a pool's connections may reach another server than its first one did.
-      try (Statement s = c.createStatement();
-          ResultSet rs = s.executeQuery("SELECT pg_is_in_recovery()")) {
-        rs.next();
-        if (rs.getBoolean(1)) {
-          throw new SweepException(
-              "Database "
-                  + database
-                  + " answered from a standby, which may not have the latest parent rows yet; the"
-                  + " sweep asks the primary: point its url at it (with several hosts, add"
-                  + " targetServerType=primary).");
-        }
-      }
+      requirePrimary(database, c);
       boolean autoCommit = c.getAutoCommit();
       c.setAutoCommit(false);
       try {

@@ -585,6 +585,41 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_not_clean_children_of_a_live_parent_whose_key_a_deleted_ones_begins_with()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "v",
+        "CREATE TABLE v.tags (name text PRIMARY KEY)",
+        "CREATE TABLE v.labels (id bigserial PRIMARY KEY, tag varchar(3))",
+        "CREATE INDEX ON v.labels (tag)",
+        "INSERT INTO v.tags VALUES ('abc'), ('abcdef')",
+        "INSERT INTO v.labels (tag) VALUES ('abc'), ('abc')");
+    List<CheckedKey> keys;
+    try (var checked = infra.databases("lfk_main")) {
+      keys =
+          DefinitionCheck.check(
+                  List.of(
+                      key("v.labels", "tag", "v.tags", OnDelete.ASYNC_DELETE, "main", "main", "")
+                          .key()),
+                  t -> "main",
+                  name -> checked.dataSource("lfk_main"))
+              .keys();
+    }
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk12", dbs, Map.of(), defaults(), keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM v.tags WHERE name = 'abcdef'");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(processed(h.pipeline.metrics(), "main/v.tags")).isOne());
+      // Cast to varchar(3), the deleted abcdef would have been abc, the live parent's key.
+      assertThat(h.count("main", "SELECT count(*) FROM v.labels")).isEqualTo(2);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk12");
+    }
+  }
+
+  @Test
   void should_clean_children_of_a_partitioned_parent_deleted_through_its_partition()
       throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
