@@ -6,7 +6,9 @@ import ch.qos.logback.classic.turbo.TurboFilter;
 import ch.qos.logback.core.spi.FilterReply;
 import java.io.IOException;
 import java.sql.SQLException;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 import org.slf4j.Marker;
@@ -30,8 +32,8 @@ public final class ReconnectLogFilter extends TurboFilter {
   /** SQLSTATEs of a lost connection: class 08, and the server shutting down or restarting. */
   private static final Set<String> SHUTDOWN = Set.of("57P01", "57P02", "57P03");
 
-  /** When a failure was last replaced; at first, long enough ago. */
-  private volatile long replacedAt = System.nanoTime() - 2 * ECHO_NANOS;
+  /** Per database whose lost connection was announced and not yet regained: when. */
+  private final Map<String, Long> lost = new ConcurrentHashMap<>();
 
   /** Where Debezium keeps the logical name of the connector a thread works for. */
   private static final String CONNECTOR_NAME = "dbz.connectorLogicalName";
@@ -52,27 +54,31 @@ public final class ReconnectLogFilter extends TurboFilter {
       if (!communication(t)) {
         return FilterReply.NEUTRAL;
       }
+      String database = database();
       log.warn(
-          "Capture of database {} lost its connection to the server ({}); it reconnects, trying every {} s,"
-              + " and goes on from the last change it stored.",
-          database(),
+          "Capture of database {} lost its connection to the server ({}); it reconnects, trying"
+              + " every {} s, and goes on from the last change it stored.",
+          database,
           rootMessage(t),
           CaptureEngine.RECONNECT_WAIT.toSeconds());
-      replacedAt = System.nanoTime();
+      lost.put(database, System.nanoTime());
       return FilterReply.DENY;
     }
-    // What the warning above says already; only ever logged after a failure Debezium retries.
-    if (ERROR_HANDLER.equals(name) && level == Level.WARN && format.startsWith("Retry {} of {}")) {
-      return FilterReply.DENY;
-    }
-    if (SOURCE_TASK.equals(name)
-        && level == Level.WARN
-        && format.startsWith("Going to restart connector after")
-        && System.nanoTime() - replacedAt < ECHO_NANOS) {
-      return FilterReply.DENY;
+    // Debezium's two warnings after a failure: what the warning above said, when just replaced.
+    boolean echo =
+        (ERROR_HANDLER.equals(name) && format.startsWith("Retry {} of {}"))
+            || (SOURCE_TASK.equals(name) && format.startsWith("Going to restart connector after"));
+    if (echo && level == Level.WARN) {
+      Long at = lost.get(database());
+      return at != null && System.nanoTime() - at < ECHO_NANOS
+          ? FilterReply.DENY
+          : FilterReply.NEUTRAL;
     }
     if (SOURCE_TASK.equals(name) && format.equals("Successfully restarted task")) {
-      log.info("Capture of database {} reconnected.", database());
+      String database = database();
+      if (lost.remove(database) != null) {
+        log.info("Capture of database {} reconnected.", database);
+      }
     }
     return FilterReply.NEUTRAL;
   }
@@ -110,7 +116,7 @@ public final class ReconnectLogFilter extends TurboFilter {
    * The database whose capture logs: from Debezium's logical name, or, on the engine's threads,
    * which Debezium leaves without it, from Kafka Connect's context, {@code [engine-name|task-1]}.
    */
-  private static String database() {
+  static String database() {
     String server = MDC.get(CONNECTOR_NAME);
     if (server != null && server.startsWith(CaptureEngine.SERVER_NAME_PREFIX)) {
       return server.substring(CaptureEngine.SERVER_NAME_PREFIX.length());

@@ -5,10 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.LoggerContext;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import ch.qos.logback.core.spi.FilterReply;
 import java.io.EOFException;
 import java.sql.SQLException;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
+import org.slf4j.MDC;
 
 class ReconnectLogFilterTest {
   private final ReconnectLogFilter filter = new ReconnectLogFilter();
@@ -94,6 +98,55 @@ class ReconnectLogFilterTest {
                 null))
         .as("a later attempt during an outage")
         .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
+  void should_say_a_database_is_back_only_after_its_loss_was_announced() {
+    Logger capture = (Logger) LoggerFactory.getLogger(Capture.class);
+    ListAppender<ILoggingEvent> said = new ListAppender<>();
+    said.start();
+    capture.addAppender(said);
+    try {
+      // The failure on Debezium's thread, which names its logical server.
+      MDC.put("dbz.connectorLogicalName", "spillway-main");
+      assertThat(
+              decide(
+                  ReconnectLogFilter.ERROR_HANDLER,
+                  Level.ERROR,
+                  "Producer failure",
+                  new SQLException("gone", "08006")))
+          .isEqualTo(FilterReply.DENY);
+      MDC.clear();
+      // The engine's thread names only Kafka Connect's context.
+      MDC.put("connector.context", "[spillway-capture-main|task-1] ");
+      assertThat(
+              decide(
+                  ReconnectLogFilter.SOURCE_TASK,
+                  Level.WARN,
+                  "Going to restart connector after {} sec. after a retriable exception",
+                  null))
+          .isEqualTo(FilterReply.DENY);
+      decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+      MDC.put("connector.context", "[spillway-capture-ci|task-1] ");
+      assertThat(
+              decide(
+                  ReconnectLogFilter.SOURCE_TASK,
+                  Level.WARN,
+                  "Going to restart connector after {} sec. after a retriable exception",
+                  null))
+          .as("another database's restart, after a failure left as Debezium logged it")
+          .isEqualTo(FilterReply.NEUTRAL);
+      decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+    } finally {
+      MDC.clear();
+      capture.detachAppender(said);
+    }
+    assertThat(said.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .containsExactly(
+            "Capture of database main lost its connection to the server (gone); it reconnects,"
+                + " trying every 10 s, and goes on from the last change it stored.",
+            "Capture of database main reconnected.");
   }
 
   @Test
