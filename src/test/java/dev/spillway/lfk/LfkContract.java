@@ -462,7 +462,16 @@ abstract class LfkContract {
                   throw new CompletionException(e);
                 }
               });
-      Thread.sleep(1500);
+      // The sweep reaches its wait once it asks the server which transactions are open.
+      await()
+          .atMost(WAIT)
+          .until(
+              () ->
+                  h.count(
+                          "main",
+                          "SELECT count(*) FROM pg_stat_activity WHERE query LIKE"
+                              + " '%FROM pg_prepared_xacts%' AND pid <> pg_backend_pid()")
+                      > 0);
       assertThat(sweep).as("waits for the transaction begun before its first look").isNotDone();
       try (Statement s = writer.createStatement()) {
         s.execute("INSERT INTO x.projects VALUES (2)");
