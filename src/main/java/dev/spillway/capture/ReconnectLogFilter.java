@@ -116,7 +116,7 @@ public final class ReconnectLogFilter extends TurboFilter {
    * The database whose capture logs: from Debezium's logical name, or, on the engine's threads,
    * which Debezium leaves without it, from Kafka Connect's context, {@code [engine-name|task-1]}.
    */
-  static String database() {
+  private static String database() {
     String server = MDC.get(CONNECTOR_NAME);
     if (server != null && server.startsWith(CaptureEngine.SERVER_NAME_PREFIX)) {
       return server.substring(CaptureEngine.SERVER_NAME_PREFIX.length());

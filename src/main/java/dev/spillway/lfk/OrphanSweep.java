@@ -49,13 +49,16 @@ public final class OrphanSweep {
   /**
    * What the sweep found for one loose foreign key.
    *
-   * @param swept false when it was not read: no index starts with its child column
    * @param referred distinct values of the child column read, among rows still to be cleaned
    * @param unreadable how many of them are no value of the parent's key type, so no parent's
    * @param deleted how many of them refer to a parent row that is gone
    */
-  public record Finding(
-      CheckedKey key, boolean swept, long referred, long unreadable, long deleted) {}
+  public record Finding(CheckedKey key, long referred, long unreadable, long deleted) {
+    /** False when the key was not read, for the reason it gives. */
+    public boolean swept() {
+      return key.unsweepable().isEmpty();
+    }
+  }
 
   /**
    * Everything the sweep found.
@@ -160,21 +163,15 @@ public final class OrphanSweep {
     }
     Map<Parent, List<String>> deleted = new LinkedHashMap<>();
     if (!candidates.isEmpty()) {
-      Set<String> waited = new LinkedHashSet<>();
-      for (Parent p : candidates.keySet()) {
-        if (waited.add(p.database())) {
-          awaitTransactions(p.database(), dataSources.apply(p.database()));
-        }
+      for (String db : candidates.keySet().stream().map(Parent::database).distinct().toList()) {
+        awaitTransactions(db, dataSources.apply(db));
       }
       pause.pause(recheckAfter);
       for (Map.Entry<Parent, Set<String>> e : candidates.entrySet()) {
-        Look lookup = lookups.get(e.getKey());
         List<String> still =
             secondLook(
-                lookup.key,
-                e.getKey().database(),
+                lookups.get(e.getKey()),
                 dataSources.apply(e.getKey().database()),
-                lookup.sql,
                 new ArrayList<>(e.getValue()),
                 chunk);
         if (!still.isEmpty()) {
@@ -188,7 +185,6 @@ public final class OrphanSweep {
       findings.add(
           new Finding(
               look.key,
-              look.key.unsweepable().isEmpty(),
               look.referred,
               look.unreadable,
               look.missing.stream().filter(confirmed::contains).count()));
@@ -267,35 +263,33 @@ public final class OrphanSweep {
       look.missing.addAll(m.values());
       look.unreadable += m.unreadable();
       after = values.get(values.size() - 1);
-      // As long again at rest: the sweep takes at most half of one connection's time.
-      TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
+      restAsLongAsSince(started);
       if (values.size() < chunk) {
         return;
       }
     }
   }
 
-  private static List<String> secondLook(
-      CheckedKey key,
-      String database,
-      DataSource ds,
-      CleanupStatements sql,
-      List<String> ids,
-      int chunk)
+  /** The ids of the first look's parent still missing, asked a chunk at a time. */
+  private static List<String> secondLook(Look look, DataSource ds, List<String> ids, int chunk)
       throws SQLException, InterruptedException {
     List<String> still = new ArrayList<>();
     for (int from = 0; from < ids.size(); from += chunk) {
       long started = System.nanoTime();
+      List<String> part = ids.subList(from, Math.min(ids.size(), from + chunk));
       try {
-        still.addAll(
-            missing(database, ds, sql, ids.subList(from, Math.min(ids.size(), from + chunk)))
-                .values());
+        still.addAll(missing(look.key.parentDatabase(), ds, look.sql, part).values());
       } catch (SQLException e) {
-        throw timedOut(e, key);
+        throw timedOut(e, look.key);
       }
-      TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
+      restAsLongAsSince(started);
     }
     return still;
+  }
+
+  /** Rests as long as the work since {@code started} took: reads use at most half a connection. */
+  private static void restAsLongAsSince(long started) throws InterruptedException {
+    TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
   }
 
   /** A statement past its timeout as one sentence; any other failure as it is. */

@@ -40,7 +40,7 @@ class LfkSweepCommandTest {
     List<String> ids = IntStream.rangeClosed(1, 12).mapToObj(String::valueOf).toList();
     OrphanSweep.Result result =
         new OrphanSweep.Result(
-            List.of(new OrphanSweep.Finding(KEY, true, 1200, 3, 12)),
+            List.of(new OrphanSweep.Finding(KEY, 1200, 3, 12)),
             Map.of(new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"), ids));
     assertThat(
             LfkSweepCommand.render(
@@ -61,7 +61,7 @@ class LfkSweepCommandTest {
   @Test
   void should_say_when_nothing_was_found_or_nothing_is_defined() {
     OrphanSweep.Result clean =
-        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, true, 7, 0, 0)), Map.of());
+        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, 7, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(clean, true, null, "t"))
         .endsWith(
             "7 parent ids referred to, 0 deleted\nNo child refers to a deleted parent row.\n");
@@ -78,8 +78,7 @@ class LfkSweepCommandTest {
             "bigint",
             Optional.of("no index starts with pipeline_id (add one, as the warning says)"));
     OrphanSweep.Result unindexed =
-        new OrphanSweep.Result(
-            List.of(new OrphanSweep.Finding(withoutIndex, false, 0, 0, 0)), Map.of());
+        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(withoutIndex, 0, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(unindexed, true, null, "t"))
         .contains(
             "ci_builds.pipeline_id → ci_pipelines (async_delete)  not swept: no index starts with"
