@@ -23,6 +23,15 @@ class ReconnectLogFilterTest {
     return filter.decide(null, l, level, format, null, t);
   }
 
+  /** Debezium's warning as it goes to restart after a failure it retries. */
+  private FilterReply restartWarning() {
+    return decide(
+        ReconnectLogFilter.SOURCE_TASK,
+        Level.WARN,
+        "Going to restart connector after {} sec. after a retriable exception",
+        null);
+  }
+
   @Test
   void should_replace_debeziums_error_for_a_failure_it_retries_and_keep_any_other() {
     SQLException lost = new SQLException("Database connection failed when reading from copy");
@@ -69,13 +78,7 @@ class ReconnectLogFilterTest {
                 "Retry {} of {} retries will be attempted",
                 null))
         .isEqualTo(FilterReply.DENY);
-    assertThat(
-            decide(
-                ReconnectLogFilter.SOURCE_TASK,
-                Level.WARN,
-                "Going to restart connector after {} sec. after a retriable exception",
-                null))
-        .isEqualTo(FilterReply.DENY);
+    assertThat(restartWarning()).isEqualTo(FilterReply.DENY);
     assertThat(
             decide(
                 ReconnectLogFilter.ERROR_HANDLER,
@@ -90,12 +93,7 @@ class ReconnectLogFilterTest {
 
   @Test
   void should_keep_debeziums_restart_warning_when_no_failure_was_just_replaced() {
-    assertThat(
-            decide(
-                ReconnectLogFilter.SOURCE_TASK,
-                Level.WARN,
-                "Going to restart connector after {} sec. after a retriable exception",
-                null))
+    assertThat(restartWarning())
         .as("a later attempt during an outage")
         .isEqualTo(FilterReply.NEUTRAL);
   }
@@ -119,21 +117,10 @@ class ReconnectLogFilterTest {
       MDC.clear();
       // The engine's thread names only Kafka Connect's context.
       MDC.put("connector.context", "[spillway-capture-main|task-1] ");
-      assertThat(
-              decide(
-                  ReconnectLogFilter.SOURCE_TASK,
-                  Level.WARN,
-                  "Going to restart connector after {} sec. after a retriable exception",
-                  null))
-          .isEqualTo(FilterReply.DENY);
+      assertThat(restartWarning()).isEqualTo(FilterReply.DENY);
       decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
       MDC.put("connector.context", "[spillway-capture-ci|task-1] ");
-      assertThat(
-              decide(
-                  ReconnectLogFilter.SOURCE_TASK,
-                  Level.WARN,
-                  "Going to restart connector after {} sec. after a retriable exception",
-                  null))
+      assertThat(restartWarning())
           .as("another database's restart, after a failure left as Debezium logged it")
           .isEqualTo(FilterReply.NEUTRAL);
       decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
