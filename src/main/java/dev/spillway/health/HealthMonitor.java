@@ -5,6 +5,7 @@ import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -24,11 +25,15 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Samples the indicators of each database at an interval and publishes NORMAL / THROTTLE / STOP per
- * database and per table being worked on, with hysteresis. Sampling runs on its own thread ({@link
- * #start()}) or by {@link #runOnce()} for tests; {@link #state} never blocks.
+ * database and per table being worked on, with hysteresis. It keeps a connection of its own to each
+ * database; one it cannot connect to is at STOP. Sampling runs on its own thread ({@link #start()})
+ * or by {@link #runOnce()} for tests; {@link #state} never blocks.
  */
 public final class HealthMonitor implements HealthGate, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HealthMonitor.class);
+
+  /** How long the check that a kept connection still answers may take. */
+  private static final int VALID_SECONDS = 5;
 
   /**
    * @param interval time between samples
@@ -55,14 +60,16 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private final Set<Key> watched = ConcurrentHashMap.newKeySet();
   private final Map<Key, Hysteresis> hysteresis = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> gauges = new ConcurrentHashMap<>();
+  private final Map<String, Connection> connections = new ConcurrentHashMap<>();
   private final MeterRegistry registry;
   private final Timer sampleTimer;
   private volatile Map<Key, Health> published = Map.of();
   private volatile List<Reading> readings = List.of();
   private ScheduledExecutorService executor;
+  private volatile boolean closed;
 
   /**
-   * @param databases database name → pool to sample through
+   * @param databases database name → where the monitor opens the one connection it keeps to it
    */
   public HealthMonitor(
       Settings settings, Map<String, DataSource> databases, Clock clock, MeterRegistry registry) {
@@ -105,8 +112,8 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     watched.stream().filter(k -> k.database().equals(db)).forEach(k -> tables.add(k.table()));
     Health dbRaw = Health.NORMAL;
     Map<TableName, Health> tableRaw = new LinkedHashMap<>();
-    try (Connection c = ds.getConnection()) {
-      c.setAutoCommit(true);
+    try {
+      Connection c = connection(db, ds);
       for (HealthIndicator i : all) {
         if (i.perTable()) {
           for (TableName t : tables) {
@@ -120,8 +127,10 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
           dbRaw = Health.worst(dbRaw, h);
         }
       }
-    } catch (Exception e) {
-      dbRaw = new Health.Unknown("database " + db + " unreachable: " + e.getMessage());
+    } catch (SQLException | RuntimeException e) {
+      // No work can reach a database the monitor cannot: it waits rather than spend its retries.
+      String why = e.getMessage() == null ? e.toString() : e.getMessage();
+      dbRaw = new Health.Stop("database " + db + " unreachable: " + why);
       out.add(new Reading(db, null, "connection", dbRaw));
     }
     java.time.Instant now = clock.instant();
@@ -132,6 +141,43 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       next.put(new Key(db, t), stable(new Key(db, t), raw, now));
     }
     out.forEach(r -> gauge(r.database(), r.table(), r.indicator(), r.health()));
+  }
+
+  /**
+   * The monitor's connection to the database: the one it keeps while it still answers, else a new
+   * one. A database that cannot be connected to throws.
+   */
+  private Connection connection(String db, DataSource ds) throws SQLException {
+    Connection kept = connections.get(db);
+    if (kept != null) {
+      if (kept.isValid(VALID_SECONDS)) {
+        return kept;
+      }
+      connections.remove(db);
+      closeQuietly(kept);
+    }
+    Connection c = ds.getConnection();
+    try {
+      c.setAutoCommit(true);
+    } catch (SQLException e) {
+      closeQuietly(c);
+      throw e;
+    }
+    connections.put(db, c);
+    if (closed) {
+      connections.remove(db);
+      closeQuietly(c);
+      throw new SQLException("health monitor closed");
+    }
+    return c;
+  }
+
+  private static void closeQuietly(Connection c) {
+    try {
+      c.close();
+    } catch (SQLException e) {
+      // it was broken already
+    }
   }
 
   private Health sample(HealthIndicator i, Connection c, TableName t) {
@@ -247,5 +293,9 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     if (executor != null) {
       executor.shutdownNow();
     }
+    closed = true;
+    // A sample under way then fails on its closed connection; one it opens after is closed there.
+    connections.values().forEach(HealthMonitor::closeQuietly);
+    connections.clear();
   }
 }

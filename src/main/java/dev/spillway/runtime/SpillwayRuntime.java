@@ -182,9 +182,9 @@ public final class SpillwayRuntime implements AutoCloseable {
   }
 
   private void startHealth(List<DatabaseEndpoint> endpoints) {
-    Map<String, DataSource> pools = new LinkedHashMap<>();
-    endpoints.forEach(e -> pools.put(e.name(), databases.dataSource(e.name())));
-    health = new HealthMonitor(config.health(), pools, clock, registry);
+    Map<String, DataSource> sources = new LinkedHashMap<>();
+    endpoints.forEach(e -> sources.put(e.name(), databases.monitorSource(e.name())));
+    health = new HealthMonitor(config.health(), sources, clock, registry);
     for (DatabaseEndpoint e : endpoints) {
       health.addIndicators(
           e.name(),

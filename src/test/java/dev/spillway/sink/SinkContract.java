@@ -13,9 +13,11 @@ import dev.spillway.health.HealthMonitor;
 import dev.spillway.health.HealthThresholds;
 import dev.spillway.health.LatencyWindow;
 import dev.spillway.health.StandardIndicators;
+import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.SettableClock;
+import dev.spillway.testing.TcpProxy;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -79,6 +81,10 @@ abstract class SinkContract {
   }
 
   private Sink.Wiring wiring(HealthGate gate, Clock clock) {
+    return wiring(gate, clock, ds);
+  }
+
+  private Sink.Wiring wiring(HealthGate gate, Clock clock, DataSource pool) {
     return new Sink.Wiring(
         infra().bootstrapServers(),
         Map.of(),
@@ -86,7 +92,7 @@ abstract class SinkContract {
         2,
         (short) 1,
         gate,
-        db -> ds,
+        db -> pool,
         db -> latency,
         registry,
         clock);
@@ -220,6 +226,60 @@ abstract class SinkContract {
         holder.commit();
         await().atMost(TIMEOUT).until(() -> remaining(1, 50) == 0);
         assertThat(monitor.state(DB, table)).isEqualTo(Health.NORMAL);
+      }
+    }
+  }
+
+  @Test
+  void should_hold_batches_while_their_database_is_unreachable_and_run_them_after()
+      throws Exception {
+    DatabaseEndpoint direct = databases.endpoint(DB);
+    try (TcpProxy proxy = new TcpProxy(direct.host(), direct.port());
+        Databases through =
+            new Databases(
+                List.of(
+                    new DatabaseEndpoint(
+                        DB,
+                        direct.url().replace(":" + direct.port() + "/", ":" + proxy.port() + "/"),
+                        direct.username(),
+                        direct.password(),
+                        4)),
+                registry);
+        HealthMonitor monitor =
+            new HealthMonitor(
+                new HealthMonitor.Settings(
+                    Duration.ofMillis(100), Duration.ofSeconds(1), HealthThresholds.defaults()),
+                Map.of(DB, through.monitorSource(DB)),
+                Clock.systemUTC(),
+                registry)) {
+      monitor.state(DB, table); // watch the table from the first sample on
+      monitor.start();
+      try (Sink sink =
+          Sink.start(
+              PIPELINE,
+              batches,
+              new DeleteIdsHandler(DB, 10),
+              settings(),
+              wiring(monitor, Clock.systemUTC(), through.dataSource(DB)))) {
+        produce(DeleteIdsHandler.batch(table, 1, 20));
+        await().atMost(TIMEOUT).until(() -> remaining(1, 20) == 0);
+
+        proxy.cut(); // the server goes away: connections end, new ones are refused
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .alias("STOP well before the pool's 30 s connection timeout")
+            .until(() -> monitor.state(DB, table).isStop());
+        assertThat(monitor.state(DB, table).reason()).startsWith("database sink unreachable: ");
+        produce(DeleteIdsHandler.batch(table, 21, 40));
+        await().atMost(TIMEOUT).until(() -> sink.metrics().pausedPartitionCount() > 0);
+        int loops = sink.loops();
+        await().atMost(TIMEOUT).until(() -> sink.loops() >= loops + 20);
+
+        proxy.open();
+        await().atMost(TIMEOUT).until(() -> remaining(21, 40) == 0);
+        assertThat(monitor.state(DB, table)).isEqualTo(Health.NORMAL);
+        assertThat(sink.metrics().deadLetteredCount()).isZero();
+        assertThat(sink.failure()).isEmpty();
       }
     }
   }

@@ -1,0 +1,85 @@
+package dev.spillway.health;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.TableName;
+import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.postgresql.ds.PGSimpleDataSource;
+
+/** The monitor's own connection to a real PostgreSQL. */
+class HealthMonitorIT {
+  private static final String DB = "health";
+
+  @Test
+  void should_keep_one_connection_and_open_another_when_it_is_ended_without_stopping_work() {
+    try (Databases databases = EmbeddedInfra.get().databases(DB);
+        HealthMonitor monitor =
+            new HealthMonitor(
+                new HealthMonitor.Settings(
+                    Duration.ofSeconds(1), Duration.ofSeconds(30), HealthThresholds.defaults()),
+                Map.of(DB, databases.monitorSource(DB)),
+                Clock.systemUTC(),
+                new SimpleMeterRegistry())) {
+      DataSource ds = checks(databases);
+      monitor.addIndicators(DB, List.of(new Reads()));
+      monitor.runOnce();
+      assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);
+      long first = monitorBackend(ds);
+      monitor.runOnce();
+      assertThat(monitorBackend(ds)).as("the same connection, kept").isEqualTo(first);
+
+      // An operator (or a pooler's idle limit) ends it between two samples.
+      TestSql.exec(ds, "SELECT pg_terminate_backend(" + first + ")");
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);
+      assertThat(monitorBackend(ds)).isNotEqualTo(first);
+    }
+  }
+
+  /** An indicator that reads through the monitor's connection, as every standard one does. */
+  private static final class Reads implements HealthIndicator {
+    @Override
+    public String name() {
+      return "reads";
+    }
+
+    @Override
+    public Health sample(Connection connection, TableName table) throws SQLException {
+      try (Statement s = connection.createStatement()) {
+        s.executeQuery("SELECT 1").close();
+      }
+      return Health.NORMAL;
+    }
+  }
+
+  /** Connections of the test's own, told apart from the monitor's by their application name. */
+  private static DataSource checks(Databases databases) {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setURL(databases.endpoint(DB).url());
+    ds.setUser(databases.endpoint(DB).username());
+    ds.setApplicationName("checks");
+    return ds;
+  }
+
+  /** The pid of the monitor's connection, the one session of Spillway's in the database. */
+  private static long monitorBackend(DataSource ds) {
+    return TestSql.count(
+        ds,
+        "SELECT pid FROM pg_stat_activity WHERE datname = '"
+            + DB
+            + "' AND application_name = 'spillway'");
+  }
+}
