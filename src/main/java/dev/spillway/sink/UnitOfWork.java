@@ -3,6 +3,7 @@ package dev.spillway.sink;
 import dev.failsafe.Failsafe;
 import dev.failsafe.FailsafeException;
 import dev.failsafe.RetryPolicy;
+import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import java.time.Clock;
@@ -87,7 +88,7 @@ final class UnitOfWork {
     RetryPolicy<Outcome> retry =
         RetryPolicy.<Outcome>builder()
             .handleResultIf(o -> o instanceof Outcome.RetryableFailure)
-            .abortIf(o -> stopping.getAsBoolean())
+            .abortIf(o -> stopping.getAsBoolean() || stopped(target.get()).isPresent())
             .withBackoff(settings.retryBackoff(), settings.retryBackoffMax())
             .withJitter(0.2)
             .withMaxRetries(settings.maxRetries())
@@ -99,15 +100,31 @@ final class UnitOfWork {
                         e.getAttemptCount(),
                         describe(e.getLastResult())))
             .build();
+    Outcome outcome;
     try {
-      return Failsafe.with(retry).get(() -> once(record, target.get(), stopping));
+      outcome = Failsafe.with(retry).get(() -> once(record, target.get(), stopping));
     } catch (FailsafeException e) {
       if (e.getCause() instanceof InterruptedException) {
         Thread.currentThread().interrupt();
         return new Outcome.Paused("interrupted");
       }
-      return new Outcome.RetryableFailure(e.getCause() == null ? e : e.getCause());
+      outcome = new Outcome.RetryableFailure(e.getCause() == null ? e : e.getCause());
     }
+    if (!(outcome instanceof Outcome.RetryableFailure)) {
+      return outcome;
+    }
+    // Failing while the worker stops, or while its database is at STOP (unreachable, say), is no
+    // fault of the batch: it waits in Kafka like any batch at STOP, its retries not spent.
+    if (stopping.getAsBoolean()) {
+      return new Outcome.Paused("worker stopping");
+    }
+    return stopped(target.get()).<Outcome>map(Outcome.Paused::new).orElse(outcome);
+  }
+
+  /** Why the target's database or table is at STOP, if it is. */
+  private Optional<String> stopped(Target target) {
+    Health h = gate.state(target.database(), target.table());
+    return h.isStop() ? Optional.of(h.reason()) : Optional.empty();
   }
 
   private Outcome once(SinkRecord record, Target target, BooleanSupplier stopping) {

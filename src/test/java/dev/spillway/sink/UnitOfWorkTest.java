@@ -3,6 +3,7 @@ package dev.spillway.sink;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.event.Pipeline;
+import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -11,6 +12,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -21,14 +23,23 @@ import org.junit.jupiter.params.provider.MethodSource;
 class UnitOfWorkTest {
   private final MockProducer<byte[], byte[]> producer =
       new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+  private final AtomicInteger runs = new AtomicInteger();
 
   /** A unit whose every run pauses having done part of the batch, naming the rest. */
   private UnitOfWork pausingWithRest() {
     return endingWith(new Outcome.Paused("worker stopping", "rest".getBytes()));
   }
 
-  /** A unit whose every run ends with {@code outcome}. */
+  /** A unit whose every run ends with {@code outcome}, its database always NORMAL, no retries. */
   private UnitOfWork endingWith(Outcome outcome) {
+    return endingWith(
+        outcome,
+        HealthGate.ALWAYS_NORMAL,
+        SinkSettings.defaults().withRetries(0, Duration.ofMillis(1)));
+  }
+
+  /** A unit whose every run ends with {@code outcome}, counting its runs in {@link #runs}. */
+  private UnitOfWork endingWith(Outcome outcome, HealthGate gate, SinkSettings settings) {
     Clock clock = Clock.systemUTC();
     BatchHandler handler =
         new BatchHandler() {
@@ -39,13 +50,14 @@ class UnitOfWorkTest {
 
           @Override
           public Outcome execute(SinkRecord record, RunContext context) {
+            runs.incrementAndGet();
             return outcome;
           }
         };
     return new UnitOfWork(
         handler,
-        SinkSettings.defaults(),
-        HealthGate.ALWAYS_NORMAL,
+        settings,
+        gate,
         new Requeuer(producer, "t.delayed", "t.dlq", clock),
         new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS),
         clock,
@@ -88,9 +100,57 @@ class UnitOfWorkTest {
   @ParameterizedTest
   @MethodSource("copying")
   void should_put_a_copy_of_a_batch_it_still_owns_where_its_ending_says(Outcome outcome) {
-    UnitOfWork.Result r = endingWith(outcome).run(record(), () -> true, () -> false);
+    UnitOfWork.Result r = endingWith(outcome).run(record(), () -> false, () -> false);
 
     assertThat(r.commit()).isTrue();
     assertThat(producer.history()).hasSize(1);
+  }
+
+  @Test
+  void should_leave_a_batch_failing_while_its_database_is_at_stop_in_kafka_with_retries_unspent() {
+    HealthGate unreachable =
+        (database, table) -> new Health.Stop("database main unreachable: Connection refused");
+    UnitOfWork.Result r =
+        endingWith(
+                new Outcome.RetryableFailure(new SQLException("I/O error", "08006")),
+                unreachable,
+                SinkSettings.defaults())
+            .run(record(), () -> false, () -> false);
+
+    assertThat(r.outcome())
+        .isEqualTo(new Outcome.Paused("database main unreachable: Connection refused"));
+    assertThat(r.commit()).isFalse();
+    assertThat(producer.history()).as("neither dead-lettered nor delayed").isEmpty();
+    assertThat(runs).as("no retry while at STOP").hasValue(1);
+  }
+
+  @Test
+  void should_leave_a_batch_failing_while_the_worker_stops_to_the_next_owner() {
+    UnitOfWork.Result r =
+        endingWith(
+                new Outcome.RetryableFailure(new SQLException("I/O error", "08006")),
+                HealthGate.ALWAYS_NORMAL,
+                SinkSettings.defaults())
+            .run(record(), () -> true, () -> false);
+
+    assertThat(r.outcome()).isEqualTo(new Outcome.Paused("worker stopping"));
+    assertThat(r.commit()).isFalse();
+    assertThat(producer.history()).isEmpty();
+  }
+
+  @Test
+  void should_dead_letter_a_permanent_failure_even_at_stop() {
+    HealthGate stopped = (database, table) -> new Health.Stop("wraparound autovacuum");
+    UnitOfWork.Result r =
+        endingWith(
+                new Outcome.PermanentFailure(new SQLException("no such column", "42703"), null),
+                stopped,
+                SinkSettings.defaults())
+            .run(record(), () -> false, () -> false);
+
+    assertThat(r.commit()).isTrue();
+    assertThat(producer.history())
+        .singleElement()
+        .satisfies(d -> assertThat(d.topic()).isEqualTo("t.dlq"));
   }
 }
