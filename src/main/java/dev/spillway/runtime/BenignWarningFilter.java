@@ -6,12 +6,13 @@ import ch.qos.logback.core.spi.FilterReply;
 import java.util.List;
 
 /**
- * Drops the warnings Kafka logs while nothing is wrong; every other warning of the same loggers
- * passes. Named in {@code logback.xml}.
+ * Drops the warnings Kafka and HikariCP log while nothing is wrong; every other warning of the same
+ * loggers passes. Named in {@code logback.xml}.
  */
 public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String CONTROLLER = "org.apache.kafka.controller.QuorumController";
   static final String SENDER = "org.apache.kafka.clients.producer.internals.Sender";
+  static final String POOL = "com.zaxxer.hikari.pool.PoolBase";
 
   /** A logger and words of the one message of it that is dropped. */
   private record Benign(String logger, String words) {
@@ -27,7 +28,11 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           new Benign(CONTROLLER, "Performing controller activation"),
           // A Streams producer starting its next transaction while the broker still completes the
           // last commit: retried until it is, and a failure would be an error of its own.
-          new Benign(SENDER, "Error: CONCURRENT_TRANSACTIONS"));
+          new Benign(SENDER, "Error: CONCURRENT_TRANSACTIONS"),
+          // The pool finding a connection the server ended (a restart, a failover) and opening
+          // another, once per pooled connection, with advice about maxLifetime that does not apply.
+          // Its failing to open one is logged, and the health monitor says STOP.
+          new Benign(POOL, "Failed to validate connection"));
 
   @Override
   public FilterReply decide(ILoggingEvent event) {

@@ -64,6 +64,26 @@ class BenignWarningFilterTest {
   }
 
   @Test
+  void should_drop_only_the_pools_finding_a_connection_the_server_ended() {
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.POOL,
+                    "spillway-main - Failed to validate connection"
+                        + " org.postgresql.jdbc.PgConnection@4a90d321 (This connection has been"
+                        + " closed.). Possibly consider using a shorter maxLifetime value.")))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.POOL,
+                    "spillway-main - Pool is empty, failed to create/setup connection"
+                        + " (845cc1b4-21fe-49db-a1ec-ce2a45cd1aa5)")))
+        .as("the database cannot be reached: shown")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
   void should_be_on_the_shipped_console_while_the_controller_logs_its_warnings() throws Exception {
     JoranConfigurator configurator = new JoranConfigurator();
     configurator.setContext(context);
@@ -74,6 +94,8 @@ class BenignWarningFilterTest {
     assertThat(console.getCopyOfAttachedFiltersList())
         .hasExactlyElementsOfTypes(BenignWarningFilter.class);
     assertThat(context.getLogger(BenignWarningFilter.CONTROLLER).getEffectiveLevel())
+        .isEqualTo(Level.WARN);
+    assertThat(context.getLogger(BenignWarningFilter.POOL).getEffectiveLevel())
         .isEqualTo(Level.WARN);
     // Debezium's warnings are shown, but for the topic names of its own that Spillway never uses.
     assertThat(context.getLogger("io.debezium.connector.postgresql").getEffectiveLevel())
