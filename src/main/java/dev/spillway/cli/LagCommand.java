@@ -1,7 +1,5 @@
 package dev.spillway.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.ops.ConsumerLag;
 import dev.spillway.ops.ConsumerLag.Lag;
@@ -49,20 +47,18 @@ final class LagCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
       out.println(
-          new ObjectMapper()
-              .enable(SerializationFeature.INDENT_OUTPUT)
-              .writeValueAsString(
-                  lags.stream()
-                      .map(
-                          l ->
-                              new JsonLag(
-                                  l.group(),
-                                  l.topic(),
-                                  l.partitions(),
-                                  l.lag(),
-                                  ageSeconds(l, now),
-                                  l.members()))
-                      .toList()));
+          JsonOut.of(
+              lags.stream()
+                  .map(
+                      l ->
+                          new JsonLag(
+                              l.group(),
+                              l.topic(),
+                              l.partitions(),
+                              l.lag(),
+                              ageSeconds(l, now),
+                              l.members()))
+                  .toList()));
     } else {
       out.print(render(lags, now));
     }

@@ -1,7 +1,5 @@
 package dev.spillway.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkBacklog;
@@ -71,8 +69,7 @@ final class LfkStatusCommand implements Callable<Integer> {
     List<Row> rows = rows(backlog, processed, Instant.now());
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
-      out.println(
-          new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(rows));
+      out.println(JsonOut.of(rows));
     } else {
       out.print(render(rows, running.isPresent()));
     }

@@ -1,7 +1,5 @@
 package dev.spillway.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.KafkaClients;
@@ -139,11 +137,7 @@ final class LfkSweepCommand implements Callable<Integer> {
       }
     }
     if (json) {
-      out.println(
-          new ObjectMapper()
-              .enable(SerializationFeature.INDENT_OUTPUT)
-              .writeValueAsString(
-                  JsonResult.of(result, topics.deletedRecords(), dryRun, handOver)));
+      out.println(JsonOut.of(JsonResult.of(result, topics.deletedRecords(), dryRun, handOver)));
     } else {
       out.print(render(result, dryRun, handOver, topics.deletedRecords()));
     }

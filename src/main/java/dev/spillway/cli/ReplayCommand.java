@@ -1,7 +1,5 @@
 package dev.spillway.cli;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.buffers.BufferSettings;
 import dev.spillway.config.DurationText;
@@ -193,10 +191,7 @@ final class ReplayCommand implements Runnable {
     }
     PrintWriter out = spec.commandLine().getOut();
     if (options.json) {
-      out.println(
-          new ObjectMapper()
-              .enable(SerializationFeature.INDENT_OUTPUT)
-              .writeValueAsString(letters.stream().map(JsonLetter::of).toList()));
+      out.println(JsonOut.of(letters.stream().map(JsonLetter::of).toList()));
     } else {
       out.print(render(dlq, letters, unit, options.dryRun));
     }

@@ -1,26 +1,15 @@
 package dev.spillway.cli;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.spillway.ops.StatusReport;
-import java.io.UncheckedIOException;
 import java.time.Instant;
 import java.util.List;
 
 /** Renders a status report for people, or as JSON for scripts. */
 final class StatusText {
-  private static final ObjectMapper JSON =
-      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
-
   private StatusText() {}
 
   static String json(StatusReport report) {
-    try {
-      return JSON.writeValueAsString(report);
-    } catch (JsonProcessingException e) {
-      throw new UncheckedIOException(e);
-    }
+    return JsonOut.of(report);
   }
 
   static String render(StatusReport r, Instant now) {
