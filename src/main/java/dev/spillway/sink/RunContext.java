@@ -31,6 +31,9 @@ public final class RunContext {
     long rows;
     int subBatches;
 
+    /** The table the run last gated on or took a connection for: where it works now. */
+    Target at;
+
     Run(long startMillis) {
       this.startMillis = startMillis;
     }
@@ -94,7 +97,13 @@ public final class RunContext {
 
   /** The pool of the target's database. */
   public DataSource dataSource() {
+    run.at = target;
     return dataSources.apply(target.database());
+  }
+
+  /** The table the run works on now, of whichever view of it last gated or took a connection. */
+  Target at() {
+    return run.at == null ? target : run.at;
   }
 
   /**
@@ -120,6 +129,7 @@ public final class RunContext {
    * takes: for the slices of a wait, which must not grow by a pause each.
    */
   public Optional<Outcome> mustEnd() {
+    run.at = target;
     if (stopping.getAsBoolean()) {
       return Optional.of(new Outcome.Paused("worker stopping"));
     }

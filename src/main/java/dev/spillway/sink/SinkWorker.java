@@ -34,8 +34,9 @@ import org.slf4j.LoggerFactory;
  * group is the claim: a batch belongs to whoever owns its partition. Per partition one batch runs
  * at a time, so offsets are committed in order and only after the batch's outcome is settled (done,
  * re-enqueued, delayed or dead-lettered). A partition holding work, or whose next batch targets a
- * table at STOP, is paused: Kafka keeps the backlog and the worker claims only what it can run.
- * Each topic runs at most its own share of batches at once, within the worker's total.
+ * table at STOP, or whose head batch ended paused at a table still at STOP, is paused: Kafka keeps
+ * the backlog and the worker claims only what it can run. Each topic runs at most its own share of
+ * batches at once, within the worker's total.
  *
  * <p>The Streams applications write batches in transactions, so the consumer reads committed
  * records only and a partition's position passes the transaction markers between them. A partition
@@ -51,6 +52,9 @@ final class SinkWorker implements AutoCloseable {
     final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
     boolean busy;
     volatile boolean revoked;
+
+    /** The table its head batch last ended paused at: it waits while that one is at STOP. */
+    Target waitFor;
 
     /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
     volatile boolean forgotten;
@@ -254,6 +258,7 @@ final class SinkWorker implements AutoCloseable {
       }
       done(c.partition());
       w.busy = false;
+      w.waitFor = c.result().commit() ? null : c.result().waitFor();
       if (c.result().commit()) {
         w.pending.pollFirst();
         long next = c.result().record().offset() + 1;
@@ -279,7 +284,7 @@ final class SinkWorker implements AutoCloseable {
         continue;
       }
       SinkRecord record = toSinkRecord(w.pending.peekFirst());
-      if (targetStopped(record)) {
+      if (targetStopped(record) || stopped(w.waitFor)) {
         continue; // stays at the head, its partition paused, until health allows
       }
       w.busy = true;
@@ -318,11 +323,14 @@ final class SinkWorker implements AutoCloseable {
 
   private boolean targetStopped(SinkRecord record) {
     try {
-      Optional<Target> t = handler.target(record);
-      return t.isPresent() && gate.state(t.get().database(), t.get().table()).isStop();
+      return stopped(handler.target(record).orElse(null));
     } catch (RuntimeException e) {
       return false; // malformed: the unit of work dead-letters it
     }
+  }
+
+  private boolean stopped(Target t) {
+    return t != null && gate.state(t.database(), t.table()).isStop();
   }
 
   private void adjustPauses() {

@@ -13,6 +13,16 @@ public final class SqlErrors {
    * timeouts (55P03). Everything else (syntax, missing table or column, constraint violations, data
    * errors) fails the same way again and is permanent.
    */
+  /** Whether the failure came from the database (or reaching it): a SQL error in its chain. */
+  public static boolean fromDatabase(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof SQLException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   public static Outcome classify(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause()) {
       if (t instanceof SQLTransientException) {

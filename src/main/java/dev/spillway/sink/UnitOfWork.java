@@ -9,8 +9,10 @@ import dev.spillway.health.LatencyWindow;
 import java.time.Clock;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,8 +25,20 @@ import org.slf4j.LoggerFactory;
 final class UnitOfWork {
   private static final Logger log = LoggerFactory.getLogger(UnitOfWork.class);
 
-  /** What the worker loop does with the record once the unit ends. */
-  record Result(SinkRecord record, Outcome outcome, boolean commit) {}
+  /**
+   * What the worker loop does with the record once the unit ends.
+   *
+   * @param waitFor for a run that ended paused, uncommitted, the table it was working on: the batch
+   *     waits while that table is at STOP (null otherwise)
+   */
+  record Result(SinkRecord record, Outcome outcome, boolean commit, Target waitFor) {
+    Result(SinkRecord record, Outcome outcome, boolean commit) {
+      this(record, outcome, commit, null);
+    }
+  }
+
+  /** How a run ended, and the table it was working on then (null when it had none). */
+  private record Ended(Outcome outcome, Target at) {}
 
   private final BatchHandler handler;
   private final SinkSettings settings;
@@ -60,10 +74,11 @@ final class UnitOfWork {
    *     back, delayed or dead-lettered from here (that would be a second copy of the batch)
    */
   Result run(SinkRecord record, BooleanSupplier stopping, BooleanSupplier givenUp) {
-    Outcome outcome = execute(record, stopping);
+    Ended ended = execute(record, stopping);
+    Outcome outcome = ended.outcome();
     metrics.outcome(outcome);
     try {
-      return act(record, outcome, givenUp);
+      return act(record, outcome, givenUp, ended.at());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return new Result(record, new Outcome.Paused("interrupted"), false);
@@ -74,21 +89,26 @@ final class UnitOfWork {
     }
   }
 
-  private Outcome execute(SinkRecord record, BooleanSupplier stopping) {
+  private Ended execute(SinkRecord record, BooleanSupplier stopping) {
     Optional<Target> target;
     try {
       target = handler.target(record);
     } catch (RuntimeException e) {
-      return new Outcome.PermanentFailure(e);
+      return new Ended(new Outcome.PermanentFailure(e), null);
     }
     if (target.isEmpty()) {
-      return new Outcome.PermanentFailure(
-          new IllegalArgumentException("Malformed batch at " + record.position()));
+      return new Ended(
+          new Outcome.PermanentFailure(
+              new IllegalArgumentException("Malformed batch at " + record.position())),
+          null);
     }
+    // The run's view of where it works: a batch over several tables moves from one to the next.
+    AtomicReference<RunContext> run = new AtomicReference<>();
+    Supplier<Target> at = () -> run.get() == null ? target.get() : run.get().at();
     RetryPolicy<Outcome> retry =
         RetryPolicy.<Outcome>builder()
             .handleResultIf(o -> o instanceof Outcome.RetryableFailure)
-            .abortIf(o -> stopping.getAsBoolean() || stopped(target.get()).isPresent())
+            .abortIf(o -> stopping.getAsBoolean() || stoppedBy(o, at.get()).isPresent())
             .withBackoff(settings.retryBackoff(), settings.retryBackoffMax())
             .withJitter(0.2)
             .withMaxRetries(settings.maxRetries())
@@ -102,34 +122,52 @@ final class UnitOfWork {
             .build();
     Outcome outcome;
     try {
-      outcome = Failsafe.with(retry).get(() -> once(record, target.get(), stopping));
+      outcome = Failsafe.with(retry).get(() -> once(record, target.get(), stopping, run));
     } catch (FailsafeException e) {
       if (e.getCause() instanceof InterruptedException) {
         Thread.currentThread().interrupt();
-        return new Outcome.Paused("interrupted");
+        return new Ended(new Outcome.Paused("interrupted"), at.get());
       }
       outcome = new Outcome.RetryableFailure(e.getCause() == null ? e : e.getCause());
     }
     if (!(outcome instanceof Outcome.RetryableFailure)) {
-      return outcome;
+      return new Ended(outcome, at.get());
     }
-    // Failing while the worker stops, or while its database is at STOP (unreachable, say), is no
-    // fault of the batch: it waits in Kafka like any batch at STOP, its retries not spent.
+    // Failing while the worker stops, or on a database at STOP (unreachable, say), is no fault of
+    // the batch: it waits in Kafka like any batch at STOP, its retries not spent.
     if (stopping.getAsBoolean()) {
-      return new Outcome.Paused("worker stopping");
+      return new Ended(new Outcome.Paused("worker stopping"), at.get());
     }
-    return stopped(target.get()).<Outcome>map(Outcome.Paused::new).orElse(outcome);
+    Optional<String> stop = stoppedBy(outcome, at.get());
+    if (stop.isPresent()) {
+      log.info(
+          "Batch {} waits in Kafka while {} is at STOP ({}); it failed with {}",
+          record.position(),
+          at.get().table(),
+          stop.get(),
+          describe(outcome));
+      return new Ended(new Outcome.Paused(stop.get()), at.get());
+    }
+    return new Ended(outcome, at.get());
   }
 
-  /** Why the target's database or table is at STOP, if it is. */
-  private Optional<String> stopped(Target target) {
-    Health h = gate.state(target.database(), target.table());
+  /**
+   * Why a failure is the STOP's rather than the batch's: a database error while the table the run
+   * works on is at STOP. Any other failure keeps its retries and its way to the dead letters.
+   */
+  private Optional<String> stoppedBy(Outcome outcome, Target at) {
+    if (!(outcome instanceof Outcome.RetryableFailure f) || !SqlErrors.fromDatabase(f.error())) {
+      return Optional.empty();
+    }
+    Health h = gate.state(at.database(), at.table());
     return h.isStop() ? Optional.of(h.reason()) : Optional.empty();
   }
 
-  private Outcome once(SinkRecord record, Target target, BooleanSupplier stopping) {
+  private Outcome once(
+      SinkRecord record, Target target, BooleanSupplier stopping, AtomicReference<RunContext> run) {
     RunContext context =
         new RunContext(target, settings, gate, clock, stopping, dataSources, latency, metrics);
+    run.set(context);
     try {
       return handler.execute(record, context);
     } catch (InterruptedException e) {
@@ -140,7 +178,7 @@ final class UnitOfWork {
     }
   }
 
-  private Result act(SinkRecord record, Outcome outcome, BooleanSupplier givenUp)
+  private Result act(SinkRecord record, Outcome outcome, BooleanSupplier givenUp, Target at)
       throws InterruptedException, ExecutionException {
     if (givenUp.getAsBoolean()) {
       return new Result(record, outcome, false);
@@ -154,7 +192,8 @@ final class UnitOfWork {
     }
     if (outcome instanceof Outcome.Done || outcome instanceof Outcome.Paused) {
       // Done: commit. Paused: leave the offset, the batch runs again once allowed.
-      return new Result(record, outcome, outcome instanceof Outcome.Done);
+      boolean done = outcome instanceof Outcome.Done;
+      return new Result(record, outcome, done, done ? null : at);
     }
     if (outcome instanceof Outcome.LimitReached l) {
       int attempts = record.attempts() + 1;

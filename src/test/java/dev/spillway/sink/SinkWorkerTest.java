@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
+import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -18,6 +19,8 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -143,6 +146,59 @@ class SinkWorkerTest {
     assertThat(committed()).as("the batch is not committed: it runs again").isEqualTo(-1);
   }
 
+  @Test
+  void should_not_run_again_a_batch_paused_at_a_later_table_while_that_table_is_at_stop()
+      throws Exception {
+    release.countDown();
+    Target first = new Target("main", TableName.parse("projects_children"));
+    Target second = new Target("ci", TableName.parse("ci_pipelines"));
+    AtomicReference<Health> secondHealth =
+        new AtomicReference<>(new Health.Stop("database ci unreachable: Connection refused"));
+    HealthGate gate =
+        (database, table) -> database.equals("ci") ? secondHealth.get() : Health.NORMAL;
+    AtomicInteger started = new AtomicInteger();
+    // A batch over two tables, as a loose foreign key's with children in two databases.
+    BatchHandler twoTables =
+        new BatchHandler() {
+          @Override
+          public Optional<Target> target(SinkRecord record) {
+            return Optional.of(first);
+          }
+
+          @Override
+          public Outcome execute(SinkRecord record, RunContext context) throws Exception {
+            started.incrementAndGet();
+            Optional<Outcome> end = context.checkpoint();
+            if (end.isEmpty()) {
+              end = context.forTarget(second).checkpoint();
+            }
+            if (end.isPresent()) {
+              return end.get();
+            }
+            runs.add(record.offset());
+            return new Outcome.Done(1);
+          }
+        };
+    worker = worker(Duration.ofMillis(100), twoTables, gate);
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    addBatches(0, 1);
+    worker.runOnce();
+    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
+    for (int turn = 0; turn < 20; turn++) {
+      worker.runOnce();
+      Thread.sleep(5);
+    }
+    assertThat(started).as("not run again while its second table is at STOP").hasValue(1);
+    assertThat(committed()).isEqualTo(-1);
+
+    secondHealth.set(Health.NORMAL);
+    turnUntilCommitted(1);
+    assertThat(started).hasValue(2);
+    assertThat(runs).containsExactly(0L);
+  }
+
   /** Drives the worker turn by turn until the partition's committed offset is {@code offset}. */
   private void turnUntilCommitted(long offset) {
     await()
@@ -170,6 +226,10 @@ class SinkWorkerTest {
   }
 
   private SinkWorker worker(Duration grace, BatchHandler handler) {
+    return worker(grace, handler, HealthGate.ALWAYS_NORMAL);
+  }
+
+  private SinkWorker worker(Duration grace, BatchHandler handler, HealthGate gate) {
     SinkSettings settings =
         new SinkSettings(
             1,
@@ -195,7 +255,7 @@ class SinkWorkerTest {
         new UnitOfWork(
             handler,
             settings,
-            HealthGate.ALWAYS_NORMAL,
+            gate,
             new Requeuer(producer, TOPIC + ".delayed", TOPIC + ".dlq", clock),
             metrics,
             clock,
@@ -207,7 +267,7 @@ class SinkWorkerTest {
         List.of(new BatchesTopic(TOPIC, 2)),
         handler,
         unit,
-        HealthGate.ALWAYS_NORMAL,
+        gate,
         settings,
         metrics);
   }

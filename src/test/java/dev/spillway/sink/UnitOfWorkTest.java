@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -40,6 +41,12 @@ class UnitOfWorkTest {
 
   /** A unit whose every run ends with {@code outcome}, counting its runs in {@link #runs}. */
   private UnitOfWork endingWith(Outcome outcome, HealthGate gate, SinkSettings settings) {
+    return running(context -> outcome, gate, settings);
+  }
+
+  /** A unit whose every run is {@code body} on table {@code main.t}, counted in {@link #runs}. */
+  private UnitOfWork running(
+      Function<RunContext, Outcome> body, HealthGate gate, SinkSettings settings) {
     Clock clock = Clock.systemUTC();
     BatchHandler handler =
         new BatchHandler() {
@@ -51,7 +58,7 @@ class UnitOfWorkTest {
           @Override
           public Outcome execute(SinkRecord record, RunContext context) {
             runs.incrementAndGet();
-            return outcome;
+            return body.apply(context);
           }
         };
     return new UnitOfWork(
@@ -106,6 +113,33 @@ class UnitOfWorkTest {
     assertThat(producer.history()).hasSize(1);
   }
 
+  @ParameterizedTest
+  @MethodSource("copying")
+  void should_put_a_copy_where_its_ending_says_while_the_worker_stops_but_for_a_failure(
+      Outcome outcome) {
+    UnitOfWork.Result r = endingWith(outcome).run(record(), () -> true, () -> false);
+
+    boolean failure = outcome instanceof Outcome.RetryableFailure;
+    assertThat(r.commit()).isEqualTo(!failure);
+    assertThat(producer.history()).hasSize(failure ? 0 : 1);
+  }
+
+  @Test
+  void should_dead_letter_a_failure_not_from_the_database_even_at_stop() {
+    HealthGate stopped = (database, table) -> new Health.Stop("wraparound autovacuum");
+    UnitOfWork.Result r =
+        endingWith(
+                new Outcome.RetryableFailure(new IllegalStateException("a defect")),
+                stopped,
+                SinkSettings.defaults().withRetries(0, Duration.ofMillis(1)))
+            .run(record(), () -> false, () -> false);
+
+    assertThat(r.commit()).isTrue();
+    assertThat(producer.history())
+        .singleElement()
+        .satisfies(d -> assertThat(d.topic()).isEqualTo("t.dlq"));
+  }
+
   @Test
   void should_leave_a_batch_failing_while_its_database_is_at_stop_in_kafka_with_retries_unspent() {
     HealthGate unreachable =
@@ -122,6 +156,31 @@ class UnitOfWorkTest {
     assertThat(r.commit()).isFalse();
     assertThat(producer.history()).as("neither dead-lettered nor delayed").isEmpty();
     assertThat(runs).as("no retry while at STOP").hasValue(1);
+  }
+
+  @Test
+  void should_wait_for_the_table_it_failed_on_when_a_batch_works_on_several() {
+    Target ci = new Target("ci", dev.spillway.event.TableName.parse("ci_pipelines"));
+    HealthGate ciUnreachable =
+        (database, table) ->
+            database.equals("ci")
+                ? new Health.Stop("database ci unreachable: Connection refused")
+                : Health.NORMAL;
+    UnitOfWork.Result r =
+        running(
+                context -> {
+                  context.forTarget(ci).dataSource(); // its statements on ci fail
+                  return new Outcome.RetryableFailure(new SQLException("I/O error", "08006"));
+                },
+                ciUnreachable,
+                SinkSettings.defaults())
+            .run(record(), () -> false, () -> false);
+
+    assertThat(r.outcome())
+        .isEqualTo(new Outcome.Paused("database ci unreachable: Connection refused"));
+    assertThat(r.commit()).isFalse();
+    assertThat(r.waitFor()).as("the worker holds it while ci is at STOP").isEqualTo(ci);
+    assertThat(producer.history()).isEmpty();
   }
 
   @Test
