@@ -32,6 +32,9 @@ import org.slf4j.LoggerFactory;
 public final class HealthMonitor implements HealthGate, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HealthMonitor.class);
 
+  /** The reading of whether the monitor could connect: STOP when it could not. */
+  static final String CONNECTION = "connection";
+
   /** How long the check that a kept connection still answers may take. */
   private static final int VALID_SECONDS = 5;
 
@@ -95,6 +98,9 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
 
   /** Samples every database now and publishes the new states. */
   public void runOnce() {
+    if (closed) {
+      return; // closed: no connection is opened again, no state published
+    }
     long start = System.nanoTime();
     Map<Key, Health> next = new LinkedHashMap<>();
     List<Reading> nextReadings = new ArrayList<>();
@@ -114,6 +120,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     Map<TableName, Health> tableRaw = new LinkedHashMap<>();
     try {
       Connection c = connection(db, ds);
+      out.add(new Reading(db, null, CONNECTION, Health.NORMAL));
       for (HealthIndicator i : all) {
         if (i.perTable()) {
           for (TableName t : tables) {
@@ -131,7 +138,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       // No work can reach a database the monitor cannot: it waits rather than spend its retries.
       String why = e.getMessage() == null ? e.toString() : e.getMessage();
       dbRaw = new Health.Stop("database " + db + " unreachable: " + why);
-      out.add(new Reading(db, null, "connection", dbRaw));
+      out.add(new Reading(db, null, CONNECTION, dbRaw));
     }
     java.time.Instant now = clock.instant();
     Health dbState = stable(new Key(db, null), dbRaw, now);
@@ -150,7 +157,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private Connection connection(String db, DataSource ds) throws SQLException {
     Connection kept = connections.get(db);
     if (kept != null) {
-      if (kept.isValid(VALID_SECONDS)) {
+      if (kept.isValid(VALID_SECONDS) && autoCommitted(kept)) {
         return kept;
       }
       connections.remove(db);
@@ -170,6 +177,18 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       throw new SQLException("health monitor closed");
     }
     return c;
+  }
+
+  /**
+   * Whether the connection samples outside any transaction, as it was opened to; one an indicator
+   * left in a transaction would read a frozen snapshot and hold back vacuum, so it is replaced.
+   */
+  private static boolean autoCommitted(Connection c) {
+    try {
+      return c.getAutoCommit();
+    } catch (SQLException e) {
+      return false;
+    }
   }
 
   private static void closeQuietly(Connection c) {
@@ -194,7 +213,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     Hysteresis h = hysteresis.computeIfAbsent(key, k -> new Hysteresis(settings.hold()));
     Health before = h.current();
     Health after = h.update(raw, now);
-    if (!before.label().equals(after.label())) {
+    if (!before.label().equals(after.label()) && !closed) {
       log.info(
           "Health of {}{} is now {}{}",
           key.database(),

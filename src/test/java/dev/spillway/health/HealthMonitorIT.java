@@ -41,7 +41,7 @@ class HealthMonitorIT {
       assertThat(monitorBackend(ds)).as("the same connection, kept").isEqualTo(first);
 
       // An operator (or a pooler's idle limit) ends it between two samples.
-      TestSql.exec(ds, "SELECT pg_terminate_backend(" + first + ")");
+      TestSql.exec(ds, "SELECT pg_terminate_backend(" + first + ", 10000)"); // until it is gone
       monitor.runOnce();
 
       assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);

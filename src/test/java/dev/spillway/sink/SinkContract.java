@@ -234,6 +234,20 @@ abstract class SinkContract {
   void should_hold_batches_while_their_database_is_unreachable_and_run_them_after()
       throws Exception {
     DatabaseEndpoint direct = databases.endpoint(DB);
+    CountDownLatch inProgress = new CountDownLatch(1);
+    CountDownLatch release = new CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicBoolean stall =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    DeleteIdsHandler handler =
+        new DeleteIdsHandler(DB, 10) {
+          @Override
+          void afterSubBatch(RunContext context) throws InterruptedException {
+            if (stall.getAndSet(false)) {
+              inProgress.countDown();
+              release.await();
+            }
+          }
+        };
     try (TcpProxy proxy = new TcpProxy(direct.host(), direct.port());
         Databases through =
             new Databases(
@@ -258,26 +272,34 @@ abstract class SinkContract {
           Sink.start(
               PIPELINE,
               batches,
-              new DeleteIdsHandler(DB, 10),
+              handler,
               settings(),
               wiring(monitor, Clock.systemUTC(), through.dataSource(DB)))) {
         produce(DeleteIdsHandler.batch(table, 1, 20));
         await().atMost(TIMEOUT).until(() -> remaining(1, 20) == 0);
+        stall.set(true);
+        produce(DeleteIdsHandler.batch(table, 21, 50));
+        await().atMost(TIMEOUT).until(() -> inProgress.getCount() == 0);
 
-        proxy.cut(); // the server goes away: connections end, new ones are refused
+        proxy.cut(); // the server goes away mid-batch: connections end, new ones are refused
         await()
             .atMost(Duration.ofSeconds(10))
             .alias("STOP well before the pool's 30 s connection timeout")
             .until(() -> monitor.state(DB, table).isStop());
         assertThat(monitor.state(DB, table).reason()).startsWith("database sink unreachable: ");
-        produce(DeleteIdsHandler.batch(table, 21, 40));
+        release.countDown(); // the batch in flight goes on, into the outage
+        produce(DeleteIdsHandler.batch(table, 51, 60));
         await().atMost(TIMEOUT).until(() -> sink.metrics().pausedPartitionCount() > 0);
         int loops = sink.loops();
         await().atMost(TIMEOUT).until(() -> sink.loops() >= loops + 20);
 
         proxy.open();
-        await().atMost(TIMEOUT).until(() -> remaining(21, 40) == 0);
+        await().atMost(TIMEOUT).until(() -> remaining(21, 60) == 0);
         assertThat(monitor.state(DB, table)).isEqualTo(Health.NORMAL);
+        assertThat(monitor.readings())
+            .filteredOn(r -> r.indicator().equals("connection"))
+            .singleElement()
+            .satisfies(r -> assertThat(r.health()).isEqualTo(Health.NORMAL));
         assertThat(sink.metrics().deadLetteredCount()).isZero();
         assertThat(sink.failure()).isEmpty();
       }

@@ -67,9 +67,18 @@ public final class TcpProxy implements AutoCloseable {
       try {
         Socket client = s.accept();
         sockets.add(client);
+        if (s != listener) {
+          closeQuietly(client); // accepted as cut() ran: cut too
+          continue;
+        }
         try {
           Socket server = new Socket(targetHost, targetPort);
           sockets.add(server);
+          if (s != listener) {
+            closeQuietly(client);
+            closeQuietly(server);
+            continue;
+          }
           pump(client, server);
           pump(server, client);
         } catch (IOException e) {
