@@ -31,8 +31,9 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           new Benign(SENDER, "Error: CONCURRENT_TRANSACTIONS"),
           // The pool finding a connection the server ended (a restart, a failover) and opening
           // another, once per pooled connection, with advice about maxLifetime that does not apply.
-          // Its failing to open one is logged, and the health monitor says STOP.
-          new Benign(POOL, "Failed to validate connection"));
+          // Its failing to open one is logged, and the health monitor says STOP. A connection that
+          // did not answer in time (a network dropping it) is still shown.
+          new Benign(POOL, "(This connection has been closed.)"));
 
   @Override
   public FilterReply decide(ILoggingEvent event) {

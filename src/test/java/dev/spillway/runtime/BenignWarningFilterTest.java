@@ -81,6 +81,16 @@ class BenignWarningFilterTest {
                         + " (845cc1b4-21fe-49db-a1ec-ce2a45cd1aa5)")))
         .as("the database cannot be reached: shown")
         .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.POOL,
+                    "spillway-main - Failed to validate connection"
+                        + " org.postgresql.jdbc.PgConnection@4a90d321 (An I/O error occurred while"
+                        + " sending to the backend.). Possibly consider using a shorter maxLifetime"
+                        + " value.")))
+        .as("a connection that did not answer: shown")
+        .isEqualTo(FilterReply.NEUTRAL);
   }
 
   @Test
