@@ -19,12 +19,15 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -47,6 +50,9 @@ import org.slf4j.LoggerFactory;
  */
 final class SinkWorker implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SinkWorker.class);
+
+  /** How long one commit waits for Kafka before the loop goes on, its offsets still owed. */
+  static final Duration COMMIT_WAIT = Duration.ofSeconds(10);
 
   private static final class PartitionWork {
     final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
@@ -85,6 +91,13 @@ final class SinkWorker implements AutoCloseable {
    */
   private final Map<TopicPartition, Long> committed = new HashMap<>();
 
+  /**
+   * Per partition held, the offset of its settled batches Kafka has not taken yet; dropped when the
+   * partition goes, as its next owner runs those batches again.
+   */
+  private final Map<TopicPartition, OffsetAndMetadata> owed = new HashMap<>();
+
+  private boolean commitFailing;
   private final AtomicInteger loops = new AtomicInteger();
   private volatile boolean running = true;
   private volatile boolean stopping;
@@ -199,8 +212,8 @@ final class SinkWorker implements AutoCloseable {
     for (Map.Entry<TopicPartition, Long> e : committed.entrySet()) {
       TopicPartition tp = e.getKey();
       PartitionWork w = partitions.get(tp);
-      if (w != null && w.holding()) {
-        continue;
+      if ((w != null && w.holding()) || owed.containsKey(tp)) {
+        continue; // what it holds, or owes, is committed first
       }
       long position = position(tp);
       if (position > e.getValue()) {
@@ -233,12 +246,36 @@ final class SinkWorker implements AutoCloseable {
     }
   }
 
+  /**
+   * Commits the settled batches' offsets, with those Kafka did not take before. While Kafka cannot
+   * be reached (or the group is rebalancing) they stay owed and are committed again at the next
+   * turns: the batches are done, and a worker that stopped for it would only run them again.
+   */
   private void commit(Map<TopicPartition, OffsetAndMetadata> commits) {
-    if (commits.isEmpty()) {
+    owed.putAll(commits);
+    if (owed.isEmpty()) {
       return;
     }
-    consumer.commitSync(commits);
-    commits.forEach((tp, o) -> committed.replace(tp, o.offset()));
+    try {
+      consumer.commitSync(owed, COMMIT_WAIT);
+    } catch (RetriableException | RebalanceInProgressException | CommitFailedException e) {
+      if (!commitFailing) {
+        commitFailing = true;
+        log.warn(
+            "Sink worker {} could not commit {} finished batches to Kafka ({}); it commits them"
+                + " once Kafka answers, and goes on meanwhile",
+            name,
+            owed.size(),
+            e.getMessage());
+      }
+      return;
+    }
+    owed.forEach((tp, o) -> committed.replace(tp, o.offset()));
+    owed.clear();
+    if (commitFailing) {
+      commitFailing = false;
+      log.info("Sink worker {} commits to Kafka again", name);
+    }
   }
 
   private List<Completed> drain() {
@@ -404,6 +441,14 @@ final class SinkWorker implements AutoCloseable {
     try {
       if (!grace.isZero()) {
         settleUntil(() -> inFlight == 0, grace);
+        commit(Map.of()); // what is still owed, once more
+      }
+      if (!owed.isEmpty()) {
+        log.warn(
+            "Sink worker {} stops with finished batches of {} partitions not committed: they run"
+                + " again at the next start",
+            name,
+            owed.size());
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -467,6 +512,7 @@ final class SinkWorker implements AutoCloseable {
     private void forget(Collection<TopicPartition> gone) {
       for (TopicPartition tp : gone) {
         committed.remove(tp);
+        owed.remove(tp);
         PartitionWork w = partitions.remove(tp);
         if (w != null) {
           w.forgotten = true;

@@ -26,6 +26,7 @@ import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -38,7 +39,30 @@ class SinkWorkerTest {
   private static final TopicPartition TP = new TopicPartition(TOPIC, 0);
   private static final Duration WAIT = Duration.ofSeconds(10);
 
-  private final MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
+  /** Set while Kafka cannot be reached: commits time out. */
+  private final AtomicBoolean kafkaDown = new AtomicBoolean();
+
+  private final MockConsumer<byte[], byte[]> consumer =
+      new MockConsumer<>("earliest") {
+        @Override
+        public synchronized void commitSync(
+            Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
+          failWhileKafkaIsDown();
+          super.commitSync(offsets, timeout);
+        }
+
+        @Override
+        public synchronized void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+          failWhileKafkaIsDown();
+          super.commitSync(offsets);
+        }
+
+        private void failWhileKafkaIsDown() {
+          if (kafkaDown.get()) {
+            throw new TimeoutException("Timeout expired before successfully committing offsets");
+          }
+        }
+      };
   private final CountDownLatch release = new CountDownLatch(1);
   private final AtomicBoolean firstRun = new AtomicBoolean(true);
   private final List<Long> runs = Collections.synchronizedList(new ArrayList<>());
@@ -144,6 +168,37 @@ class SinkWorkerTest {
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
     worker.runOnce();
     assertThat(committed()).as("the batch is not committed: it runs again").isEqualTo(-1);
+  }
+
+  @Test
+  void should_go_on_while_kafka_takes_no_commit_and_commit_what_it_finished_once_it_does() {
+    release.countDown();
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    kafkaDown.set(true);
+    addBatches(0, 2);
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return runs.size() == 2 && worker.completionsWaiting() == 0;
+            });
+    addBatches(2, 3);
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return runs.size() == 3 && worker.completionsWaiting() == 0;
+            });
+    assertThat(committed()).as("nothing taken while Kafka is away").isEqualTo(-1);
+
+    kafkaDown.set(false);
+    turnUntilCommitted(3);
+    assertThat(runs).as("each batch ran once").containsExactly(0L, 1L, 2L);
   }
 
   @Test
