@@ -44,6 +44,9 @@ public final class Capture implements AutoCloseable {
             return t;
           });
 
+  /** How long closing waits for the producer's last sends. */
+  private static final Duration PRODUCER_CLOSE_WAIT = Duration.ofSeconds(5);
+
   private Capture(Producer<byte[], byte[]> producer, CaptureStats stats) {
     this.producer = producer;
     this.stats = stats;
@@ -182,6 +185,8 @@ public final class Capture implements AutoCloseable {
       }
     }
     engines.clear();
-    producer.close(Duration.ofSeconds(30));
+    // What it still holds belongs to a batch no engine acknowledged (each waits for its sends
+    // first): the slot hands it over again, so Kafka out of reach is not waited for long.
+    producer.close(PRODUCER_CLOSE_WAIT);
   }
 }

@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -30,6 +31,8 @@ import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.json.JsonConverterConfig;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -48,6 +51,15 @@ final class CaptureEngine implements AutoCloseable {
 
   /** How long Debezium waits before it reconnects after losing its connection. */
   static final Duration RECONNECT_WAIT = Duration.ofSeconds(10);
+
+  /** How long closing waits for Debezium's engine to close. */
+  static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
+
+  /** How long closing then waits for the engine's threads to end. */
+  private static final Duration STOP_WAIT = Duration.ofSeconds(30);
+
+  /** How long capture waits before sending again changes Kafka could not take. */
+  static final Duration RESEND_WAIT = Duration.ofSeconds(5);
 
   /** Debezium's logical name of a captured database is this and the database's name. */
   static final String SERVER_NAME_PREFIX = "spillway-";
@@ -304,9 +316,51 @@ final class CaptureEngine implements AutoCloseable {
   }
 
   /** Closes the engine once, unless it has ended on its own (it may then refuse to close). */
-  private void closeEngine() throws IOException {
-    if (engine != null && !completed && engineClosed.compareAndSet(false, true)) {
-      engine.close();
+  /**
+   * Closes Debezium's engine, waiting at most {@link #CLOSE_WAIT}: its last positions go to Kafka
+   * as it closes, and while Kafka is out of reach that would wait for ever. Left closing then,
+   * capture stops without them, and the changes since the last stored position are read again at
+   * the next start.
+   *
+   * @return false when it was left closing
+   */
+  private boolean closeEngine() throws IOException {
+    if (engine == null || completed || !engineClosed.compareAndSet(false, true)) {
+      return true;
+    }
+    CompletableFuture<Void> closing = new CompletableFuture<>();
+    Thread closer =
+        new Thread(
+            () -> {
+              try {
+                engine.close();
+                closing.complete(null);
+              } catch (IOException | RuntimeException e) {
+                closing.completeExceptionally(e);
+              }
+            },
+            "spillway-capture-close-" + endpoint.name());
+    closer.setDaemon(true);
+    closer.start();
+    try {
+      closing.get(CLOSE_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+      return true;
+    } catch (TimeoutException e) {
+      log.warn(
+          "Capture of database {} stops without Debezium's last positions, which it could not"
+              + " store in Kafka within {} s; the changes since the last stored one are read again"
+              + " at the next start",
+          endpoint.name(),
+          CLOSE_WAIT.toSeconds());
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IOException io) {
+        throw io;
+      }
+      throw (RuntimeException) e.getCause();
     }
   }
 
@@ -359,40 +413,21 @@ final class CaptureEngine implements AutoCloseable {
       List<RecordChangeEvent<SourceRecord>> batch,
       DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer)
       throws InterruptedException {
-    List<Future<RecordMetadata>> sends = new ArrayList<>(batch.size());
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>(batch.size());
     List<CaptureRoute> routes = new ArrayList<>(batch.size());
     for (RecordChangeEvent<SourceRecord> change : batch) {
       mapper
           .map(change.record())
           .ifPresent(
               m -> {
-                sends.add(producer.send(m.record()));
+                records.add(m.record());
                 routes.add(m.route());
               });
     }
     // Closing the engine interrupts the batch in hand. Records already sent are finished and
     // acknowledged anyway: releasing them would publish them a second time after a restart.
-    boolean interrupted = Thread.interrupted();
-    for (Future<RecordMetadata> send : sends) {
-      while (true) {
-        try {
-          send.get();
-          break;
-        } catch (InterruptedException e) {
-          interrupted = true;
-        } catch (ExecutionException e) {
-          // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
-          throw new IllegalStateException(
-              "Kafka refused "
-                  + sends.size()
-                  + " captured changes of database "
-                  + endpoint.name()
-                  + ": "
-                  + e.getCause().getMessage(),
-              e.getCause());
-        }
-      }
-    }
+    boolean interrupted =
+        handOver(producer, records, endpoint.name(), RESEND_WAIT, Thread.interrupted());
     routes.forEach(stats::published);
     try {
       for (RecordChangeEvent<SourceRecord> change : batch) {
@@ -404,6 +439,90 @@ final class CaptureEngine implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+  }
+
+  /**
+   * Hands the records to Kafka and waits until it has them all. While Kafka cannot take them (a
+   * retriable failure: it is out of reach, say) they are all sent again every {@code wait}, so some
+   * may be published twice (each pipeline takes a change twice as once); nothing is acknowledged to
+   * the server meanwhile, which keeps the changes. Any other failure throws.
+   *
+   * @param interrupted whether the engine was already closing: then a failure ends the wait
+   * @return whether the thread was interrupted (the sends already made were waited for anyway)
+   * @throws InterruptedException when the engine closes during a wait: nothing is acknowledged
+   */
+  static boolean handOver(
+      Producer<byte[], byte[]> producer,
+      List<ProducerRecord<byte[], byte[]>> records,
+      String database,
+      Duration wait,
+      boolean interrupted)
+      throws InterruptedException {
+    boolean refused = false;
+    while (true) {
+      try {
+        interrupted |= sendAll(producer, records);
+        break;
+      } catch (KafkaException e) {
+        if (!(e instanceof RetriableException || e.getCause() instanceof RetriableException)) {
+          // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
+          throw new IllegalStateException(
+              "Kafka refused "
+                  + records.size()
+                  + " captured changes of database "
+                  + database
+                  + ": "
+                  + e.getMessage(),
+              e);
+        }
+        if (!refused) {
+          refused = true;
+          log.warn(
+              "Capture of database {} cannot hand {} changes to Kafka ({}); it sends them again"
+                  + " every {} s and acknowledges nothing to the server meanwhile, which keeps them",
+              database,
+              records.size(),
+              e.getMessage(),
+              wait.toSeconds());
+        }
+        if (interrupted) {
+          throw new InterruptedException("capture stopping while Kafka is away");
+        }
+        Thread.sleep(wait.toMillis());
+      }
+    }
+    if (refused) {
+      log.info("Capture of database {} hands changes to Kafka again", database);
+    }
+    return interrupted;
+  }
+
+  /**
+   * Sends the records and waits until Kafka has them all; a failure throws the {@link
+   * KafkaException} behind it, possibly with some of them sent.
+   *
+   * @return whether the thread was interrupted meanwhile (the wait went on regardless)
+   */
+  private static boolean sendAll(
+      Producer<byte[], byte[]> producer, List<ProducerRecord<byte[], byte[]>> records) {
+    List<Future<RecordMetadata>> sends = new ArrayList<>(records.size());
+    for (ProducerRecord<byte[], byte[]> r : records) {
+      sends.add(producer.send(r));
+    }
+    boolean interrupted = false;
+    for (Future<RecordMetadata> send : sends) {
+      while (true) {
+        try {
+          send.get();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          throw e.getCause() instanceof KafkaException k ? k : new KafkaException(e.getCause());
+        }
+      }
+    }
+    return interrupted;
   }
 
   private Properties debeziumProperties() {
@@ -522,14 +641,18 @@ final class CaptureEngine implements AutoCloseable {
   @Override
   public void close() throws IOException {
     stopping = true;
+    boolean closed = false;
     try {
       // The executor is shut down whatever closing did, so its threads do not outlive the capture.
-      closeEngine();
+      closed = closeEngine();
     } finally {
       executor.shutdown();
       try {
-        if (!executor.awaitTermination(30, TimeUnit.SECONDS)) {
-          log.warn("Capture of database {} did not stop within 30 s", endpoint.name());
+        // An engine left closing keeps its threads: they are not waited for long.
+        Duration wait = closed ? STOP_WAIT : Duration.ofSeconds(1);
+        if (!executor.awaitTermination(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+          log.warn(
+              "Capture of database {} did not stop within {} s", endpoint.name(), wait.toSeconds());
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
