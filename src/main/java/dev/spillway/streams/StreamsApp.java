@@ -10,6 +10,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -91,6 +92,15 @@ public final class StreamsApp implements AutoCloseable {
             log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
           }
+          if (timedOut(e)) {
+            // Kafka out of reach for longer than task.timeout.ms: what the thread had not
+            // committed is aborted, and a new thread goes on from the last commit once it answers.
+            log.warn(
+                "Streams application {} could not reach Kafka ({}); a new thread takes over",
+                applicationId,
+                e.getMessage());
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+          }
           log.error("Streams application {} failed", applicationId, e);
           app.failure = "Streams application " + applicationId + " failed: " + e.getMessage();
           return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
@@ -103,6 +113,16 @@ public final class StreamsApp implements AutoCloseable {
     }
     log.info("Streams application {} running", applicationId);
     return app;
+  }
+
+  /** Whether Kafka's answer did not come in time, anywhere in the failure's chain. */
+  private static boolean timedOut(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof TimeoutException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The application's client properties: tuning defaults, then the configured ones, then ours. */
