@@ -1,0 +1,173 @@
+package dev.spillway.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import io.micrometer.core.instrument.Counter;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A Kafka broker of the test's own goes away while Spillway runs a buffer, for longer than its
+ * clients wait for an answer, and comes back: nothing is lost, nothing dead-lettered, and Spillway
+ * runs on.
+ */
+class KafkaOutageIT {
+  private static final Duration TIMEOUT = Duration.ofSeconds(120);
+
+  /** Longer than every client time-out the configuration below sets. */
+  private static final Duration OUTAGE = Duration.ofSeconds(20);
+
+  @Test
+  void should_ride_out_kafka_going_away_and_lose_nothing(@TempDir Path dir) throws Exception {
+    Outage outage = new Outage(dir);
+    try (SpillwayRuntime runtime = outage.start()) {
+      DataSource ds = runtime.databases().dataSource("main");
+      insert(ds, outage.schema, 10);
+      await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) == 0);
+
+      // Batches in the sink's hands when Kafka goes: they finish meanwhile, their commits wait.
+      insert(ds, outage.schema, 60);
+      await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) < 55);
+      outage.kafka.close();
+      insert(ds, outage.schema, 30); // captured while Kafka is away
+      Thread.sleep(OUTAGE.toMillis());
+      boolean running = runtime.failure().isEmpty();
+      outage.kafka = EmbeddedKafka.start(outage.kafkaDir, outage.port);
+      assertThat(running).as("still running while Kafka was away").isTrue();
+
+      insert(ds, outage.schema, 10);
+      await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) == 0);
+      assertThat(runtime.failure()).isEmpty();
+      assertThat(deadLettered(runtime)).isZero();
+    } finally {
+      outage.close();
+    }
+  }
+
+  @Test
+  void should_stop_while_kafka_is_away(@TempDir Path dir) throws Exception {
+    Outage outage = new Outage(dir);
+    try {
+      SpillwayRuntime runtime = outage.start();
+      DataSource ds = runtime.databases().dataSource("main");
+      insert(ds, outage.schema, 10);
+      await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) == 0);
+      outage.kafka.close();
+      outage.kafka = null;
+      insert(ds, outage.schema, 10); // in capture's hands when it is told to stop
+
+      assertTimeoutPreemptively(Duration.ofMinutes(2), runtime::close, "stopped, not hanging");
+    } finally {
+      outage.close();
+    }
+  }
+
+  /** A broker of the test's own, a schema with the buffer table, and Spillway's configuration. */
+  private static final class Outage implements AutoCloseable {
+    final int port;
+    final Path kafkaDir;
+    final String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    final String schema = "s" + id;
+    final Path dir;
+    EmbeddedKafka kafka;
+
+    Outage(Path dir) throws Exception {
+      try (ServerSocket s = new ServerSocket(0)) {
+        port = s.getLocalPort();
+      }
+      this.dir = dir;
+      kafkaDir = dir.resolve("kafka");
+      kafka = EmbeddedKafka.start(kafkaDir, port);
+    }
+
+    /** Spillway running the buffer, with every client waiting for Kafka only seconds. */
+    SpillwayRuntime start() throws Exception {
+      DatabaseEndpoint db = EmbeddedInfra.get().database("outage");
+      String yaml =
+          String.format(
+              """
+              http: { port: 0 }
+              kafka:
+                bootstrap-servers: "%s"
+                topic-prefix: k%s
+                properties:
+                  delivery.timeout.ms: 6000
+                  request.timeout.ms: 3000
+                  max.block.ms: 3000
+                  default.api.timeout.ms: 5000
+                  task.timeout.ms: 2000
+              databases:
+                main: { url: "%s", username: %s }
+              buffers:
+                events:
+                  table: %s.events
+                  batch-size: 5
+                  max-wait: 200ms
+                  rate-limit: 4
+                  handler:
+                    sql: "SELECT 1 WHERE :ids IS NOT NULL"
+              """,
+              kafka.bootstrapServers(), id, db.url(), db.username(), schema);
+      SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+      BufferPipeline pipeline = BufferPipeline.fromConfig(config);
+      SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+      DataSource ds = runtime.databases().dataSource("main");
+      TestSql.exec(
+          ds,
+          "CREATE SCHEMA " + schema,
+          "CREATE TABLE "
+              + schema
+              + ".events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v text NOT NULL)");
+      pipeline.start(runtime, Clock.systemUTC());
+      runtime.startCapture(pipeline.routes(runtime.topics()));
+      return runtime;
+    }
+
+    @Override
+    public void close() {
+      if (kafka != null) {
+        kafka.close();
+      }
+      try (var databases = EmbeddedInfra.get().databases("outage")) {
+        TestSql.dropCapture(databases.dataSource("outage"), "k" + id + "_main");
+        TestSql.exec(
+            databases.dataSource("outage"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      }
+    }
+  }
+
+  private static void insert(DataSource ds, String schema, int rows) {
+    TestSql.exec(
+        ds,
+        "INSERT INTO "
+            + schema
+            + ".events (v) SELECT 'e' || g FROM generate_series(1, "
+            + rows
+            + ") g");
+  }
+
+  private static long left(DataSource ds, String schema) {
+    return TestSql.count(ds, "SELECT count(*) FROM " + schema + ".events");
+  }
+
+  private static double deadLettered(SpillwayRuntime runtime) {
+    Counter c =
+        runtime.registry().find("spillway_sink_dead_lettered").tag("pipeline", "buffers").counter();
+    return c == null ? 0 : c.count();
+  }
+}
