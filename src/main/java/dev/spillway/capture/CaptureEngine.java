@@ -32,6 +32,7 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.json.JsonConverterConfig;
@@ -60,6 +61,9 @@ final class CaptureEngine implements AutoCloseable {
 
   /** How long capture waits before sending again changes Kafka could not take. */
   static final Duration RESEND_WAIT = Duration.ofSeconds(5);
+
+  /** How often capture says again that Kafka still does not take its changes. */
+  private static final Duration REFUSED_REMINDER = Duration.ofMinutes(1);
 
   /** Debezium's logical name of a captured database is this and the database's name. */
   static final String SERVER_NAME_PREFIX = "spillway-";
@@ -458,12 +462,17 @@ final class CaptureEngine implements AutoCloseable {
       Duration wait,
       boolean interrupted)
       throws InterruptedException {
-    boolean refused = false;
+    long refusedSince = 0;
+    long saidAt = 0;
     while (true) {
       try {
         interrupted |= sendAll(producer, records);
         break;
       } catch (KafkaException e) {
+        if (interrupted || e instanceof InterruptException) {
+          // Capture is stopping: nothing of this batch is acknowledged, it is read again.
+          throw new InterruptedException("capture of database " + database + " stopping");
+        }
         if (!(e instanceof RetriableException || e.getCause() instanceof RetriableException)) {
           // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
           throw new IllegalStateException(
@@ -475,39 +484,54 @@ final class CaptureEngine implements AutoCloseable {
                   + e.getMessage(),
               e);
         }
-        if (!refused) {
-          refused = true;
+        long now = System.nanoTime();
+        if (refusedSince == 0) {
+          refusedSince = now;
+          saidAt = now;
           log.warn(
               "Capture of database {} cannot hand {} changes to Kafka ({}); it sends them again"
-                  + " every {} s and acknowledges nothing to the server meanwhile, which keeps them",
+                  + " until Kafka takes them, and acknowledges nothing to the server meanwhile,"
+                  + " which keeps them",
               database,
               records.size(),
-              e.getMessage(),
-              wait.toSeconds());
-        }
-        if (interrupted) {
-          throw new InterruptedException("capture stopping while Kafka is away");
+              e.getMessage());
+        } else if (now - saidAt >= REFUSED_REMINDER.toNanos()) {
+          saidAt = now;
+          log.warn(
+              "Capture of database {} has not handed {} changes to Kafka for {} min ({}); its"
+                  + " replication slot keeps the WAL meanwhile",
+              database,
+              records.size(),
+              Duration.ofNanos(now - refusedSince).toMinutes(),
+              e.getMessage());
         }
         Thread.sleep(wait.toMillis());
       }
     }
-    if (refused) {
+    if (refusedSince != 0) {
       log.info("Capture of database {} hands changes to Kafka again", database);
     }
     return interrupted;
   }
 
   /**
-   * Sends the records and waits until Kafka has them all; a failure throws the {@link
-   * KafkaException} behind it, possibly with some of them sent.
+   * Sends the records and waits until Kafka has them all. A failure throws the {@link
+   * KafkaException} behind the first, once every send has ended, so a batch sent again never
+   * overlaps the attempt before it.
    *
    * @return whether the thread was interrupted meanwhile (the wait went on regardless)
    */
   private static boolean sendAll(
       Producer<byte[], byte[]> producer, List<ProducerRecord<byte[], byte[]>> records) {
     List<Future<RecordMetadata>> sends = new ArrayList<>(records.size());
+    KafkaException failed = null;
     for (ProducerRecord<byte[], byte[]> r : records) {
-      sends.add(producer.send(r));
+      try {
+        sends.add(producer.send(r));
+      } catch (KafkaException e) {
+        failed = e; // Kafka out of reach for max.block.ms: what was sent is still waited for
+        break;
+      }
     }
     boolean interrupted = false;
     for (Future<RecordMetadata> send : sends) {
@@ -518,9 +542,16 @@ final class CaptureEngine implements AutoCloseable {
         } catch (InterruptedException e) {
           interrupted = true;
         } catch (ExecutionException e) {
-          throw e.getCause() instanceof KafkaException k ? k : new KafkaException(e.getCause());
+          if (failed == null) {
+            failed =
+                e.getCause() instanceof KafkaException k ? k : new KafkaException(e.getCause());
+          }
+          break;
         }
       }
+    }
+    if (failed != null) {
+      throw failed;
     }
     return interrupted;
   }

@@ -54,6 +54,9 @@ final class SinkWorker implements AutoCloseable {
   /** How long one commit waits for Kafka before the loop goes on, its offsets still owed. */
   static final Duration COMMIT_WAIT = Duration.ofSeconds(10);
 
+  /** How long after a commit Kafka did not take the loop tries again. */
+  static final Duration COMMIT_RETRY = Duration.ofSeconds(5);
+
   private static final class PartitionWork {
     final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
     boolean busy;
@@ -98,6 +101,7 @@ final class SinkWorker implements AutoCloseable {
   private final Map<TopicPartition, OffsetAndMetadata> owed = new HashMap<>();
 
   private boolean commitFailing;
+  private long commitRetryAt;
   private final AtomicInteger loops = new AtomicInteger();
   private volatile boolean running = true;
   private volatile boolean stopping;
@@ -248,22 +252,32 @@ final class SinkWorker implements AutoCloseable {
 
   /**
    * Commits the settled batches' offsets, with those Kafka did not take before. While Kafka cannot
-   * be reached (or the group is rebalancing) they stay owed and are committed again at the next
-   * turns: the batches are done, and a worker that stopped for it would only run them again.
+   * be reached (or the group is rebalancing) they stay owed and are tried again every {@link
+   * #COMMIT_RETRY}, each try waiting {@link #COMMIT_WAIT} at most, so the loop goes on meanwhile:
+   * the batches are done, and a worker that stopped for it would only run them again.
    */
   private void commit(Map<TopicPartition, OffsetAndMetadata> commits) {
+    commit(commits, false);
+  }
+
+  /**
+   * @param now whether to try at once, even while Kafka is failing (the partitions are going)
+   */
+  private void commit(Map<TopicPartition, OffsetAndMetadata> commits, boolean now) {
     owed.putAll(commits);
-    if (owed.isEmpty()) {
+    owed.keySet().retainAll(committed.keySet()); // only partitions it still holds
+    if (owed.isEmpty() || (commitFailing && !now && System.nanoTime() < commitRetryAt)) {
       return;
     }
     try {
       consumer.commitSync(owed, COMMIT_WAIT);
     } catch (RetriableException | RebalanceInProgressException | CommitFailedException e) {
+      commitRetryAt = System.nanoTime() + COMMIT_RETRY.toNanos();
       if (!commitFailing) {
         commitFailing = true;
         log.warn(
-            "Sink worker {} could not commit {} finished batches to Kafka ({}); it commits them"
-                + " once Kafka answers, and goes on meanwhile",
+            "Sink worker {} could not commit the batches it finished on {} partitions to Kafka"
+                + " ({}); it commits them once Kafka answers, and goes on meanwhile",
             name,
             owed.size(),
             e.getMessage());
@@ -441,12 +455,12 @@ final class SinkWorker implements AutoCloseable {
     try {
       if (!grace.isZero()) {
         settleUntil(() -> inFlight == 0, grace);
-        commit(Map.of()); // what is still owed, once more
+        commit(Map.of(), true); // what is still owed, once more
       }
       if (!owed.isEmpty()) {
         log.warn(
-            "Sink worker {} stops with finished batches of {} partitions not committed: they run"
-                + " again at the next start",
+            "Sink worker {} stops with the batches it finished on {} partitions not committed:"
+                + " they run again at the next start",
             name,
             owed.size());
       }
@@ -492,10 +506,12 @@ final class SinkWorker implements AutoCloseable {
       }
       try {
         settleUntil(() -> busy.stream().noneMatch(w -> w.busy), settings.shutdownGrace());
+        commit(Map.of(), true); // what they still owe, before they go
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
+      } finally {
+        forget(revoked);
       }
-      forget(revoked);
     }
 
     @Override

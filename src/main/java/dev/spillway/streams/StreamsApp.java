@@ -117,7 +117,8 @@ public final class StreamsApp implements AutoCloseable {
 
   /** Whether Kafka's answer did not come in time, anywhere in the failure's chain. */
   private static boolean timedOut(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+    Throwable t = e;
+    for (int depth = 0; t != null && depth < 20; depth++, t = t.getCause()) {
       if (t instanceof TimeoutException) {
         return true;
       }

@@ -42,11 +42,16 @@ class SinkWorkerTest {
   /** Set while Kafka cannot be reached: commits time out. */
   private final AtomicBoolean kafkaDown = new AtomicBoolean();
 
+  /** Every commit the worker made, taken or not. */
+  private final List<Map<TopicPartition, OffsetAndMetadata>> commitsTried =
+      Collections.synchronizedList(new ArrayList<>());
+
   private final MockConsumer<byte[], byte[]> consumer =
       new MockConsumer<>("earliest") {
         @Override
         public synchronized void commitSync(
             Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
+          commitsTried.add(Map.copyOf(offsets));
           failWhileKafkaIsDown();
           super.commitSync(offsets, timeout);
         }
@@ -199,6 +204,35 @@ class SinkWorkerTest {
     kafkaDown.set(false);
     turnUntilCommitted(3);
     assertThat(runs).as("each batch ran once").containsExactly(0L, 1L, 2L);
+  }
+
+  @Test
+  void should_commit_what_it_owes_before_its_partitions_go() {
+    release.countDown();
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    kafkaDown.set(true);
+    addBatches(0, 2);
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return runs.size() == 2 && worker.completionsWaiting() == 0;
+            });
+    assertThat(committed()).isEqualTo(-1);
+
+    kafkaDown.set(false);
+    commitsTried.clear();
+    consumer.rebalance(List.of()); // a rebalance, before the worker's next try
+
+    // Kafka's mock unassigns the partitions before it calls the listener and then drops the
+    // commit; the real consumer takes it while they are being revoked. What was asked counts.
+    assertThat(commitsTried)
+        .as("not left for the next owner to run again")
+        .containsExactly(Map.of(TP, new OffsetAndMetadata(2)));
   }
 
   @Test
