@@ -177,28 +177,11 @@ class SinkWorkerTest {
 
   @Test
   void should_go_on_while_kafka_takes_no_commit_and_commit_what_it_finished_once_it_does() {
-    release.countDown();
-    worker = worker(Duration.ofMillis(100));
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
-    kafkaDown.set(true);
+    startWhileKafkaIsDown();
     addBatches(0, 2);
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return runs.size() == 2 && worker.completionsWaiting() == 0;
-            });
+    turnUntilRun(2);
     addBatches(2, 3);
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return runs.size() == 3 && worker.completionsWaiting() == 0;
-            });
+    turnUntilRun(3);
     assertThat(committed()).as("nothing taken while Kafka is away").isEqualTo(-1);
 
     kafkaDown.set(false);
@@ -208,20 +191,9 @@ class SinkWorkerTest {
 
   @Test
   void should_commit_what_it_owes_before_its_partitions_go() {
-    release.countDown();
-    worker = worker(Duration.ofMillis(100));
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
-    kafkaDown.set(true);
+    startWhileKafkaIsDown();
     addBatches(0, 2);
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return runs.size() == 2 && worker.completionsWaiting() == 0;
-            });
+    turnUntilRun(2);
     assertThat(committed()).isEqualTo(-1);
 
     kafkaDown.set(false);
@@ -286,6 +258,27 @@ class SinkWorkerTest {
     turnUntilCommitted(1);
     assertThat(started).hasValue(2);
     assertThat(runs).containsExactly(0L);
+  }
+
+  /** A worker holding the one partition, Kafka taking no commit. */
+  private void startWhileKafkaIsDown() {
+    release.countDown();
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    kafkaDown.set(true);
+  }
+
+  /** Drives the worker turn by turn until {@code count} batches ran and were settled. */
+  private void turnUntilRun(int count) {
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return runs.size() == count && worker.completionsWaiting() == 0;
+            });
   }
 
   /** Drives the worker turn by turn until the partition's committed offset is {@code offset}. */
