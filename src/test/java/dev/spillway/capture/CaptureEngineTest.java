@@ -2,11 +2,14 @@ package dev.spillway.capture;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.TableName;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -45,6 +48,35 @@ class CaptureEngineTest {
     assertThat(interrupted).isFalse();
     assertThat(attempts).as("three refusals, then taken").hasValue(4);
     assertThat(producer.history()).extracting(r -> new String(r.key())).containsExactly("1", "2");
+  }
+
+  @Test
+  void should_send_a_refused_batch_again_only_once_every_send_of_it_has_ended() throws Exception {
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
+    CompletableFuture<Boolean> handedOver =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return CaptureEngine.handOver(
+                    producer, CHANGES, "main", Duration.ofMillis(10), false);
+              } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    await().atMost(Duration.ofSeconds(10)).until(() -> producer.history().size() == 2);
+
+    producer.errorNext(new TimeoutException("Expiring 1 record(s): 120000 ms has passed"));
+    Thread.sleep(300); // thirty times the wait before sending again
+    assertThat(producer.history())
+        .as("not sent again while the second send of the attempt is under way")
+        .hasSize(2);
+
+    assertThat(producer.completeNext()).isTrue();
+    await().atMost(Duration.ofSeconds(10)).until(() -> producer.history().size() == 4);
+    assertThat(producer.completeNext()).isTrue();
+    assertThat(producer.completeNext()).isTrue();
+    assertThat(handedOver.get(10, TimeUnit.SECONDS)).isFalse();
   }
 
   @Test
