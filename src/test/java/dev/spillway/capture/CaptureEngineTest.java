@@ -14,6 +14,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -90,6 +91,17 @@ class CaptureEngineTest {
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(
             "Kafka refused 2 captured changes of database main: The message is 2000000 bytes");
+  }
+
+  @Test
+  void should_take_a_send_failing_as_capture_stops_for_the_stop_not_a_refusal() {
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    producer.sendException = new KafkaException("Producer is closed forcefully.");
+
+    assertThatThrownBy(
+            () -> CaptureEngine.handOver(producer, CHANGES, "main", Duration.ofMillis(10), true))
+        .isInstanceOf(InterruptedException.class);
   }
 
   @Test

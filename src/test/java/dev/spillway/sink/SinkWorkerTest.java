@@ -183,6 +183,9 @@ class SinkWorkerTest {
     addBatches(2, 3);
     turnUntilRun(3);
     assertThat(committed()).as("nothing taken while Kafka is away").isEqualTo(-1);
+    assertThat(commitsTried)
+        .as("tried once, then not at every turn: each try may wait seconds for Kafka")
+        .hasSize(1);
 
     kafkaDown.set(false);
     turnUntilCommitted(3);
