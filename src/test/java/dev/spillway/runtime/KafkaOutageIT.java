@@ -45,10 +45,16 @@ class KafkaOutageIT {
       await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) < 55);
       outage.kafka.close();
       insert(ds, outage.schema, 30); // captured while Kafka is away
-      Thread.sleep(OUTAGE.toMillis());
-      boolean running = runtime.failure().isEmpty();
-      outage.kafka = EmbeddedKafka.start(outage.kafkaDir, outage.port);
-      assertThat(running).as("still running while Kafka was away").isTrue();
+      try {
+        await()
+            .during(OUTAGE)
+            .atMost(OUTAGE.plusSeconds(10))
+            .pollInterval(Duration.ofMillis(200))
+            .alias("still running while Kafka is away")
+            .until(() -> runtime.failure().isEmpty());
+      } finally {
+        outage.kafka = EmbeddedKafka.start(outage.kafkaDir, outage.port);
+      }
 
       insert(ds, outage.schema, 10);
       await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) == 0);

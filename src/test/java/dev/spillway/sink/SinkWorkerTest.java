@@ -250,11 +250,16 @@ class SinkWorkerTest {
     addBatches(0, 1);
     worker.runOnce();
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
-    for (int turn = 0; turn < 20; turn++) {
-      worker.runOnce();
-      Thread.sleep(5);
-    }
-    assertThat(started).as("not run again while its second table is at STOP").hasValue(1);
+    await()
+        .during(Duration.ofMillis(200))
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias("not run again while its second table is at STOP")
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == 1;
+            });
     assertThat(committed()).isEqualTo(-1);
 
     secondHealth.set(Health.NORMAL);
