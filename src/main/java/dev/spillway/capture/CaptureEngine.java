@@ -16,12 +16,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -319,12 +319,11 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
-  /** Closes the engine once, unless it has ended on its own (it may then refuse to close). */
   /**
-   * Closes Debezium's engine, waiting at most {@link #CLOSE_WAIT}: its last positions go to Kafka
-   * as it closes, and while Kafka is out of reach that would wait for ever. Left closing then,
-   * capture stops without them, and the changes since the last stored position are read again at
-   * the next start.
+   * Closes the engine once, unless it has ended on its own (it may then refuse to close), waiting
+   * at most {@link #CLOSE_WAIT}: its last positions go to Kafka as it closes, and while Kafka is
+   * out of reach that would wait for ever. Left closing then, capture stops without them, and the
+   * changes since the last stored position are read again at the next start.
    *
    * @return false when it was left closing
    */
@@ -332,18 +331,13 @@ final class CaptureEngine implements AutoCloseable {
     if (engine == null || completed || !engineClosed.compareAndSet(false, true)) {
       return true;
     }
-    CompletableFuture<Void> closing = new CompletableFuture<>();
-    Thread closer =
-        new Thread(
+    FutureTask<Void> closing =
+        new FutureTask<>(
             () -> {
-              try {
-                engine.close();
-                closing.complete(null);
-              } catch (IOException | RuntimeException e) {
-                closing.completeExceptionally(e);
-              }
-            },
-            "spillway-capture-close-" + endpoint.name());
+              engine.close();
+              return null;
+            });
+    Thread closer = new Thread(closing, "spillway-capture-close-" + endpoint.name());
     closer.setDaemon(true);
     closer.start();
     try {
@@ -364,7 +358,10 @@ final class CaptureEngine implements AutoCloseable {
       if (e.getCause() instanceof IOException io) {
         throw io;
       }
-      throw (RuntimeException) e.getCause();
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      throw new IllegalStateException(e.getCause());
     }
   }
 

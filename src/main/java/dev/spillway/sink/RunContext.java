@@ -34,8 +34,9 @@ public final class RunContext {
     /** The table the run last gated on or took a connection for: where it works now. */
     Target at;
 
-    Run(long startMillis) {
+    Run(long startMillis, Target at) {
       this.startMillis = startMillis;
+      this.at = at;
     }
   }
 
@@ -57,7 +58,7 @@ public final class RunContext {
         dataSources,
         latencies,
         metrics,
-        new Run(clock.millis()));
+        new Run(clock.millis(), target));
   }
 
   private RunContext(
@@ -103,7 +104,7 @@ public final class RunContext {
 
   /** The table the run works on now, of whichever view of it last gated or took a connection. */
   Target at() {
-    return run.at == null ? target : run.at;
+    return run.at;
   }
 
   /**

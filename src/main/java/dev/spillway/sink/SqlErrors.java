@@ -7,12 +7,6 @@ import java.sql.SQLTransientException;
 public final class SqlErrors {
   private SqlErrors() {}
 
-  /**
-   * Retryable: connection problems (08), serialization failures and deadlocks (40), insufficient
-   * resources (53), operator intervention such as a statement timeout or cancel (57), and lock
-   * timeouts (55P03). Everything else (syntax, missing table or column, constraint violations, data
-   * errors) fails the same way again and is permanent.
-   */
   /** Whether the failure came from the database (or reaching it): a SQL error in its chain. */
   public static boolean fromDatabase(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
@@ -23,6 +17,12 @@ public final class SqlErrors {
     return false;
   }
 
+  /**
+   * Retryable: connection problems (08), serialization failures and deadlocks (40), insufficient
+   * resources (53), operator intervention such as a statement timeout or cancel (57), and lock
+   * timeouts (55P03). Everything else (syntax, missing table or column, constraint violations, data
+   * errors) fails the same way again and is permanent.
+   */
   public static Outcome classify(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause()) {
       if (t instanceof SQLTransientException) {
