@@ -130,7 +130,12 @@ public final class SinkBench {
     SinkSettings settings = runtime.config().sink();
     Sink sink = runtime.startSink(Pipeline.OPERATIONS, topic, handler, settings);
     long activeBefore = activeMillis(ds);
-    Timer sampling = runtime.registry().find("spillway_health_sample").timer();
+    Timer sampling =
+        runtime
+            .registry()
+            .find("spillway_health_sample")
+            .tag("database", SpillwayRuntime.MAIN)
+            .timer();
     long samplesBefore = sampling.count();
     double sampleSecondsBefore = sampling.totalTime(TimeUnit.SECONDS);
     long wallStart = System.nanoTime();

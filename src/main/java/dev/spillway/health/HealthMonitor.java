@@ -26,8 +26,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Samples the indicators of each database at an interval and publishes NORMAL / THROTTLE / STOP per
  * database and per table being worked on, with hysteresis. It keeps a connection of its own to each
- * database; one it cannot connect to is at STOP. Sampling runs on its own thread ({@link #start()})
- * or by {@link #runOnce()} for tests; {@link #state} never blocks.
+ * database; one it cannot connect to is at STOP. Each database is sampled on a thread of its own
+ * ({@link #start()}), so one slow to answer holds back no other's state, or all of them by {@link
+ * #runOnce()} for tests; {@link #state} never blocks.
  */
 public final class HealthMonitor implements HealthGate, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HealthMonitor.class);
@@ -65,9 +66,9 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private final Map<String, AtomicInteger> gauges = new ConcurrentHashMap<>();
   private final Map<String, Connection> connections = new ConcurrentHashMap<>();
   private final MeterRegistry registry;
-  private final Timer sampleTimer;
-  private volatile Map<Key, Health> published = Map.of();
-  private volatile List<Reading> readings = List.of();
+  private final Map<String, Timer> sampleTimers = new ConcurrentHashMap<>();
+  private final Map<Key, Health> published = new ConcurrentHashMap<>();
+  private final Map<String, List<Reading>> readings = new ConcurrentHashMap<>();
   private ScheduledExecutorService executor;
   private volatile boolean closed;
 
@@ -80,13 +81,15 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     this.databases = new LinkedHashMap<>(databases);
     this.clock = clock;
     this.registry = registry;
-    this.sampleTimer =
-        Timer.builder("spillway_health_sample")
-            .description("Time spent sampling health indicators")
-            .register(registry);
-    databases
-        .keySet()
-        .forEach(db -> indicators.put(db, new java.util.concurrent.CopyOnWriteArrayList<>()));
+    for (String db : databases.keySet()) {
+      indicators.put(db, new java.util.concurrent.CopyOnWriteArrayList<>());
+      sampleTimers.put(
+          db,
+          Timer.builder("spillway_health_sample")
+              .description("Time spent sampling the health indicators of a database")
+              .tag("database", db)
+              .register(registry));
+    }
   }
 
   /** Adds indicators for one database (the standard set, or a custom one). */
@@ -96,30 +99,28 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
         .addAll(more);
   }
 
-  /** Samples every database now and publishes the new states. */
+  /** Samples every database now, one after another, and publishes the new states. */
   public void runOnce() {
+    databases.keySet().forEach(this::sampleDatabase);
+  }
+
+  /**
+   * Samples one database and publishes its new states; the other databases' stay as they are, so
+   * one that is slow to answer delays no other's.
+   */
+  private void sampleDatabase(String db) {
     if (closed) {
       return; // closed: no connection is opened again, no state published
     }
     long start = System.nanoTime();
-    Map<Key, Health> next = new LinkedHashMap<>();
-    List<Reading> nextReadings = new ArrayList<>();
-    for (Map.Entry<String, DataSource> db : databases.entrySet()) {
-      sampleDatabase(db.getKey(), db.getValue(), next, nextReadings);
-    }
-    published = Map.copyOf(next);
-    readings = List.copyOf(nextReadings);
-    sampleTimer.record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
-  }
-
-  private void sampleDatabase(String db, DataSource ds, Map<Key, Health> next, List<Reading> out) {
     List<HealthIndicator> all = indicators.getOrDefault(db, List.of());
     List<TableName> tables = new ArrayList<>();
     watched.stream().filter(k -> k.database().equals(db)).forEach(k -> tables.add(k.table()));
+    List<Reading> out = new ArrayList<>();
     Health dbRaw = Health.NORMAL;
     Map<TableName, Health> tableRaw = new LinkedHashMap<>();
     try {
-      Connection c = connection(db, ds);
+      Connection c = connection(db, databases.get(db));
       out.add(new Reading(db, null, CONNECTION, Health.NORMAL));
       for (HealthIndicator i : all) {
         if (i.perTable()) {
@@ -141,13 +142,19 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       out.add(new Reading(db, null, CONNECTION, dbRaw));
     }
     java.time.Instant now = clock.instant();
-    Health dbState = stable(new Key(db, null), dbRaw, now);
-    next.put(new Key(db, null), dbState);
+    Map<Key, Health> next = new LinkedHashMap<>();
+    next.put(new Key(db, null), stable(new Key(db, null), dbRaw, now));
     for (TableName t : tables) {
       Health raw = Health.worst(dbRaw, tableRaw.getOrDefault(t, Health.NORMAL));
       next.put(new Key(db, t), stable(new Key(db, t), raw, now));
     }
+    if (closed) {
+      return;
+    }
+    published.putAll(next);
+    readings.put(db, List.copyOf(out));
     out.forEach(r -> gauge(r.database(), r.table(), r.indicator(), r.health()));
+    sampleTimers.get(db).record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
   }
 
   /**
@@ -257,9 +264,11 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     return Health.NORMAL;
   }
 
-  /** The last reading of every indicator. */
+  /** The last reading of every indicator, by database in the order they were given. */
   public List<Reading> readings() {
-    return readings;
+    List<Reading> out = new ArrayList<>();
+    databases.keySet().forEach(db -> out.addAll(readings.getOrDefault(db, List.of())));
+    return out;
   }
 
   /** The combined state of a database ({@code table} null) or of a watched table in it. */
@@ -286,24 +295,31 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     return settings;
   }
 
-  /** Samples at the configured interval on a daemon thread until closed. */
+  /**
+   * Samples each database at the configured interval, each on a daemon thread of its own, until
+   * closed.
+   */
   public void start() {
+    AtomicInteger threads = new AtomicInteger();
     executor =
-        Executors.newSingleThreadScheduledExecutor(
+        Executors.newScheduledThreadPool(
+            Math.max(1, databases.size()),
             r -> {
-              Thread t = new Thread(r, "spillway-health");
+              Thread t = new Thread(r, "spillway-health-" + threads.incrementAndGet());
               t.setDaemon(true);
               return t;
             });
-    executor.scheduleWithFixedDelay(
-        this::runOnceLogged, 0, settings.interval().toMillis(), TimeUnit.MILLISECONDS);
+    for (String db : databases.keySet()) {
+      executor.scheduleWithFixedDelay(
+          () -> sampleLogged(db), 0, settings.interval().toMillis(), TimeUnit.MILLISECONDS);
+    }
   }
 
-  private void runOnceLogged() {
+  private void sampleLogged(String db) {
     try {
-      runOnce();
+      sampleDatabase(db);
     } catch (RuntimeException e) {
-      log.warn("Health sampling failed: {}", e.getMessage());
+      log.warn("Health sampling of {} failed: {}", db, e.getMessage());
     }
   }
 

@@ -1,17 +1,21 @@
 package dev.spillway.health;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.TableName;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import javax.sql.DataSource;
@@ -47,6 +51,55 @@ class HealthMonitorIT {
       assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);
       assertThat(monitorBackend(ds)).isNotEqualTo(first);
     }
+  }
+
+  @Test
+  void should_publish_each_database_on_time_while_another_does_not_answer() throws Exception {
+    // A server that takes connections and never answers: the monitor's login waits its 5 s each
+    // time, as behind a network that drops packets.
+    try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        Databases databases = EmbeddedInfra.get().databases(DB);
+        HealthMonitor monitor =
+            new HealthMonitor(
+                new HealthMonitor.Settings(
+                    Duration.ofMillis(100), Duration.ofSeconds(30), HealthThresholds.defaults()),
+                databases(silent, databases),
+                Clock.systemUTC(),
+                new SimpleMeterRegistry())) {
+      ManualIndicator operator = new ManualIndicator();
+      operator.set(new Health.Throttle("an operator's switch"));
+      monitor.addIndicators(DB, List.of(operator));
+
+      monitor.start();
+
+      await()
+          .atMost(Duration.ofSeconds(3))
+          .untilAsserted(() -> assertThat(monitor.state(DB, null).label()).isEqualTo("THROTTLE"));
+      await()
+          .atMost(Duration.ofSeconds(20))
+          .untilAsserted(
+              () ->
+                  assertThat(monitor.state("silent", null).reason())
+                      .startsWith("database silent unreachable"));
+      operator.set(new Health.Stop("an operator's switch"));
+      await()
+          .atMost(Duration.ofSeconds(3))
+          .untilAsserted(() -> assertThat(monitor.state(DB, null).label()).isEqualTo("STOP"));
+    }
+  }
+
+  /** The silent server first, as the order a configuration gives could put it. */
+  private static Map<String, DataSource> databases(ServerSocket silent, Databases databases) {
+    PGSimpleDataSource stalls = new PGSimpleDataSource();
+    stalls.setURL("jdbc:postgresql://127.0.0.1:" + silent.getLocalPort() + "/silent");
+    stalls.setUser("spillway");
+    stalls.setConnectTimeout(5);
+    stalls.setLoginTimeout(5);
+    stalls.setSocketTimeout(10);
+    Map<String, DataSource> all = new LinkedHashMap<>();
+    all.put("silent", stalls);
+    all.put(DB, databases.monitorSource(DB));
+    return all;
   }
 
   /** An indicator that reads through the monitor's connection, as every standard one does. */
