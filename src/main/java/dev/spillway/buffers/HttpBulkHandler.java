@@ -2,6 +2,7 @@ package dev.spillway.buffers;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spillway.config.DurationText;
+import dev.spillway.event.Causes;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.http.HttpClient;
@@ -118,7 +119,8 @@ final class HttpBulkHandler implements BulkHandler {
     if (e instanceof HttpTimeoutException) {
       return noAnswer();
     }
-    String message = message(e);
+    // The first message along the causes: the JDK's client often leaves its own null.
+    String message = Causes.message(e);
     if (e instanceof ConnectException) {
       return "could not connect" + (message == null ? "" : ": " + message) + kind;
     }
@@ -132,16 +134,6 @@ final class HttpBulkHandler implements BulkHandler {
 
   private String noAnswer() {
     return "no answer within " + DurationText.format(spec.timeout()) + " (HttpTimeoutException)";
-  }
-
-  /** The first message along the exception's causes; the JDK's client often leaves its own null. */
-  private static String message(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t.getMessage() != null && !t.getMessage().isBlank()) {
-        return t.getMessage();
-      }
-    }
-    return null;
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.spillway.capture;
 
+import dev.spillway.event.Causes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.TopicProvisioner;
@@ -244,7 +245,11 @@ final class CaptureEngine implements AutoCloseable {
       }
       if (f != null) {
         throw new CaptureSetupException(
-            "Capture of database " + endpoint.name() + " could not start: " + rootMessage(f), f);
+            "Capture of database "
+                + endpoint.name()
+                + " could not start: "
+                + Causes.root(f).getMessage(),
+            f);
       }
       if (System.nanoTime() > deadline) {
         SourcePreparation.SlotLoss lost =
@@ -470,7 +475,7 @@ final class CaptureEngine implements AutoCloseable {
           // Capture is stopping: nothing of this batch is acknowledged, it is read again.
           throw new InterruptedException("capture of database " + database + " stopping");
         }
-        if (!(e instanceof RetriableException || e.getCause() instanceof RetriableException)) {
+        if (!Causes.has(e, RetriableException.class)) {
           // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
           throw new IllegalStateException(
               "Kafka refused "
@@ -656,14 +661,6 @@ final class CaptureEngine implements AutoCloseable {
               out.appendCodePoint(c);
             });
     return out.toString();
-  }
-
-  private static String rootMessage(Throwable t) {
-    Throwable root = t;
-    while (root.getCause() != null && root.getCause() != root) {
-      root = root.getCause();
-    }
-    return root.getMessage();
   }
 
   @Override

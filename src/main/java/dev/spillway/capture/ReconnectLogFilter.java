@@ -4,6 +4,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.turbo.TurboFilter;
 import ch.qos.logback.core.spi.FilterReply;
+import dev.spillway.event.Causes;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.util.Map;
@@ -85,26 +86,19 @@ public final class ReconnectLogFilter extends TurboFilter {
 
   /** Whether the failure is a lost connection: I/O, or SQL saying so, in its chain. */
   static boolean communication(Throwable t) {
-    for (Throwable c = t; c != null; c = c.getCause() == c ? null : c.getCause()) {
-      if (c instanceof IOException) {
-        return true;
-      }
-      if (c instanceof SQLException e && e.getSQLState() != null) {
-        String state = e.getSQLState();
-        if (state.startsWith("08") || SHUTDOWN.contains(state)) {
-          return true;
-        }
-      }
-    }
-    return false;
+    return Causes.first(
+            t,
+            c ->
+                c instanceof IOException
+                    || c instanceof SQLException e
+                        && e.getSQLState() != null
+                        && (e.getSQLState().startsWith("08") || SHUTDOWN.contains(e.getSQLState())))
+        .isPresent();
   }
 
   /** The failure's message, and its deepest cause's when that says something else. */
   static String rootMessage(Throwable t) {
-    Throwable root = t;
-    while (root.getCause() != null && root.getCause() != root) {
-      root = root.getCause();
-    }
+    Throwable root = Causes.root(t);
     String top = String.valueOf(t.getMessage());
     if (root == t || root.getMessage() == null || top.contains(root.getMessage())) {
       return top;

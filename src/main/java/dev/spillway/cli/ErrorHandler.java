@@ -2,6 +2,7 @@ package dev.spillway.cli;
 
 import dev.spillway.capture.CaptureSetupException;
 import dev.spillway.config.ConfigException;
+import dev.spillway.event.Causes;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.IExecutionExceptionHandler;
@@ -49,24 +50,15 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
   }
 
   private static Throwable configurationCause(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof ConfigException || t instanceof CaptureSetupException) {
-        return t;
-      }
-      if (t.getCause() == t) {
-        break;
-      }
-    }
-    return null;
+    return Causes.first(e, t -> t instanceof ConfigException || t instanceof CaptureSetupException)
+        .orElse(null);
   }
 
   /** The message of the outermost exception that has one, as a sentence. */
   static String sentence(Throwable e) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      String m = t.getMessage();
-      if (m != null && !m.isBlank()) {
-        return m.endsWith(".") ? m : m + ".";
-      }
+    String m = Causes.message(e);
+    if (m != null) {
+      return m.endsWith(".") ? m : m + ".";
     }
     return e.getClass().getSimpleName() + " (run with --verbose for details).";
   }

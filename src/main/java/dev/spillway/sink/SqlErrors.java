@@ -1,5 +1,6 @@
 package dev.spillway.sink;
 
+import dev.spillway.event.Causes;
 import java.sql.SQLException;
 import java.sql.SQLTransientException;
 
@@ -9,12 +10,7 @@ public final class SqlErrors {
 
   /** Whether the failure came from the database (or reaching it): a SQL error in its chain. */
   public static boolean fromDatabase(Throwable error) {
-    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof SQLException) {
-        return true;
-      }
-    }
-    return false;
+    return Causes.has(error, SQLException.class);
   }
 
   /**
@@ -24,24 +20,26 @@ public final class SqlErrors {
    * errors) fails the same way again and is permanent.
    */
   public static Outcome classify(Throwable error) {
-    for (Throwable t = error; t != null; t = t.getCause()) {
-      if (t instanceof SQLTransientException) {
+    Throwable sql =
+        Causes.first(
+                error,
+                t ->
+                    t instanceof SQLTransientException
+                        || t instanceof SQLException e && e.getSQLState() != null)
+            .orElse(null);
+    if (sql instanceof SQLTransientException) {
+      return new Outcome.RetryableFailure(error);
+    }
+    if (sql != null) {
+      String state = ((SQLException) sql).getSQLState();
+      if (state.startsWith("08")
+          || state.startsWith("40")
+          || state.startsWith("53")
+          || state.startsWith("57")
+          || state.equals("55P03")) {
         return new Outcome.RetryableFailure(error);
       }
-      if (t instanceof SQLException sql && sql.getSQLState() != null) {
-        String state = sql.getSQLState();
-        if (state.startsWith("08")
-            || state.startsWith("40")
-            || state.startsWith("53")
-            || state.startsWith("57")
-            || state.equals("55P03")) {
-          return new Outcome.RetryableFailure(error);
-        }
-        return new Outcome.PermanentFailure(error);
-      }
-      if (t.getCause() == t) {
-        break;
-      }
+      return new Outcome.PermanentFailure(error);
     }
     if (error instanceof IllegalArgumentException) {
       return new Outcome.PermanentFailure(error);

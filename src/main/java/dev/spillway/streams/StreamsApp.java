@@ -1,5 +1,6 @@
 package dev.spillway.streams;
 
+import dev.spillway.event.Causes;
 import dev.spillway.event.KafkaClients;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -85,14 +86,13 @@ public final class StreamsApp implements AutoCloseable {
         });
     streams.setUncaughtExceptionHandler(
         e -> {
-          if (e instanceof MissingSourceTopicException
-              || e.getCause() instanceof MissingSourceTopicException) {
+          if (Causes.has(e, MissingSourceTopicException.class)) {
             // Topics are created before the application starts; a consumer whose metadata is not
             // fresh yet can still miss them once. A new thread asks again.
             log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
           }
-          if (timedOut(e)) {
+          if (Causes.has(e, TimeoutException.class)) {
             // Kafka out of reach for longer than task.timeout.ms: what the thread had not
             // committed is aborted, and a new thread goes on from the last commit once it answers.
             log.warn(
@@ -113,17 +113,6 @@ public final class StreamsApp implements AutoCloseable {
     }
     log.info("Streams application {} running", applicationId);
     return app;
-  }
-
-  /** Whether Kafka's answer did not come in time, anywhere in the failure's chain. */
-  private static boolean timedOut(Throwable e) {
-    Throwable t = e;
-    for (int depth = 0; t != null && depth < 20; depth++, t = t.getCause()) {
-      if (t instanceof TimeoutException) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /** The application's client properties: tuning defaults, then the configured ones, then ours. */
