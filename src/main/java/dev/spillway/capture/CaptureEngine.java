@@ -89,6 +89,7 @@ final class CaptureEngine implements AutoCloseable {
   private volatile boolean stopping;
 
   private final CaptureStats.SlotWal slotWal;
+  private final CaptureStats.HandOver handOver;
 
   /** Checks in a row that did not find the slot; only {@link #checkSlot} touches it. */
   private int goneReadings;
@@ -116,6 +117,7 @@ final class CaptureEngine implements AutoCloseable {
     this.clock = clock;
     this.slot = settings.slotName(endpoint.name());
     this.slotWal = stats.slot(endpoint.name(), slot);
+    this.handOver = stats.handOver(endpoint.name());
     this.mapper =
         new ChangeMapper(endpoint.name(), plan, clock, settings.topics().dlq(Pipeline.BUFFERS));
     this.executor =
@@ -433,7 +435,7 @@ final class CaptureEngine implements AutoCloseable {
     // Closing the engine interrupts the batch in hand. Records already sent are finished and
     // acknowledged anyway: releasing them would publish them a second time after a restart.
     boolean interrupted =
-        handOver(producer, records, endpoint.name(), RESEND_WAIT, Thread.interrupted());
+        handOver(producer, records, handOver, clock, RESEND_WAIT, Thread.interrupted());
     routes.forEach(stats::published);
     try {
       for (RecordChangeEvent<SourceRecord> change : batch) {
@@ -451,7 +453,8 @@ final class CaptureEngine implements AutoCloseable {
    * Hands the records to Kafka and waits until it has them all. While Kafka cannot take them (a
    * retriable failure: it is out of reach, say) they are all sent again every {@code wait}, so some
    * may be published twice (each pipeline takes a change twice as once); nothing is acknowledged to
-   * the server meanwhile, which keeps the changes. Any other failure throws.
+   * the server meanwhile, which keeps the changes, and {@code state} says since when. Any other
+   * failure throws.
    *
    * @param interrupted whether the engine was already closing: then a failure ends the wait
    * @return whether the thread was interrupted (the sends already made were waited for anyway)
@@ -460,55 +463,62 @@ final class CaptureEngine implements AutoCloseable {
   static boolean handOver(
       Producer<byte[], byte[]> producer,
       List<ProducerRecord<byte[], byte[]>> records,
-      String database,
+      CaptureStats.HandOver state,
+      Clock clock,
       Duration wait,
       boolean interrupted)
       throws InterruptedException {
+    String database = state.database();
     long refusedSince = 0;
     long saidAt = 0;
-    while (true) {
-      try {
-        interrupted |= sendAll(producer, records);
-        break;
-      } catch (KafkaException e) {
-        if (interrupted || e instanceof InterruptException) {
-          // Capture is stopping: nothing of this batch is acknowledged, it is read again.
-          throw new InterruptedException("capture of database " + database + " stopping");
+    try {
+      while (true) {
+        try {
+          interrupted |= sendAll(producer, records);
+          break;
+        } catch (KafkaException e) {
+          if (interrupted || e instanceof InterruptException) {
+            // Capture is stopping: nothing of this batch is acknowledged, it is read again.
+            throw new InterruptedException("capture of database " + database + " stopping");
+          }
+          if (!Causes.has(e, RetriableException.class)) {
+            // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
+            throw new IllegalStateException(
+                "Kafka refused "
+                    + records.size()
+                    + " captured changes of database "
+                    + database
+                    + ": "
+                    + e.getMessage(),
+                e);
+          }
+          long now = System.nanoTime();
+          state.refused(clock.instant(), e.getMessage());
+          if (refusedSince == 0) {
+            refusedSince = now;
+            saidAt = now;
+            log.warn(
+                "Capture of database {} cannot hand {} changes to Kafka ({}); it sends them again"
+                    + " until Kafka takes them, and acknowledges nothing to the server meanwhile,"
+                    + " which keeps them",
+                database,
+                records.size(),
+                e.getMessage());
+          } else if (now - saidAt >= REFUSED_REMINDER.toNanos()) {
+            saidAt = now;
+            log.warn(
+                "Capture of database {} has not handed {} changes to Kafka for {} min ({}); its"
+                    + " replication slot keeps the WAL meanwhile",
+                database,
+                records.size(),
+                Duration.ofNanos(now - refusedSince).toMinutes(),
+                e.getMessage());
+          }
+          Thread.sleep(wait.toMillis());
         }
-        if (!Causes.has(e, RetriableException.class)) {
-          // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
-          throw new IllegalStateException(
-              "Kafka refused "
-                  + records.size()
-                  + " captured changes of database "
-                  + database
-                  + ": "
-                  + e.getMessage(),
-              e);
-        }
-        long now = System.nanoTime();
-        if (refusedSince == 0) {
-          refusedSince = now;
-          saidAt = now;
-          log.warn(
-              "Capture of database {} cannot hand {} changes to Kafka ({}); it sends them again"
-                  + " until Kafka takes them, and acknowledges nothing to the server meanwhile,"
-                  + " which keeps them",
-              database,
-              records.size(),
-              e.getMessage());
-        } else if (now - saidAt >= REFUSED_REMINDER.toNanos()) {
-          saidAt = now;
-          log.warn(
-              "Capture of database {} has not handed {} changes to Kafka for {} min ({}); its"
-                  + " replication slot keeps the WAL meanwhile",
-              database,
-              records.size(),
-              Duration.ofNanos(now - refusedSince).toMinutes(),
-              e.getMessage());
-        }
-        Thread.sleep(wait.toMillis());
       }
+    } finally {
+      state.taken(); // taken, or no longer this capture's to send
     }
     if (refusedSince != 0) {
       log.info("Capture of database {} hands changes to Kafka again", database);

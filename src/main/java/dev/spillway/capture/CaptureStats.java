@@ -4,7 +4,10 @@ import dev.spillway.event.TableName;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -14,6 +17,7 @@ import java.util.concurrent.atomic.LongAdder;
 public final class CaptureStats {
   private final Map<Key, LongAdder> counts = new ConcurrentHashMap<>();
   private final Map<SlotKey, SlotWal> slots = new ConcurrentHashMap<>();
+  private final Map<String, HandOver> handOvers = new ConcurrentHashMap<>();
   private final MeterRegistry registry;
 
   /** One row of {@link #snapshot()}. */
@@ -74,6 +78,78 @@ public final class CaptureStats {
           .register(registry);
     }
     return wal;
+  }
+
+  /**
+   * Whether a database's captured changes reach Kafka: since when, and why, Kafka has not taken
+   * them, while it does not. Capture keeps sending them again meanwhile, and the slot keeps them.
+   */
+  public static final class HandOver {
+    private final String database;
+    private volatile Instant refusedSince;
+    private volatile String reason;
+
+    HandOver(String database) {
+      this.database = database;
+    }
+
+    String database() {
+      return database;
+    }
+
+    void refused(Instant at, String why) {
+      if (refusedSince == null) {
+        refusedSince = at;
+      }
+      reason = why;
+    }
+
+    void taken() {
+      refusedSince = null;
+      reason = null;
+    }
+
+    double refusedSeconds() {
+      Instant since = refusedSince;
+      return since == null ? 0 : Duration.between(since, Instant.now()).toMillis() / 1000.0;
+    }
+  }
+
+  /** One database whose changes Kafka has not taken since {@code since}. */
+  public record Refusal(String database, Instant since, String reason) {}
+
+  /** The hand-over state of a database, its gauge registered with the first capture of it. */
+  HandOver handOver(String database) {
+    return handOvers.computeIfAbsent(
+        database,
+        db -> {
+          HandOver h = new HandOver(db);
+          if (registry != null) {
+            Gauge.builder("spillway_capture_kafka_refused_seconds", h, HandOver::refusedSeconds)
+                .description(
+                    "How long Kafka has not taken the database's captured changes; 0 while it does")
+                .tag("database", db)
+                .strongReference(true)
+                .register(registry);
+          }
+          return h;
+        });
+  }
+
+  /** The databases whose changes Kafka does not take now, by name. */
+  public List<Refusal> refusals() {
+    List<Refusal> out = new ArrayList<>();
+    handOvers.values().stream()
+        .sorted(Comparator.comparing(HandOver::database))
+        .forEach(
+            h -> {
+              Instant since = h.refusedSince;
+              String why = h.reason;
+              if (since != null) {
+                out.add(new Refusal(h.database, since, why));
+              }
+            });
+    return out;
   }
 
   /** Registers a route so it shows with zero before its first change. */

@@ -29,6 +29,19 @@ final class StatusText {
       if (d.error() != null) {
         b.append("          slots unreadable: ").append(d.error()).append(System.lineSeparator());
       }
+      if (d.kafkaRefusal() != null) {
+        b.append(
+            String.format(
+                "          capture waits for Kafka since %s (%s ago): %s; its changes stay in"
+                    + " the slot and are sent again until Kafka takes them%n",
+                d.kafkaRefusal().since(),
+                LfkStatusCommand.age(
+                    Math.max(
+                        0,
+                        java.time.Duration.between(Instant.parse(d.kafkaRefusal().since()), now)
+                            .toSeconds())),
+                d.kafkaRefusal().reason()));
+      }
       for (StatusReport.SlotStatus s : d.slots()) {
         String risk = "";
         if (s.invalidated() != null) {

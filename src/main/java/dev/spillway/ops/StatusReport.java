@@ -23,9 +23,22 @@ public record StatusReport(
 
   /**
    * @param error why slots could not be read, or null
+   * @param kafkaRefusal since when Kafka has not taken the changes captured from the database, or
+   *     null while it takes them (or nothing is captured there)
    */
   public record DatabaseStatus(
-      String name, String url, boolean embedded, List<SlotStatus> slots, String error) {}
+      String name,
+      String url,
+      boolean embedded,
+      List<SlotStatus> slots,
+      String error,
+      KafkaRefusal kafkaRefusal) {}
+
+  /**
+   * @param since when Kafka first refused the changes capture is sending again
+   * @param reason what Kafka last answered
+   */
+  public record KafkaRefusal(String since, String reason) {}
 
   /**
    * @param safeWalBytes WAL that may still be written before the server invalidates the slot, or

@@ -389,9 +389,15 @@ public final class SpillwayRuntime implements AutoCloseable {
       } catch (SQLException | RuntimeException ex) {
         error = ex.getMessage();
       }
+      StatusReport.KafkaRefusal refusal =
+          captureStats.refusals().stream()
+              .filter(r -> r.database().equals(e.name()))
+              .findFirst()
+              .map(r -> new StatusReport.KafkaRefusal(r.since().toString(), r.reason()))
+              .orElse(null);
       dbs.add(
           new StatusReport.DatabaseStatus(
-              e.name(), e.url(), config.embeddedDatabases(), slots, error));
+              e.name(), e.url(), config.embeddedDatabases(), slots, error, refusal));
     }
     List<StatusReport.CaptureCount> counts = new ArrayList<>();
     captureStats

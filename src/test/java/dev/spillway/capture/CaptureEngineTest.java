@@ -5,11 +5,15 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.TableName;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -43,8 +47,7 @@ class CaptureEngineTest {
           }
         };
 
-    boolean interrupted =
-        CaptureEngine.handOver(producer, CHANGES, "main", Duration.ofMillis(10), false);
+    boolean interrupted = handOver(producer, new CaptureStats(null), false);
 
     assertThat(interrupted).isFalse();
     assertThat(attempts).as("three refusals, then taken").hasValue(4);
@@ -59,8 +62,7 @@ class CaptureEngineTest {
         CompletableFuture.supplyAsync(
             () -> {
               try {
-                return CaptureEngine.handOver(
-                    producer, CHANGES, "main", Duration.ofMillis(10), false);
+                return handOver(producer, new CaptureStats(null), false);
               } catch (InterruptedException e) {
                 throw new IllegalStateException(e);
               }
@@ -87,8 +89,7 @@ class CaptureEngineTest {
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     producer.sendException = new RecordTooLargeException("The message is 2000000 bytes");
 
-    assertThatThrownBy(
-            () -> CaptureEngine.handOver(producer, CHANGES, "main", Duration.ofMillis(10), false))
+    assertThatThrownBy(() -> handOver(producer, new CaptureStats(null), false))
         .isInstanceOf(IllegalStateException.class)
         .hasMessage(
             "Kafka refused 2 captured changes of database main: The message is 2000000 bytes");
@@ -100,8 +101,7 @@ class CaptureEngineTest {
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     producer.sendException = new KafkaException("Producer is closed forcefully.");
 
-    assertThatThrownBy(
-            () -> CaptureEngine.handOver(producer, CHANGES, "main", Duration.ofMillis(10), true))
+    assertThatThrownBy(() -> handOver(producer, new CaptureStats(null), true))
         .isInstanceOf(InterruptedException.class);
   }
 
@@ -111,9 +111,76 @@ class CaptureEngineTest {
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     producer.sendException = new TimeoutException("Topic t.events not present in metadata");
 
-    assertThatThrownBy(
-            () -> CaptureEngine.handOver(producer, CHANGES, "main", Duration.ofMillis(10), true))
+    assertThatThrownBy(() -> handOver(producer, new CaptureStats(null), true))
         .isInstanceOf(InterruptedException.class);
+  }
+
+  @Test
+  void should_say_since_when_kafka_has_not_taken_the_changes_until_it_does() throws Exception {
+    AtomicBoolean kafkaBack = new AtomicBoolean();
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+          @Override
+          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+            if (!kafkaBack.get()) {
+              throw new TimeoutException("Topic t.events not present in metadata after 3000 ms.");
+            }
+            return super.send(r);
+          }
+        };
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    CaptureStats stats = new CaptureStats(registry);
+    Instant before = Instant.now();
+    CompletableFuture<Boolean> handedOver =
+        CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return handOver(producer, stats, false);
+              } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+              }
+            });
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .untilAsserted(
+            () ->
+                assertThat(refusedSeconds(registry)).as("the gauge counts on").isGreaterThan(0.05));
+    assertThat(stats.refusals())
+        .singleElement()
+        .satisfies(
+            r -> {
+              assertThat(r.database()).isEqualTo("main");
+              assertThat(r.since()).isBetween(before, Instant.now());
+              assertThat(r.reason())
+                  .isEqualTo("Topic t.events not present in metadata after 3000 ms.");
+            });
+    kafkaBack.set(true);
+
+    assertThat(handedOver.get(10, TimeUnit.SECONDS)).isFalse();
+    assertThat(stats.refusals()).isEmpty();
+    assertThat(refusedSeconds(registry)).isZero();
+  }
+
+  private static double refusedSeconds(SimpleMeterRegistry registry) {
+    return registry
+        .get("spillway_capture_kafka_refused_seconds")
+        .tag("database", "main")
+        .gauge()
+        .value();
+  }
+
+  /** Hands {@link #CHANGES} of database main over, sending again every 10 ms. */
+  private static boolean handOver(
+      MockProducer<byte[], byte[]> producer, CaptureStats stats, boolean interrupted)
+      throws InterruptedException {
+    return CaptureEngine.handOver(
+        producer,
+        CHANGES,
+        stats.handOver("main"),
+        Clock.systemUTC(),
+        Duration.ofMillis(10),
+        interrupted);
   }
 
   @ParameterizedTest

@@ -100,6 +100,7 @@ class StatusTextTest {
                         new StatusReport.SlotStatus("limited", false, 3L << 20, 5L << 30, null),
                         new StatusReport.SlotStatus("behind", false, 2L << 30, 0L, null),
                         new StatusReport.SlotStatus("gone", false, 0, null, "wal_removed")),
+                    null,
                     null)),
             List.of(),
             List.of(),
@@ -118,5 +119,41 @@ class StatusTextTest {
                       slot gone                     inactive WAL held 0 B, INVALIDATED by the server (wal_removed)
             """
                 .replace("\n", System.lineSeparator()));
+  }
+
+  @Test
+  void should_say_since_when_kafka_has_not_taken_a_databases_changes() {
+    StatusReport r =
+        new StatusReport(
+            42,
+            "2026-11-24T09:00:00Z",
+            new StatusReport.KafkaStatus("localhost:9092", false),
+            List.of(
+                new StatusReport.DatabaseStatus(
+                    "main",
+                    "jdbc:postgresql://db/main",
+                    false,
+                    List.of(),
+                    null,
+                    new StatusReport.KafkaRefusal(
+                        NOW.minusSeconds(754).toString(),
+                        "Topic spillway.lfk.deletes not present")),
+                new StatusReport.DatabaseStatus(
+                    "ci", "jdbc:postgresql://db/ci", false, List.of(), null, null)),
+            List.of(),
+            List.of(),
+            List.of(),
+            List.of(),
+            null,
+            List.of(),
+            null);
+
+    assertThat(StatusText.render(r, NOW))
+        .contains(
+            "capture waits for Kafka since "
+                + NOW.minusSeconds(754)
+                + " (12m 34s ago): Topic spillway.lfk.deletes not present; its changes stay in the"
+                + " slot and are sent again until Kafka takes them")
+        .containsOnlyOnce("capture waits for Kafka");
   }
 }
