@@ -26,7 +26,8 @@ class ArchitectureTest {
             "dev.spillway.sink..",
             "dev.spillway.health..",
             "dev.spillway.jdbc..",
-            "dev.spillway.ops..")
+            "dev.spillway.ops..",
+            "dev.spillway.support..")
         .should()
         .dependOnClassesThat()
         .resideInAnyPackage(
@@ -48,6 +49,17 @@ class ArchitectureTest {
         .should()
         .dependOnClassesThat()
         .resideInAnyPackage("dev.spillway.runtime..", "dev.spillway.config..")
+        .check(MAIN);
+  }
+
+  @Test
+  void should_keep_the_support_helpers_free_of_every_other_part() {
+    noClasses()
+        .that()
+        .resideInAPackage("dev.spillway.support..")
+        .should()
+        .dependOnClassesThat()
+        .resideOutsideOfPackages("dev.spillway.support..", "java..", "javax..")
         .check(MAIN);
   }
 }

@@ -2,7 +2,7 @@ package dev.spillway.buffers;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spillway.config.DurationText;
-import dev.spillway.event.Causes;
+import dev.spillway.support.Causes;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.http.HttpClient;

@@ -1,10 +1,10 @@
 package dev.spillway.capture;
 
-import dev.spillway.event.Causes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.support.Causes;
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;

@@ -4,7 +4,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.turbo.TurboFilter;
 import ch.qos.logback.core.spi.FilterReply;
-import dev.spillway.event.Causes;
+import dev.spillway.support.Causes;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.util.Map;

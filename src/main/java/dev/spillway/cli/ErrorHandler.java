@@ -2,7 +2,7 @@ package dev.spillway.cli;
 
 import dev.spillway.capture.CaptureSetupException;
 import dev.spillway.config.ConfigException;
-import dev.spillway.event.Causes;
+import dev.spillway.support.Causes;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.IExecutionExceptionHandler;

@@ -223,7 +223,10 @@ public final class SpillwayRuntime implements AutoCloseable {
         clock);
   }
 
-  /** Starts a pipeline's sink; it stops before capture does when the runtime closes. */
+  /**
+   * Starts a pipeline's sink; it stops after capture, with every other sink, when the runtime
+   * closes.
+   */
   public Sink startSink(
       Pipeline pipeline, String batchesTopic, BatchHandler handler, SinkSettings settings)
       throws InterruptedException {
@@ -240,7 +243,7 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /**
    * Starts a pipeline's sink on several batches topics, each with its own share of batches in
-   * flight; it stops before capture does when the runtime closes.
+   * flight; it stops after capture, with every other sink, when the runtime closes.
    */
   public Sink startSink(
       Pipeline pipeline,
@@ -266,7 +269,8 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /**
    * Starts a pipeline's Kafka Streams application (its state under the working directory); it stops
-   * after the sinks and before capture when the runtime closes. Returns once it runs.
+   * after capture and the sinks, with every other Streams application, when the runtime closes.
+   * Returns once it runs.
    *
    * @param name the application's name within the pipeline, such as {@code batcher}
    * @param tick how often its wall-clock punctuators run
@@ -291,7 +295,8 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /**
    * Closes a pipeline's part with the runtime: after everything started later (a sink started after
-   * it stops first), before everything started earlier.
+   * it stops first), before everything started earlier (the sinks and Streams applications started
+   * earlier may close with the first of their kind).
    */
   public void closeWith(AutoCloseable part) {
     own(part);
@@ -468,9 +473,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         break;
       }
     }
-    while (!started.isEmpty()) {
-      stop(started.pop());
-    }
+    Shutdown.inReverse(started, Set.of(Sink.class, StreamsApp.class));
     if (Thread.currentThread() != shutdownHook) {
       try {
         Runtime.getRuntime().removeShutdownHook(shutdownHook);
@@ -516,19 +519,11 @@ public final class SpillwayRuntime implements AutoCloseable {
    */
   private synchronized boolean own(AutoCloseable part) {
     if (closing) {
-      stop(part);
+      Shutdown.stop(part);
       return false;
     }
     started.push(part);
     return true;
-  }
-
-  private void stop(AutoCloseable part) {
-    try {
-      part.close();
-    } catch (Exception e) {
-      log.warn("Stopping {} failed: {}", part.getClass().getSimpleName(), e.getMessage());
-    }
   }
 
   /** Waits up to {@code timeout} for {@link #close()} to finish; true once it has. */

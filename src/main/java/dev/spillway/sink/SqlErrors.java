@@ -1,6 +1,6 @@
 package dev.spillway.sink;
 
-import dev.spillway.event.Causes;
+import dev.spillway.support.Causes;
 import java.sql.SQLException;
 import java.sql.SQLTransientException;
 

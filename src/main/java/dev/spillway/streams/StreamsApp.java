@@ -1,7 +1,7 @@
 package dev.spillway.streams;
 
-import dev.spillway.event.Causes;
 import dev.spillway.event.KafkaClients;
+import dev.spillway.support.Causes;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;

@@ -1,4 +1,4 @@
-package dev.spillway.event;
+package dev.spillway.support;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package dev.spillway.event;
+package dev.spillway.support;
 
 import java.util.ArrayList;
 import java.util.Collections;
