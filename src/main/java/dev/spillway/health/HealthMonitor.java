@@ -69,7 +69,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private final Map<String, Timer> sampleTimers = new ConcurrentHashMap<>();
   private final Map<Key, Health> published = new ConcurrentHashMap<>();
   private final Map<String, List<Reading>> readings = new ConcurrentHashMap<>();
-  private ScheduledExecutorService executor;
+  private volatile ScheduledExecutorService executor;
   private volatile boolean closed;
 
   /**
@@ -154,6 +154,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     published.putAll(next);
     readings.put(db, List.copyOf(out));
     out.forEach(r -> gauge(r.database(), r.table(), r.indicator(), r.health()));
+    next.forEach((k, h) -> gauge(k.database(), k.table(), "combined", h));
     sampleTimers.get(db).record(System.nanoTime() - start, TimeUnit.NANOSECONDS);
   }
 
@@ -228,7 +229,6 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
           after.label(),
           after.reason().isEmpty() ? "" : ": " + after.reason());
     }
-    gauge(key.database(), key.table(), "combined", after);
     return after;
   }
 
@@ -325,10 +325,10 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
 
   @Override
   public void close() {
+    closed = true; // first: a sample the interrupt below fails publishes and says nothing
     if (executor != null) {
       executor.shutdownNow();
     }
-    closed = true;
     // A sample under way then fails on its closed connection; one it opens after is closed there.
     connections.values().forEach(HealthMonitor::closeQuietly);
     connections.clear();

@@ -86,7 +86,8 @@ public final class StreamsApp implements AutoCloseable {
         });
     streams.setUncaughtExceptionHandler(
         e -> {
-          if (Causes.has(e, MissingSourceTopicException.class)) {
+          if (e instanceof MissingSourceTopicException
+              || e.getCause() instanceof MissingSourceTopicException) {
             // Topics are created before the application starts; a consumer whose metadata is not
             // fresh yet can still miss them once. A new thread asks again.
             log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());

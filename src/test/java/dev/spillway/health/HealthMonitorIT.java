@@ -55,7 +55,7 @@ class HealthMonitorIT {
 
   @Test
   void should_publish_each_database_on_time_while_another_does_not_answer() throws Exception {
-    // A server that takes connections and never answers: the monitor's login waits its 5 s each
+    // A server that takes connections and never answers: the monitor's login waits its 8 s each
     // time, as behind a network that drops packets.
     try (ServerSocket silent = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
         Databases databases = EmbeddedInfra.get().databases(DB);
@@ -73,7 +73,7 @@ class HealthMonitorIT {
       monitor.start();
 
       await()
-          .atMost(Duration.ofSeconds(3))
+          .atMost(Duration.ofSeconds(4))
           .untilAsserted(() -> assertThat(monitor.state(DB, null).label()).isEqualTo("THROTTLE"));
       await()
           .atMost(Duration.ofSeconds(20))
@@ -83,7 +83,7 @@ class HealthMonitorIT {
                       .startsWith("database silent unreachable"));
       operator.set(new Health.Stop("an operator's switch"));
       await()
-          .atMost(Duration.ofSeconds(3))
+          .atMost(Duration.ofSeconds(4))
           .untilAsserted(() -> assertThat(monitor.state(DB, null).label()).isEqualTo("STOP"));
     }
   }
@@ -93,8 +93,8 @@ class HealthMonitorIT {
     PGSimpleDataSource stalls = new PGSimpleDataSource();
     stalls.setURL("jdbc:postgresql://127.0.0.1:" + silent.getLocalPort() + "/silent");
     stalls.setUser("spillway");
-    stalls.setConnectTimeout(5);
-    stalls.setLoginTimeout(5);
+    stalls.setConnectTimeout(8);
+    stalls.setLoginTimeout(8);
     stalls.setSocketTimeout(10);
     Map<String, DataSource> all = new LinkedHashMap<>();
     all.put("silent", stalls);
