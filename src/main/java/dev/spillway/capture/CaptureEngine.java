@@ -117,7 +117,7 @@ final class CaptureEngine implements AutoCloseable {
     this.clock = clock;
     this.slot = settings.slotName(endpoint.name());
     this.slotWal = stats.slot(endpoint.name(), slot);
-    this.handOver = stats.handOver(endpoint.name());
+    this.handOver = stats.handOver(endpoint.name(), clock);
     this.mapper =
         new ChangeMapper(endpoint.name(), plan, clock, settings.topics().dlq(Pipeline.BUFFERS));
     this.executor =
@@ -434,8 +434,7 @@ final class CaptureEngine implements AutoCloseable {
     }
     // Closing the engine interrupts the batch in hand. Records already sent are finished and
     // acknowledged anyway: releasing them would publish them a second time after a restart.
-    boolean interrupted =
-        handOver(producer, records, handOver, clock, RESEND_WAIT, Thread.interrupted());
+    boolean interrupted = handOver(producer, records, handOver, RESEND_WAIT, Thread.interrupted());
     routes.forEach(stats::published);
     try {
       for (RecordChangeEvent<SourceRecord> change : batch) {
@@ -453,8 +452,8 @@ final class CaptureEngine implements AutoCloseable {
    * Hands the records to Kafka and waits until it has them all. While Kafka cannot take them (a
    * retriable failure: it is out of reach, say) they are all sent again every {@code wait}, so some
    * may be published twice (each pipeline takes a change twice as once); nothing is acknowledged to
-   * the server meanwhile, which keeps the changes, and {@code state} says since when. Any other
-   * failure throws.
+   * the server meanwhile, which keeps the changes; {@code state} says since when the batch waits.
+   * Any other failure throws.
    *
    * @param interrupted whether the engine was already closing: then a failure ends the wait
    * @return whether the thread was interrupted (the sends already made were waited for anyway)
@@ -464,13 +463,13 @@ final class CaptureEngine implements AutoCloseable {
       Producer<byte[], byte[]> producer,
       List<ProducerRecord<byte[], byte[]>> records,
       CaptureStats.HandOver state,
-      Clock clock,
       Duration wait,
       boolean interrupted)
       throws InterruptedException {
     String database = state.database();
     long refusedSince = 0;
     long saidAt = 0;
+    state.sending();
     try {
       while (true) {
         try {
@@ -481,7 +480,7 @@ final class CaptureEngine implements AutoCloseable {
             // Capture is stopping: nothing of this batch is acknowledged, it is read again.
             throw new InterruptedException("capture of database " + database + " stopping");
           }
-          if (!Causes.has(e, RetriableException.class)) {
+          if (!(e instanceof RetriableException || e.getCause() instanceof RetriableException)) {
             // Nothing of this batch is acknowledged: after a restart the slot hands it over again.
             throw new IllegalStateException(
                 "Kafka refused "
@@ -493,7 +492,7 @@ final class CaptureEngine implements AutoCloseable {
                 e);
           }
           long now = System.nanoTime();
-          state.refused(clock.instant(), e.getMessage());
+          state.refused(e.getMessage());
           if (refusedSince == 0) {
             refusedSince = now;
             saidAt = now;
@@ -518,7 +517,7 @@ final class CaptureEngine implements AutoCloseable {
         }
       }
     } finally {
-      state.taken(); // taken, or no longer this capture's to send
+      state.ended(); // taken, or no longer this capture's to send
     }
     if (refusedSince != 0) {
       log.info("Capture of database {} hands changes to Kafka again", database);

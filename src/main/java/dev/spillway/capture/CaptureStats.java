@@ -4,6 +4,7 @@ import dev.spillway.event.TableName;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -11,6 +12,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
 /** Changes published per database, table and kind since start. Thread-safe. */
@@ -81,53 +83,69 @@ public final class CaptureStats {
   }
 
   /**
-   * Whether a database's captured changes reach Kafka: since when, and why, Kafka has not taken
-   * them, while it does not. Capture keeps sending them again meanwhile, and the slot keeps them.
+   * How long the batch of changes capture has in hand for a database has waited for Kafka to take
+   * it, and what Kafka last answered. A batch is in hand for milliseconds while Kafka takes it; one
+   * Kafka does not take is sent again until it does, the slot keeping its changes meanwhile.
    */
   public static final class HandOver {
     private final String database;
-    private volatile Instant refusedSince;
-    private volatile String reason;
+    private final Clock clock;
+    private final AtomicReference<Wait> wait = new AtomicReference<>();
 
-    HandOver(String database) {
+    HandOver(String database, Clock clock) {
       this.database = database;
+      this.clock = clock;
     }
 
     String database() {
       return database;
     }
 
-    void refused(Instant at, String why) {
-      if (refusedSince == null) {
-        refusedSince = at;
-      }
-      reason = why;
+    /** A batch is handed to Kafka. */
+    void sending() {
+      wait.set(new Wait(database, clock.instant(), null));
     }
 
-    void taken() {
-      refusedSince = null;
-      reason = null;
+    /** Kafka did not take it, for this reason: it is sent again. */
+    void refused(String why) {
+      wait.updateAndGet(w -> new Wait(database, w == null ? clock.instant() : w.since(), why));
     }
 
-    double refusedSeconds() {
-      Instant since = refusedSince;
-      return since == null ? 0 : Duration.between(since, Instant.now()).toMillis() / 1000.0;
+    /** Kafka took it, or capture stopped sending it. */
+    void ended() {
+      wait.set(null);
+    }
+
+    Wait current() {
+      return wait.get();
+    }
+
+    double waitingSeconds() {
+      Wait w = wait.get();
+      return w == null
+          ? 0
+          : Math.max(0, Duration.between(w.since(), clock.instant()).toMillis()) / 1000.0;
     }
   }
 
-  /** One database whose changes Kafka has not taken since {@code since}. */
-  public record Refusal(String database, Instant since, String reason) {}
+  /**
+   * A batch of a database's changes waiting for Kafka since {@code since}.
+   *
+   * @param reason what Kafka last answered, or null when it has not answered yet
+   */
+  public record Wait(String database, Instant since, String reason) {}
 
-  /** The hand-over state of a database, its gauge registered with the first capture of it. */
-  HandOver handOver(String database) {
+  /** The hand-over of a database's changes, its gauge registered with the first capture of it. */
+  HandOver handOver(String database, Clock clock) {
     return handOvers.computeIfAbsent(
         database,
         db -> {
-          HandOver h = new HandOver(db);
+          HandOver h = new HandOver(db, clock);
           if (registry != null) {
-            Gauge.builder("spillway_capture_kafka_refused_seconds", h, HandOver::refusedSeconds)
+            Gauge.builder("spillway_capture_kafka_wait_seconds", h, HandOver::waitingSeconds)
                 .description(
-                    "How long Kafka has not taken the database's captured changes; 0 while it does")
+                    "How long the batch of the database's changes in hand has waited for Kafka to"
+                        + " take it; 0 when none waits")
                 .tag("database", db)
                 .strongReference(true)
                 .register(registry);
@@ -136,20 +154,14 @@ public final class CaptureStats {
         });
   }
 
-  /** The databases whose changes Kafka does not take now, by name. */
-  public List<Refusal> refusals() {
-    List<Refusal> out = new ArrayList<>();
-    handOvers.values().stream()
-        .sorted(Comparator.comparing(HandOver::database))
-        .forEach(
-            h -> {
-              Instant since = h.refusedSince;
-              String why = h.reason;
-              if (since != null) {
-                out.add(new Refusal(h.database, since, why));
-              }
-            });
-    return out;
+  /** The databases whose batch in hand has waited for Kafka for {@code atLeast}, by name. */
+  public List<Wait> waits(Clock clock, Duration atLeast) {
+    Instant before = clock.instant().minus(atLeast);
+    return handOvers.values().stream()
+        .map(HandOver::current)
+        .filter(w -> w != null && !w.since().isAfter(before))
+        .sorted(Comparator.comparing(Wait::database))
+        .toList();
   }
 
   /** Registers a route so it shows with zero before its first change. */

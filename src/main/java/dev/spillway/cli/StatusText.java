@@ -1,6 +1,7 @@
 package dev.spillway.cli;
 
 import dev.spillway.ops.StatusReport;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 
@@ -29,18 +30,17 @@ final class StatusText {
       if (d.error() != null) {
         b.append("          slots unreadable: ").append(d.error()).append(System.lineSeparator());
       }
-      if (d.kafkaRefusal() != null) {
+      if (d.kafkaWait() != null) {
+        Instant since = Instant.parse(d.kafkaWait().since());
         b.append(
             String.format(
                 "          capture waits for Kafka since %s (%s ago): %s; its changes stay in"
                     + " the slot and are sent again until Kafka takes them%n",
-                d.kafkaRefusal().since(),
-                LfkStatusCommand.age(
-                    Math.max(
-                        0,
-                        java.time.Duration.between(Instant.parse(d.kafkaRefusal().since()), now)
-                            .toSeconds())),
-                d.kafkaRefusal().reason()));
+                since,
+                LfkStatusCommand.age(Math.max(0, Duration.between(since, now).toSeconds())),
+                d.kafkaWait().reason() == null
+                    ? "no answer from Kafka yet"
+                    : d.kafkaWait().reason()));
       }
       for (StatusReport.SlotStatus s : d.slots()) {
         String risk = "";

@@ -23,8 +23,8 @@ public record StatusReport(
 
   /**
    * @param error why slots could not be read, or null
-   * @param kafkaRefusal since when Kafka has not taken the changes captured from the database, or
-   *     null while it takes them (or nothing is captured there)
+   * @param kafkaWait the batch of changes captured from the database that has waited 10 s or more
+   *     for Kafka to take it, or null
    */
   public record DatabaseStatus(
       String name,
@@ -32,13 +32,14 @@ public record StatusReport(
       boolean embedded,
       List<SlotStatus> slots,
       String error,
-      KafkaRefusal kafkaRefusal) {}
+      KafkaWait kafkaWait) {}
 
   /**
-   * @param since when Kafka first refused the changes capture is sending again
-   * @param reason what Kafka last answered
+   * @param since when capture handed the batch to Kafka
+   * @param reason what Kafka last answered (the batch is sent again until it takes it), or null
+   *     when it has not answered yet
    */
-  public record KafkaRefusal(String since, String reason) {}
+  public record KafkaWait(String since, String reason) {}
 
   /**
    * @param safeWalBytes WAL that may still be written before the server invalidates the slot, or

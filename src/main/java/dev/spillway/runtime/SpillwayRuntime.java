@@ -67,6 +67,9 @@ public final class SpillwayRuntime implements AutoCloseable {
   /** The longest {@link #close()} waits for the embedded PostgreSQL still starting, to stop it. */
   private static final java.time.Duration POSTGRES_START_WAIT = java.time.Duration.ofSeconds(90);
 
+  /** How long a batch of captured changes waits for Kafka before status shows it. */
+  private static final java.time.Duration KAFKA_WAIT_SHOWN = java.time.Duration.ofSeconds(10);
+
   private final SpillwayConfig config;
   private final Clock clock;
   private final Instant startedAt;
@@ -394,15 +397,15 @@ public final class SpillwayRuntime implements AutoCloseable {
       } catch (SQLException | RuntimeException ex) {
         error = ex.getMessage();
       }
-      StatusReport.KafkaRefusal refusal =
-          captureStats.refusals().stream()
-              .filter(r -> r.database().equals(e.name()))
+      StatusReport.KafkaWait kafkaWait =
+          captureStats.waits(clock, KAFKA_WAIT_SHOWN).stream()
+              .filter(w -> w.database().equals(e.name()))
               .findFirst()
-              .map(r -> new StatusReport.KafkaRefusal(r.since().toString(), r.reason()))
+              .map(w -> new StatusReport.KafkaWait(w.since().toString(), w.reason()))
               .orElse(null);
       dbs.add(
           new StatusReport.DatabaseStatus(
-              e.name(), e.url(), config.embeddedDatabases(), slots, error, refusal));
+              e.name(), e.url(), config.embeddedDatabases(), slots, error, kafkaWait));
     }
     List<StatusReport.CaptureCount> counts = new ArrayList<>();
     captureStats

@@ -106,17 +106,19 @@ class CaptureEngineTest {
   }
 
   @Test
-  void should_stop_sending_again_when_capture_is_stopping() {
+  void should_stop_sending_again_when_capture_is_stopping_and_leave_no_wait_behind() {
     MockProducer<byte[], byte[]> producer =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     producer.sendException = new TimeoutException("Topic t.events not present in metadata");
+    CaptureStats stats = new CaptureStats(null);
 
-    assertThatThrownBy(() -> handOver(producer, new CaptureStats(null), true))
+    assertThatThrownBy(() -> handOver(producer, stats, true))
         .isInstanceOf(InterruptedException.class);
+    assertThat(stats.waits(Clock.systemUTC(), Duration.ZERO)).isEmpty();
   }
 
   @Test
-  void should_say_since_when_kafka_has_not_taken_the_changes_until_it_does() throws Exception {
+  void should_say_since_when_a_batch_waits_for_kafka_and_why_until_it_is_taken() throws Exception {
     AtomicBoolean kafkaBack = new AtomicBoolean();
     MockProducer<byte[], byte[]> producer =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
@@ -144,27 +146,27 @@ class CaptureEngineTest {
     await()
         .atMost(Duration.ofSeconds(10))
         .untilAsserted(
-            () ->
-                assertThat(refusedSeconds(registry)).as("the gauge counts on").isGreaterThan(0.05));
-    assertThat(stats.refusals())
+            () -> assertThat(waitSeconds(registry)).as("the gauge counts on").isGreaterThan(0.05));
+    assertThat(stats.waits(Clock.systemUTC(), Duration.ZERO))
         .singleElement()
         .satisfies(
-            r -> {
-              assertThat(r.database()).isEqualTo("main");
-              assertThat(r.since()).isBetween(before, Instant.now());
-              assertThat(r.reason())
+            w -> {
+              assertThat(w.database()).isEqualTo("main");
+              assertThat(w.since()).isBetween(before, Instant.now());
+              assertThat(w.reason())
                   .isEqualTo("Topic t.events not present in metadata after 3000 ms.");
             });
+    assertThat(stats.waits(Clock.systemUTC(), Duration.ofMinutes(1))).as("not that long").isEmpty();
     kafkaBack.set(true);
 
     assertThat(handedOver.get(10, TimeUnit.SECONDS)).isFalse();
-    assertThat(stats.refusals()).isEmpty();
-    assertThat(refusedSeconds(registry)).isZero();
+    assertThat(stats.waits(Clock.systemUTC(), Duration.ZERO)).isEmpty();
+    assertThat(waitSeconds(registry)).isZero();
   }
 
-  private static double refusedSeconds(SimpleMeterRegistry registry) {
+  private static double waitSeconds(SimpleMeterRegistry registry) {
     return registry
-        .get("spillway_capture_kafka_refused_seconds")
+        .get("spillway_capture_kafka_wait_seconds")
         .tag("database", "main")
         .gauge()
         .value();
@@ -177,8 +179,7 @@ class CaptureEngineTest {
     return CaptureEngine.handOver(
         producer,
         CHANGES,
-        stats.handOver("main"),
-        Clock.systemUTC(),
+        stats.handOver("main", Clock.systemUTC()),
         Duration.ofMillis(10),
         interrupted);
   }

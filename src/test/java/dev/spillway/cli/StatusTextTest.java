@@ -122,7 +122,7 @@ class StatusTextTest {
   }
 
   @Test
-  void should_say_since_when_kafka_has_not_taken_a_databases_changes() {
+  void should_say_since_when_a_batch_of_changes_waits_for_kafka_and_why() {
     StatusReport r =
         new StatusReport(
             42,
@@ -135,11 +135,18 @@ class StatusTextTest {
                     false,
                     List.of(),
                     null,
-                    new StatusReport.KafkaRefusal(
+                    new StatusReport.KafkaWait(
                         NOW.minusSeconds(754).toString(),
                         "Topic spillway.lfk.deletes not present")),
                 new StatusReport.DatabaseStatus(
-                    "ci", "jdbc:postgresql://db/ci", false, List.of(), null, null)),
+                    "ci",
+                    "jdbc:postgresql://db/ci",
+                    false,
+                    List.of(),
+                    null,
+                    new StatusReport.KafkaWait(NOW.minusSeconds(12).toString(), null)),
+                new StatusReport.DatabaseStatus(
+                    "idle", "jdbc:postgresql://db/idle", false, List.of(), null, null)),
             List.of(),
             List.of(),
             List.of(),
@@ -154,6 +161,10 @@ class StatusTextTest {
                 + NOW.minusSeconds(754)
                 + " (12m 34s ago): Topic spillway.lfk.deletes not present; its changes stay in the"
                 + " slot and are sent again until Kafka takes them")
-        .containsOnlyOnce("capture waits for Kafka");
+        .contains(
+            "capture waits for Kafka since "
+                + NOW.minusSeconds(12)
+                + " (12s ago): no answer from Kafka yet;")
+        .containsOnlyOnce("(12s ago)");
   }
 }
