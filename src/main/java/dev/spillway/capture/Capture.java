@@ -9,15 +9,18 @@ import java.io.IOException;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
-import java.util.ArrayList;
+import java.time.Instant;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
@@ -34,9 +37,29 @@ public final class Capture implements AutoCloseable {
   /** How often each replication slot is asked whether the server has invalidated it. */
   static final Duration SLOT_CHECK_INTERVAL = Duration.ofSeconds(5);
 
-  private final List<CaptureEngine> engines = new ArrayList<>();
+  /** The engines streaming in this process; one takes a standing-by database's place. */
+  private final List<CaptureEngine> engines = new CopyOnWriteArrayList<>();
+
+  /** The databases whose slot streams to another process, and since when this one stands by. */
+  private final Map<String, Instant> standingBy = new ConcurrentHashMap<>();
+
+  /** Since when each standing-by database's slot has been seen streaming to no process. */
+  private final Map<String, Instant> idleSince = new ConcurrentHashMap<>();
+
   private final Producer<byte[], byte[]> producer;
   private final CaptureStats stats;
+  private final CapturePlan plan;
+  private final Databases databases;
+  private final CaptureSettings settings;
+  private final Clock clock;
+  private final AtomicReference<String> takeOverFailure = new AtomicReference<>();
+  private final ScheduledExecutorService takeOvers =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "spillway-capture-standby");
+            t.setDaemon(true);
+            return t;
+          });
   private final ScheduledExecutorService slotChecks =
       Executors.newSingleThreadScheduledExecutor(
           r -> {
@@ -45,17 +68,36 @@ public final class Capture implements AutoCloseable {
             return t;
           });
 
+  /**
+   * How long a slot must have streamed to no process before a standing-by instance takes it over:
+   * longer than the instance that streamed from it takes to reconnect after losing its connection,
+   * so that one keeps it.
+   */
+  static final Duration TAKE_OVER_AFTER = CaptureEngine.RECONNECT_WAIT.plusSeconds(5);
+
   /** How long closing waits for the producer's last sends. */
   private static final Duration PRODUCER_CLOSE_WAIT = Duration.ofSeconds(5);
 
-  private Capture(Producer<byte[], byte[]> producer, CaptureStats stats) {
+  private Capture(
+      Producer<byte[], byte[]> producer,
+      CaptureStats stats,
+      CapturePlan plan,
+      Databases databases,
+      CaptureSettings settings,
+      Clock clock) {
     this.producer = producer;
     this.stats = stats;
+    this.plan = plan;
+    this.databases = databases;
+    this.settings = settings;
+    this.clock = clock;
   }
 
   /**
-   * Checks and prepares each source database of the plan and starts its capture; returns once all
-   * stream. On failure, whatever started is stopped again.
+   * Checks and prepares each source database of the plan and starts its capture; returns once each
+   * streams, or stands by: a database whose slot streams to another process (another instance of
+   * the installation) is left to it, untouched, and taken over once that one lets the slot go. On
+   * failure, whatever started is stopped again.
    *
    * @throws CaptureSetupException when a database cannot be captured as planned
    */
@@ -95,20 +137,10 @@ public final class Capture implements AutoCloseable {
         topics,
         settings.partitions(),
         settings.replicationFactor());
-    Capture capture = new Capture(newProducer(settings), stats);
+    Capture capture = new Capture(newProducer(settings), stats, plan, databases, settings, clock);
     try {
       for (String db : plan.databases()) {
-        CaptureEngine engine =
-            new CaptureEngine(
-                databases.endpoint(db),
-                databases.dataSource(db),
-                plan,
-                settings,
-                capture.producer,
-                stats,
-                clock);
-        capture.engines.add(engine);
-        engine.start(DEFAULT_START_TIMEOUT);
+        capture.startOrStandBy(db);
       }
       long every = slotCheckInterval.toMillis();
       capture.slotChecks.scheduleWithFixedDelay(
@@ -128,6 +160,8 @@ public final class Capture implements AutoCloseable {
           every,
           every,
           TimeUnit.MILLISECONDS);
+      capture.takeOvers.scheduleWithFixedDelay(
+          capture::takeOver, every, every, TimeUnit.MILLISECONDS);
       return capture;
     } catch (SQLException e) {
       capture.close();
@@ -138,19 +172,135 @@ public final class Capture implements AutoCloseable {
     }
   }
 
+  /**
+   * Starts the database's engine and waits until it streams; when its slot streams to another
+   * process, stands by instead.
+   *
+   * @return whether the database's slot streams to this process
+   */
+  private boolean startOrStandBy(String db) throws SQLException, InterruptedException {
+    CaptureEngine engine =
+        new CaptureEngine(
+            databases.endpoint(db),
+            databases.dataSource(db),
+            plan,
+            settings,
+            producer,
+            stats,
+            clock);
+    engines.add(engine); // closed with the others should starting fail
+    try {
+      engine.start(DEFAULT_START_TIMEOUT);
+    } catch (SlotBusyException busy) {
+      engines.remove(engine);
+      closeEngine(engine);
+      standBy(db, busy.getMessage());
+      return false;
+    }
+    stats.standingBy(db, false);
+    return true;
+  }
+
+  private void standBy(String db, String why) {
+    standingBy.put(db, clock.instant());
+    stats.standingBy(db, true);
+    log.info(
+        "Capture of database {} stands by: {}; this process takes it over once that one lets the"
+            + " slot go",
+        db,
+        why);
+  }
+
+  /**
+   * Takes over each standing-by database whose slot no process streams from any more. Losing the
+   * race for it to another instance leaves it standing by; any other failure stops capture, as at
+   * start-up.
+   */
+  private void takeOver() {
+    for (String db : standingBy.keySet()) {
+      if (takeOverFailure.get() != null) {
+        return;
+      }
+      try {
+        if (SourcePreparation.slotActive(databases.dataSource(db), settings.slotName(db))) {
+          idleSince.remove(db);
+          continue;
+        }
+        Instant idle = idleSince.computeIfAbsent(db, d -> clock.instant());
+        if (Duration.between(idle, clock.instant()).compareTo(TAKE_OVER_AFTER) < 0) {
+          continue;
+        }
+        idleSince.remove(db);
+        if (startOrStandBy(db)) {
+          standingBy.remove(db);
+          log.info("Capture of database {} taken over: its slot streams to this process", db);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt(); // closing: the engine being started is closed too
+        return;
+      } catch (SQLException | RuntimeException e) {
+        if (lostTheRace(db)) {
+          continue;
+        }
+        takeOverFailure.compareAndSet(
+            null, "Capture of database " + db + " could not take over: " + e.getMessage());
+        log.error("Capture of database {} could not take over: {}", db, e.getMessage());
+      }
+    }
+  }
+
+  /**
+   * Whether another instance took the slot as this one tried to, and this one's engine is closed
+   * again.
+   */
+  private boolean lostTheRace(String db) {
+    for (CaptureEngine e : engines) {
+      if (e.database().equals(db)) {
+        engines.remove(e);
+        closeEngine(e);
+      }
+    }
+    return streamsElsewhere(db);
+  }
+
   public CaptureStats stats() {
     return stats;
   }
 
+  /** The databases this process stands by for, and since when. */
+  public Map<String, Instant> standingBy() {
+    return Map.copyOf(standingBy);
+  }
+
   /** The first error that stopped a capture engine, if any did. */
-  public Optional<String> failure() {
+  public synchronized Optional<String> failure() {
+    if (takeOverFailure.get() != null) {
+      return Optional.of(takeOverFailure.get());
+    }
     for (CaptureEngine e : engines) {
       Throwable t = e.failure();
-      if (t != null) {
-        return Optional.of("Capture of database " + e.database() + " stopped: " + t.getMessage());
+      if (t == null) {
+        continue;
       }
+      if (streamsElsewhere(e.database())) {
+        // Another instance took the slot while this one reconnected: no failure, a stand-by.
+        engines.remove(e);
+        closeEngine(e);
+        standBy(e.database(), "another instance took its slot over while this one reconnected");
+        continue;
+      }
+      return Optional.of("Capture of database " + e.database() + " stopped: " + t.getMessage());
     }
     return Optional.empty();
+  }
+
+  /** Whether the database's slot streams to a process, which is not this one's stopped engine. */
+  private boolean streamsElsewhere(String db) {
+    try {
+      return SourcePreparation.slotActive(databases.dataSource(db), settings.slotName(db));
+    } catch (SQLException e) {
+      return false;
+    }
   }
 
   private static Producer<byte[], byte[]> newProducer(CaptureSettings settings) {
@@ -177,6 +327,15 @@ public final class Capture implements AutoCloseable {
 
   @Override
   public void close() {
+    // A take-over under way is interrupted; the engine it was starting is closed with the others.
+    takeOvers.shutdownNow();
+    try {
+      if (!takeOvers.awaitTermination(30, TimeUnit.SECONDS)) {
+        log.warn("Capture's take-over did not end within 30 s");
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     // A check under way may be stopping an engine: it ends before the engines are closed.
     slotChecks.shutdown();
     try {

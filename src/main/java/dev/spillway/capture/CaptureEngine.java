@@ -136,18 +136,20 @@ final class CaptureEngine implements AutoCloseable {
   /**
    * Prepares the source, starts the engine and returns once the replication slot streams to it, so
    * every change committed after this returns is captured.
+   *
+   * @throws SlotBusyException when the slot streams to another process, before anything is changed
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
     if (!SourcePreparation.slotReleased(dataSource, slot, SLOT_RELEASE_WAIT)) {
       // Another process streams from it; changing the publication under it would change what it
       // captures, and the slot would not stream to this one anyway.
-      throw new SlotUnavailableException(
+      throw new SlotBusyException(
           "Replication slot "
               + slot
               + " of database "
               + endpoint.name()
-              + " is in use by another process (another Spillway with the same topic prefix?);"
-              + " nothing was changed: stop that one first.");
+              + " streams to another process (another instance of this installation);"
+              + " nothing was changed");
     }
     // A slot that is gone is made anew below; one the server invalidated is the operator's to drop.
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);

@@ -12,6 +12,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -20,6 +21,7 @@ public final class CaptureStats {
   private final Map<Key, LongAdder> counts = new ConcurrentHashMap<>();
   private final Map<SlotKey, SlotWal> slots = new ConcurrentHashMap<>();
   private final Map<String, HandOver> handOvers = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> streaming = new ConcurrentHashMap<>();
   private final MeterRegistry registry;
 
   /** One row of {@link #snapshot()}. */
@@ -162,6 +164,29 @@ public final class CaptureStats {
         .filter(w -> w != null && !w.since().isAfter(before))
         .sorted(Comparator.comparing(Wait::database))
         .toList();
+  }
+
+  /**
+   * Whether the database's slot streams to this process (1) or this one stands by while it streams
+   * to another instance (0).
+   */
+  void standingBy(String database, boolean standingBy) {
+    streaming
+        .computeIfAbsent(
+            database,
+            db -> {
+              AtomicInteger v = new AtomicInteger();
+              if (registry != null) {
+                Gauge.builder("spillway_capture_streaming", v, AtomicInteger::get)
+                    .description(
+                        "1 while the database's slot streams to this process, 0 while it stands by"
+                            + " for another instance")
+                    .tag("database", db)
+                    .register(registry);
+              }
+              return v;
+            })
+        .set(standingBy ? 0 : 1);
   }
 
   /** Registers a route so it shows with zero before its first change. */

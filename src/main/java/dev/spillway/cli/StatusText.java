@@ -30,6 +30,15 @@ final class StatusText {
       if (d.error() != null) {
         b.append("          slots unreadable: ").append(d.error()).append(System.lineSeparator());
       }
+      if (d.captureStandingBySince() != null) {
+        Instant since = Instant.parse(d.captureStandingBySince());
+        b.append(
+            String.format(
+                "          capture stands by since %s (%s ago): its slot streams to another"
+                    + " instance; this one takes it over once that one lets it go%n",
+                since,
+                LfkStatusCommand.age(Math.max(0, Duration.between(since, now).toSeconds()))));
+      }
       if (d.kafkaWait() != null) {
         Instant since = Instant.parse(d.kafkaWait().since());
         b.append(
@@ -37,7 +46,7 @@ final class StatusText {
                 "          capture waits for Kafka since %s (%s ago): %s; its changes stay in"
                     + " the slot and are sent again until Kafka takes them%n",
                 since,
-                LfkStatusCommand.age(Math.max(0, Duration.between(since, now).toSeconds())),
+                ago(since, now),
                 d.kafkaWait().reason() == null
                     ? "no answer from Kafka yet"
                     : d.kafkaWait().reason()));
@@ -111,6 +120,10 @@ final class StatusText {
       }
     }
     return b.toString();
+  }
+
+  private static String ago(Instant since, Instant now) {
+    return LfkStatusCommand.age(Math.max(0, Duration.between(since, now).toSeconds()));
   }
 
   /** Milliseconds rounded, or "-" when there is no figure. */

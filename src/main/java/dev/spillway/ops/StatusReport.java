@@ -25,6 +25,8 @@ public record StatusReport(
    * @param error why slots could not be read, or null
    * @param kafkaWait the batch of changes captured from the database that has waited 10 s or more
    *     for Kafka to take it, or null
+   * @param captureStandingBySince since when this process stands by while the database's slot
+   *     streams to another instance, or null
    */
   public record DatabaseStatus(
       String name,
@@ -32,7 +34,8 @@ public record StatusReport(
       boolean embedded,
       List<SlotStatus> slots,
       String error,
-      KafkaWait kafkaWait) {}
+      KafkaWait kafkaWait,
+      String captureStandingBySince) {}
 
   /**
    * @param since when capture handed the batch to Kafka

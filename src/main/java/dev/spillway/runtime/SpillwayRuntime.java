@@ -84,7 +84,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private Databases databases;
   private HttpEndpoint http;
   private volatile ConsumerLagGauges lagGauges;
-  private Capture capture;
+  private volatile Capture capture;
   private HealthMonitor health;
   private final Map<String, LatencyWindow> latency = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<Pipeline, Sink> sinks = new java.util.concurrent.ConcurrentHashMap<>();
@@ -385,6 +385,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   /** The report served at {@code /api/status}. Reads slot state from each database. */
   public StatusReport status() {
     List<StatusReport.DatabaseStatus> dbs = new ArrayList<>();
+    Map<String, Instant> standingBy = capture == null ? Map.of() : capture.standingBy();
     for (DatabaseEndpoint e : databases.endpoints()) {
       List<StatusReport.SlotStatus> slots = new ArrayList<>();
       String error = null;
@@ -405,7 +406,13 @@ public final class SpillwayRuntime implements AutoCloseable {
               .orElse(null);
       dbs.add(
           new StatusReport.DatabaseStatus(
-              e.name(), e.url(), config.embeddedDatabases(), slots, error, kafkaWait));
+              e.name(),
+              e.url(),
+              config.embeddedDatabases(),
+              slots,
+              error,
+              kafkaWait,
+              standingBy.containsKey(e.name()) ? standingBy.get(e.name()).toString() : null));
     }
     List<StatusReport.CaptureCount> counts = new ArrayList<>();
     captureStats

@@ -450,34 +450,72 @@ abstract class CaptureContract {
   }
 
   @Test
-  void should_refuse_a_slot_another_process_streams_from_and_leave_its_publication()
+  void should_stand_by_while_another_instance_streams_from_the_slot_and_take_over_once_it_stops()
       throws Exception {
     TestSql.exec(
         ds,
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
-        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)",
+        "INSERT INTO " + schema + ".projects VALUES (7)");
     CaptureRoute inserts = inserts("events");
     CaptureRoute deletes =
         new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
 
-    try (Capture first = start(inserts)) {
-      assertThatThrownBy(() -> start(deletes))
-          .isInstanceOf(SlotUnavailableException.class)
-          .hasMessage(
-              "Replication slot "
-                  + settings.slotName(DB)
-                  + " of database capture is in use by another process (another Spillway with"
-                  + " the same topic prefix?); nothing was changed: stop that one first.");
-      assertThat(publishedActions()).as("the first one's publication").isEqualTo("insert");
+    Capture first = start(inserts);
+    try (Capture second = start(Duration.ofMillis(200), metrics, deletes)) {
+      assertThat(second.standingBy()).containsOnlyKeys(DB);
+      assertThat(streaming(metrics)).isZero();
+      assertThat(publishedActions())
+          .as("the first one's publication, untouched")
+          .isEqualTo("insert");
       TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (1)");
       assertThat(
               TopicReader.readAtLeast(
                   infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT))
+          .as("captured by the first")
           .hasSize(1);
+
+      first.close(); // the instance streaming from the slot stops: the second takes over
+
+      await().atMost(TIMEOUT).until(() -> second.standingBy().isEmpty());
+      assertThat(streaming(metrics)).isEqualTo(1);
+      assertThat(second.failure()).isEmpty();
+      assertThat(publishedActions()).as("the second one's publication").isEqualTo("delete");
+      TestSql.exec(ds, "DELETE FROM " + schema + ".projects WHERE id = 7");
+      assertThat(
+              TopicReader.readAtLeast(
+                  infra().bootstrapServers(), topics.deletedRecords(), 1, TIMEOUT))
+          .as("captured by the second")
+          .hasSize(1);
+    } finally {
+      first.close();
     }
-    try (Capture next = start(deletes)) {
-      assertThat(publishedActions()).as("once the slot is let go").isEqualTo("delete");
+  }
+
+  @Test
+  void should_leave_the_slot_to_its_instance_while_that_one_reconnects() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String topic = topics.bufferEvents("events");
+    SimpleMeterRegistry metrics = new SimpleMeterRegistry();
+    try (Capture first = start(inserts("events"));
+        Capture second = start(Duration.ofMillis(200), metrics, inserts("events"))) {
+      assertThat(second.standingBy()).containsOnlyKeys(DB);
+
+      // The server ends the first one's stream: it reconnects 10 s later, and keeps the slot.
+      endSender(settings.slotName(DB));
+      insertRange(1, 1);
+
+      TopicReader.readAtLeast(infra().bootstrapServers(), topic, 1, TIMEOUT);
+      assertThat(first.failure()).isEmpty();
+      assertThat(first.standingBy()).isEmpty();
+      assertThat(second.standingBy()).as("still standing by").containsOnlyKeys(DB);
+      assertThat(streaming(metrics)).isZero();
     }
+  }
+
+  private static double streaming(SimpleMeterRegistry metrics) {
+    return metrics.get("spillway_capture_streaming").tag("database", DB).gauge().value();
   }
 
   @Test

@@ -90,7 +90,7 @@ class RunCommandIT {
 
   @Test
   @Timeout(300)
-  void should_exit_1_naming_the_slot_when_it_is_in_use_or_invalidated(@TempDir Path dir)
+  void should_stand_by_for_another_instance_and_exit_1_naming_an_invalidated_slot(@TempDir Path dir)
       throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
@@ -100,9 +100,6 @@ class RunCommandIT {
     String yaml = config(infra, prefix, schema, "http://127.0.0.1:9/");
     Path file = dir.resolve("spillway.yml");
     Files.writeString(file, yaml);
-    // The other process: the same prefix and databases, a working directory of its own.
-    SpillwayConfig config =
-        ConfigLoader.parse(yaml, file.toString(), dir.resolve("other"), name -> null);
     try (var databases = infra.databases("pipeline")) {
       DataSource ds = databases.dataSource("pipeline");
       TestSql.exec(
@@ -110,23 +107,26 @@ class RunCommandIT {
           "CREATE SCHEMA " + schema,
           "CREATE TABLE " + schema + ".contact_activity_events (id bigint PRIMARY KEY)");
       try {
-        try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
-          runtime.startCapture(
-              RunCommand.start(
-                  runtime,
-                  EnumSet.noneOf(RunCommand.Only.class),
-                  LfkConfig.from(config),
-                  BufferPipeline.fromConfig(config),
-                  new PrintWriter(new StringWriter())));
+        // Two instances of one installation: the same configuration, a working directory each.
+        SpillwayRuntime first = instance(yaml, file, dir.resolve("first"));
+        try (SpillwayRuntime second = instance(yaml, file, dir.resolve("second"))) {
+          assertThat(first.status().databases().get(0).captureStandingBySince()).isNull();
+          assertThat(second.status().databases().get(0).captureStandingBySince())
+              .as("the second stands by while the first streams")
+              .isNotNull();
 
-          Cli.Result inUse = Cli.run("run", "-c", file.toString());
-          assertThat(inUse.exitCode()).as(inUse.err()).isEqualTo(1);
-          assertThat(inUse.err())
-              .startsWith(
-                  "Replication slot "
-                      + slot
-                      + " of database main is in use by another process (another Spillway with"
-                      + " the same topic prefix?); nothing was changed: stop that one first.");
+          first.close();
+
+          await()
+              .atMost(TIMEOUT)
+              .untilAsserted(
+                  () ->
+                      assertThat(second.status().databases().get(0).captureStandingBySince())
+                          .as("taken over")
+                          .isNull());
+          assertThat(second.failure()).isEmpty();
+        } finally {
+          first.close();
         }
 
         TestSql.invalidateSlot(ds, slot);
@@ -142,6 +142,26 @@ class RunCommandIT {
         TestSql.dropCapture(ds, slot);
         TestSql.exec(ds, "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       }
+    }
+  }
+
+  /** What {@code run} starts, on a working directory of its own. */
+  private static SpillwayRuntime instance(String yaml, Path file, Path workingDir)
+      throws Exception {
+    SpillwayConfig config = ConfigLoader.parse(yaml, file.toString(), workingDir, name -> null);
+    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    try {
+      runtime.startCapture(
+          RunCommand.start(
+              runtime,
+              EnumSet.allOf(RunCommand.Only.class),
+              LfkConfig.from(config),
+              BufferPipeline.fromConfig(config),
+              new PrintWriter(new StringWriter())));
+      return runtime;
+    } catch (Exception e) {
+      runtime.close();
+      throw e;
     }
   }
 

@@ -101,6 +101,7 @@ class StatusTextTest {
                         new StatusReport.SlotStatus("behind", false, 2L << 30, 0L, null),
                         new StatusReport.SlotStatus("gone", false, 0, null, "wal_removed")),
                     null,
+                    null,
                     null)),
             List.of(),
             List.of(),
@@ -122,7 +123,7 @@ class StatusTextTest {
   }
 
   @Test
-  void should_say_since_when_a_batch_of_changes_waits_for_kafka_and_why() {
+  void should_say_since_when_capture_waits_for_kafka_or_stands_by_for_another_instance() {
     StatusReport r =
         new StatusReport(
             42,
@@ -136,17 +137,24 @@ class StatusTextTest {
                     List.of(),
                     null,
                     new StatusReport.KafkaWait(
-                        NOW.minusSeconds(754).toString(),
-                        "Topic spillway.lfk.deletes not present")),
+                        NOW.minusSeconds(754).toString(), "Topic spillway.lfk.deletes not present"),
+                    null),
                 new StatusReport.DatabaseStatus(
                     "ci",
                     "jdbc:postgresql://db/ci",
                     false,
                     List.of(),
                     null,
-                    new StatusReport.KafkaWait(NOW.minusSeconds(12).toString(), null)),
+                    new StatusReport.KafkaWait(NOW.minusSeconds(12).toString(), null),
+                    null),
                 new StatusReport.DatabaseStatus(
-                    "idle", "jdbc:postgresql://db/idle", false, List.of(), null, null)),
+                    "idle",
+                    "jdbc:postgresql://db/idle",
+                    false,
+                    List.of(),
+                    null,
+                    null,
+                    NOW.minusSeconds(3 * 3600 + 120).toString())),
             List.of(),
             List.of(),
             List.of(),
@@ -165,6 +173,12 @@ class StatusTextTest {
             "capture waits for Kafka since "
                 + NOW.minusSeconds(12)
                 + " (12s ago): no answer from Kafka yet;")
-        .containsOnlyOnce("(12s ago)");
+        .containsOnlyOnce("(12s ago)")
+        .contains(
+            "capture stands by since "
+                + NOW.minusSeconds(3 * 3600 + 120)
+                + " (3h 02m ago): its slot streams to another instance; this one takes it over once"
+                + " that one lets it go")
+        .containsOnlyOnce("stands by");
   }
 }
