@@ -109,7 +109,11 @@ final class StatusText {
         b.append("  ").append(line).append(System.lineSeparator());
       }
     }
-    if (r.capture().isEmpty()) {
+    if (r.capture().isEmpty()
+        && r.databases().stream().anyMatch(d -> d.captureStandingBySince() != null)) {
+      b.append("Capture   none in this process yet: it stands by for another instance (above)")
+          .append(System.lineSeparator());
+    } else if (r.capture().isEmpty()) {
       b.append("Capture   nothing configured to capture").append(System.lineSeparator());
     } else {
       b.append("Captured changes since start").append(System.lineSeparator());

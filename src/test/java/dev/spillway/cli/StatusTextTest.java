@@ -179,6 +179,7 @@ class StatusTextTest {
                 + NOW.minusSeconds(3 * 3600 + 120)
                 + " (3h 02m ago): its slot streams to another instance; this one takes it over once"
                 + " that one lets it go")
-        .containsOnlyOnce("stands by");
+        .containsOnlyOnce("capture stands by")
+        .contains("Capture   none in this process yet: it stands by for another instance (above)");
   }
 }
