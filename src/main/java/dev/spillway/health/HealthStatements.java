@@ -5,11 +5,19 @@ final class HealthStatements {
   private HealthStatements() {}
 
   /**
+   * Whether the role sees every session's statistics (superuser, or pg_read_all_stats, which
+   * pg_monitor grants): without it the views hide other roles' queries, transaction starts, vacuum
+   * progress and standby lag, and the indicators reading them would see nothing amiss.
+   */
+  static final String SEES_ALL = "pg_has_role('pg_read_all_stats', 'USAGE')";
+
+  /**
    * 1: quoted table. Autovacuum workers on the table; the second column is true when one runs to
-   * prevent transaction ID wraparound.
+   * prevent transaction ID wraparound; the third, {@link #SEES_ALL}.
    */
   static final String AUTOVACUUM =
-      "SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%')"
+      "SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%'), "
+          + SEES_ALL
           + " FROM pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
           + " WHERE v.relid = to_regclass(?) AND a.backend_type = 'autovacuum worker'";
 
@@ -20,12 +28,13 @@ final class HealthStatements {
   /** Current WAL position in bytes since the start of WAL. */
   static final String WAL_POSITION = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint";
 
-  /** Worst replay lag of any standby, in seconds and bytes; no rows without standbys. */
+  /** Worst replay lag of any standby, in seconds and bytes, then {@link #SEES_ALL}. */
   // Standbys only: a walsender streaming a logical slot (Spillway's own capture, or any other
   // logical consumer) is not a replica; the slot-WAL indicator watches those.
   static final String REPLICATION_LAG =
       "SELECT COALESCE(max(EXTRACT(EPOCH FROM r.replay_lag)), 0),"
-          + " COALESCE(max(pg_wal_lsn_diff(pg_current_wal_lsn(), r.replay_lsn)), 0)::bigint"
+          + " COALESCE(max(pg_wal_lsn_diff(pg_current_wal_lsn(), r.replay_lsn)), 0)::bigint, "
+          + SEES_ALL
           + " FROM pg_stat_replication r WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots s"
           + " WHERE s.active_pid = r.pid AND s.slot_type = 'logical')";
 
@@ -39,11 +48,14 @@ final class HealthStatements {
 
   /**
    * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table, and transactions
-   * older than the threshold holding one. Spillway's own sessions are left out.
+   * older than the threshold holding one, then {@link #SEES_ALL}. Spillway's own sessions are left
+   * out.
    */
   static final String LOCKS =
       "SELECT count(*) FILTER (WHERE NOT l.granted),"
-          + " count(*) FILTER (WHERE l.granted AND a.xact_start < now() - make_interval(secs => ?))"
+          + " count(*) FILTER (WHERE l.granted AND a.xact_start < now() - make_interval(secs => ?)),"
+          + " "
+          + SEES_ALL
           + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
           + " WHERE l.relation = to_regclass(?) AND a.pid <> pg_backend_pid()"
           + " AND a.application_name <> 'spillway'";

@@ -33,6 +33,17 @@ public final class StandardIndicators {
         new Latency(t, latencyP95));
   }
 
+  /**
+   * What an indicator reads while the role may not see other roles' sessions: it cannot tell, so
+   * work goes on throttled, and the reason says what to grant.
+   */
+  static Health blind(String what) {
+    return new Health.Unknown(
+        "Spillway's role may not see "
+            + what
+            + " (it needs pg_read_all_stats: GRANT pg_monitor TO it)");
+  }
+
   /** Autovacuum on the table: throttles; one preventing wraparound stops. */
   static final class Autovacuum implements HealthIndicator {
     @Override
@@ -51,6 +62,9 @@ public final class StandardIndicators {
         ps.setString(1, table.quoted());
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
+          if (!rs.getBoolean(3)) {
+            return blind("autovacuum workers");
+          }
           if (rs.getLong(1) == 0) {
             return Health.NORMAL;
           }
@@ -146,6 +160,9 @@ public final class StandardIndicators {
       try (Statement s = c.createStatement();
           ResultSet rs = s.executeQuery(HealthStatements.REPLICATION_LAG)) {
         rs.next();
+        if (!rs.getBoolean(3)) {
+          return blind("standbys' replay lag");
+        }
         double seconds = rs.getDouble(1);
         long bytes = rs.getLong(2);
         String why = String.format("standby replay lag %.1f s, %d MB", seconds, bytes >> 20);
@@ -250,6 +267,14 @@ public final class StandardIndicators {
           rs.next();
           long waiting = rs.getLong(1);
           long longHolders = rs.getLong(2);
+          Health waits =
+              waiting > 0
+                  ? new Health.Throttle(waiting + " session(s) wait for locks on " + table)
+                  : Health.NORMAL;
+          if (!rs.getBoolean(3)) {
+            // Lock waits show in pg_locks to every role; how old a transaction is does not.
+            return Health.worst(waits, blind("how long other roles' transactions have held locks"));
+          }
           if (longHolders > 0) {
             return new Health.Stop(
                 longHolders
@@ -258,10 +283,7 @@ public final class StandardIndicators {
                     + " s hold locks on "
                     + table);
           }
-          if (waiting > 0) {
-            return new Health.Throttle(waiting + " session(s) wait for locks on " + table);
-          }
-          return Health.NORMAL;
+          return waits;
         }
       }
     }

@@ -88,6 +88,70 @@ class HealthMonitorIT {
     }
   }
 
+  @Test
+  void should_read_unknown_what_the_role_may_not_see_until_it_is_granted_pg_monitor() {
+    String role = "plain" + Long.toHexString(System.nanoTime());
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource admin = checks(databases);
+      TestSql.exec(
+          admin,
+          "CREATE ROLE " + role + " LOGIN",
+          "CREATE TABLE IF NOT EXISTS public.watched (id bigint PRIMARY KEY)");
+      PGSimpleDataSource asRole = new PGSimpleDataSource();
+      asRole.setURL(databases.endpoint(DB).url());
+      asRole.setUser(role);
+      TableName table = new TableName("public", "watched");
+      try {
+        assertThat(sample(asRole, table))
+            .as("read as nothing amiss before")
+            .containsEntry(
+                "autovacuum",
+                new Health.Unknown(
+                    "autovacuum: Spillway's role may not see autovacuum workers (it needs"
+                        + " pg_read_all_stats: GRANT pg_monitor TO it)"))
+            .containsEntry(
+                "replication-lag",
+                new Health.Unknown(
+                    "replication-lag: Spillway's role may not see standbys' replay lag (it needs"
+                        + " pg_read_all_stats: GRANT pg_monitor TO it)"))
+            .containsEntry(
+                "locks",
+                new Health.Unknown(
+                    "locks: Spillway's role may not see how long other roles' transactions have"
+                        + " held locks (it needs pg_read_all_stats: GRANT pg_monitor TO it)"));
+
+        TestSql.exec(admin, "GRANT pg_monitor TO " + role);
+
+        assertThat(sample(asRole, table))
+            .containsEntry("autovacuum", Health.NORMAL)
+            .containsEntry("replication-lag", Health.NORMAL)
+            .containsEntry("locks", Health.NORMAL);
+      } finally {
+        TestSql.exec(admin, "DROP ROLE " + role);
+      }
+    }
+  }
+
+  /** What a monitor with the standard indicators reads on one table, by indicator. */
+  private static Map<String, Health> sample(DataSource ds, TableName table) {
+    try (HealthMonitor monitor =
+        new HealthMonitor(
+            HealthMonitor.Settings.defaults(),
+            Map.of(DB, ds),
+            Clock.systemUTC(),
+            new SimpleMeterRegistry())) {
+      monitor.addIndicators(
+          DB,
+          StandardIndicators.forDatabase(
+              HealthThresholds.defaults(), null, Clock.systemUTC(), () -> Double.NaN));
+      monitor.state(DB, table); // watched from now on
+      monitor.runOnce();
+      Map<String, Health> out = new LinkedHashMap<>();
+      monitor.readings().forEach(r -> out.put(r.indicator(), r.health()));
+      return out;
+    }
+  }
+
   /** The silent server first, as the order a configuration gives could put it. */
   private static Map<String, DataSource> databases(ServerSocket silent, Databases databases) {
     PGSimpleDataSource stalls = new PGSimpleDataSource();
