@@ -30,6 +30,11 @@ final class RunCommand implements Callable<Integer> {
     buffers
   }
 
+  /** What {@code run} says when the configuration gives it no work. */
+  static final String NOTHING_CONFIGURED =
+      "No pipeline is configured: Spillway runs with nothing to do. Add loose foreign keys"
+          + " (loose-foreign-keys: with file: or definitions:) or buffers: to the configuration.";
+
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
 
@@ -73,6 +78,10 @@ final class RunCommand implements Callable<Integer> {
       PrintWriter out)
       throws InterruptedException, SQLException {
     List<CaptureRoute> routes = new ArrayList<>();
+    if (!lfk.enabled() && buffers.isEmpty()) {
+      out.println(NOTHING_CONFIGURED);
+      out.flush();
+    }
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)

@@ -89,6 +89,40 @@ class RunCommandIT {
   }
 
   @Test
+  void should_say_when_no_pipeline_is_configured(@TempDir Path dir) throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("pipeline");
+    String yaml =
+        String.format(
+            """
+            http: { port: 0 }
+            kafka: { bootstrap-servers: "%s", topic-prefix: r%s }
+            databases:
+              main: { url: "%s", username: %s }
+            loose-foreign-keys: { batch-size: 10 }
+            """,
+            infra.bootstrapServers(),
+            UUID.randomUUID().toString().replace("-", "").substring(0, 8),
+            db.url(),
+            db.username());
+    SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+    StringWriter said = new StringWriter();
+    try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+      assertThat(
+              RunCommand.start(
+                  runtime,
+                  EnumSet.allOf(RunCommand.Only.class),
+                  LfkConfig.from(config),
+                  BufferPipeline.fromConfig(config),
+                  new PrintWriter(said)))
+          .isEmpty();
+    }
+    assertThat(said.toString())
+        .startsWith("No pipeline is configured: Spillway runs with nothing to do.")
+        .containsOnlyOnce("No pipeline");
+  }
+
+  @Test
   @Timeout(300)
   void should_stand_by_for_another_instance_and_exit_1_naming_an_invalidated_slot(@TempDir Path dir)
       throws Exception {
