@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.function.Supplier;
@@ -34,9 +35,13 @@ public final class HttpEndpoint implements AutoCloseable {
 
   /**
    * @param port 0 for a free port
+   * @param failure why the process stopped working, if a part of it failed
    */
   public static HttpEndpoint start(
-      int port, PrometheusMeterRegistry registry, Supplier<StatusReport> status)
+      int port,
+      PrometheusMeterRegistry registry,
+      Supplier<StatusReport> status,
+      Supplier<Optional<String>> failure)
       throws IOException {
     HttpServer server;
     try {
@@ -61,6 +66,17 @@ public final class HttpEndpoint implements AutoCloseable {
     server.createContext(
         "/api/status",
         ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(status.get())));
+    // For a service manager or an orchestrator's probe: cheap, no database asked.
+    server.createContext(
+        "/livez",
+        ex -> {
+          Optional<String> failed = failure.get();
+          respond(
+              ex,
+              failed.isPresent() ? 503 : 200,
+              "text/plain; charset=utf-8",
+              failed.map(f -> "failed: " + f + "\n").orElse("running\n"));
+        });
     server.createContext(
         "/",
         ex ->
@@ -68,9 +84,11 @@ public final class HttpEndpoint implements AutoCloseable {
                 ex,
                 "/".equals(ex.getRequestURI().getPath()) ? 200 : 404,
                 "text/plain; charset=utf-8",
-                "Spillway\n  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"));
+                "Spillway\n  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"
+                    + "  /livez       200 while it runs, 503 once a part of it has failed\n"));
     server.start();
-    log.info("HTTP endpoint on port {} (/metrics, /api/status)", server.getAddress().getPort());
+    log.info(
+        "HTTP endpoint on port {} (/metrics, /api/status, /livez)", server.getAddress().getPort());
     return new HttpEndpoint(server, executor);
   }
 

@@ -168,7 +168,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         config.kafka().partitions(),
         config.kafka().replicationFactor());
 
-    http = HttpEndpoint.start(config.http().port(), registry, this::status);
+    http = HttpEndpoint.start(config.http().port(), registry, this::status, this::failure);
     own(http);
     lagGauges =
         ConsumerLagGauges.start(
