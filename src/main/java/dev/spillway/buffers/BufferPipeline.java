@@ -166,7 +166,8 @@ public final class BufferPipeline {
         s.shutdownGrace());
   }
 
-  private static long countRows(DataSource ds, BufferSettings b) {
+  /** The rows in the buffer's table now, or -1 when they cannot be counted. */
+  public static long countRows(DataSource ds, BufferSettings b) {
     try (Connection c = ds.getConnection()) {
       return BufferStatements.rowsWaiting(c, b.table());
     } catch (SQLException | RuntimeException e) {

@@ -2,6 +2,7 @@ package dev.spillway.capture;
 
 import dev.spillway.event.KafkaClients;
 import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.support.AllAtOnce;
@@ -21,6 +22,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.slf4j.Logger;
@@ -261,6 +263,38 @@ public final class Capture implements AutoCloseable {
       }
     }
     return streamsElsewhere(db);
+  }
+
+  /** What {@link #readAgain} did. */
+  public enum ReadAgain {
+    /** Asked: capture reads the tables' rows and publishes them as inserts once it streams. */
+    ASKED,
+    /** Capture has not streamed from this database yet: its first start reads every row anyway. */
+    AT_FIRST_START,
+    /** The slot can no longer stream; its sentence says what to do. */
+    SLOT_LOST
+  }
+
+  /**
+   * Asks capture of a database to read the rows of {@code tables} again and publish each as an
+   * insert, in chunks by primary key beside the stream (an incremental snapshot), whichever process
+   * streams from the slot, now or once one starts: for rows whose captured inserts Kafka no longer
+   * holds.
+   *
+   * @param slot the database's replication slot ({@link CaptureSettings#slotName})
+   * @return what was done; {@link ReadAgain#SLOT_LOST} asks nothing
+   */
+  public static ReadAgain readAgain(
+      DataSource ds, String database, String slot, List<TableName> tables) throws SQLException {
+    SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(ds, database, slot);
+    if (loss != null) {
+      return loss.gone() ? ReadAgain.AT_FIRST_START : ReadAgain.SLOT_LOST;
+    }
+    if (!SourcePreparation.insertsUnpublished(ds, slot, tables).isEmpty()) {
+      return ReadAgain.AT_FIRST_START; // a table joining the publication is read when it joins
+    }
+    SourcePreparation.requestSnapshot(ds, tables);
+    return ReadAgain.ASKED;
   }
 
   public CaptureStats stats() {

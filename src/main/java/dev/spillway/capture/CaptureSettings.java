@@ -43,7 +43,12 @@ public record CaptureSettings(
 
   /** Replication slot and publication name for one database: lower-case, [a-z0-9_]. */
   public String slotName(String database) {
-    return (topics.prefix() + "_" + database).toLowerCase().replaceAll("[^a-z0-9_]", "_");
+    return slotName(topics.prefix(), database);
+  }
+
+  /** The replication slot (and publication) of a database under a topic prefix. */
+  public static String slotName(String topicPrefix, String database) {
+    return (topicPrefix + "_" + database).toLowerCase().replaceAll("[^a-z0-9_]", "_");
   }
 
   /** PostgreSQL's longest identifier; a longer slot name is refused, a publication's cut short. */

@@ -366,6 +366,13 @@ final class SourcePreparation {
    * published once. Debezium reads the signal from the stream, so the engine need not run yet, but
    * the slot must exist.
    */
+  static void requestSnapshot(DataSource ds, List<TableName> tables) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      c.setAutoCommit(true);
+      requestSnapshot(c, tables);
+    }
+  }
+
   private static void requestSnapshot(Connection c, List<TableName> tables) throws SQLException {
     Map<String, Object> data = new LinkedHashMap<>();
     data.put("type", "incremental");

@@ -23,6 +23,7 @@ import picocli.CommandLine.ScopeType;
       StatusCommand.class,
       LagCommand.class,
       LfkCommand.class,
+      BuffersCommand.class,
       ReplayCommand.class,
       BenchCommand.class,
       CommandLine.HelpCommand.class

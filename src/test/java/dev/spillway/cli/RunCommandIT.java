@@ -200,7 +200,7 @@ class RunCommandIT {
   }
 
   /** A buffer on the shared embedded parts, its handler posting to {@code url}. */
-  private static String config(EmbeddedInfra infra, String prefix, String schema, String url) {
+  static String config(EmbeddedInfra infra, String prefix, String schema, String url) {
     DatabaseEndpoint db = infra.database("pipeline");
     return String.format(
         """

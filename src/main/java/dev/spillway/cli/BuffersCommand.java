@@ -1,0 +1,104 @@
+package dev.spillway.cli;
+
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.buffers.BufferSettings;
+import dev.spillway.capture.Capture;
+import dev.spillway.capture.CaptureSettings;
+import dev.spillway.config.SpillwayConfig;
+import java.io.PrintWriter;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import javax.sql.DataSource;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.ParentCommand;
+import picocli.CommandLine.Spec;
+
+/** {@code spillway buffers …}: buffer tables. */
+@Command(
+    name = "buffers",
+    description = "Buffer tables: read their waiting rows again.",
+    subcommands = {BuffersCommand.Reread.class})
+final class BuffersCommand implements Runnable {
+  @ParentCommand SpillwayCommand root;
+  @Spec CommandSpec spec;
+
+  @Override
+  public void run() {
+    throw CommandGroup.missingCommand(spec);
+  }
+
+  @Command(
+      name = "reread",
+      description =
+          "Ask capture to read the rows waiting in these buffers' tables again and hand them over:"
+              + " for rows whose captured inserts Kafka no longer holds (its retention passed"
+              + " while Spillway was stopped, say). Each row is handled once.")
+  static final class Reread implements Callable<Integer> {
+    @ParentCommand BuffersCommand buffers;
+    @Spec CommandSpec spec;
+
+    @Parameters(paramLabel = "NAME", arity = "1..*", description = "Buffers, by name.")
+    List<String> names;
+
+    @Override
+    public Integer call() throws Exception {
+      SpillwayConfig config = Launch.config(buffers.root);
+      List<BufferSettings> chosen = chosen(BufferPipeline.fromConfig(config).buffers());
+      PrintWriter out = spec.commandLine().getOut();
+      int code = ErrorHandler.OK;
+      try (Catalogs catalogs = Catalogs.open(config)) {
+        for (BufferSettings b : chosen) {
+          DataSource ds = catalogs.databases().dataSource(b.database());
+          String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());
+          long waiting = BufferPipeline.countRows(ds, b);
+          String rows = waiting < 0 ? "waiting" : String.format("%,d", waiting);
+          switch (Capture.readAgain(ds, b.database(), slot, List.of(b.table()))) {
+            case ASKED ->
+                out.printf(
+                    "Buffer %s: capture of database %s reads the %s rows now in %s again; each is"
+                        + " handled as it comes, once.%n",
+                    b.name(), b.database(), rows, b.table().displayName());
+            case AT_FIRST_START ->
+                out.printf(
+                    "Buffer %s: capture of database %s does not read %s yet; the next start of run"
+                        + " reads its %s rows.%n",
+                    b.name(), b.database(), b.table().displayName(), rows);
+            case SLOT_LOST -> {
+              out.printf(
+                  "Buffer %s: nothing asked: replication slot %s of database %s can no longer"
+                      + " stream (bin/spillway status says why).%n",
+                  b.name(), slot, b.database());
+              code = ErrorHandler.FAILURE;
+            }
+          }
+        }
+      }
+      out.flush();
+      return code;
+    }
+
+    private List<BufferSettings> chosen(List<BufferSettings> all) {
+      List<String> known = all.stream().map(BufferSettings::name).toList();
+      List<BufferSettings> out = new ArrayList<>();
+      for (String name : names) {
+        BufferSettings b = all.stream().filter(s -> s.name().equals(name)).findFirst().orElse(null);
+        if (b == null) {
+          throw new ParameterException(
+              spec.commandLine(),
+              name
+                  + " is not a buffer of the configuration"
+                  + (known.isEmpty()
+                      ? ", which has none"
+                      : " (buffers: " + String.join(", ", known))
+                  + (known.isEmpty() ? "" : ")"));
+        }
+        out.add(b);
+      }
+      return out;
+    }
+  }
+}
