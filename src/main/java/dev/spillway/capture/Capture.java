@@ -18,6 +18,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
@@ -359,26 +360,24 @@ public final class Capture implements AutoCloseable {
     }
   }
 
+  private static void awaitEnd(ExecutorService executor, String what) {
+    try {
+      if (!executor.awaitTermination(30, TimeUnit.SECONDS)) {
+        log.warn("Capture's {} did not end within 30 s", what);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
   @Override
   public void close() {
     // A take-over under way is interrupted; the engine it was starting is closed with the others.
     takeOvers.shutdownNow();
-    try {
-      if (!takeOvers.awaitTermination(30, TimeUnit.SECONDS)) {
-        log.warn("Capture's take-over did not end within 30 s");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    awaitEnd(takeOvers, "take-over");
     // A check under way may be stopping an engine: it ends before the engines are closed.
     slotChecks.shutdown();
-    try {
-      if (!slotChecks.awaitTermination(30, TimeUnit.SECONDS)) {
-        log.warn("Capture's slot check did not end within 30 s");
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-    }
+    awaitEnd(slotChecks, "slot check");
     // All at once: with Kafka away each engine waits its bounded close for positions it cannot
     // store, and one after another those waits would add up per database.
     AllAtOnce.run(engines, e -> "spillway-capture-close-" + e.database(), Capture::closeEngine);

@@ -3,25 +3,19 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
-import dev.spillway.lfk.LfkConfig;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
@@ -48,9 +42,18 @@ class BuffersRereadIT {
       Files.writeString(
           file, RunCommandIT.config(infra, prefix, schema, receiver.url().toString()));
       SpillwayConfig config = ConfigLoader.load(file, name -> null);
+      try (var databases = infra.databases("pipeline")) {
+        TestSql.exec(
+            databases.dataSource("pipeline"),
+            "CREATE SCHEMA " + schema,
+            "CREATE TABLE "
+                + schema
+                + ".contact_activity_events (id bigint PRIMARY KEY, activity text NOT NULL)");
+      }
       try {
         // The buffer left out: its two inserts are captured, then Kafka lets them go.
-        try (SpillwayRuntime runtime = start(config, EnumSet.of(RunCommand.Only.lfk), schema)) {
+        try (SpillwayRuntime runtime =
+            RunCommandIT.started(config, EnumSet.of(RunCommand.Only.lfk))) {
           DataSource ds = runtime.databases().dataSource("main");
           TestSql.exec(
               ds,
@@ -62,7 +65,7 @@ class BuffersRereadIT {
         }
 
         try (SpillwayRuntime runtime =
-            start(config, EnumSet.allOf(RunCommand.Only.class), schema)) {
+            RunCommandIT.started(config, EnumSet.allOf(RunCommand.Only.class))) {
           DataSource ds = runtime.databases().dataSource("main");
           String waiting = "SELECT count(*) FROM " + schema + ".contact_activity_events";
           await()
@@ -93,30 +96,6 @@ class BuffersRereadIT {
               databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
         }
       }
-    }
-  }
-
-  private static SpillwayRuntime start(
-      SpillwayConfig config, Set<RunCommand.Only> only, String schema) throws Exception {
-    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
-    try {
-      TestSql.exec(
-          runtime.databases().dataSource("main"),
-          "CREATE SCHEMA IF NOT EXISTS " + schema,
-          "CREATE TABLE IF NOT EXISTS "
-              + schema
-              + ".contact_activity_events (id bigint PRIMARY KEY, activity text NOT NULL)");
-      runtime.startCapture(
-          RunCommand.start(
-              runtime,
-              only,
-              LfkConfig.from(config),
-              BufferPipeline.fromConfig(config),
-              new PrintWriter(new StringWriter())));
-      return runtime;
-    } catch (Exception e) {
-      runtime.close();
-      throw e;
     }
   }
 

@@ -182,13 +182,20 @@ class RunCommandIT {
   /** What {@code run} starts, on a working directory of its own. */
   private static SpillwayRuntime instance(String yaml, Path file, Path workingDir)
       throws Exception {
-    SpillwayConfig config = ConfigLoader.parse(yaml, file.toString(), workingDir, name -> null);
+    return started(
+        ConfigLoader.parse(yaml, file.toString(), workingDir, name -> null),
+        EnumSet.allOf(RunCommand.Only.class));
+  }
+
+  /** What {@code run --only} starts: the runtime, the pipelines named, capture of them all. */
+  static SpillwayRuntime started(SpillwayConfig config, Set<RunCommand.Only> only)
+      throws Exception {
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
       runtime.startCapture(
           RunCommand.start(
               runtime,
-              EnumSet.allOf(RunCommand.Only.class),
+              only,
               LfkConfig.from(config),
               BufferPipeline.fromConfig(config),
               new PrintWriter(new StringWriter())));

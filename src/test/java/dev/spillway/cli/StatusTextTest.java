@@ -17,11 +17,24 @@ class StatusTextTest {
 
   private static StatusReport report(
       List<StatusReport.BufferStatus> buffers, String lagReadAt, List<Lag> lag) {
+    return report(List.of(), buffers, lagReadAt, lag);
+  }
+
+  /** These databases, nothing captured, healthy, no sink. */
+  private static StatusReport report(List<StatusReport.DatabaseStatus> databases) {
+    return report(databases, List.of(), null, List.of());
+  }
+
+  private static StatusReport report(
+      List<StatusReport.DatabaseStatus> databases,
+      List<StatusReport.BufferStatus> buffers,
+      String lagReadAt,
+      List<Lag> lag) {
     return new StatusReport(
         42,
         "2026-11-24T09:00:00Z",
         new StatusReport.KafkaStatus("localhost:9092", false),
-        List.of(),
+        databases,
         List.of(),
         List.of(),
         List.of(),
@@ -86,10 +99,7 @@ class StatusTextTest {
   @Test
   void should_show_how_close_each_slot_is_to_being_invalidated() {
     StatusReport r =
-        new StatusReport(
-            42,
-            "2026-11-24T09:00:00Z",
-            new StatusReport.KafkaStatus("localhost:9092", false),
+        report(
             List.of(
                 new StatusReport.DatabaseStatus(
                     "main",
@@ -102,14 +112,7 @@ class StatusTextTest {
                         new StatusReport.SlotStatus("gone", false, 0, null, "wal_removed")),
                     null,
                     null,
-                    null)),
-            List.of(),
-            List.of(),
-            List.of(),
-            List.of(),
-            null,
-            List.of(),
-            null);
+                    null)));
 
     assertThat(StatusText.render(r, NOW))
         .contains(
@@ -125,10 +128,7 @@ class StatusTextTest {
   @Test
   void should_say_since_when_capture_waits_for_kafka_or_stands_by_for_another_instance() {
     StatusReport r =
-        new StatusReport(
-            42,
-            "2026-11-24T09:00:00Z",
-            new StatusReport.KafkaStatus("localhost:9092", false),
+        report(
             List.of(
                 new StatusReport.DatabaseStatus(
                     "main",
@@ -154,14 +154,7 @@ class StatusTextTest {
                     List.of(),
                     null,
                     null,
-                    NOW.minusSeconds(3 * 3600 + 120).toString())),
-            List.of(),
-            List.of(),
-            List.of(),
-            List.of(),
-            null,
-            List.of(),
-            null);
+                    NOW.minusSeconds(3 * 3600 + 120).toString())));
 
     assertThat(StatusText.render(r, NOW))
         .contains(
