@@ -32,6 +32,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * thread-safe.
  */
 public final class TopicRange implements AutoCloseable {
+  /** How long closing waits for each client's requests under way. */
+  private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
   private static final Duration POLL = Duration.ofMillis(200);
 
   /**
@@ -114,8 +117,11 @@ public final class TopicRange implements AutoCloseable {
 
   @Override
   public void close() {
-    try (admin) {
-      consumer.close();
+    // Bounded: with Kafka away a client's close would otherwise wait out its requests.
+    try {
+      consumer.close(CLOSE_WAIT);
+    } finally {
+      admin.close(CLOSE_WAIT);
     }
   }
 
