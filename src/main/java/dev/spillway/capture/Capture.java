@@ -21,6 +21,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
@@ -48,6 +49,14 @@ public final class Capture implements AutoCloseable {
 
   /** Since when each standing-by database's slot has been seen streaming to no process. */
   private final Map<String, Instant> idleSince = new ConcurrentHashMap<>();
+
+  private volatile boolean closing;
+
+  /** Take-overs in a row that failed, by database. */
+  private final Map<String, Integer> failedTakeOvers = new ConcurrentHashMap<>();
+
+  /** This instance's own few seconds on top of {@link #TAKE_OVER_AFTER}. */
+  private final Duration stagger = Duration.ofMillis(ThreadLocalRandom.current().nextLong(5_000));
 
   private final Producer<byte[], byte[]> producer;
   private final CaptureStats stats;
@@ -77,6 +86,9 @@ public final class Capture implements AutoCloseable {
    * so that one keeps it.
    */
   static final Duration TAKE_OVER_AFTER = CaptureEngine.RECONNECT_WAIT.plusSeconds(5);
+
+  /** Take-overs failing in a row before capture stops. */
+  static final int TAKE_OVER_TRIES = 3;
 
   /** How long closing waits for the producer's last sends. */
   private static final Duration PRODUCER_CLOSE_WAIT = Duration.ofSeconds(5);
@@ -197,7 +209,9 @@ public final class Capture implements AutoCloseable {
     } catch (SlotBusyException busy) {
       engines.remove(engine);
       closeEngine(engine);
-      standBy(db, busy.getMessage());
+      if (!standingBy.containsKey(db)) {
+        standBy(db, busy.getMessage());
+      }
       return false;
     }
     stats.standingBy(db, false);
@@ -215,34 +229,56 @@ public final class Capture implements AutoCloseable {
   }
 
   /**
-   * Takes over each standing-by database whose slot no process streams from any more. Losing the
-   * race for it to another instance leaves it standing by; any other failure stops capture, as at
-   * start-up.
+   * Takes over each standing-by database whose slot no process has streamed from for {@link
+   * #TAKE_OVER_AFTER} (and a few seconds of this instance's own, so instances standing by for one
+   * database do not all start at once). A database out of reach is asked again at the next turn;
+   * another instance taking the slot first leaves this one standing by; a take-over failing {@link
+   * #TAKE_OVER_TRIES} times in a row for any other reason stops capture, as at start-up.
    */
   private void takeOver() {
     for (String db : standingBy.keySet()) {
       if (takeOverFailure.get() != null) {
         return;
       }
+      DataSource ds = databases.dataSource(db);
       try {
-        if (SourcePreparation.slotActive(databases.dataSource(db), settings.slotName(db))) {
+        if (SourcePreparation.slotActive(ds, settings.slotName(db))) {
           idleSince.remove(db);
           continue;
         }
-        Instant idle = idleSince.computeIfAbsent(db, d -> clock.instant());
-        if (Duration.between(idle, clock.instant()).compareTo(TAKE_OVER_AFTER) < 0) {
-          continue;
-        }
-        idleSince.remove(db);
+      } catch (SQLException e) {
+        idleSince.remove(db); // the database out of reach: idle is not known, asked again later
+        continue;
+      }
+      Instant idle = idleSince.computeIfAbsent(db, d -> clock.instant());
+      if (Duration.between(idle, clock.instant()).compareTo(TAKE_OVER_AFTER.plus(stagger)) < 0) {
+        continue;
+      }
+      idleSince.remove(db);
+      try {
         if (startOrStandBy(db)) {
           standingBy.remove(db);
+          failedTakeOvers.remove(db);
           log.info("Capture of database {} taken over: its slot streams to this process", db);
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt(); // closing: the engine being started is closed too
         return;
       } catch (SQLException | RuntimeException e) {
-        if (lostTheRace(db)) {
+        closeEngines(db);
+        if (closing) {
+          return; // the interrupt of closing, surfacing as a failure to connect
+        }
+        if (streamsElsewhere(db)) {
+          log.info("Capture of database {} stands by on: another instance took the slot first", db);
+          continue;
+        }
+        int tries = failedTakeOvers.merge(db, 1, Integer::sum);
+        if (tries < TAKE_OVER_TRIES) {
+          log.warn(
+              "Capture of database {} could not take over ({}); it tries again",
+              db,
+              e.getMessage());
           continue;
         }
         takeOverFailure.compareAndSet(
@@ -252,18 +288,26 @@ public final class Capture implements AutoCloseable {
     }
   }
 
-  /**
-   * Whether another instance took the slot as this one tried to, and this one's engine is closed
-   * again.
-   */
-  private boolean lostTheRace(String db) {
+  /** Closes and forgets the database's engine, one a failed take-over was starting. */
+  private void closeEngines(String db) {
     for (CaptureEngine e : engines) {
       if (e.database().equals(db)) {
         engines.remove(e);
         closeEngine(e);
       }
     }
-    return streamsElsewhere(db);
+  }
+
+  /**
+   * Whether a process streams from the database's slot, once this one's engine for it is closed;
+   * false when that cannot be asked.
+   */
+  private boolean streamsElsewhere(String db) {
+    try {
+      return SourcePreparation.slotActive(databases.dataSource(db), settings.slotName(db));
+    } catch (SQLException e) {
+      return false;
+    }
   }
 
   /** What {@link #readAgain} did. */
@@ -294,7 +338,7 @@ public final class Capture implements AutoCloseable {
     if (!SourcePreparation.insertsUnpublished(ds, slot, tables).isEmpty()) {
       return ReadAgain.AT_FIRST_START; // a table joining the publication is read when it joins
     }
-    SourcePreparation.requestSnapshot(ds, tables);
+    SourcePreparation.requestSnapshot(ds, database, tables);
     return ReadAgain.ASKED;
   }
 
@@ -308,34 +352,17 @@ public final class Capture implements AutoCloseable {
   }
 
   /** The first error that stopped a capture engine, if any did. */
-  public synchronized Optional<String> failure() {
+  public Optional<String> failure() {
     if (takeOverFailure.get() != null) {
       return Optional.of(takeOverFailure.get());
     }
     for (CaptureEngine e : engines) {
       Throwable t = e.failure();
-      if (t == null) {
-        continue;
+      if (t != null) {
+        return Optional.of("Capture of database " + e.database() + " stopped: " + t.getMessage());
       }
-      if (streamsElsewhere(e.database())) {
-        // Another instance took the slot while this one reconnected: no failure, a stand-by.
-        engines.remove(e);
-        closeEngine(e);
-        standBy(e.database(), "another instance took its slot over while this one reconnected");
-        continue;
-      }
-      return Optional.of("Capture of database " + e.database() + " stopped: " + t.getMessage());
     }
     return Optional.empty();
-  }
-
-  /** Whether the database's slot streams to a process, which is not this one's stopped engine. */
-  private boolean streamsElsewhere(String db) {
-    try {
-      return SourcePreparation.slotActive(databases.dataSource(db), settings.slotName(db));
-    } catch (SQLException e) {
-      return false;
-    }
   }
 
   private static Producer<byte[], byte[]> newProducer(CaptureSettings settings) {
@@ -372,6 +399,7 @@ public final class Capture implements AutoCloseable {
 
   @Override
   public void close() {
+    closing = true;
     // A take-over under way is interrupted; the engine it was starting is closed with the others.
     takeOvers.shutdownNow();
     awaitEnd(takeOvers, "take-over");

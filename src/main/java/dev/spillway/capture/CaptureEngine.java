@@ -94,6 +94,9 @@ final class CaptureEngine implements AutoCloseable {
   /** Checks in a row that did not find the slot; only {@link #checkSlot} touches it. */
   private int goneReadings;
 
+  /** Set once {@link #start} has returned with the slot streaming. */
+  private volatile boolean started;
+
   /** Set once the engine has ended, on its own or closed. */
   private volatile boolean completed;
 
@@ -270,6 +273,7 @@ final class CaptureEngine implements AutoCloseable {
       }
       Thread.sleep(20);
     }
+    started = true;
     log.info(
         "Capturing {} from database {} (slot {})",
         plan.routes(endpoint.name()).stream()
@@ -287,8 +291,8 @@ final class CaptureEngine implements AutoCloseable {
    * next time.
    */
   void checkSlot() {
-    if (stopping || failure.get() != null) {
-      return;
+    if (!started || stopping || failure.get() != null) {
+      return; // a start under way makes the slot, or waits for it: it is not checked meanwhile
     }
     SourcePreparation.SlotLoss loss;
     try {

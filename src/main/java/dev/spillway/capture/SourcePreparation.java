@@ -366,8 +366,17 @@ final class SourcePreparation {
    * published once. Debezium reads the signal from the stream, so the engine need not run yet, but
    * the slot must exist.
    */
-  static void requestSnapshot(DataSource ds, List<TableName> tables) throws SQLException {
+  static void requestSnapshot(DataSource ds, String database, List<TableName> tables)
+      throws SQLException {
     try (Connection c = ds.getConnection()) {
+      if ("t".equals(single(c, CaptureStatements.IN_RECOVERY))) {
+        throw new CaptureSetupException(
+            "Database "
+                + database
+                + " answered from a standby (in recovery), where capture cannot be asked anything;"
+                + " point its url at the primary (with several hosts, add"
+                + " targetServerType=primary).");
+      }
       c.setAutoCommit(true);
       requestSnapshot(c, tables);
     }

@@ -13,9 +13,11 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.Infra;
+import dev.spillway.testing.TcpProxy;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -490,6 +492,53 @@ abstract class CaptureContract {
           .hasSize(1);
     } finally {
       first.close();
+    }
+  }
+
+  @Test
+  void should_stand_by_on_while_its_database_cannot_be_reached_and_take_over_after()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    DatabaseEndpoint direct = databases.endpoint(DB);
+    try (TcpProxy relay = new TcpProxy(direct.host(), direct.port());
+        Databases relayed =
+            new Databases(
+                List.of(
+                    new DatabaseEndpoint(
+                        DB,
+                        direct.url().replace(":" + direct.port() + "/", ":" + relay.port() + "/"),
+                        direct.username(),
+                        direct.password(),
+                        2)),
+                new SimpleMeterRegistry())) {
+      Capture first = start(inserts("events"));
+      try (Capture second =
+          Capture.start(
+              new CapturePlan(List.of(inserts("events"))),
+              relayed,
+              settings,
+              new CaptureStats(new SimpleMeterRegistry()),
+              Clock.systemUTC(),
+              Duration.ofMillis(200))) {
+        assertThat(second.standingBy()).containsOnlyKeys(DB);
+
+        // Its database out of reach for longer than a connection's 30 s wait in the pool.
+        relay.cut();
+        await()
+            .during(Duration.ofSeconds(40))
+            .atMost(Duration.ofSeconds(45))
+            .until(() -> second.failure().isEmpty() && second.standingBy().containsKey(DB));
+        relay.open();
+
+        first.close();
+        await().atMost(TIMEOUT).until(() -> second.standingBy().isEmpty());
+        insertRange(1, 1);
+        TopicReader.readAtLeast(
+            infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+        assertThat(second.failure()).isEmpty();
+      } finally {
+        first.close();
+      }
     }
   }
 
