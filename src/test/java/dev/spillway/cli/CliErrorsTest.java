@@ -55,6 +55,8 @@ class CliErrorsTest {
         "lfk status",
         "lfk generate",
         "lfk sweep",
+        "buffers",
+        "buffers reread",
         "replay",
         "replay buffers",
         "replay lfk",
@@ -82,7 +84,8 @@ class CliErrorsTest {
   @Test
   void should_exit_2_naming_the_commands_when_a_group_is_run_without_one() {
     assertMissingCommand(
-        Cli.run(), "spillway", "quickstart, run, status, lag, lfk, replay, bench, help");
+        Cli.run(), "spillway", "quickstart, run, status, lag, lfk, buffers, replay, bench, help");
+    assertMissingCommand(Cli.run("buffers"), "spillway buffers", "reread");
     assertMissingCommand(Cli.run("replay"), "spillway replay", "buffers, lfk");
     assertMissingCommand(Cli.run("bench"), "spillway bench", "capture, sink, lfk, buffers");
     assertMissingCommand(Cli.run("lfk"), "spillway lfk", "status, generate, sweep");
