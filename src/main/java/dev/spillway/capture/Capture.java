@@ -232,8 +232,8 @@ public final class Capture implements AutoCloseable {
    * Takes over each standing-by database whose slot no process has streamed from for {@link
    * #TAKE_OVER_AFTER} (and a few seconds of this instance's own, so instances standing by for one
    * database do not all start at once). A database out of reach is asked again at the next turn;
-   * another instance taking the slot first leaves this one standing by; a take-over failing {@link
-   * #TAKE_OVER_TRIES} times in a row for any other reason stops capture, as at start-up.
+   * another instance taking the slot first leaves this one standing by; a take-over that starts and
+   * fails {@link #TAKE_OVER_TRIES} times in a row stops capture, as a failing start-up does.
    */
   private void takeOver() {
     for (String db : standingBy.keySet()) {
