@@ -502,15 +502,7 @@ abstract class CaptureContract {
     DatabaseEndpoint direct = databases.endpoint(DB);
     try (TcpProxy relay = new TcpProxy(direct.host(), direct.port());
         Databases relayed =
-            new Databases(
-                List.of(
-                    new DatabaseEndpoint(
-                        DB,
-                        direct.url().replace(":" + direct.port() + "/", ":" + relay.port() + "/"),
-                        direct.username(),
-                        direct.password(),
-                        2)),
-                new SimpleMeterRegistry())) {
+            new Databases(List.of(relay.relaying(direct, 2)), new SimpleMeterRegistry())) {
       Capture first = start(inserts("events"));
       try (Capture second =
           Capture.start(

@@ -249,16 +249,7 @@ abstract class SinkContract {
           }
         };
     try (TcpProxy proxy = new TcpProxy(direct.host(), direct.port());
-        Databases through =
-            new Databases(
-                List.of(
-                    new DatabaseEndpoint(
-                        DB,
-                        direct.url().replace(":" + direct.port() + "/", ":" + proxy.port() + "/"),
-                        direct.username(),
-                        direct.password(),
-                        4)),
-                registry);
+        Databases through = new Databases(List.of(proxy.relaying(direct, 4)), registry);
         HealthMonitor monitor =
             new HealthMonitor(
                 new HealthMonitor.Settings(

@@ -1,5 +1,6 @@
 package dev.spillway.testing;
 
+import dev.spillway.jdbc.DatabaseEndpoint;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -30,6 +31,16 @@ public final class TcpProxy implements AutoCloseable {
   /** The port clients connect to. */
   public int port() {
     return port;
+  }
+
+  /** The database as reached through this relay, with a pool of {@code poolSize}. */
+  public DatabaseEndpoint relaying(DatabaseEndpoint direct, int poolSize) {
+    return new DatabaseEndpoint(
+        direct.name(),
+        direct.url().replace(":" + direct.port() + "/", ":" + port + "/"),
+        direct.username(),
+        direct.password(),
+        poolSize);
   }
 
   /** Ends every relayed connection and refuses new ones until {@link #open()}. */
