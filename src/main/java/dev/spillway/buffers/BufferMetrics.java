@@ -22,6 +22,7 @@ final class BufferMetrics {
   private final Counter handled;
   private final Counter deadLetteredBatches;
   private final Counter deadLetteredEvents;
+  private final Counter malformed;
   private final Timer insertToHandled;
 
   /** How long a timed event counts in the percentiles, at most. */
@@ -53,6 +54,10 @@ final class BufferMetrics {
         counter("spillway_buffer_dead_lettered_batches", "Batches whose rest went to the DLQ");
     this.deadLetteredEvents =
         counter("spillway_buffer_dead_lettered_events", "Buffered rows sent to the DLQ");
+    this.malformed =
+        counter(
+            "spillway_buffer_malformed_events",
+            "Captured events the batching stage could not read, sent to the DLQ");
     this.insertToHandled =
         Timer.builder("spillway_buffer_insert_to_handled")
             .description("From the inserting commit to the row's deletion after its handler")
@@ -73,6 +78,11 @@ final class BufferMetrics {
         .description("Rows in the buffer table")
         .tag("buffer", buffer)
         .register(registry);
+  }
+
+  /** One captured event the batching stage sent to the dead letters. */
+  void malformed() {
+    malformed.increment();
   }
 
   private Counter counter(String name, String description) {

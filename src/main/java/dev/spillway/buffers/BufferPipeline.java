@@ -100,6 +100,7 @@ public final class BufferPipeline {
     }
     Topics topics = runtime.topics();
     Map<String, RunningBuffer> byTopic = new LinkedHashMap<>();
+    Map<String, BufferMetrics> metricsOf = new LinkedHashMap<>();
     List<BatchesTopic> batches = new ArrayList<>();
     List<String> needed = new ArrayList<>();
     int inFlight = 0;
@@ -109,6 +110,7 @@ public final class BufferPipeline {
       BulkHandler handler = handler(b, table, ds, clock);
       BufferMetrics metrics =
           new BufferMetrics(runtime.registry(), b.name(), () -> countRows(ds, b));
+      metricsOf.put(b.name(), metrics);
       String topic = topics.bufferBatches(b.name());
       byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
       batches.add(new BatchesTopic(topic, b.maxInFlight()));
@@ -119,7 +121,10 @@ public final class BufferPipeline {
     runtime.ensureTopics(needed);
     for (BufferSettings b : buffers) {
       runtime.startStreams(
-          Pipeline.BUFFERS, b.name(), BufferTopology.build(b, topics), Batcher.tick(b.maxWait()));
+          Pipeline.BUFFERS,
+          b.name(),
+          BufferTopology.build(b, topics, metricsOf.get(b.name())::malformed),
+          Batcher.tick(b.maxWait()));
     }
     BufferBatchHandler handler =
         new BufferBatchHandler(byTopic, runtime.databases()::dataSource, clock);

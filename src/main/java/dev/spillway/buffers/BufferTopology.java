@@ -32,6 +32,13 @@ public final class BufferTopology {
   private BufferTopology() {}
 
   public static Topology build(BufferSettings buffer, Topics topics) {
+    return build(buffer, topics, () -> {});
+  }
+
+  /**
+   * @param malformed told of each event the first node sends to the dead-letter topic
+   */
+  public static Topology build(BufferSettings buffer, Topics topics, Runnable malformed) {
     Topology t = new Topology();
     t.addSource(
         SOURCE,
@@ -39,7 +46,9 @@ public final class BufferTopology {
         new ByteArrayDeserializer(),
         topics.bufferEvents(buffer.name()));
     t.addProcessor(
-        CHECK, () -> new CheckOrDeadLetter(BufferTopology::check, BATCHER, MALFORMED), SOURCE);
+        CHECK,
+        () -> new CheckOrDeadLetter(BufferTopology::check, BATCHER, MALFORMED, malformed),
+        SOURCE);
     t.addProcessor(
         BATCHER,
         () ->

@@ -23,10 +23,20 @@ public final class LfkMetrics {
   public record ParentCounts(long processed, long incremented, long rescheduled) {}
 
   private final MeterRegistry registry;
+  private final Counter malformed;
   private final Map<String, LongAdder[]> perParent = new ConcurrentHashMap<>();
 
   public LfkMetrics(MeterRegistry registry) {
     this.registry = registry;
+    this.malformed =
+        Counter.builder("spillway_lfk_malformed_records")
+            .description("Captured deletes the batching stage could not read, sent to the DLQ")
+            .register(registry);
+  }
+
+  /** One captured delete the batching stage sent to the dead letters. */
+  void malformed() {
+    malformed.increment();
   }
 
   /** Deleted parent rows whose children are all cleaned up. */

@@ -47,7 +47,7 @@ public final class LfkPipeline {
     runtime.startStreams(
         Pipeline.LFK,
         STREAMS_NAME,
-        LfkTopology.build(topics, settings),
+        LfkTopology.build(topics, settings, metrics::malformed),
         Batcher.tick(settings.maxWait()));
     runtime.startSink(
         Pipeline.LFK,

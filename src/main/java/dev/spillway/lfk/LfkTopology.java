@@ -38,6 +38,13 @@ public final class LfkTopology {
   private LfkTopology() {}
 
   public static Topology build(Topics topics, LfkSettings settings) {
+    return build(topics, settings, () -> {});
+  }
+
+  /**
+   * @param malformed told of each record the first node sends to the dead-letter topic
+   */
+  public static Topology build(Topics topics, LfkSettings settings, Runnable malformed) {
     Topology t = new Topology();
     t.addSource(
         SOURCE,
@@ -45,7 +52,9 @@ public final class LfkTopology {
         Serdes.ByteArray().deserializer(),
         topics.deletedRecords());
     t.addProcessor(
-        CHECK, () -> new CheckOrDeadLetter(LfkTopology::check, BATCH, MALFORMED), SOURCE);
+        CHECK,
+        () -> new CheckOrDeadLetter(LfkTopology::check, BATCH, MALFORMED, malformed),
+        SOURCE);
     t.addProcessor(
         BATCH,
         () ->

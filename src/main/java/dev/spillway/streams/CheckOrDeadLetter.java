@@ -36,6 +36,7 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
   private final Function<Record<String, byte[]>, Verdict> check;
   private final String next;
   private final String deadLetters;
+  private final Runnable rejected;
   private ProcessorContext<String, byte[]> context;
 
   /**
@@ -44,9 +45,21 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
    */
   public CheckOrDeadLetter(
       Function<Record<String, byte[]>, Verdict> check, String next, String deadLetters) {
+    this(check, next, deadLetters, () -> {});
+  }
+
+  /**
+   * @param rejected told of each record sent to the dead letters (a counter, say)
+   */
+  public CheckOrDeadLetter(
+      Function<Record<String, byte[]>, Verdict> check,
+      String next,
+      String deadLetters,
+      Runnable rejected) {
     this.check = check;
     this.next = next;
     this.deadLetters = deadLetters;
+    this.rejected = rejected;
   }
 
   @Override
@@ -77,5 +90,6 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
     long now = context.currentSystemTimeMs();
     SinkHeaders.addFailure(h, v.errorClass(), v.problem(), source, now);
     context.forward(record.withHeaders(h).withTimestamp(now), deadLetters);
+    rejected.run();
   }
 }

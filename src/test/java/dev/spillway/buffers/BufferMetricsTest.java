@@ -73,4 +73,17 @@ class BufferMetricsTest {
     return new BufferEvent(
         "db", new TableName("public", "b"), Map.of("id", id), commitMicros, lsn, now, 0);
   }
+
+  @Test
+  void should_count_events_the_batching_stage_could_not_read() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    BufferMetrics metrics = new BufferMetrics(registry, "b", () -> 0);
+
+    metrics.malformed();
+    metrics.malformed();
+
+    assertThat(
+            registry.get("spillway_buffer_malformed_events").tag("buffer", "b").counter().count())
+        .isEqualTo(2.0);
+  }
 }

@@ -16,6 +16,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -39,6 +40,7 @@ class BufferTopologyTest {
   private TestInputTopic<String, byte[]> events;
   private TestOutputTopic<String, byte[]> batches;
   private TestOutputTopic<String, byte[]> dlq;
+  private final AtomicInteger malformed = new AtomicInteger();
 
   @BeforeEach
   void setUp() {
@@ -50,7 +52,9 @@ class BufferTopologyTest {
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     driver =
         new TopologyTestDriver(
-            BufferTopology.build(s, TOPICS), p, Instant.parse("2026-01-01T00:00:00Z"));
+            BufferTopology.build(s, TOPICS, malformed::incrementAndGet),
+            p,
+            Instant.parse("2026-01-01T00:00:00Z"));
     events =
         driver.createInputTopic(
             TOPICS.bufferEvents("contact_activity_events"),
@@ -124,6 +128,7 @@ class BufferTopologyTest {
     insert(1, 2, 3);
     List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
     assertThat(dead).hasSize(1);
+    assertThat(malformed).as("counted for the metric").hasValue(1);
     assertThat(new String(dead.get(0).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
         .startsWith("Not a Spillway event");
     assertThat(batches.readRecordsToList()).hasSize(1);

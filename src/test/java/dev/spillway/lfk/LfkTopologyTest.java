@@ -17,6 +17,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -42,6 +43,7 @@ class LfkTopologyTest {
   private TestInputTopic<String, byte[]> in;
   private TestOutputTopic<String, byte[]> out;
   private TestOutputTopic<String, byte[]> dlq;
+  private final AtomicInteger malformed = new AtomicInteger();
 
   @BeforeEach
   void setUp() {
@@ -50,7 +52,9 @@ class LfkTopologyTest {
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     driver =
         new TopologyTestDriver(
-            LfkTopology.build(TOPICS, settings), p, Instant.parse("2026-01-01T00:00:00Z"));
+            LfkTopology.build(TOPICS, settings, malformed::incrementAndGet),
+            p,
+            Instant.parse("2026-01-01T00:00:00Z"));
     in =
         driver.createInputTopic(
             TOPICS.deletedRecords(), new StringSerializer(), new ByteArraySerializer());
@@ -118,6 +122,7 @@ class LfkTopologyTest {
     in.pipeInput("public.projects", EventSerdes.encode(composite));
     List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
     assertThat(dead).hasSize(2);
+    assertThat(malformed).as("counted for the metric").hasValue(2);
     assertThat(
             new String(
                 dead.get(1).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value(),
