@@ -3,20 +3,16 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
-import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Map;
-import java.util.UUID;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -33,69 +29,49 @@ class BuffersRereadIT {
   @Test
   void should_hand_over_rows_whose_captured_inserts_kafka_no_longer_holds(@TempDir Path dir)
       throws Exception {
-    EmbeddedInfra infra = EmbeddedInfra.get();
-    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
-    String prefix = "r" + id;
-    String schema = "s" + id;
-    try (BulkReceiver receiver = new BulkReceiver()) {
-      Path file = dir.resolve("spillway.yml");
-      Files.writeString(
-          file, RunCommandIT.config(infra, prefix, schema, receiver.url().toString()));
-      SpillwayConfig config = ConfigLoader.load(file, name -> null);
-      try (var databases = infra.databases("pipeline")) {
+    try (BulkReceiver receiver = new BulkReceiver();
+        BufferInstallation installation = new BufferInstallation(dir, receiver.url().toString())) {
+      SpillwayConfig config = installation.config(null);
+      String file = installation.file.toString();
+      String waiting = "SELECT count(*) FROM " + installation.table();
+
+      // The buffer left out: its two inserts are captured, then Kafka lets them go.
+      try (SpillwayRuntime runtime =
+          BufferInstallation.started(config, EnumSet.of(RunCommand.Only.lfk))) {
         TestSql.exec(
-            databases.dataSource("pipeline"),
-            "CREATE SCHEMA " + schema,
-            "CREATE TABLE "
-                + schema
-                + ".contact_activity_events (id bigint PRIMARY KEY, activity text NOT NULL)");
+            runtime.databases().dataSource("main"),
+            "INSERT INTO " + installation.table() + " VALUES (1, 'call')",
+            "INSERT INTO " + installation.table() + " VALUES (2, 'mail')");
+        String events = runtime.topics().bufferEvents("activity");
+        String bootstrap = installation.infra.bootstrapServers();
+        TopicReader.readAtLeast(bootstrap, events, 2, TIMEOUT);
+        forget(bootstrap, events);
       }
-      try {
-        // The buffer left out: its two inserts are captured, then Kafka lets them go.
-        try (SpillwayRuntime runtime =
-            RunCommandIT.started(config, EnumSet.of(RunCommand.Only.lfk))) {
-          DataSource ds = runtime.databases().dataSource("main");
-          TestSql.exec(
-              ds,
-              "INSERT INTO " + schema + ".contact_activity_events VALUES (1, 'call')",
-              "INSERT INTO " + schema + ".contact_activity_events VALUES (2, 'mail')");
-          String events = runtime.topics().bufferEvents("activity");
-          TopicReader.readAtLeast(infra.bootstrapServers(), events, 2, TIMEOUT);
-          forget(infra.bootstrapServers(), events);
-        }
 
-        try (SpillwayRuntime runtime =
-            RunCommandIT.started(config, EnumSet.allOf(RunCommand.Only.class))) {
-          DataSource ds = runtime.databases().dataSource("main");
-          String waiting = "SELECT count(*) FROM " + schema + ".contact_activity_events";
-          await()
-              .during(Duration.ofSeconds(3))
-              .atMost(Duration.ofSeconds(10))
-              .until(() -> TestSql.count(ds, waiting) == 2 && receiver.calls().isEmpty());
+      try (SpillwayRuntime runtime =
+          BufferInstallation.started(config, EnumSet.allOf(RunCommand.Only.class))) {
+        DataSource ds = runtime.databases().dataSource("main");
+        await()
+            .during(Duration.ofSeconds(3))
+            .atMost(Duration.ofSeconds(10))
+            .until(() -> TestSql.count(ds, waiting) == 2 && receiver.calls().isEmpty());
 
-          Cli.Result reread = Cli.run("buffers", "reread", "activity", "-c", file.toString());
+        Cli.Result reread = Cli.run("buffers", "reread", "activity", "-c", file);
 
-          assertThat(reread.exitCode()).as(reread.err()).isZero();
-          assertThat(reread.out())
-              .isEqualTo(
-                  "Buffer activity: capture of database main reads the 2 rows now in "
-                      + schema
-                      + ".contact_activity_events again; each is handled as it comes, once.\n");
-          await().atMost(TIMEOUT).until(() -> TestSql.count(ds, waiting) == 0);
-          assertThat(receiver.rows()).isEqualTo(2);
-        }
-
-        Cli.Result unknown = Cli.run("buffers", "reread", "nope", "-c", file.toString());
-        assertThat(unknown.exitCode()).isEqualTo(2);
-        assertThat(unknown.err())
-            .startsWith("nope is not a buffer of the configuration (buffers: activity)");
-      } finally {
-        try (var databases = infra.databases("pipeline")) {
-          TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
-          TestSql.exec(
-              databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
-        }
+        assertThat(reread.exitCode()).as(reread.err()).isZero();
+        assertThat(reread.out())
+            .isEqualTo(
+                "Buffer activity: capture of database main reads the 2 rows now in "
+                    + installation.table()
+                    + " again; each is handled as it comes, once.\n");
+        await().atMost(TIMEOUT).until(() -> TestSql.count(ds, waiting) == 0);
+        assertThat(receiver.rows()).isEqualTo(2);
       }
+
+      Cli.Result unknown = Cli.run("buffers", "reread", "nope", "-c", file);
+      assertThat(unknown.exitCode()).isEqualTo(2);
+      assertThat(unknown.err())
+          .startsWith("nope is not a buffer of the configuration (buffers: activity)");
     }
   }
 

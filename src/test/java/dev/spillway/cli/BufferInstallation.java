@@ -1,0 +1,105 @@
+package dev.spillway.cli;
+
+import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.lfk.LfkConfig;
+import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.Set;
+import java.util.UUID;
+import javax.sql.DataSource;
+
+/**
+ * An installation of its own on the shared embedded PostgreSQL and Kafka: a topic prefix, a schema
+ * holding buffer table {@code contact_activity_events}, and a configuration file with buffer {@code
+ * activity} on it; closing drops its slot, publication and schema.
+ */
+final class BufferInstallation implements AutoCloseable {
+  final EmbeddedInfra infra = EmbeddedInfra.get();
+  final String prefix;
+  final String schema;
+  final Path file;
+
+  /**
+   * @param url where the buffer's HTTP handler posts
+   */
+  BufferInstallation(Path dir, String url) throws IOException {
+    String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    prefix = "r" + id;
+    schema = "s" + id;
+    file = dir.resolve("spillway.yml");
+    DatabaseEndpoint db = infra.database("pipeline");
+    Files.writeString(
+        file,
+        String.format(
+            """
+            http: { port: 0 }
+            kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 1 }
+            databases:
+              main: { url: "%s", username: %s }
+            buffers:
+              activity:
+                table: %s.contact_activity_events
+                max-wait: 200ms
+                handler:
+                  http: { url: "%s" }
+            """,
+            infra.bootstrapServers(), prefix, db.url(), db.username(), schema, url));
+    try (var databases = infra.databases("pipeline")) {
+      TestSql.exec(
+          databases.dataSource("pipeline"),
+          "CREATE SCHEMA " + schema,
+          "CREATE TABLE "
+              + schema
+              + ".contact_activity_events (id bigint PRIMARY KEY, activity text NOT NULL)");
+    }
+  }
+
+  /** The configuration, its working directory beside the file unless {@code workingDir} is set. */
+  SpillwayConfig config(Path workingDir) throws IOException {
+    return workingDir == null
+        ? ConfigLoader.load(file, name -> null)
+        : ConfigLoader.parse(Files.readString(file), file.toString(), workingDir, name -> null);
+  }
+
+  String table() {
+    return schema + ".contact_activity_events";
+  }
+
+  /** What {@code run --only} starts: the runtime, the pipelines named, capture of them all. */
+  static SpillwayRuntime started(SpillwayConfig config, Set<RunCommand.Only> only)
+      throws Exception {
+    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    try {
+      runtime.startCapture(
+          RunCommand.start(
+              runtime,
+              only,
+              LfkConfig.from(config),
+              BufferPipeline.fromConfig(config),
+              new PrintWriter(new StringWriter())));
+      return runtime;
+    } catch (Exception e) {
+      runtime.close();
+      throw e;
+    }
+  }
+
+  @Override
+  public void close() {
+    try (var databases = infra.databases("pipeline")) {
+      DataSource ds = databases.dataSource("pipeline");
+      TestSql.dropCapture(ds, prefix + "_main");
+      TestSql.exec(ds, "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+    }
+  }
+}
