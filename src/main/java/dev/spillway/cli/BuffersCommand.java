@@ -82,23 +82,28 @@ final class BuffersCommand implements Runnable {
     }
 
     private List<BufferSettings> chosen(List<BufferSettings> all) {
-      List<String> known = all.stream().map(BufferSettings::name).toList();
       List<BufferSettings> out = new ArrayList<>();
       for (String name : names) {
-        BufferSettings b = all.stream().filter(s -> s.name().equals(name)).findFirst().orElse(null);
-        if (b == null) {
-          throw new ParameterException(
-              spec.commandLine(),
-              name
-                  + " is not a buffer of the configuration"
-                  + (known.isEmpty()
-                      ? ", which has none"
-                      : " (buffers: " + String.join(", ", known))
-                  + (known.isEmpty() ? "" : ")"));
-        }
-        out.add(b);
+        out.add(
+            all.stream()
+                .filter(s -> s.name().equals(name))
+                .findFirst()
+                .orElseThrow(() -> notABuffer(spec, name, all)));
       }
       return out;
     }
+  }
+
+  /** The usage error for {@code given}, which names no buffer of the configuration. */
+  static ParameterException notABuffer(
+      CommandSpec spec, String given, List<BufferSettings> configured) {
+    List<String> known = configured.stream().map(BufferSettings::name).toList();
+    return new ParameterException(
+        spec.commandLine(),
+        given
+            + " is not a buffer of the configuration"
+            + (known.isEmpty()
+                ? ", which has none"
+                : " (buffers: " + String.join(", ", known) + ")"));
   }
 }

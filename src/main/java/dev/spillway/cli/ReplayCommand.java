@@ -1,7 +1,6 @@
 package dev.spillway.cli;
 
 import dev.spillway.buffers.BufferPipeline;
-import dev.spillway.buffers.BufferSettings;
 import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Pipeline;
@@ -26,7 +25,6 @@ import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
@@ -90,15 +88,8 @@ final class ReplayCommand implements Runnable {
     public Integer call() throws Exception {
       SpillwayConfig config = Launch.config(replay.root);
       BufferPipeline pipeline = BufferPipeline.fromConfig(config);
-      List<String> names = pipeline.buffers().stream().map(BufferSettings::name).toList();
-      if (buffer != null && !names.contains(buffer)) {
-        throw new ParameterException(
-            spec.commandLine(),
-            "--buffer "
-                + buffer
-                + " is not a buffer of the configuration"
-                + (names.isEmpty() ? ", which has none" : " (buffers: " + String.join(", ", names))
-                + (names.isEmpty() ? "" : ")"));
+      if (buffer != null && pipeline.buffers().stream().noneMatch(b -> b.name().equals(buffer))) {
+        throw BuffersCommand.notABuffer(spec, "--buffer " + buffer, pipeline.buffers());
       }
       Topics topics = new Topics(config.kafka().topicPrefix());
       return ReplayCommand.replay(
