@@ -31,10 +31,6 @@ public final class BufferTopology {
 
   private BufferTopology() {}
 
-  public static Topology build(BufferSettings buffer, Topics topics) {
-    return build(buffer, topics, () -> {});
-  }
-
   /**
    * @param malformed told of each event the first node sends to the dead-letter topic
    */

@@ -11,6 +11,7 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -23,7 +24,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -47,13 +47,15 @@ public final class Capture implements AutoCloseable {
   /** The databases whose slot streams to another process, and since when this one stands by. */
   private final Map<String, Instant> standingBy = new ConcurrentHashMap<>();
 
-  /** Since when each standing-by database's slot has been seen streaming to no process. */
-  private final Map<String, Instant> idleSince = new ConcurrentHashMap<>();
+  // The take-over thread's own: since when each standing-by database's slot has streamed to no
+  // process, and how many take-overs of it failed in a row.
+  private final Map<String, Instant> idleSince = new HashMap<>();
+  private final Map<String, Integer> failedTakeOvers = new HashMap<>();
+
+  /** Why a take-over stopped capture; written once, by the take-over thread. */
+  private volatile String takeOverFailure;
 
   private volatile boolean closing;
-
-  /** Take-overs in a row that failed, by database. */
-  private final Map<String, Integer> failedTakeOvers = new ConcurrentHashMap<>();
 
   /** This instance's own few seconds on top of {@link #TAKE_OVER_AFTER}. */
   private final Duration stagger = Duration.ofMillis(ThreadLocalRandom.current().nextLong(5_000));
@@ -64,21 +66,8 @@ public final class Capture implements AutoCloseable {
   private final Databases databases;
   private final CaptureSettings settings;
   private final Clock clock;
-  private final AtomicReference<String> takeOverFailure = new AtomicReference<>();
-  private final ScheduledExecutorService takeOvers =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "spillway-capture-standby");
-            t.setDaemon(true);
-            return t;
-          });
-  private final ScheduledExecutorService slotChecks =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "spillway-capture-slots");
-            t.setDaemon(true);
-            return t;
-          });
+  private final ScheduledExecutorService takeOvers = daemon("spillway-capture-standby");
+  private final ScheduledExecutorService slotChecks = daemon("spillway-capture-slots");
 
   /**
    * How long a slot must have streamed to no process before a standing-by instance takes it over:
@@ -203,7 +192,7 @@ public final class Capture implements AutoCloseable {
             producer,
             stats,
             clock);
-    engines.add(engine); // closed with the others should starting fail
+    engines.add(engine); // closed with the others should closing interrupt its start
     try {
       engine.start(DEFAULT_START_TIMEOUT);
     } catch (SlotBusyException busy) {
@@ -213,6 +202,10 @@ public final class Capture implements AutoCloseable {
         standBy(db, busy.getMessage());
       }
       return false;
+    } catch (SQLException | RuntimeException e) {
+      engines.remove(engine);
+      closeEngine(engine);
+      throw e;
     }
     stats.standingBy(db, false);
     return true;
@@ -237,7 +230,7 @@ public final class Capture implements AutoCloseable {
    */
   private void takeOver() {
     for (String db : standingBy.keySet()) {
-      if (takeOverFailure.get() != null) {
+      if (takeOverFailure != null) {
         return;
       }
       DataSource ds = databases.dataSource(db);
@@ -265,7 +258,6 @@ public final class Capture implements AutoCloseable {
         Thread.currentThread().interrupt(); // closing: the engine being started is closed too
         return;
       } catch (SQLException | RuntimeException e) {
-        closeEngines(db);
         if (closing) {
           return; // the interrupt of closing, surfacing as a failure to connect
         }
@@ -281,19 +273,8 @@ public final class Capture implements AutoCloseable {
               e.getMessage());
           continue;
         }
-        takeOverFailure.compareAndSet(
-            null, "Capture of database " + db + " could not take over: " + e.getMessage());
+        takeOverFailure = "Capture of database " + db + " could not take over: " + e.getMessage();
         log.error("Capture of database {} could not take over: {}", db, e.getMessage());
-      }
-    }
-  }
-
-  /** Closes and forgets the database's engine, one a failed take-over was starting. */
-  private void closeEngines(String db) {
-    for (CaptureEngine e : engines) {
-      if (e.database().equals(db)) {
-        engines.remove(e);
-        closeEngine(e);
       }
     }
   }
@@ -353,8 +334,9 @@ public final class Capture implements AutoCloseable {
 
   /** The first error that stopped a capture engine, if any did. */
   public Optional<String> failure() {
-    if (takeOverFailure.get() != null) {
-      return Optional.of(takeOverFailure.get());
+    String takingOver = takeOverFailure;
+    if (takingOver != null) {
+      return Optional.of(takingOver);
     }
     for (CaptureEngine e : engines) {
       Throwable t = e.failure();
@@ -377,6 +359,15 @@ public final class Capture implements AutoCloseable {
         settings.kafkaProperties(),
         settings.bootstrapServers(),
         "spillway-capture");
+  }
+
+  private static ScheduledExecutorService daemon(String name) {
+    return Executors.newSingleThreadScheduledExecutor(
+        r -> {
+          Thread t = new Thread(r, name);
+          t.setDaemon(true);
+          return t;
+        });
   }
 
   private static void closeEngine(CaptureEngine e) {

@@ -8,9 +8,9 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -156,14 +156,14 @@ public final class CaptureStats {
         });
   }
 
-  /** The databases whose batch in hand has waited for Kafka for {@code atLeast}, by name. */
-  public List<Wait> waits(Clock clock, Duration atLeast) {
-    Instant before = clock.instant().minus(atLeast);
-    return handOvers.values().stream()
-        .map(HandOver::current)
-        .filter(w -> w != null && !w.since().isAfter(before))
-        .sorted(Comparator.comparing(Wait::database))
-        .toList();
+  /** The database's batch in hand, when it has waited for Kafka for {@code atLeast} or more. */
+  public Optional<Wait> wait(String database, Duration atLeast) {
+    HandOver h = handOvers.get(database);
+    Wait w = h == null ? null : h.current();
+    if (w == null || w.since().isAfter(h.clock.instant().minus(atLeast))) {
+      return Optional.empty();
+    }
+    return Optional.of(w);
   }
 
   /**

@@ -60,15 +60,9 @@ final class SourcePreparation {
                 + "; change capture needs wal_level=logical (set it in postgresql.conf and restart"
                 + " the server).");
       }
-      if ("t".equals(single(c, CaptureStatements.IN_RECOVERY))) {
-        // Its slots are not the primary's: the positions kept for the primary's slot would be
-        // cleared and a slot made where capture does not stream from.
-        throw new CaptureSetupException(
-            "Database "
-                + database
-                + " answered from a standby (in recovery); capture needs the primary: point its"
-                + " url at it (with several hosts, add targetServerType=primary).");
-      }
+      // Its slots are not the primary's: the positions kept for the primary's slot would be
+      // cleared and a slot made where capture does not stream from.
+      requirePrimary(c, database);
       if (!"t".equals(single(c, CaptureStatements.CAN_REPLICATE))) {
         throw new CaptureSetupException(
             "Role "
@@ -364,24 +358,18 @@ final class SourcePreparation {
    * Asks Debezium for an incremental snapshot of {@code tables}: their rows are read in chunks by
    * primary key and published as inserts, interleaved with the stream so a row changed meanwhile is
    * published once. Debezium reads the signal from the stream, so the engine need not run yet, but
-   * the slot must exist.
+   * the slot must exist. On its own connection, committed at once; a standby is refused.
    */
   static void requestSnapshot(DataSource ds, String database, List<TableName> tables)
       throws SQLException {
     try (Connection c = ds.getConnection()) {
-      if ("t".equals(single(c, CaptureStatements.IN_RECOVERY))) {
-        throw new CaptureSetupException(
-            "Database "
-                + database
-                + " answered from a standby (in recovery), where capture cannot be asked anything;"
-                + " point its url at the primary (with several hosts, add"
-                + " targetServerType=primary).");
-      }
+      requirePrimary(c, database);
       c.setAutoCommit(true);
       requestSnapshot(c, tables);
     }
   }
 
+  /** As {@link #requestSnapshot(DataSource, String, List)}, in the caller's transaction. */
   private static void requestSnapshot(Connection c, List<TableName> tables) throws SQLException {
     Map<String, Object> data = new LinkedHashMap<>();
     data.put("type", "incremental");
@@ -442,6 +430,16 @@ final class SourcePreparation {
       try (ResultSet rs = ps.executeQuery()) {
         return rs.next();
       }
+    }
+  }
+
+  private static void requirePrimary(Connection c, String database) throws SQLException {
+    if ("t".equals(single(c, CaptureStatements.IN_RECOVERY))) {
+      throw new CaptureSetupException(
+          "Database "
+              + database
+              + " answered from a standby (in recovery); capture needs the primary: point its"
+              + " url at it (with several hosts, add targetServerType=primary).");
     }
   }
 

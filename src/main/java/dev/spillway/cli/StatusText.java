@@ -36,8 +36,7 @@ final class StatusText {
             String.format(
                 "          capture stands by since %s (%s ago): its slot streams to another"
                     + " instance; this one takes it over once that one lets it go%n",
-                since,
-                LfkStatusCommand.age(Math.max(0, Duration.between(since, now).toSeconds()))));
+                since, ago(since, now)));
       }
       if (d.kafkaWait() != null) {
         Instant since = Instant.parse(d.kafkaWait().since());

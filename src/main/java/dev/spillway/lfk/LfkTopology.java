@@ -37,10 +37,6 @@ public final class LfkTopology {
 
   private LfkTopology() {}
 
-  public static Topology build(Topics topics, LfkSettings settings) {
-    return build(topics, settings, () -> {});
-  }
-
   /**
    * @param malformed told of each record the first node sends to the dead-letter topic
    */

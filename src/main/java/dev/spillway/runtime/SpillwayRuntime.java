@@ -399,9 +399,8 @@ public final class SpillwayRuntime implements AutoCloseable {
         error = ex.getMessage();
       }
       StatusReport.KafkaWait kafkaWait =
-          captureStats.waits(clock, KAFKA_WAIT_SHOWN).stream()
-              .filter(w -> w.database().equals(e.name()))
-              .findFirst()
+          captureStats
+              .wait(e.name(), KAFKA_WAIT_SHOWN)
               .map(w -> new StatusReport.KafkaWait(w.since().toString(), w.reason()))
               .orElse(null);
       dbs.add(

@@ -42,13 +42,6 @@ public final class CheckOrDeadLetter implements Processor<String, byte[], String
   /**
    * @param next the node accepted records go to
    * @param deadLetters the (sink) node rejected records go to
-   */
-  public CheckOrDeadLetter(
-      Function<Record<String, byte[]>, Verdict> check, String next, String deadLetters) {
-    this(check, next, deadLetters, () -> {});
-  }
-
-  /**
    * @param rejected told of each record sent to the dead letters (a counter, say)
    */
   public CheckOrDeadLetter(

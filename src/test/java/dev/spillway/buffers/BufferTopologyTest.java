@@ -175,6 +175,6 @@ class BufferTopologyTest {
   @Test
   void should_match_the_committed_description() {
     BufferSettings s = BufferSettings.of("contact_activity_events", TABLE, "main", HTTP);
-    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS), "buffers");
+    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS, () -> {}), "buffers");
   }
 }

@@ -114,7 +114,7 @@ class CaptureEngineTest {
 
     assertThatThrownBy(() -> handOver(producer, stats, true))
         .isInstanceOf(InterruptedException.class);
-    assertThat(stats.waits(Clock.systemUTC(), Duration.ZERO)).isEmpty();
+    assertThat(stats.wait("main", Duration.ZERO)).isEmpty();
   }
 
   @Test
@@ -147,20 +147,19 @@ class CaptureEngineTest {
         .atMost(Duration.ofSeconds(10))
         .untilAsserted(
             () -> assertThat(waitSeconds(registry)).as("the gauge counts on").isGreaterThan(0.05));
-    assertThat(stats.waits(Clock.systemUTC(), Duration.ZERO))
-        .singleElement()
-        .satisfies(
+    assertThat(stats.wait("main", Duration.ZERO))
+        .hasValueSatisfying(
             w -> {
               assertThat(w.database()).isEqualTo("main");
               assertThat(w.since()).isBetween(before, Instant.now());
               assertThat(w.reason())
                   .isEqualTo("Topic t.events not present in metadata after 3000 ms.");
             });
-    assertThat(stats.waits(Clock.systemUTC(), Duration.ofMinutes(1))).as("not that long").isEmpty();
+    assertThat(stats.wait("main", Duration.ofMinutes(1))).as("not that long").isEmpty();
     kafkaBack.set(true);
 
     assertThat(handedOver.get(10, TimeUnit.SECONDS)).isFalse();
-    assertThat(stats.waits(Clock.systemUTC(), Duration.ZERO)).isEmpty();
+    assertThat(stats.wait("main", Duration.ZERO)).isEmpty();
     assertThat(waitSeconds(registry)).isZero();
   }
 

@@ -88,7 +88,7 @@ class LfkTopologyTest {
 
   @Test
   void should_match_the_committed_topology_description() {
-    TopologyGolden.assertMatches(LfkTopology.build(TOPICS, settings), "lfk");
+    TopologyGolden.assertMatches(LfkTopology.build(TOPICS, settings, () -> {}), "lfk");
   }
 
   @Test
