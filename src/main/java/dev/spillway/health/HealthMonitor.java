@@ -141,15 +141,15 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       dbRaw = new Health.Stop("database " + db + " unreachable: " + why);
       out.add(new Reading(db, null, CONNECTION, dbRaw));
     }
+    if (closed) {
+      return; // closed while sampling: what it read is not published, nor said
+    }
     java.time.Instant now = clock.instant();
     Map<Key, Health> next = new LinkedHashMap<>();
     next.put(new Key(db, null), stable(new Key(db, null), dbRaw, now));
     for (TableName t : tables) {
       Health raw = Health.worst(dbRaw, tableRaw.getOrDefault(t, Health.NORMAL));
       next.put(new Key(db, t), stable(new Key(db, t), raw, now));
-    }
-    if (closed) {
-      return;
     }
     published.putAll(next);
     readings.put(db, List.copyOf(out));
@@ -221,7 +221,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     Hysteresis h = hysteresis.computeIfAbsent(key, k -> new Hysteresis(settings.hold()));
     Health before = h.current();
     Health after = h.update(raw, now);
-    if (!before.label().equals(after.label()) && !closed) {
+    if (!before.label().equals(after.label())) {
       log.info(
           "Health of {}{} is now {}{}",
           key.database(),

@@ -100,8 +100,9 @@ final class SinkWorker implements AutoCloseable {
    */
   private final Map<TopicPartition, OffsetAndMetadata> owed = new HashMap<>();
 
-  private boolean commitFailing;
+  /** When owed offsets are tried again ({@code System.nanoTime()}), or 0 while commits succeed. */
   private long commitRetryAt;
+
   private final AtomicInteger loops = new AtomicInteger();
   private volatile boolean running = true;
   private volatile boolean stopping;
@@ -266,15 +267,15 @@ final class SinkWorker implements AutoCloseable {
   private void commit(Map<TopicPartition, OffsetAndMetadata> commits, boolean now) {
     owed.putAll(commits);
     owed.keySet().retainAll(committed.keySet()); // only partitions it still holds
-    if (owed.isEmpty() || (commitFailing && !now && System.nanoTime() < commitRetryAt)) {
+    if (owed.isEmpty() || (commitRetryAt != 0 && !now && System.nanoTime() < commitRetryAt)) {
       return;
     }
     try {
       consumer.commitSync(owed, COMMIT_WAIT);
     } catch (RetriableException | RebalanceInProgressException | CommitFailedException e) {
+      boolean first = commitRetryAt == 0;
       commitRetryAt = System.nanoTime() + COMMIT_RETRY.toNanos();
-      if (!commitFailing) {
-        commitFailing = true;
+      if (first) {
         log.warn(
             "Sink worker {} could not commit the batches it finished on {} partitions to Kafka"
                 + " ({}); it commits them once Kafka answers, and goes on meanwhile",
@@ -286,8 +287,8 @@ final class SinkWorker implements AutoCloseable {
     }
     owed.forEach((tp, o) -> committed.replace(tp, o.offset()));
     owed.clear();
-    if (commitFailing) {
-      commitFailing = false;
+    if (commitRetryAt != 0) {
+      commitRetryAt = 0;
       log.info("Sink worker {} commits to Kafka again", name);
     }
   }
