@@ -52,7 +52,10 @@ class RunCommandIT {
             runtime.topics().bufferEvents("activity"),
             2,
             TIMEOUT);
-        assertThat(receiver.calls()).isEmpty();
+        await()
+            .during(Duration.ofSeconds(3))
+            .atMost(Duration.ofSeconds(5))
+            .until(() -> receiver.calls().isEmpty());
       }
 
       try (SpillwayRuntime runtime =

@@ -10,7 +10,6 @@ import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
-import io.micrometer.core.instrument.Counter;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -172,8 +171,12 @@ class KafkaOutageIT {
   }
 
   private static double deadLettered(SpillwayRuntime runtime) {
-    Counter c =
-        runtime.registry().find("spillway_sink_dead_lettered").tag("pipeline", "buffers").counter();
-    return c == null ? 0 : c.count();
+    // Registered with the sink: a name that drifted fails here rather than reading as none.
+    return runtime
+        .registry()
+        .get("spillway_sink_dead_lettered")
+        .tag("pipeline", "buffers")
+        .counter()
+        .count();
   }
 }

@@ -56,12 +56,6 @@ class SinkWorkerTest {
           super.commitSync(offsets, timeout);
         }
 
-        @Override
-        public synchronized void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
-          failWhileKafkaIsDown();
-          super.commitSync(offsets);
-        }
-
         private void failWhileKafkaIsDown() {
           if (kafkaDown.get()) {
             throw new TimeoutException("Timeout expired before successfully committing offsets");
