@@ -15,6 +15,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
@@ -37,15 +38,7 @@ class CaptureEngineTest {
   void should_send_changes_again_while_kafka_cannot_take_them_until_it_does() throws Exception {
     AtomicInteger attempts = new AtomicInteger();
     MockProducer<byte[], byte[]> producer =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
-          @Override
-          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
-            if (r.key()[0] == '1' && attempts.incrementAndGet() <= 3) {
-              throw new TimeoutException("Topic t.events not present in metadata after 3000 ms.");
-            }
-            return super.send(r);
-          }
-        };
+        refusing(r -> r.key()[0] == '1' && attempts.incrementAndGet() <= 3);
 
     boolean interrupted = handOver(producer, new CaptureStats(null), false);
 
@@ -120,16 +113,7 @@ class CaptureEngineTest {
   @Test
   void should_say_since_when_a_batch_waits_for_kafka_and_why_until_it_is_taken() throws Exception {
     AtomicBoolean kafkaBack = new AtomicBoolean();
-    MockProducer<byte[], byte[]> producer =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
-          @Override
-          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
-            if (!kafkaBack.get()) {
-              throw new TimeoutException("Topic t.events not present in metadata after 3000 ms.");
-            }
-            return super.send(r);
-          }
-        };
+    MockProducer<byte[], byte[]> producer = refusing(r -> !kafkaBack.get());
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     CaptureStats stats = new CaptureStats(registry);
     Instant before = Instant.now();
@@ -169,6 +153,20 @@ class CaptureEngineTest {
         .tag("database", "main")
         .gauge()
         .value();
+  }
+
+  /** A producer that takes every record at once, but those {@code refused} says it refuses. */
+  private static MockProducer<byte[], byte[]> refusing(
+      Predicate<ProducerRecord<byte[], byte[]>> refused) {
+    return new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+      @Override
+      public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+        if (refused.test(r)) {
+          throw new TimeoutException("Topic t.events not present in metadata after 3000 ms.");
+        }
+        return super.send(r);
+      }
+    };
   }
 
   /** Hands {@link #CHANGES} of database main over, sending again every 10 ms. */

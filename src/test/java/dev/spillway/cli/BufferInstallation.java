@@ -1,19 +1,25 @@
 package dev.spillway.cli;
 
+import static org.awaitility.Awaitility.await;
+
 import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
+import java.time.Duration;
+import java.util.EnumSet;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -73,6 +79,29 @@ final class BufferInstallation implements AutoCloseable {
 
   String table() {
     return schema + ".contact_activity_events";
+  }
+
+  /**
+   * Runs with the buffer left out ({@code --only lfk}), inserts two rows into its table and returns
+   * once both inserts are captured in Kafka and {@code receiver} has had no call for 3 s after.
+   *
+   * @return the buffer's events topic
+   */
+  String twoRowsCapturedWithTheBufferLeftOut(SpillwayConfig config, BulkReceiver receiver)
+      throws Exception {
+    try (SpillwayRuntime runtime = started(config, EnumSet.of(RunCommand.Only.lfk))) {
+      TestSql.exec(
+          runtime.databases().dataSource("main"),
+          "INSERT INTO " + table() + " VALUES (1, 'call')",
+          "INSERT INTO " + table() + " VALUES (2, 'mail')");
+      String events = runtime.topics().bufferEvents("activity");
+      TopicReader.readAtLeast(infra.bootstrapServers(), events, 2, Duration.ofSeconds(90));
+      await()
+          .during(Duration.ofSeconds(3))
+          .atMost(Duration.ofSeconds(5))
+          .until(() -> receiver.calls().isEmpty());
+      return events;
+    }
   }
 
   /** What {@code run --only} starts: the runtime, the pipelines named, capture of them all. */

@@ -8,7 +8,6 @@ import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.TestSql;
-import dev.spillway.testing.TopicReader;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -36,17 +35,9 @@ class BuffersRereadIT {
       String waiting = "SELECT count(*) FROM " + installation.table();
 
       // The buffer left out: its two inserts are captured, then Kafka lets them go.
-      try (SpillwayRuntime runtime =
-          BufferInstallation.started(config, EnumSet.of(RunCommand.Only.lfk))) {
-        TestSql.exec(
-            runtime.databases().dataSource("main"),
-            "INSERT INTO " + installation.table() + " VALUES (1, 'call')",
-            "INSERT INTO " + installation.table() + " VALUES (2, 'mail')");
-        String events = runtime.topics().bufferEvents("activity");
-        String bootstrap = installation.infra.bootstrapServers();
-        TopicReader.readAtLeast(bootstrap, events, 2, TIMEOUT);
-        forget(bootstrap, events);
-      }
+      forget(
+          installation.infra.bootstrapServers(),
+          installation.twoRowsCapturedWithTheBufferLeftOut(config, receiver));
 
       try (SpillwayRuntime runtime =
           BufferInstallation.started(config, EnumSet.allOf(RunCommand.Only.class))) {

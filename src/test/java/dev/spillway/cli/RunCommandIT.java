@@ -13,7 +13,6 @@ import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
-import dev.spillway.testing.TopicReader;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
@@ -39,24 +38,8 @@ class RunCommandIT {
       SpillwayConfig config = installation.config(null);
       String waiting = "SELECT count(*) FROM " + installation.table();
 
-      try (SpillwayRuntime runtime =
-          BufferInstallation.started(config, EnumSet.of(RunCommand.Only.lfk))) {
-        TestSql.exec(
-            runtime.databases().dataSource("main"),
-            "INSERT INTO " + installation.table() + " VALUES (1, 'call')",
-            "INSERT INTO " + installation.table() + " VALUES (2, 'mail')");
-
-        // Left out of --only, the buffer is not worked on, but its inserts are captured.
-        TopicReader.readAtLeast(
-            installation.infra.bootstrapServers(),
-            runtime.topics().bufferEvents("activity"),
-            2,
-            TIMEOUT);
-        await()
-            .during(Duration.ofSeconds(3))
-            .atMost(Duration.ofSeconds(5))
-            .until(() -> receiver.calls().isEmpty());
-      }
+      // Left out of --only, the buffer is not worked on, but its inserts are captured.
+      installation.twoRowsCapturedWithTheBufferLeftOut(config, receiver);
 
       try (SpillwayRuntime runtime =
           BufferInstallation.started(config, EnumSet.allOf(RunCommand.Only.class))) {
