@@ -39,7 +39,8 @@ final class Catalogs implements AutoCloseable {
     if (!config.embeddedDatabases()) {
       for (DatabaseConfig d : config.databases().values()) {
         endpoints.add(
-            new DatabaseEndpoint(d.name(), d.url(), d.username(), d.password(), POOL_SIZE));
+            new DatabaseEndpoint(
+                d.name(), d.url(), d.username(), d.password(), POOL_SIZE, d.lockTimeout()));
       }
       return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), owned);
     }
@@ -52,7 +53,12 @@ final class Catalogs implements AutoCloseable {
               (name, url) ->
                   endpoints.add(
                       new DatabaseEndpoint(
-                          name, url, EmbeddedPostgresServer.SUPERUSER, null, POOL_SIZE)));
+                          name,
+                          url,
+                          EmbeddedPostgresServer.SUPERUSER,
+                          null,
+                          POOL_SIZE,
+                          DatabaseConfig.DEFAULT_LOCK_TIMEOUT)));
       return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), owned);
     }
     WorkingDirectory dir = WorkingDirectory.acquire(config.workingDir());
@@ -64,7 +70,12 @@ final class Catalogs implements AutoCloseable {
       for (String name : names(server)) {
         endpoints.add(
             new DatabaseEndpoint(
-                name, server.jdbcUrl(name), EmbeddedPostgresServer.SUPERUSER, null, POOL_SIZE));
+                name,
+                server.jdbcUrl(name),
+                EmbeddedPostgresServer.SUPERUSER,
+                null,
+                POOL_SIZE,
+                DatabaseConfig.DEFAULT_LOCK_TIMEOUT));
       }
     } catch (IOException | SQLException | RuntimeException e) {
       closeAll(owned);

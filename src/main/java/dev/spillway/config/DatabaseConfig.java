@@ -1,5 +1,6 @@
 package dev.spillway.config;
 
+import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -15,10 +16,20 @@ import java.util.regex.Pattern;
  * @param username the role Spillway logs in as
  * @param password null when the server needs none (or the URL or a pgpass file provides it)
  * @param poolSize connections in its pool, 1..200
+ * @param lockTimeout longest one of Spillway's statements waits for a lock before giving up (the
+ *     run ends unfinished and the batch goes back); zero for no limit
  */
 public record DatabaseConfig(
-    String name, String url, String username, String password, int poolSize) {
+    String name, String url, String username, String password, int poolSize, Duration lockTimeout) {
   public static final int DEFAULT_POOL_SIZE = 10;
+
+  /**
+   * Short, so a statement of Spillway's that waits for an application's lock never holds its own
+   * place in the table's lock queue for long: a schema change's ACCESS EXCLUSIVE request, and
+   * everything behind that, would wait as long.
+   */
+  public static final Duration DEFAULT_LOCK_TIMEOUT = Duration.ofSeconds(2);
+
   static final int MAX_POOL_SIZE = 200;
   static final String URL_PREFIX = "jdbc:postgresql:";
   static final Pattern NAME = Pattern.compile("[a-z][a-z0-9_]*");
@@ -32,6 +43,7 @@ public record DatabaseConfig(
     Objects.requireNonNull(name, "name");
     Objects.requireNonNull(url, "url");
     Objects.requireNonNull(username, "username");
+    Objects.requireNonNull(lockTimeout, "lockTimeout");
     if (!NAME.matcher(name).matches()) {
       throw new IllegalArgumentException("database name must match " + NAME + ": " + name);
     }
@@ -40,6 +52,9 @@ public record DatabaseConfig(
     }
     if (poolSize < 1 || poolSize > MAX_POOL_SIZE) {
       throw new IllegalArgumentException("poolSize must be between 1 and " + MAX_POOL_SIZE);
+    }
+    if (lockTimeout.isNegative()) {
+      throw new IllegalArgumentException("lockTimeout must not be negative");
     }
   }
 
@@ -70,12 +85,25 @@ public record DatabaseConfig(
             url,
             n.requiredString("username"),
             n.optionalString("password").orElse(null),
-            n.integer("pool-size", DEFAULT_POOL_SIZE, 1, MAX_POOL_SIZE));
+            n.integer("pool-size", DEFAULT_POOL_SIZE, 1, MAX_POOL_SIZE),
+            lockTimeout(n));
     n.finish();
     return c;
   }
 
-  /** {@code main (jdbc:postgresql://db1/app as spillway, password ****, pool 10)}. */
+  /** PostgreSQL takes a lock timeout of up to 2^31 - 1 ms (24 days and a bit). */
+  private static Duration lockTimeout(ConfigNode n) {
+    Duration d = n.duration("lock-timeout", DEFAULT_LOCK_TIMEOUT);
+    if (d.toMillis() > Integer.MAX_VALUE) {
+      throw n.error("lock-timeout", "must be at most 24d (PostgreSQL's limit), or 0s for none");
+    }
+    return d;
+  }
+
+  /**
+   * {@code main (jdbc:postgresql://db1/app as spillway, password ****, pool 10)}, and the lock
+   * timeout when it is not the default.
+   */
   @Override
   public String toString() {
     return name
@@ -86,6 +114,11 @@ public record DatabaseConfig(
         + (password == null ? "" : ", password ****")
         + ", pool "
         + poolSize
+        + (lockTimeout.equals(DEFAULT_LOCK_TIMEOUT)
+            ? ""
+            : lockTimeout.isZero()
+                ? ", no lock timeout"
+                : ", lock timeout " + DurationText.format(lockTimeout))
         + ")";
   }
 }

@@ -1,5 +1,6 @@
 package dev.spillway.jdbc;
 
+import java.time.Duration;
 import java.util.Objects;
 import java.util.Properties;
 import org.postgresql.Driver;
@@ -12,13 +13,15 @@ import org.postgresql.Driver;
  * @param username login role
  * @param password may be null
  * @param poolSize connections in its pool
+ * @param lockTimeout PostgreSQL's {@code lock_timeout} for the pool's connections; zero for none
  */
 public record DatabaseEndpoint(
-    String name, String url, String username, String password, int poolSize) {
+    String name, String url, String username, String password, int poolSize, Duration lockTimeout) {
   public DatabaseEndpoint {
     Objects.requireNonNull(name, "name");
     Objects.requireNonNull(url, "url");
     Objects.requireNonNull(username, "username");
+    Objects.requireNonNull(lockTimeout, "lockTimeout");
   }
 
   /** Host, port and database name as the PostgreSQL driver reads them from the URL. */

@@ -72,6 +72,12 @@ public final class Databases implements AutoCloseable {
     c.setMaximumPoolSize(e.poolSize());
     c.setMinimumIdle(1);
     c.addDataSourceProperty("ApplicationName", "spillway");
+    if (!e.lockTimeout().isZero()) {
+      // Every statement of Spillway's gives up a lock wait after this (SQLSTATE 55P03): the sink
+      // ends such a run unfinished and puts its batch back, behind other work.
+      c.setConnectionInitSql(
+          "SET lock_timeout = '" + Math.max(1, e.lockTimeout().toMillis()) + "ms'");
+    }
     // Fail fast at start-up when the database is unreachable rather than on first use.
     c.setInitializationFailTimeout(10_000);
     if (registry != null) {

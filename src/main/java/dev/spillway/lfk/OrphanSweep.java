@@ -3,6 +3,7 @@ package dev.spillway.lfk;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
+import dev.spillway.sink.SqlErrors;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -292,8 +293,15 @@ public final class OrphanSweep {
     TimeUnit.NANOSECONDS.sleep(System.nanoTime() - started);
   }
 
-  /** A statement past its timeout as one sentence; any other failure as it is. */
+  /** A statement past its timeout, or a lock wait past its own, as one sentence; others as is. */
   private static SQLException timedOut(SQLException e, CheckedKey key) {
+    if (SqlErrors.lockNotAvailable(e)) {
+      throw new SweepException(
+          "A statement sweeping "
+              + key.key().describe()
+              + " waited for a lock on its tables past the database's lock-timeout (a schema"
+              + " change holding them?); nothing was handed over: sweep again once it is done.");
+    }
     if (!QUERY_CANCELED.equals(e.getSQLState())) {
       return e;
     }

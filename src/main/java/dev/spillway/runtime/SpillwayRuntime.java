@@ -141,12 +141,14 @@ public final class SpillwayRuntime implements AutoCloseable {
                 postgres.jdbcUrl(name),
                 EmbeddedPostgresServer.SUPERUSER,
                 null,
-                DatabaseConfig.DEFAULT_POOL_SIZE));
+                DatabaseConfig.DEFAULT_POOL_SIZE,
+                DatabaseConfig.DEFAULT_LOCK_TIMEOUT));
       }
     } else {
       for (DatabaseConfig d : config.databases().values()) {
         endpoints.add(
-            new DatabaseEndpoint(d.name(), d.url(), d.username(), d.password(), d.poolSize()));
+            new DatabaseEndpoint(
+                d.name(), d.url(), d.username(), d.password(), d.poolSize(), d.lockTimeout()));
       }
     }
 

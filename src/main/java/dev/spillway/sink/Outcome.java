@@ -8,8 +8,9 @@ public sealed interface Outcome {
   record Done(long rows) implements Outcome {}
 
   /**
-   * A per-run limit (rows or runtime) stopped the run with work left: the batch goes back behind
-   * other work with one more attempt, or to the delay topic after the configured attempts.
+   * A per-run limit (rows or runtime), or a lock wait past the database's lock timeout, stopped the
+   * run with work left: the batch goes back behind other work with one more attempt, or to the
+   * delay topic after the configured attempts.
    */
   record LimitReached(long rows, String limit) implements Outcome {
     public LimitReached {

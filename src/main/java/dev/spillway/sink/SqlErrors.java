@@ -14,6 +14,19 @@ public final class SqlErrors {
   }
 
   /**
+   * Whether the failure is PostgreSQL's {@code lock_not_available} (55P03): a statement gave up
+   * waiting for a lock at the database's {@code lock_timeout}, or found it taken with NOWAIT. The
+   * batch is not at fault; the table is busy.
+   */
+  public static boolean lockNotAvailable(Throwable error) {
+    return Causes.first(
+            error, t -> t instanceof SQLException e && LOCK_NOT_AVAILABLE.equals(e.getSQLState()))
+        .isPresent();
+  }
+
+  private static final String LOCK_NOT_AVAILABLE = "55P03";
+
+  /**
    * Retryable: connection problems (08), serialization failures and deadlocks (40), insufficient
    * resources (53), operator intervention such as a statement timeout or cancel (57), and lock
    * timeouts (55P03). Everything else (syntax, missing table or column, constraint violations, data
@@ -36,7 +49,7 @@ public final class SqlErrors {
           || state.startsWith("40")
           || state.startsWith("53")
           || state.startsWith("57")
-          || state.equals("55P03")) {
+          || state.equals(LOCK_NOT_AVAILABLE)) {
         return new Outcome.RetryableFailure(error);
       }
       return new Outcome.PermanentFailure(error);

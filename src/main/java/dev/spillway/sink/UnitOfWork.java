@@ -174,6 +174,18 @@ final class UnitOfWork {
       Thread.currentThread().interrupt();
       return new Outcome.Paused("interrupted");
     } catch (Exception e) {
+      if (SqlErrors.lockNotAvailable(e)) {
+        // Someone held a lock on the table longer than Spillway's lock timeout: the run ends
+        // unfinished, like one at its limit, and the batch goes behind other work rather than
+        // waiting here (and holding its place in the table's lock queue) or spending retries.
+        log.info(
+            "Batch {} gave up waiting for a lock on {} at the lock timeout; it goes back behind"
+                + " other work",
+            record.position(),
+            context.at().table());
+        return new Outcome.LimitReached(
+            context.rows(), "the lock timeout waiting for a lock on " + context.at().table());
+      }
       return SqlErrors.classify(e);
     }
   }

@@ -950,7 +950,9 @@ abstract class CaptureContract {
       var endpoint = databases.endpoint(DB);
       try (Databases limited =
           new Databases(
-              List.of(new dev.spillway.jdbc.DatabaseEndpoint(DB, endpoint.url(), role, "pw", 2)),
+              List.of(
+                  new dev.spillway.jdbc.DatabaseEndpoint(
+                      DB, endpoint.url(), role, "pw", 2, endpoint.lockTimeout())),
               new SimpleMeterRegistry())) {
         CaptureRoute route =
             new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());

@@ -1,5 +1,6 @@
 package dev.spillway.capture;
 
+import static dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.spillway.event.TableName;
@@ -33,7 +34,12 @@ class WalLevelCheckIT {
             new Databases(
                 List.of(
                     new DatabaseEndpoint(
-                        "main", pg.getJdbcUrl("postgres", "postgres"), "postgres", null, 2)),
+                        "main",
+                        pg.getJdbcUrl("postgres", "postgres"),
+                        "postgres",
+                        null,
+                        2,
+                        DEFAULT_LOCK_TIMEOUT)),
                 new SimpleMeterRegistry())) {
       CaptureSettings settings =
           new CaptureSettings(

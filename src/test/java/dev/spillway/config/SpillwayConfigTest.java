@@ -14,6 +14,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** What the rest of Spillway reads from a built configuration. */
 class SpillwayConfigTest {
+  private static final Duration LOCK = DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
+
   private static final Path BASE = Path.of("/srv/app");
   private static final Function<String, String> NO_ENV = name -> null;
 
@@ -178,6 +180,35 @@ class SpillwayConfigTest {
   }
 
   @Test
+  void should_read_a_lock_timeout_per_database_and_refuse_one_postgresql_would_not_take() {
+    SpillwayConfig c =
+        parse(
+            "databases:\n"
+                + "  main: { url: 'jdbc:postgresql://db1/app', username: app }\n"
+                + "  ci: { url: 'jdbc:postgresql://db2/ci', username: ci, lock-timeout: 500ms }\n"
+                + "  ops: { url: 'jdbc:postgresql://db3/ops', username: ops, lock-timeout: 0s }\n");
+    assertThat(c.databases().get("main").lockTimeout()).isEqualTo(Duration.ofSeconds(2));
+    assertThat(c.databases().get("ci").lockTimeout()).isEqualTo(Duration.ofMillis(500));
+    assertThat(c.databases().get("ops").lockTimeout()).isZero();
+    assertThat(c.databases().get("ci").toString()).endsWith(", pool 10, lock timeout 500ms)");
+    assertThat(c.databases().get("ops").toString()).endsWith(", pool 10, no lock timeout)");
+    assertThat(
+            error(
+                "databases:\n  main:\n    url: jdbc:postgresql://x/y\n    username: a\n"
+                    + "    lock-timeout: 30d\n"))
+        .isEqualTo(
+            "spillway.yml:5: databases.main.lock-timeout must be at most 24d (PostgreSQL's"
+                + " limit), or 0s for none.");
+    assertThat(
+            error(
+                "databases:\n  main:\n    url: jdbc:postgresql://x/y\n    username: a\n"
+                    + "    lock-timeout: soon\n"))
+        .isEqualTo(
+            "spillway.yml:5: databases.main.lock-timeout must be a duration such as 2s or 500ms,"
+                + " not 'soon'.");
+  }
+
+  @Test
   void should_mask_passwords_in_to_string_and_describe() {
     SpillwayConfig c =
         parse(
@@ -252,11 +283,18 @@ class SpillwayConfigTest {
     assertThatThrownBy(
             () -> new KafkaConfig(Optional.empty(), "ok", 1, (short) 1, Map.of("acks", "1")))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> new DatabaseConfig("Main", "jdbc:postgresql://x/y", "u", null, 10))
+    assertThatThrownBy(
+            () -> new DatabaseConfig("Main", "jdbc:postgresql://x/y", "u", null, 10, LOCK))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> new DatabaseConfig("main", "jdbc:mysql://x/y", "u", null, 10))
+    assertThatThrownBy(() -> new DatabaseConfig("main", "jdbc:mysql://x/y", "u", null, 10, LOCK))
         .isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> new DatabaseConfig("main", "jdbc:postgresql://x/y", "u", null, 0))
+    assertThatThrownBy(
+            () -> new DatabaseConfig("main", "jdbc:postgresql://x/y", "u", null, 0, LOCK))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(
+            () ->
+                new DatabaseConfig(
+                    "main", "jdbc:postgresql://x/y", "u", null, 10, Duration.ofSeconds(-1)))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(
             () -> new CaptureConfig(Duration.ZERO, Duration.ofSeconds(1), 1, Duration.ofSeconds(1)))

@@ -281,8 +281,11 @@ abstract class LfkContract {
   }
 
   private static long processed(LfkMetrics metrics, String parent) {
-    LfkMetrics.ParentCounts c = metrics.snapshot().get(parent);
-    return c == null ? 0 : c.processed();
+    return counts(metrics, parent).processed();
+  }
+
+  private static LfkMetrics.ParentCounts counts(LfkMetrics metrics, String parent) {
+    return metrics.snapshot().getOrDefault(parent, new LfkMetrics.ParentCounts(0, 0, 0));
   }
 
   /** Hands what a sweep found to the harness's cleanup, as {@code lfk sweep} does. */
@@ -753,6 +756,78 @@ abstract class LfkContract {
               });
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk3");
+    }
+  }
+
+  @Test
+  void should_give_up_waiting_for_a_row_an_application_locks_and_clean_it_once_let_go()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "lk",
+        "CREATE TABLE lk.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE lk.issues (id bigint PRIMARY KEY, project_id bigint)",
+        "INSERT INTO lk.projects VALUES (1)",
+        "INSERT INTO lk.issues SELECT g, 1 FROM generate_series(1, 10) g");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "lk.issues",
+                "project_id",
+                "lk.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"));
+    // Three retries 100 ms apart: a lock wait given up and taken for a failure would see the
+    // batch dead-lettered within two seconds, and the locked row never cleaned.
+    LfkSettings s = settings(1000, 100_000, 2, Duration.ofSeconds(1), 2);
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk8", dbs, Map.of(), s, keys, "300ms");
+        var app = infra.databases("lfk_main");
+        Connection holder = app.dataSource("lfk_main").getConnection()) {
+      holder.setAutoCommit(false);
+      try (Statement st = holder.createStatement()) {
+        st.execute("SELECT * FROM lk.issues WHERE id = 1 FOR UPDATE");
+      }
+      TestSql.exec(h.db("main"), "DELETE FROM lk.projects");
+      await().atMost(WAIT).until(() -> h.count("main", "SELECT count(*) FROM lk.issues") == 1);
+
+      // The application keeps its row for 5 s: Spillway's statements wait for it, each at most
+      // the lock timeout, never holding their place in the table's lock queue for long.
+      long longestWaitMillis = 0;
+      int waitsSeen = 0;
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+      while (System.nanoTime() < until) {
+        long waiting =
+            h.count(
+                "main",
+                "SELECT coalesce(max(extract(epoch FROM clock_timestamp() - query_start) * 1000),"
+                    + " -1)::bigint FROM pg_stat_activity WHERE application_name = 'spillway'"
+                    + " AND wait_event_type = 'Lock'");
+        if (waiting >= 0) {
+          waitsSeen++;
+          longestWaitMillis = Math.max(longestWaitMillis, waiting);
+        }
+        Thread.sleep(20);
+      }
+      assertThat(waitsSeen).as("samples of cleanup waiting for the row").isPositive();
+      assertThat(longestWaitMillis).as("longest wait for the row, ms").isLessThan(1_000);
+      assertThat(counts(h.pipeline.metrics(), "main/lk.projects").incremented())
+          .as("runs that ended unfinished")
+          .isGreaterThanOrEqualTo(2);
+      assertThat(h.count("main", "SELECT count(*) FROM lk.issues")).isEqualTo(1);
+
+      holder.rollback();
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                assertThat(h.count("main", "SELECT count(*) FROM lk.issues")).isZero();
+                assertThat(processed(h.pipeline.metrics(), "main/lk.projects")).isEqualTo(1);
+              });
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk8");
     }
   }
 

@@ -39,6 +39,22 @@ final class LfkHarness implements AutoCloseable {
       LfkSettings settings,
       List<CheckedKey> keys)
       throws Exception {
+    this(infra, dir, prefix, databases, tables, settings, keys, null);
+  }
+
+  /**
+   * @param lockTimeout every database's {@code lock-timeout}, or null for the default
+   */
+  LfkHarness(
+      Infra infra,
+      Path dir,
+      String prefix,
+      Map<String, String> databases,
+      Map<String, String> tables,
+      LfkSettings settings,
+      List<CheckedKey> keys,
+      String lockTimeout)
+      throws Exception {
     StringBuilder yaml = new StringBuilder();
     yaml.append("working-dir: ").append(dir.resolve("work")).append('\n');
     yaml.append("http:\n  port: 0\n");
@@ -61,6 +77,9 @@ final class LfkHarness implements AutoCloseable {
               .append("\n    username: ")
               .append(e.username())
               .append('\n');
+          if (lockTimeout != null) {
+            yaml.append("    lock-timeout: ").append(lockTimeout).append('\n');
+          }
         });
     if (!tables.isEmpty()) {
       yaml.append("tables:\n");

@@ -1,5 +1,6 @@
 package dev.spillway.lfk;
 
+import static dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
 import static dev.spillway.lfk.LfkHarness.key;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -54,9 +55,14 @@ class OrphanSweepIT {
   }
 
   private Databases asReader() {
+    return asReader(DEFAULT_LOCK_TIMEOUT);
+  }
+
+  private Databases asReader(Duration lockTimeout) {
     DatabaseEndpoint e = admin.endpoint(DB);
     return new Databases(
-        List.of(new DatabaseEndpoint("main", e.url(), ROLE, "pw", 2)), new SimpleMeterRegistry());
+        List.of(new DatabaseEndpoint("main", e.url(), ROLE, "pw", 2, lockTimeout)),
+        new SimpleMeterRegistry());
   }
 
   private static List<CheckedKey> keys() {
@@ -104,6 +110,21 @@ class OrphanSweepIT {
       OrphanSweep.Result found =
           OrphanSweep.find(keys(), reader::dataSource, 1000, Duration.ZERO, d -> {});
       assertThat(found.deleted().values()).containsExactly(List.of("7"));
+    }
+  }
+
+  @Test
+  void should_give_up_a_lock_wait_behind_a_schema_change_with_one_sentence() throws Exception {
+    TestSql.exec(ds, "GRANT pg_read_all_stats TO " + ROLE);
+    try (Databases reader = asReader(Duration.ofMillis(200));
+        Connection migration = TestSql.lockTable(ds, "r.issues")) {
+      assertThatThrownBy(
+              () -> OrphanSweep.find(keys(), reader::dataSource, 1000, Duration.ZERO, d -> {}))
+          .isInstanceOf(OrphanSweep.SweepException.class)
+          .hasMessage(
+              "A statement sweeping r.issues.project_id → r.projects (async_delete) waited for a"
+                  + " lock on its tables past the database's lock-timeout (a schema change holding them?);"
+                  + " nothing was handed over: sweep again once it is done.");
     }
   }
 }

@@ -29,4 +29,15 @@ class SqlErrorsTest {
     assertThat(SqlErrors.classify(new IllegalArgumentException("bad")))
         .isInstanceOf(Outcome.PermanentFailure.class);
   }
+
+  @Test
+  void should_tell_a_lock_wait_given_up_from_other_failures() {
+    assertThat(
+            SqlErrors.lockNotAvailable(
+                new RuntimeException(new SQLException("lock timeout", "55P03"))))
+        .isTrue();
+    assertThat(SqlErrors.lockNotAvailable(new SQLException("statement timeout", "57014")))
+        .isFalse();
+    assertThat(SqlErrors.lockNotAvailable(new IllegalStateException("no SQL"))).isFalse();
+  }
 }

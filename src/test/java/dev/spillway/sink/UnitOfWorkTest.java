@@ -198,6 +198,33 @@ class UnitOfWorkTest {
   }
 
   @Test
+  void should_put_back_a_batch_whose_run_gave_up_a_lock_wait_rather_than_retry_or_dead_letter_it() {
+    UnitOfWork unit =
+        running(
+            context -> {
+              throw new IllegalStateException(
+                  "cleanup failed",
+                  new SQLException("canceling statement due to lock timeout", "55P03"));
+            },
+            HealthGate.ALWAYS_NORMAL,
+            SinkSettings.defaults().withRetries(3, Duration.ofMillis(1)));
+
+    UnitOfWork.Result r = unit.run(record(), () -> false, () -> false);
+
+    assertThat(r.outcome())
+        .isEqualTo(new Outcome.LimitReached(0, "the lock timeout waiting for a lock on public.t"));
+    assertThat(r.commit()).isTrue();
+    assertThat(runs).as("not retried in place").hasValue(1);
+    assertThat(producer.history())
+        .singleElement()
+        .satisfies(
+            d -> {
+              assertThat(d.topic()).as("behind other work").isEqualTo("t.batches");
+              assertThat(new String(d.value())).isEqualTo("whole");
+            });
+  }
+
+  @Test
   void should_dead_letter_a_permanent_failure_even_at_stop() {
     HealthGate stopped = (database, table) -> new Health.Stop("wraparound autovacuum");
     UnitOfWork.Result r =

@@ -1,5 +1,7 @@
 package dev.spillway.testing;
 
+import static dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
+
 import dev.spillway.jdbc.DatabaseEndpoint;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -67,6 +69,7 @@ public final class ContainersInfra implements Infra {
     }
     String url =
         "jdbc:postgresql://" + postgres.getHost() + ":" + postgres.getMappedPort(5432) + "/" + name;
-    return new DatabaseEndpoint(name, url, postgres.getUsername(), postgres.getPassword(), 8);
+    return new DatabaseEndpoint(
+        name, url, postgres.getUsername(), postgres.getPassword(), 8, DEFAULT_LOCK_TIMEOUT);
   }
 }

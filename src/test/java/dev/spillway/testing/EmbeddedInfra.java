@@ -1,5 +1,7 @@
 package dev.spillway.testing;
 
+import static dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
+
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.runtime.EmbeddedKafka;
 import dev.spillway.runtime.EmbeddedPostgresServer;
@@ -56,7 +58,12 @@ public final class EmbeddedInfra implements Infra {
       throw new IllegalStateException(e);
     }
     return new DatabaseEndpoint(
-        name, postgres.jdbcUrl(name), EmbeddedPostgresServer.SUPERUSER, null, 8);
+        name,
+        postgres.jdbcUrl(name),
+        EmbeddedPostgresServer.SUPERUSER,
+        null,
+        8,
+        DEFAULT_LOCK_TIMEOUT);
   }
 
   private void stop() {

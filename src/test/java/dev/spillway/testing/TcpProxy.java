@@ -40,7 +40,8 @@ public final class TcpProxy implements AutoCloseable {
         direct.url().replace(":" + direct.port() + "/", ":" + port + "/"),
         direct.username(),
         direct.password(),
-        poolSize);
+        poolSize,
+        direct.lockTimeout());
   }
 
   /** Ends every relayed connection and refuses new ones until {@link #open()}. */
