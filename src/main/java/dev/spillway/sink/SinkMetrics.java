@@ -15,6 +15,7 @@ public final class SinkMetrics {
   private final MeterRegistry registry;
   private final String pipeline;
   private final Map<String, Counter> outcomes = new ConcurrentHashMap<>();
+  private final Map<Target, Counter> lockTimeouts = new ConcurrentHashMap<>();
   private final Counter rows;
   private final Counter deadLettered;
   private final Counter delayed;
@@ -63,6 +64,22 @@ public final class SinkMetrics {
                     .description("Batch runs by outcome")
                     .tag("pipeline", pipeline)
                     .tag("outcome", n)
+                    .register(registry))
+        .increment();
+  }
+
+  /** A run that gave up waiting for a lock on this table at its database's lock timeout. */
+  void lockTimeout(Target at) {
+    lockTimeouts
+        .computeIfAbsent(
+            at,
+            t ->
+                Counter.builder("spillway_sink_lock_timeouts")
+                    .description(
+                        "Runs that gave up waiting for a lock at the database's lock-timeout")
+                    .tag("pipeline", pipeline)
+                    .tag("database", t.database())
+                    .tag("table", t.table().toString())
                     .register(registry))
         .increment();
   }

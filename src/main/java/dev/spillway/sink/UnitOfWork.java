@@ -183,6 +183,7 @@ final class UnitOfWork {
                 + " other work",
             record.position(),
             context.at().table());
+        metrics.lockTimeout(context.at());
         return new Outcome.LimitReached(
             context.rows(), "the lock timeout waiting for a lock on " + context.at().table());
       }

@@ -25,6 +25,7 @@ class UnitOfWorkTest {
   private final MockProducer<byte[], byte[]> producer =
       new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
   private final AtomicInteger runs = new AtomicInteger();
+  private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
   /** A unit whose every run pauses having done part of the batch, naming the rest. */
   private UnitOfWork pausingWithRest() {
@@ -66,7 +67,7 @@ class UnitOfWorkTest {
         settings,
         gate,
         new Requeuer(producer, "t.delayed", "t.dlq", clock),
-        new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS),
+        new SinkMetrics(registry, Pipeline.BUFFERS),
         clock,
         db -> null,
         db -> new LatencyWindow(clock, Duration.ofMinutes(1)));
@@ -222,6 +223,13 @@ class UnitOfWorkTest {
               assertThat(d.topic()).as("behind other work").isEqualTo("t.batches");
               assertThat(new String(d.value())).isEqualTo("whole");
             });
+    assertThat(
+            registry
+                .get("spillway_sink_lock_timeouts")
+                .tags("pipeline", "buffers", "database", "main", "table", "public.t")
+                .counter()
+                .count())
+        .isEqualTo(1.0);
   }
 
   @Test
