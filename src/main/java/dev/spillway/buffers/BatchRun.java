@@ -134,6 +134,9 @@ final class BatchRun {
       sleep(Duration.ofNanos(Math.max(0, before.get().notBeforeNanos() - System.nanoTime())));
     }
     for (int attempt = first; ; attempt++) {
+      if (attempt > first) {
+        columnsStillFit();
+      }
       paced();
       BulkHandler.Result result =
           buffer.call(
@@ -166,6 +169,20 @@ final class BatchRun {
       buffer.retrying(
           retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime() + wait.toNanos()));
       sleep(wait);
+    }
+  }
+
+  /**
+   * Before a call made again within the run, the check {@link #toHandle} made before its first: a
+   * column added to the buffer table (or dropped from the archive) meanwhile fails the run, its
+   * rows kept, rather than hand the batch over once more and fail after.
+   */
+  private void columnsStillFit() throws SQLException {
+    if (buffer.table().archive().isEmpty()) {
+      return;
+    }
+    try (Connection c = context.dataSource().getConnection()) {
+      buffer.refresh(c, buffer.table());
     }
   }
 

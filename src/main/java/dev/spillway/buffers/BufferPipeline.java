@@ -262,7 +262,18 @@ public final class BufferPipeline {
       return new HttpBulkHandler(http, clock);
     }
     if (spec instanceof HandlerSpec.Sql sql) {
-      return new SqlBulkHandler(ds, sql.statement(), table.idType());
+      SqlBulkHandler handler = new SqlBulkHandler(ds, sql.statement(), table.idType());
+      Optional<String> refusal;
+      try {
+        refusal = handler.refusal();
+      } catch (SQLException e) {
+        throw new IllegalStateException(
+            "Could not check the sql handler of buffer " + b.name() + ": " + e.getMessage(), e);
+      }
+      if (refusal.isPresent()) {
+        throw error(b, "has an sql handler PostgreSQL refuses: " + refusal.get());
+      }
+      return handler;
     }
     Class<? extends BulkHandler> type = ((HandlerSpec.JavaClass) spec).type();
     try {

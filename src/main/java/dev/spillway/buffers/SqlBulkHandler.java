@@ -7,7 +7,10 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.List;
+import java.util.Optional;
 import javax.sql.DataSource;
+import org.postgresql.util.PSQLException;
+import org.postgresql.util.ServerErrorMessage;
 
 /**
  * The SQL handler: one statement per batch in the buffer's database, in its own transaction, with
@@ -30,19 +33,38 @@ final class SqlBulkHandler implements BulkHandler {
     this.statement = SqlParameters.parse(statement);
   }
 
+  /**
+   * Has PostgreSQL parse and analyze the statement, its parameters typed as a batch binds them,
+   * without running it: a misspelt statement, or one naming a table or column that does not exist,
+   * is refused before any batch meets it (and, dead-lettered, has its rows deleted).
+   *
+   * @return PostgreSQL's refusal in one line, or empty when it takes the statement
+   * @throws SQLException when the database could not be asked
+   */
+  Optional<String> refusal() throws SQLException {
+    try (Connection c = dataSource.getConnection();
+        PreparedStatement ps = c.prepareStatement(statement.sql())) {
+      bind(c, ps, List.of(), "");
+      ps.getParameterMetaData(); // a describe: parse and analysis only
+      return Optional.empty();
+    } catch (SQLException e) {
+      if (!(SqlErrors.classify(e) instanceof Outcome.PermanentFailure)) {
+        throw e;
+      }
+      ServerErrorMessage m = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
+      if (m == null || m.getMessage() == null) {
+        return Optional.of(e.getMessage().lines().findFirst().orElse(""));
+      }
+      return Optional.of(
+          m.getMessage() + (m.getPosition() > 0 ? " (at character " + m.getPosition() + ")" : ""));
+    }
+  }
+
   @Override
   public Result handle(Batch batch) throws Exception {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(statement.sql())) {
-      Array ids = BufferStatements.idArray(c, idType, batch.ids());
-      List<String> parameters = statement.names();
-      for (int i = 0; i < parameters.size(); i++) {
-        if (parameters.get(i).equals("ids")) {
-          ps.setArray(i + 1, ids); // :ids, the batch's primary keys
-        } else {
-          ps.setString(i + 1, batch.groupId()); // :group_id, the idempotency key
-        }
-      }
+      bind(c, ps, batch.ids(), batch.groupId());
       ps.execute();
       return Result.success();
     } catch (SQLException e) {
@@ -50,6 +72,20 @@ final class SqlBulkHandler implements BulkHandler {
       return SqlErrors.classify(e) instanceof Outcome.PermanentFailure
           ? Result.reject(reason)
           : Result.retry(reason);
+    }
+  }
+
+  /** {@code :ids} as an array of the key's type, {@code :group_id} as text. */
+  private void bind(Connection c, PreparedStatement ps, List<Object> ids, String groupId)
+      throws SQLException {
+    Array array = BufferStatements.idArray(c, idType, ids);
+    List<String> parameters = statement.names();
+    for (int i = 0; i < parameters.size(); i++) {
+      if (parameters.get(i).equals("ids")) {
+        ps.setArray(i + 1, array); // :ids, the batch's primary keys
+      } else {
+        ps.setString(i + 1, groupId); // :group_id, the idempotency key
+      }
     }
   }
 }

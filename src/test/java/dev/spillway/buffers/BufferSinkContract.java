@@ -880,6 +880,29 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_check_the_columns_again_before_calling_the_handler_again() throws Exception {
+    TableName archive = archiveTable("");
+    AtomicInteger calls = new AtomicInteger();
+    start(
+        settings().withArchive(archive),
+        b -> {
+          if (calls.incrementAndGet() == 1) { // the table changes during the first call
+            TestSql.exec(ds, "ALTER TABLE " + table.quoted() + " ADD COLUMN note text");
+            return BulkHandler.Result.retry("busy");
+          }
+          return BulkHandler.Result.success();
+        });
+    BufferBatch b = batch(1, 5);
+    produce(b);
+
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 1L, 2L, 3L, 4L, 5L);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains("archive-table " + archive.displayName() + " lacks the column(s) note");
+    assertThat(calls).as("not handed over again what cannot be archived").hasValue(1);
+    assertThat(rows(1, 5)).as("its rows stay buffered").isEqualTo(5);
+  }
+
+  @Test
   void should_go_on_with_the_attempts_and_the_retry_after_of_a_run_a_stop_ended() throws Exception {
     AtomicReference<Health> health = new AtomicReference<>(Health.NORMAL);
     List<Integer> attempts = new CopyOnWriteArrayList<>();
@@ -1134,6 +1157,52 @@ abstract class BufferSinkContract {
       await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
       assertThat(sink.metrics().deadLetteredCount()).isEqualTo(1);
     }
+  }
+
+  @Test
+  void should_refuse_an_sql_handler_postgresql_refuses_before_any_batch_meets_it()
+      throws Exception {
+    BufferTable t = BufferPipeline.check(settings(), ds);
+    java.util.function.Function<String, String> refusal =
+        sql ->
+            assertThrows(
+                    ConfigException.class,
+                    () ->
+                        BufferPipeline.handler(
+                            BufferSettings.of(NAME, table, DB, new HandlerSpec.Sql(sql)),
+                            t,
+                            ds,
+                            Clock.systemUTC()))
+                .getMessage();
+    assertThat(refusal.apply("INSERTT INTO synced SELECT unnest(:ids)"))
+        .contains("buffers." + NAME)
+        .endsWith(
+            " has an sql handler PostgreSQL refuses: syntax error at or near \"INSERTT\" (at"
+                + " character 1).");
+    assertThat(refusal.apply("INSERT INTO " + schema + ".nosuch SELECT unnest(:ids)"))
+        .endsWith(
+            " has an sql handler PostgreSQL refuses: relation \""
+                + schema
+                + ".nosuch\" does not exist (at character 13).");
+    assertThat(refusal.apply("SELECT nosuch FROM " + table.quoted() + " WHERE id = ANY (:ids)"))
+        .endsWith(
+            " has an sql handler PostgreSQL refuses: column \"nosuch\" does not exist (at"
+                + " character 8).");
+
+    // Taken: its parameters are typed as a batch binds them, and it does not run.
+    TableName synced = new TableName(schema, "synced_once");
+    TestSql.exec(ds, "CREATE TABLE " + synced.quoted() + " (id bigint, g text)");
+    BufferPipeline.handler(
+        BufferSettings.of(
+            NAME,
+            table,
+            DB,
+            new HandlerSpec.Sql(
+                "INSERT INTO " + synced.quoted() + " SELECT 1, :group_id WHERE :ids IS NOT NULL")),
+        t,
+        ds,
+        Clock.systemUTC());
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + synced.quoted())).isZero();
   }
 
   @Test
