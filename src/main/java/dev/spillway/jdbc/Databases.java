@@ -3,9 +3,14 @@ package dev.spillway.jdbc;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import com.zaxxer.hikari.metrics.micrometer.MicrometerMetricsTrackerFactory;
+import com.zaxxer.hikari.pool.HikariPool;
+import dev.spillway.support.Causes;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.net.UnknownHostException;
+import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
 import javax.sql.DataSource;
@@ -83,7 +88,41 @@ public final class Databases implements AutoCloseable {
     if (registry != null) {
       c.setMetricsTrackerFactory(new MicrometerMetricsTrackerFactory(registry));
     }
-    return new HikariDataSource(c);
+    try {
+      return new HikariDataSource(c);
+    } catch (HikariPool.PoolInitializationException failed) {
+      throw new IllegalStateException(
+          "Database "
+              + e.name()
+              + " ("
+              + e.host()
+              + ":"
+              + e.port()
+              + "/"
+              + e.databaseName()
+              + ") cannot be reached: "
+              + reason(failed.getCause() == null ? failed : failed.getCause()),
+          failed);
+    }
+  }
+
+  /**
+   * The driver's words, with what they leave out: "The connection attempt failed." says neither
+   * that the host is unknown nor which.
+   */
+  private static String reason(Throwable error) {
+    List<String> parts = new ArrayList<>();
+    for (Throwable t : Causes.chain(error)) {
+      String m = t.getMessage();
+      if (t instanceof UnknownHostException) {
+        parts.add("unknown host " + m);
+      } else if (m != null && !m.isBlank() && parts.stream().noneMatch(p -> p.contains(m))) {
+        parts.add(m.lines().findFirst().orElse(m).strip());
+      }
+    }
+    return parts.isEmpty()
+        ? error.getClass().getSimpleName()
+        : String.join(": ", parts).replaceAll("\\.: ", ": ");
   }
 
   @Override
