@@ -65,6 +65,20 @@ final class RunCommand implements Callable<Integer> {
   }
 
   /**
+   * What {@code run --only} says when it names a pipeline the configuration does not set up while
+   * another is: it works on none of them here, though capture still reads the others' tables.
+   */
+  static String onlyUnconfigured(Set<Only> only) {
+    return "--only names "
+        + String.join(",", only.stream().map(Only::name).toList())
+        + ", which the configuration"
+        + (only.size() == 1 ? " does not set up" : " sets up only in part")
+        + ": this process works only on what it names and is set up; capture still reads every"
+        + " configured pipeline's tables, and what it reads for the others waits in Kafka until"
+        + " a run works on them.";
+  }
+
+  /**
    * Starts the pipelines {@code only} names and returns what capture must read: the tables of every
    * configured pipeline, started or not. A pipeline left out stops being worked on, not captured:
    * what happens to its tables meanwhile waits in Kafka until it runs again, where a capture
@@ -80,6 +94,10 @@ final class RunCommand implements Callable<Integer> {
     List<CaptureRoute> routes = new ArrayList<>();
     if (!lfk.enabled() && buffers.isEmpty()) {
       out.println(NOTHING_CONFIGURED);
+      out.flush();
+    } else if ((only.contains(Only.lfk) && !lfk.enabled())
+        || (only.contains(Only.buffers) && buffers.isEmpty())) {
+      out.println(onlyUnconfigured(only));
       out.flush();
     }
     if (lfk.enabled()) {

@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.buffers.BufferPipeline;
@@ -89,7 +90,12 @@ final class BufferInstallation implements AutoCloseable {
    */
   String twoRowsCapturedWithTheBufferLeftOut(SpillwayConfig config, BulkReceiver receiver)
       throws Exception {
-    try (SpillwayRuntime runtime = started(config, EnumSet.of(RunCommand.Only.lfk))) {
+    StringWriter said = new StringWriter();
+    try (SpillwayRuntime runtime =
+        started(config, EnumSet.of(RunCommand.Only.lfk), new PrintWriter(said))) {
+      assertThat(said.toString().strip())
+          .isEqualTo(RunCommand.onlyUnconfigured(EnumSet.of(RunCommand.Only.lfk)))
+          .startsWith("--only names lfk, which the configuration does not set up: ");
       TestSql.exec(
           runtime.databases().dataSource("main"),
           "INSERT INTO " + table() + " VALUES (1, 'call')",
@@ -107,15 +113,16 @@ final class BufferInstallation implements AutoCloseable {
   /** What {@code run --only} starts: the runtime, the pipelines named, capture of them all. */
   static SpillwayRuntime started(SpillwayConfig config, Set<RunCommand.Only> only)
       throws Exception {
+    return started(config, only, new PrintWriter(new StringWriter()));
+  }
+
+  private static SpillwayRuntime started(
+      SpillwayConfig config, Set<RunCommand.Only> only, PrintWriter out) throws Exception {
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
       runtime.startCapture(
           RunCommand.start(
-              runtime,
-              only,
-              LfkConfig.from(config),
-              BufferPipeline.fromConfig(config),
-              new PrintWriter(new StringWriter())));
+              runtime, only, LfkConfig.from(config), BufferPipeline.fromConfig(config), out));
       return runtime;
     } catch (Exception e) {
       runtime.close();
