@@ -6,6 +6,7 @@ import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.ops.DeadLetterReplay.Fate;
@@ -25,6 +26,7 @@ import picocli.CommandLine.ITypeConverter;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParentCommand;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
@@ -124,6 +126,25 @@ final class ReplayCommand implements Runnable {
       SpillwayConfig config = Launch.config(replay.root);
       Topics topics = new Topics(config.kafka().topicPrefix());
       String only = table == null ? null : TableName.parse(table).toString();
+      if (only != null) {
+        // A batch of a table no definition has as parent would clean nothing.
+        List<String> parents =
+            LfkConfig.from(config).definitions().stream()
+                .map(d -> d.parent().toString())
+                .distinct()
+                .sorted()
+                .toList();
+        if (!parents.contains(only)) {
+          throw new ParameterException(
+              spec.commandLine(),
+              "--table "
+                  + table
+                  + " is not the parent table of a loose foreign key of the configuration"
+                  + (parents.isEmpty()
+                      ? ", which has none"
+                      : " (parents: " + String.join(", ", parents) + ")"));
+        }
+      }
       return ReplayCommand.replay(
           spec,
           config,

@@ -183,6 +183,22 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_naming_the_parents_when_replay_is_given_another_table(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config,
+        "working-dir: wd\nloose-foreign-keys:\n  definitions:\n    issues:\n      - table:"
+            + " projects\n        column: project_id\n        on_delete: async_delete\n");
+    Cli.Result r = Cli.run("replay", "lfk", "--table", "projcts", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "--table projcts is not the parent table of a loose foreign key of the configuration"
+                + " (parents: public.projects) (see 'spillway replay lfk --help').");
+  }
+
+  @Test
   void should_exit_2_in_one_sentence_for_a_since_that_is_no_time() {
     Cli.Result r = Cli.run("replay", "lfk", "--since", "yesterday");
     assertThat(r.exitCode()).isEqualTo(2);
