@@ -319,7 +319,7 @@ public final class Capture implements AutoCloseable {
     if (!SourcePreparation.insertsUnpublished(ds, slot, tables).isEmpty()) {
       return ReadAgain.AT_FIRST_START; // a table joining the publication is read when it joins
     }
-    SourcePreparation.requestSnapshot(ds, database, tables);
+    SourcePreparation.requestSnapshot(ds, database, slot, tables);
     return ReadAgain.ASKED;
   }
 

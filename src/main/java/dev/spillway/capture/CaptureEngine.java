@@ -594,7 +594,7 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("publication.autocreate.mode", "disabled");
     p.setProperty("snapshot.mode", "no_data");
     // Rows a table held before capture read it come by incremental snapshot (SourcePreparation).
-    p.setProperty("signal.data.collection", CaptureStatements.SIGNAL_TABLE);
+    p.setProperty("signal.data.collection", CaptureStatements.signalTable(slot));
     p.setProperty("signal.enabled.channels", "source");
     // Watermarks as inserts (the default): a database holding only buffer tables publishes no
     // deletes, and a window closed by one would never close.
@@ -629,7 +629,7 @@ final class CaptureEngine implements AutoCloseable {
       patterns.add(regex(t.toString()));
     }
     patterns.add(regex(CaptureStatements.HEARTBEAT_TABLE));
-    patterns.add(regex(CaptureStatements.SIGNAL_TABLE));
+    patterns.add(regex(CaptureStatements.signalTable(slot)));
     return String.join(",", patterns);
   }
 

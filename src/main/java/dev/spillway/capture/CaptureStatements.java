@@ -1,5 +1,7 @@
 package dev.spillway.capture;
 
+import dev.spillway.event.TableName;
+
 /** Every SQL statement capture runs against a source database. */
 final class CaptureStatements {
   private CaptureStatements() {}
@@ -38,25 +40,38 @@ final class CaptureStatements {
   static final String HEARTBEAT_TABLE = "spillway.capture_heartbeat";
 
   /**
-   * Debezium's signal table: a row of type {@code execute-snapshot} here starts an incremental
-   * snapshot (read from the stream, so it must be published), and Debezium writes the watermarks
-   * that bound each chunk of it here too.
+   * Debezium's signal table of a slot: a row of type {@code execute-snapshot} here starts an
+   * incremental snapshot (read from the stream, so it must be published), and Debezium writes the
+   * watermarks that bound each chunk of it here too. One per slot: a connector runs every signal
+   * its publication carries, so installations sharing a database must not share one.
    */
-  static final String CREATE_SIGNAL =
-      "CREATE TABLE IF NOT EXISTS spillway.capture_signal"
-          + " (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data text)";
+  static String signalTable(String slot) {
+    return "spillway." + slot + SIGNAL_SUFFIX;
+  }
 
-  static final String SIGNAL_TABLE = "spillway.capture_signal";
+  /** What a slot's name gains as its signal table's. */
+  static final String SIGNAL_SUFFIX = "_signal";
+
+  static String createSignal(String table) {
+    return "CREATE TABLE IF NOT EXISTS "
+        + TableName.parse(table).quoted()
+        + " (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data text)";
+  }
 
   /**
    * Clears what signals and watermarks the table holds: each was read from the stream, which keeps
    * any not read yet, so only the table stays small.
    */
-  static final String CLEAR_SIGNALS = "DELETE FROM spillway.capture_signal";
+  static String clearSignals(String table) {
+    return "DELETE FROM " + TableName.parse(table).quoted();
+  }
 
   /** 1: signal id, 2: the snapshot's JSON data. */
-  static final String SEND_SNAPSHOT_SIGNAL =
-      "INSERT INTO spillway.capture_signal (id, type, data) VALUES (?, 'execute-snapshot', ?)";
+  static String sendSnapshotSignal(String table) {
+    return "INSERT INTO "
+        + TableName.parse(table).quoted()
+        + " (id, type, data) VALUES (?, 'execute-snapshot', ?)";
+  }
 
   /** 1: publication name. The tables whose inserts it publishes. */
   static final String INSERTS_PUBLISHED =

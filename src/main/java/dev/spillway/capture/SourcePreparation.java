@@ -117,11 +117,12 @@ final class SourcePreparation {
         Statement s = c.createStatement()) {
       s.execute(CaptureStatements.CREATE_SCHEMA);
       s.execute(CaptureStatements.CREATE_HEARTBEAT);
-      s.execute(CaptureStatements.CREATE_SIGNAL);
+      String signals = CaptureStatements.signalTable(publication);
+      s.execute(CaptureStatements.createSignal(signals));
       List<String> published = new ArrayList<>();
       tables.forEach(t -> published.add(t.quoted()));
       published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
-      published.add(TableName.parse(CaptureStatements.SIGNAL_TABLE).quoted());
+      published.add(TableName.parse(signals).quoted());
       String tableList = String.join(", ", published);
       // Only the kinds some route needs leave the server: a database holding buffer tables alone
       // does not stream the deletes that drain them. A partition's changes come as its root.
@@ -140,10 +141,10 @@ final class SourcePreparation {
           s.execute(
               "CREATE PUBLICATION " + name + " FOR TABLE " + tableList + " WITH (" + options + ")");
         }
-        s.execute(CaptureStatements.CLEAR_SIGNALS);
+        s.execute(CaptureStatements.clearSignals(signals));
         List<TableName> holding = holdingRows(c, snapshot);
         if (!holding.isEmpty()) {
-          requestSnapshot(c, holding);
+          requestSnapshot(c, signals, holding);
         }
         c.commit();
         return holding;
@@ -360,17 +361,18 @@ final class SourcePreparation {
    * published once. Debezium reads the signal from the stream, so the engine need not run yet, but
    * the slot must exist. On its own connection, committed at once; a standby is refused.
    */
-  static void requestSnapshot(DataSource ds, String database, List<TableName> tables)
+  static void requestSnapshot(DataSource ds, String database, String slot, List<TableName> tables)
       throws SQLException {
     try (Connection c = ds.getConnection()) {
       requirePrimary(c, database);
       c.setAutoCommit(true);
-      requestSnapshot(c, tables);
+      requestSnapshot(c, CaptureStatements.signalTable(slot), tables);
     }
   }
 
-  /** As {@link #requestSnapshot(DataSource, String, List)}, in the caller's transaction. */
-  private static void requestSnapshot(Connection c, List<TableName> tables) throws SQLException {
+  /** As {@link #requestSnapshot(DataSource, String, String, List)}, in the caller's transaction. */
+  private static void requestSnapshot(Connection c, String signals, List<TableName> tables)
+      throws SQLException {
     Map<String, Object> data = new LinkedHashMap<>();
     data.put("type", "incremental");
     data.put("data-collections", tables.stream().map(CaptureEngine::snapshotName).toList());
@@ -380,7 +382,7 @@ final class SourcePreparation {
     } catch (JsonProcessingException e) {
       throw new IllegalStateException(e);
     }
-    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.SEND_SNAPSHOT_SIGNAL)) {
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.sendSnapshotSignal(signals))) {
       ps.setString(1, UUID.randomUUID().toString());
       ps.setString(2, json);
       ps.executeUpdate();

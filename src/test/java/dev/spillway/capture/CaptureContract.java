@@ -330,6 +330,74 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_leave_another_installation_on_the_same_database_out_of_its_snapshots()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String topic = topics.bufferEvents("events");
+    Topics others = new Topics(topics.prefix() + "o");
+    CaptureSettings otherSettings =
+        new CaptureSettings(
+            settings.bootstrapServers(),
+            others,
+            settings.partitions(),
+            settings.replicationFactor(),
+            settings.kafkaProperties(),
+            settings.pollInterval(),
+            settings.heartbeatInterval(),
+            settings.maxBatchSize(),
+            settings.offsetFlushInterval());
+    String othersTopic = others.bufferEvents("events");
+    // The other installation's process names the database its own way (one process runs one
+    // engine per database name).
+    var endpoint = databases.endpoint(DB);
+    try (Databases twin =
+            new Databases(
+                List.of(
+                    new dev.spillway.jdbc.DatabaseEndpoint(
+                        "twin",
+                        endpoint.url(),
+                        endpoint.username(),
+                        endpoint.password(),
+                        2,
+                        endpoint.lockTimeout())),
+                new SimpleMeterRegistry());
+        Capture capture = start(inserts("events"));
+        Capture other =
+            Capture.start(
+                new CapturePlan(
+                    List.of(
+                        new CaptureRoute("twin", table("events"), ChangeKind.INSERT, othersTopic))),
+                twin,
+                otherSettings,
+                new CaptureStats(new SimpleMeterRegistry()),
+                Clock.systemUTC(),
+                Capture.SLOT_CHECK_INTERVAL)) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(infra().bootstrapServers(), othersTopic, 1, TIMEOUT);
+
+      assertThat(Capture.readAgain(ds, DB, settings.slotName(DB), List.of(table("events"))))
+          .isEqualTo(Capture.ReadAgain.ASKED);
+      TopicReader.readUntil(
+          infra().bootstrapServers(),
+          topic,
+          r -> r.stream().anyMatch(e -> EventSerdes.decodeBufferEvent(e.value()).lsn() < 0),
+          TIMEOUT);
+      Thread.sleep(3_000); // the other's snapshot, were it to run one, would be read by now
+      insertRange(2, 2);
+      List<ConsumerRecord<byte[], byte[]>> othersRead =
+          TopicReader.readUntil(
+              infra().bootstrapServers(), othersTopic, r -> ids(r).contains(2L), TIMEOUT);
+      assertThat(othersRead)
+          .as("the other installation's events: the two inserts, no read")
+          .extracting(r -> EventSerdes.decodeBufferEvent(r.value()).lsn())
+          .hasSize(2)
+          .allSatisfy(lsn -> assertThat(lsn).isPositive());
+    } finally {
+      TestSql.dropCapture(ds, otherSettings.slotName("twin"));
+    }
+  }
+
+  @Test
   void should_read_the_rows_a_table_got_before_it_joined_a_running_capture() throws Exception {
     TestSql.exec(
         ds,

@@ -36,16 +36,18 @@ class CaptureSettingsTest {
 
   @Test
   void should_refuse_a_slot_name_longer_than_postgresql_takes() {
-    String prefix = "p".repeat(57);
+    String prefix = "p".repeat(50);
     assertThatCode(() -> settings(prefix).checkSlotNames(List.of("main1")))
-        .as("63 characters")
+        .as("63 characters with _signal")
         .doesNotThrowAnyException();
     assertThatThrownBy(() -> settings(prefix).checkSlotNames(List.of("main12")))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessage(
             "The replication slot and publication of database main12 would be named "
                 + prefix
-                + "_main12, 64 characters where PostgreSQL takes at most 63; shorten"
+                + "_main12, and its signal table "
+                + prefix
+                + "_main12_signal, 64 characters where PostgreSQL takes at most 63; shorten"
                 + " kafka.topic-prefix or the database's name.");
   }
 }

@@ -129,7 +129,10 @@ public final class TestSql {
     }
   }
 
-  /** Drops a test's replication slot and publication so the shared server does not keep WAL. */
+  /**
+   * Drops a test's replication slot and publication so the shared server does not keep WAL, and the
+   * slot's signal table.
+   */
   public static void dropCapture(DataSource ds, String slot) {
     exec(
         ds,
@@ -137,6 +140,7 @@ public final class TestSql {
             + " WHERE slot_name = '"
             + slot
             + "' AND NOT active",
-        "DROP PUBLICATION IF EXISTS \"" + slot + "\"");
+        "DROP PUBLICATION IF EXISTS \"" + slot + "\"",
+        "DROP TABLE IF EXISTS spillway.\"" + slot + "_signal\"");
   }
 }
