@@ -303,14 +303,45 @@ final class CaptureEngine implements AutoCloseable {
     }
     if (loss == null) {
       goneReadings = 0;
+      checkPublished();
       return;
     }
     if (loss.gone() && ++goneReadings < 2) {
       return;
     }
+    stop(new SlotUnavailableException(loss.sentence()));
+  }
+
+  /**
+   * Stops capture when a table it reads has left the publication: dropped (and perhaps made again)
+   * while capture ran, its changes no longer come, and nothing else would say so. A start publishes
+   * it again, and reads a buffer table's rows once.
+   */
+  private void checkPublished() {
+    List<TableName> left;
+    try {
+      left = SourcePreparation.unpublished(dataSource, slot, plan.tables(endpoint.name()));
+    } catch (SQLException e) {
+      return; // asked again at the next check
+    }
+    if (!left.isEmpty()) {
+      stop(
+          new IllegalStateException(
+              "Table "
+                  + left.stream().map(TableName::displayName).collect(Collectors.joining(", "))
+                  + " left publication "
+                  + slot
+                  + " while capture ran (dropped, or dropped and made again), so its changes are"
+                  + " no longer captured; start Spillway again to capture it (a buffer table's"
+                  + " rows are then read once)."));
+    }
+  }
+
+  /** Ends the engine with a failure of capture's own, not one of the engine's. */
+  private void stop(RuntimeException why) {
     stopping = true; // the engine's end is this, not an error of its own
-    failure.compareAndSet(null, new SlotUnavailableException(loss.sentence()));
-    log.error("Capture of database {} stopped: {}", endpoint.name(), loss.sentence());
+    failure.compareAndSet(null, why);
+    log.error("Capture of database {} stopped: {}", endpoint.name(), why.getMessage());
     try {
       closeEngine();
     } catch (IOException | RuntimeException e) {

@@ -79,6 +79,10 @@ final class CaptureStatements {
           + " JOIN pg_publication_tables t ON t.pubname = p.pubname"
           + " WHERE p.pubname = ? AND p.pubinsert";
 
+  /** 1: publication name. The tables it publishes, whatever the kinds of change. */
+  static final String PUBLISHED =
+      "SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = ?";
+
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
 

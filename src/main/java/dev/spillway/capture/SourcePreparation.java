@@ -341,9 +341,21 @@ final class SourcePreparation {
    */
   static List<TableName> insertsUnpublished(
       DataSource ds, String publication, Collection<TableName> inserted) throws SQLException {
+    return unpublished(ds, CaptureStatements.INSERTS_PUBLISHED, publication, inserted);
+  }
+
+  /** Those of {@code tables} the publication does not publish at all. */
+  static List<TableName> unpublished(
+      DataSource ds, String publication, Collection<TableName> tables) throws SQLException {
+    return unpublished(ds, CaptureStatements.PUBLISHED, publication, tables);
+  }
+
+  private static List<TableName> unpublished(
+      DataSource ds, String query, String publication, Collection<TableName> inserted)
+      throws SQLException {
     try (Connection c = ds.getConnection()) {
       Set<TableName> published = new HashSet<>();
-      try (PreparedStatement ps = c.prepareStatement(CaptureStatements.INSERTS_PUBLISHED)) {
+      try (PreparedStatement ps = c.prepareStatement(query)) {
         ps.setString(1, publication);
         try (ResultSet rs = ps.executeQuery()) {
           while (rs.next()) {

@@ -850,6 +850,40 @@ abstract class CaptureContract {
   private static final Duration TEN_S_LESS = Duration.ofSeconds(8);
 
   @Test
+  void should_stop_saying_so_when_a_table_it_reads_is_dropped_and_made_again() throws Exception {
+    String create = "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)";
+    TestSql.exec(ds, create);
+    try (Capture capture =
+        start(Duration.ofMillis(200), new SimpleMeterRegistry(), inserts("events"))) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(
+          infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+      // A migration that makes the table anew: the new one is in no publication.
+      TestSql.exec(ds, "DROP TABLE " + schema + ".events", create);
+      await().atMost(TIMEOUT).alias("capture stopped").until(() -> capture.failure().isPresent());
+      assertThat(capture.failure())
+          .hasValue(
+              "Capture of database capture stopped: Table "
+                  + schema
+                  + ".events left publication "
+                  + settings.slotName(DB)
+                  + " while capture ran (dropped, or dropped and made again), so its changes are"
+                  + " no longer captured; start Spillway again to capture it (a buffer table's"
+                  + " rows are then read once).");
+    }
+    insertRange(2, 3); // while capture is stopped
+    try (Capture again = start(inserts("events"))) {
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readUntil(
+              infra().bootstrapServers(),
+              topics.bufferEvents("events"),
+              r -> ids(r).containsAll(Set.of(2L, 3L)),
+              TIMEOUT);
+      assertThat(ids(read)).as("the new table's rows, read at the next start").contains(2L, 3L);
+    }
+  }
+
+  @Test
   void should_stop_naming_the_slot_when_debezium_finds_it_gone_before_a_check_does()
       throws Exception {
     stopsNamingTheGoneSlot(Duration.ofHours(1), TIMEOUT); // Debezium's reconnect finds it
