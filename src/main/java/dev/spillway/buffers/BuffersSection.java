@@ -187,7 +187,7 @@ public final class BuffersSection {
     try {
       uri = new URI(url);
     } catch (URISyntaxException e) {
-      throw n.error("url", "is not a URL: " + e.getReason());
+      throw n.error("url", "is not a URL ('" + url + "': " + e.getReason().toLowerCase() + ")");
     }
     if (uri.getScheme() == null
         || !(uri.getScheme().equals("http") || uri.getScheme().equals("https"))

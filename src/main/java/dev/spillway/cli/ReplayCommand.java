@@ -283,8 +283,12 @@ final class ReplayCommand implements Runnable {
     return n + " " + (n == 1 ? one : many);
   }
 
-  /** The dead letter's error in brackets, cut at 200 characters; nothing when it has none. */
-  private static String because(String error) {
+  /**
+   * The dead letter's error in brackets, on one line (PostgreSQL's hint and position lines joined
+   * to it), cut at 200 characters; nothing when it has none.
+   */
+  static String because(String error) {
+    error = error.strip().replaceAll("\\s*\\R\\s*", " ");
     if (error.isEmpty()) {
       return "";
     }

@@ -182,6 +182,10 @@ class BuffersSectionTest {
         "buffers:\n  events:\n    handler:\n      http: { url: \"ftp://x/y\" }\n",
         "spillway.yml:4: buffers.events.handler.http.url must be an http:// or https:// URL with a"
             + " host, not 'ftp://x/y'.");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"not a url\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url is not a URL ('not a url': illegal"
+            + " character in path).");
   }
 
   @Test

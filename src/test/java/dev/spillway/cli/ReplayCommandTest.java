@@ -30,6 +30,18 @@ class ReplayCommandTest {
   }
 
   @Test
+  void should_list_a_dead_letter_with_a_many_lined_error_on_one_line() {
+    assertThat(
+            ReplayCommand.because(
+                "PSQLException: ERROR: column \"x\" does not exist\n  Hint: Perhaps you meant"
+                    + " \"y\".\r\n  Position: 8\n"))
+        .isEqualTo(
+            "  (PSQLException: ERROR: column \"x\" does not exist Hint: Perhaps you meant \"y\"."
+                + " Position: 8)");
+    assertThat(ReplayCommand.because("")).isEmpty();
+  }
+
+  @Test
   void should_refuse_a_since_that_is_no_time_in_one_sentence() {
     assertThatThrownBy(() -> since.convert("last tuesday"))
         .isInstanceOf(TypeConversionException.class)
