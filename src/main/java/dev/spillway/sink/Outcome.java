@@ -8,9 +8,8 @@ public sealed interface Outcome {
   record Done(long rows) implements Outcome {}
 
   /**
-   * A per-run limit (rows or runtime), or a lock wait past the database's lock timeout, stopped the
-   * run with work left: the batch goes back behind other work with one more attempt, or to the
-   * delay topic after the configured attempts.
+   * A per-run limit (rows or runtime) stopped the run with work left: the batch goes back behind
+   * other work with one more attempt, or to the delay topic after the configured attempts.
    */
   record LimitReached(long rows, String limit) implements Outcome {
     public LimitReached {
@@ -34,6 +33,18 @@ public sealed interface Outcome {
 
     public Paused(String reason) {
       this(reason, null);
+    }
+  }
+
+  /**
+   * A statement gave up waiting for a lock on {@code table} at the database's lock timeout: the run
+   * ended unfinished through no fault of the batch nor its size. It waits on the delay topic,
+   * longer each time in a row (the retry backoff, doubling, up to the configured delay), and runs
+   * again; its attempts are not counted.
+   */
+  record LockTimeout(long rows, String table) implements Outcome {
+    public LockTimeout {
+      Objects.requireNonNull(table);
     }
   }
 

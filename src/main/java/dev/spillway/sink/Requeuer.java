@@ -34,19 +34,40 @@ final class Requeuer {
   /** Back to the end of its batches topic as {@code value}, say only what is left of it. */
   void requeue(SinkRecord r, int attempts, byte[] value)
       throws InterruptedException, ExecutionException {
-    RecordHeaders h = copy(r.headers());
-    h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
-    send(r.topic(), null, r.key(), value, h);
+    send(r.topic(), null, r.key(), value, withAttempts(r, attempts, 0));
   }
 
   void delay(SinkRecord r, int attempts, long consumeAfterMillis)
       throws InterruptedException, ExecutionException {
-    RecordHeaders h = copy(r.headers());
-    h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
+    delay(r, withAttempts(r, attempts, 0), consumeAfterMillis);
+  }
+
+  /**
+   * To the delay topic after a run gave up a lock wait: its attempts as they were, {@code
+   * lockWaits} such runs in a row.
+   */
+  void delayForLock(SinkRecord r, int lockWaits, long consumeAfterMillis)
+      throws InterruptedException, ExecutionException {
+    delay(r, withAttempts(r, r.attempts(), lockWaits), consumeAfterMillis);
+  }
+
+  private void delay(SinkRecord r, RecordHeaders h, long consumeAfterMillis)
+      throws InterruptedException, ExecutionException {
     h.remove(SinkHeaders.CONSUME_AFTER)
         .add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(consumeAfterMillis));
     h.remove(SinkHeaders.BATCHES_TOPIC).add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(r.topic()));
     send(delayedTopic, null, r.key(), r.value(), h);
+  }
+
+  /** The record's headers with these attempts, and lock waits in a row (none: no header). */
+  private static RecordHeaders withAttempts(SinkRecord r, int attempts, int lockWaits) {
+    RecordHeaders h = copy(r.headers());
+    h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
+    h.remove(SinkHeaders.LOCK_WAITS);
+    if (lockWaits > 0) {
+      h.add(SinkHeaders.LOCK_WAITS, SinkHeaders.intValue(lockWaits));
+    }
+    return h;
   }
 
   /**

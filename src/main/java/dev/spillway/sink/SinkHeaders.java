@@ -15,6 +15,12 @@ public final class SinkHeaders {
   /** Runs that ended with a limit reached (cleanup attempts). */
   public static final String ATTEMPTS = "spillway.attempts";
 
+  /**
+   * Runs in a row that gave up a lock wait at the database's lock timeout; any other ending of a
+   * run that puts the batch back clears it.
+   */
+  public static final String LOCK_WAITS = "spillway.lock-waits";
+
   /** Epoch milliseconds before which a delayed batch must not run. */
   public static final String CONSUME_AFTER = "spillway.consume-after";
 
@@ -41,7 +47,14 @@ public final class SinkHeaders {
    */
   public static final java.util.Set<String> RUN_STATE =
       java.util.Set.of(
-          ATTEMPTS, CONSUME_AFTER, BATCHES_TOPIC, ERROR_CLASS, ERROR_MESSAGE, SOURCE, FAILED_AT);
+          ATTEMPTS,
+          LOCK_WAITS,
+          CONSUME_AFTER,
+          BATCHES_TOPIC,
+          ERROR_CLASS,
+          ERROR_MESSAGE,
+          SOURCE,
+          FAILED_AT);
 
   static Map<String, byte[]> toMap(Headers headers) {
     Map<String, byte[]> out = new LinkedHashMap<>();
@@ -57,7 +70,15 @@ public final class SinkHeaders {
   }
 
   static int attempts(Map<String, byte[]> headers) {
-    byte[] v = headers.get(ATTEMPTS);
+    return intHeader(headers, ATTEMPTS);
+  }
+
+  static int lockWaits(Map<String, byte[]> headers) {
+    return intHeader(headers, LOCK_WAITS);
+  }
+
+  private static int intHeader(Map<String, byte[]> headers, String key) {
+    byte[] v = headers.get(key);
     return v == null || v.length != Integer.BYTES ? 0 : ByteBuffer.wrap(v).getInt();
   }
 

@@ -7,6 +7,7 @@ import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.atomic.AtomicReference;
@@ -176,16 +177,10 @@ final class UnitOfWork {
     } catch (Exception e) {
       if (SqlErrors.lockNotAvailable(e)) {
         // Someone held a lock on the table longer than Spillway's lock timeout: the run ends
-        // unfinished, like one at its limit, and the batch goes behind other work rather than
-        // waiting here (and holding its place in the table's lock queue) or spending retries.
-        log.info(
-            "Batch {} gave up waiting for a lock on {} at the lock timeout; it goes back behind"
-                + " other work",
-            record.position(),
-            context.at().table());
+        // unfinished, and the batch waits a while rather than wait here (holding its place in
+        // the table's lock queue) or spend retries.
         metrics.lockTimeout(context.at());
-        return new Outcome.LimitReached(
-            context.rows(), "the lock timeout waiting for a lock on " + context.at().table());
+        return new Outcome.LockTimeout(context.rows(), context.at().table().toString());
       }
       return SqlErrors.classify(e);
     }
@@ -207,6 +202,20 @@ final class UnitOfWork {
       // Done: commit. Paused: leave the offset, the batch runs again once allowed.
       boolean done = outcome instanceof Outcome.Done;
       return new Result(record, outcome, done, done ? null : at);
+    }
+    if (outcome instanceof Outcome.LockTimeout l) {
+      int inARow = SinkHeaders.lockWaits(record.headers()) + 1;
+      Duration wait = lockBackoff(inARow);
+      requeuer.delayForLock(record, inARow, clock.millis() + wait.toMillis());
+      metrics.delayed();
+      log.info(
+          "Batch {} gave up waiting for a lock on {} at the lock timeout ({} in a row); it runs"
+              + " again in {}",
+          record.position(),
+          l.table(),
+          inARow,
+          wait);
+      return new Result(record, outcome, true);
     }
     if (outcome instanceof Outcome.LimitReached l) {
       int attempts = record.attempts() + 1;
@@ -233,6 +242,19 @@ final class UnitOfWork {
     }
     Outcome.PermanentFailure p = (Outcome.PermanentFailure) outcome;
     return deadLetter(record, outcome, p.error(), p.deadLetter());
+  }
+
+  /**
+   * How long a batch waits after its {@code inARow}-th run in a row gave up a lock wait: the retry
+   * backoff, doubling each time, at most the delay of a batch out of attempts.
+   */
+  Duration lockBackoff(int inARow) {
+    Duration cap = settings.consumeAfter();
+    Duration wait = settings.retryBackoff();
+    for (int i = 1; i < inARow && wait.compareTo(cap) < 0; i++) {
+      wait = wait.multipliedBy(2);
+    }
+    return wait.compareTo(cap) > 0 ? cap : wait;
   }
 
   private Result deadLetter(SinkRecord record, Outcome outcome, Throwable error, byte[] value)

@@ -7,6 +7,7 @@ import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.ByteBuffer;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
@@ -199,7 +200,7 @@ class UnitOfWorkTest {
   }
 
   @Test
-  void should_put_back_a_batch_whose_run_gave_up_a_lock_wait_rather_than_retry_or_dead_letter_it() {
+  void should_delay_a_batch_whose_run_gave_up_a_lock_wait_longer_each_time_in_a_row() {
     UnitOfWork unit =
         running(
             context -> {
@@ -208,28 +209,79 @@ class UnitOfWorkTest {
                   new SQLException("canceling statement due to lock timeout", "55P03"));
             },
             HealthGate.ALWAYS_NORMAL,
-            SinkSettings.defaults().withRetries(3, Duration.ofMillis(1)));
+            SinkSettings.defaults().withRetries(3, Duration.ofSeconds(1)));
 
+    long before = System.currentTimeMillis();
     UnitOfWork.Result r = unit.run(record(), () -> false, () -> false);
+    // Its second run in a row: as the first left it on the delay topic.
+    UnitOfWork.Result again =
+        unit.run(
+            new SinkRecord(
+                "t.batches",
+                0,
+                8,
+                "k".getBytes(),
+                "whole".getBytes(),
+                1,
+                Map.of(SinkHeaders.LOCK_WAITS, SinkHeaders.intValue(1))),
+            () -> false,
+            () -> false);
 
-    assertThat(r.outcome())
-        .isEqualTo(new Outcome.LimitReached(0, "the lock timeout waiting for a lock on public.t"));
+    assertThat(r.outcome()).isEqualTo(new Outcome.LockTimeout(0, "public.t"));
     assertThat(r.commit()).isTrue();
-    assertThat(runs).as("not retried in place").hasValue(1);
+    assertThat(again.commit()).isTrue();
+    assertThat(runs).as("not retried in place").hasValue(2);
     assertThat(producer.history())
-        .singleElement()
-        .satisfies(
+        .as("neither put back at once nor dead-lettered")
+        .hasSize(2)
+        .allSatisfy(
             d -> {
-              assertThat(d.topic()).as("behind other work").isEqualTo("t.batches");
+              assertThat(d.topic()).isEqualTo("t.delayed");
               assertThat(new String(d.value())).isEqualTo("whole");
+              assertThat(SinkHeaders.attempts(headers(d))).as("attempts not counted").isEqualTo(1);
             });
+    long[] waits =
+        producer.history().stream()
+            .mapToLong(
+                d ->
+                    ByteBuffer.wrap(d.headers().lastHeader(SinkHeaders.CONSUME_AFTER).value())
+                            .getLong()
+                        - before)
+            .toArray();
+    assertThat(waits[0]).as("the retry backoff").isBetween(1_000L, 1_000L + 5_000);
+    assertThat(waits[1]).as("doubled").isBetween(2_000L, 2_000L + 5_000);
+    assertThat(producer.history().stream().map(d -> SinkHeaders.lockWaits(headers(d))).toList())
+        .containsExactly(1, 2);
     assertThat(
             registry
                 .get("spillway_sink_lock_timeouts")
                 .tags("pipeline", "buffers", "database", "main", "table", "public.t")
                 .counter()
                 .count())
-        .isEqualTo(1.0);
+        .isEqualTo(2.0);
+  }
+
+  @Test
+  void should_wait_no_longer_than_a_delayed_batch_however_often_a_lock_was_held() {
+    UnitOfWork unit =
+        endingWith(
+            new Outcome.Done(0),
+            HealthGate.ALWAYS_NORMAL,
+            SinkSettings.defaults()
+                .withRetries(3, Duration.ofSeconds(1))
+                .withAttempts(3, Duration.ofMinutes(10)));
+    assertThat(unit.lockBackoff(1)).isEqualTo(Duration.ofSeconds(1));
+    assertThat(unit.lockBackoff(4)).isEqualTo(Duration.ofSeconds(8));
+    assertThat(unit.lockBackoff(10)).isEqualTo(Duration.ofSeconds(512));
+    assertThat(unit.lockBackoff(11)).isEqualTo(Duration.ofMinutes(10));
+    assertThat(unit.lockBackoff(1_000)).isEqualTo(Duration.ofMinutes(10));
+  }
+
+  private static Map<String, byte[]> headers(
+      org.apache.kafka.clients.producer.ProducerRecord<byte[], byte[]> d) {
+    Map<String, byte[]> out = new java.util.HashMap<>();
+    d.headers().forEach(h -> out.put(h.key(), h.value()));
+    return out;
   }
 
   @Test
