@@ -6,6 +6,7 @@ import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.List;
 import java.util.Optional;
 import javax.sql.DataSource;
@@ -63,9 +64,22 @@ final class SqlBulkHandler implements BulkHandler {
   @Override
   public Result handle(Batch batch) throws Exception {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(statement.sql())) {
-      bind(c, ps, batch.ids(), batch.groupId());
-      ps.execute();
+        PreparedStatement ps = c.prepareStatement(statement.sql());
+        Statement unbounded = c.createStatement()) {
+      // The statement is the user's work, as a call to a receiver is: it waits for the locks it
+      // needs, as it would anywhere else, rather than fail at Spillway's own lock timeout.
+      c.setAutoCommit(false);
+      try {
+        unbounded.execute("SET LOCAL lock_timeout = 0");
+        bind(c, ps, batch.ids(), batch.groupId());
+        ps.execute();
+        c.commit();
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
       return Result.success();
     } catch (SQLException e) {
       String reason = "SQL handler failed: " + e.getMessage();

@@ -177,7 +177,9 @@ final class CaptureEngine implements AutoCloseable {
       SourcePreparation.createSlot(dataSource, slot);
     }
     List<TableName> unread =
-        created ? inserted : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
+        created || publishesSharedSignals()
+            ? inserted
+            : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
     List<TableName> snapshot;
     try {
       snapshot =
@@ -335,6 +337,18 @@ final class CaptureEngine implements AutoCloseable {
                   + " no longer captured; start Spillway again to capture it (a buffer table's"
                   + " rows are then read once)."));
     }
+  }
+
+  /**
+   * Whether the publication still carries the signal table every slot shared before each had its
+   * own: a snapshot asked there and not yet read (a start's, or {@code buffers reread}'s while
+   * Spillway was stopped) would be lost with it, so every buffer table is read again once; a row
+   * read twice is handled once.
+   */
+  private boolean publishesSharedSignals() throws SQLException {
+    return SourcePreparation.unpublished(
+            dataSource, slot, List.of(TableName.parse(CaptureStatements.SHARED_SIGNAL_TABLE)))
+        .isEmpty();
   }
 
   /** Ends the engine with a failure of capture's own, not one of the engine's. */

@@ -51,10 +51,7 @@ public record CaptureSettings(
     return (topicPrefix + "_" + database).toLowerCase().replaceAll("[^a-z0-9_]", "_");
   }
 
-  /**
-   * PostgreSQL's longest identifier; a longer slot name is refused, a publication's or table's cut
-   * short. The signal table's name is the longest of the three.
-   */
+  /** PostgreSQL's longest identifier; a longer slot name is refused, a publication's cut short. */
   static final int MAX_NAME_LENGTH = 63;
 
   /**
@@ -67,14 +64,13 @@ public record CaptureSettings(
     Map<String, String> byName = new HashMap<>();
     for (String database : databases) {
       String name = slotName(database);
-      String signals = name + CaptureStatements.SIGNAL_SUFFIX;
-      if (signals.length() > MAX_NAME_LENGTH) {
+      if (name.length() > MAX_NAME_LENGTH) {
         throw new CaptureSetupException(
             String.format(
-                "The replication slot and publication of database %s would be named %s, and its"
-                    + " signal table %s, %d characters where PostgreSQL takes at most %d; shorten"
-                    + " kafka.topic-prefix or the database's name.",
-                database, name, signals, signals.length(), MAX_NAME_LENGTH));
+                "The replication slot and publication of database %s would be named %s, %d"
+                    + " characters where PostgreSQL takes at most %d; shorten kafka.topic-prefix"
+                    + " or the database's name.",
+                database, name, name.length(), MAX_NAME_LENGTH));
       }
       String other = byName.putIfAbsent(name, database);
       if (other != null) {

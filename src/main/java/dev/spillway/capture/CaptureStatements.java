@@ -46,11 +46,19 @@ final class CaptureStatements {
    * its publication carries, so installations sharing a database must not share one.
    */
   static String signalTable(String slot) {
-    return "spillway." + slot + SIGNAL_SUFFIX;
+    String name = slot + "_signal";
+    // A slot name of 57 to 63 characters, which PostgreSQL takes, leaves no room for the suffix.
+    return "spillway."
+        + (name.length() <= CaptureSettings.MAX_NAME_LENGTH
+            ? name
+            : "signal_" + Integer.toHexString(slot.hashCode()));
   }
 
-  /** What a slot's name gains as its signal table's. */
-  static final String SIGNAL_SUFFIX = "_signal";
+  /**
+   * The signal table every slot's publication carried before each had its own: a start that finds
+   * it in the publication cannot tell which snapshots asked there were not yet read.
+   */
+  static final String SHARED_SIGNAL_TABLE = "spillway.capture_signal";
 
   static String createSignal(String table) {
     return "CREATE TABLE IF NOT EXISTS "

@@ -134,6 +134,7 @@ final class SourcePreparation {
       // tables of one and the actions of the other, or published without its snapshot asked for.
       c.setAutoCommit(false);
       try {
+        noLockTimeout(c);
         if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
           s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
           s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
@@ -230,8 +231,30 @@ final class SourcePreparation {
   static void createSlot(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
-      ps.setString(1, slot);
-      ps.execute();
+      // Making a slot waits for every transaction running then to end: past the pool's lock
+      // timeout, one long write anywhere on the server would fail the start.
+      c.setAutoCommit(false);
+      try {
+        noLockTimeout(c);
+        ps.setString(1, slot);
+        ps.execute();
+        c.commit();
+      } catch (SQLException | RuntimeException e) {
+        c.rollback();
+        throw e;
+      } finally {
+        c.setAutoCommit(true);
+      }
+    }
+  }
+
+  /**
+   * Lifts the pool's lock timeout for the rest of the caller's transaction: capture's set-up waits
+   * for the locks it needs, as a schema change would, rather than fail a start on a vacuum.
+   */
+  private static void noLockTimeout(Connection c) throws SQLException {
+    try (Statement s = c.createStatement()) {
+      s.execute("SET LOCAL lock_timeout = 0");
     }
   }
 

@@ -11,6 +11,7 @@ import java.time.Clock;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -65,15 +66,30 @@ final class RunCommand implements Callable<Integer> {
   }
 
   /**
+   * What {@code run} says before it starts about the work it was given: nothing configured, or a
+   * pipeline {@code --only} names that is not (the default names every pipeline, configured or not,
+   * and says nothing of those left unconfigured).
+   */
+  static Optional<String> notice(Set<Only> only, boolean lfk, boolean buffers) {
+    if (!lfk && !buffers) {
+      return Optional.of(NOTHING_CONFIGURED);
+    }
+    boolean narrowed = !only.containsAll(EnumSet.allOf(Only.class));
+    if (narrowed
+        && ((only.contains(Only.lfk) && !lfk) || (only.contains(Only.buffers) && !buffers))) {
+      return Optional.of(onlyUnconfigured(only));
+    }
+    return Optional.empty();
+  }
+
+  /**
    * What {@code run --only} says when it names a pipeline the configuration does not set up while
    * another is: it works on none of them here, though capture still reads the others' tables.
    */
   static String onlyUnconfigured(Set<Only> only) {
     return "--only names "
         + String.join(",", only.stream().map(Only::name).toList())
-        + ", which the configuration"
-        + (only.size() == 1 ? " does not set up" : " sets up only in part")
-        + ": this process works only on what it names and is set up; capture still reads every"
+        + ", which the configuration does not set up: this process works only on what it names and is set up; capture still reads every"
         + " configured pipeline's tables, and what it reads for the others waits in Kafka until"
         + " a run works on them.";
   }
@@ -92,14 +108,12 @@ final class RunCommand implements Callable<Integer> {
       PrintWriter out)
       throws InterruptedException, SQLException {
     List<CaptureRoute> routes = new ArrayList<>();
-    if (!lfk.enabled() && buffers.isEmpty()) {
-      out.println(NOTHING_CONFIGURED);
-      out.flush();
-    } else if ((only.contains(Only.lfk) && !lfk.enabled())
-        || (only.contains(Only.buffers) && buffers.isEmpty())) {
-      out.println(onlyUnconfigured(only));
-      out.flush();
-    }
+    notice(only, lfk.enabled(), !buffers.isEmpty())
+        .ifPresent(
+            line -> {
+              out.println(line);
+              out.flush();
+            });
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)

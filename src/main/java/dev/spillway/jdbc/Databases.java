@@ -92,7 +92,7 @@ public final class Databases implements AutoCloseable {
       return new HikariDataSource(c);
     } catch (HikariPool.PoolInitializationException failed) {
       throw new IllegalStateException(
-          "Database "
+          "Spillway cannot connect to database "
               + e.name()
               + " ("
               + e.host()
@@ -100,7 +100,7 @@ public final class Databases implements AutoCloseable {
               + e.port()
               + "/"
               + e.databaseName()
-              + ") cannot be reached: "
+              + "): "
               + reason(failed.getCause() == null ? failed : failed.getCause()),
           failed);
     }

@@ -1206,6 +1206,35 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_let_the_sql_handler_wait_for_a_lock_past_the_pools_lock_timeout() throws Exception {
+    TableName synced = new TableName(schema, "synced_later");
+    TestSql.exec(ds, "CREATE TABLE " + synced.quoted() + " (activity_id bigint PRIMARY KEY)");
+    BufferSettings s =
+        BufferSettings.of(
+                NAME,
+                table,
+                DB,
+                new HandlerSpec.Sql(
+                    "INSERT INTO "
+                        + synced.quoted()
+                        + " SELECT unnest(:ids) ON CONFLICT DO NOTHING"))
+            .withAttempts(1, Duration.ofMillis(20), OnExhausted.DELETE);
+    Sink sink =
+        start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+    // A schema change holds the handler's table for 3 s, past the pool's 2 s lock timeout: the
+    // statement is the user's, and waits as it would anywhere else.
+    try (Connection migration = TestSql.lockTable(ds, synced.quoted())) {
+      produce(batch(1, 7));
+      Thread.sleep(3_000);
+    }
+    await().atMost(TIMEOUT).until(() -> rows(1, 7) == 0);
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + synced.quoted())).isEqualTo(7);
+    assertThat(sink.metrics().deadLetteredCount())
+        .as("one attempt, not spent on the lock")
+        .isZero();
+  }
+
+  @Test
   void should_run_the_sql_handler_once_per_batch_with_the_ids_as_an_array() throws Exception {
     TableName synced = new TableName(schema, "synced");
     TestSql.exec(

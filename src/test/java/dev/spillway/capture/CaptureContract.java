@@ -31,6 +31,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -394,6 +396,38 @@ abstract class CaptureContract {
           .allSatisfy(lsn -> assertThat(lsn).isPositive());
     } finally {
       TestSql.dropCapture(ds, otherSettings.slotName("twin"));
+    }
+  }
+
+  @Test
+  void should_make_its_slot_while_a_transaction_runs_longer_than_the_lock_timeout()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    // Making a slot waits for every transaction running then; the pool's lock timeout is 2 s.
+    try (Connection writer = ds.getConnection()) {
+      writer.setAutoCommit(false);
+      try (Statement st = writer.createStatement()) {
+        st.execute("INSERT INTO " + schema + ".events VALUES (0, 'open')");
+      }
+      CompletableFuture<Void> commitLater =
+          CompletableFuture.runAsync(
+              () -> {
+                try {
+                  Thread.sleep(3_000);
+                  writer.commit();
+                } catch (Exception e) {
+                  throw new CompletionException(e);
+                }
+              });
+      try (Capture capture = start(inserts("events"))) {
+        commitLater.join();
+        insertRange(1, 1);
+        TopicReader.readUntil(
+            infra().bootstrapServers(),
+            topics.bufferEvents("events"),
+            r -> ids(r).contains(1L),
+            TIMEOUT);
+      }
     }
   }
 

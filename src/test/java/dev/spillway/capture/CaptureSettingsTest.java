@@ -1,5 +1,6 @@
 package dev.spillway.capture;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -36,18 +37,25 @@ class CaptureSettingsTest {
 
   @Test
   void should_refuse_a_slot_name_longer_than_postgresql_takes() {
-    String prefix = "p".repeat(50);
+    String prefix = "p".repeat(57);
     assertThatCode(() -> settings(prefix).checkSlotNames(List.of("main1")))
-        .as("63 characters with _signal")
+        .as("63 characters")
         .doesNotThrowAnyException();
     assertThatThrownBy(() -> settings(prefix).checkSlotNames(List.of("main12")))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessage(
             "The replication slot and publication of database main12 would be named "
                 + prefix
-                + "_main12, and its signal table "
-                + prefix
-                + "_main12_signal, 64 characters where PostgreSQL takes at most 63; shorten"
+                + "_main12, 64 characters where PostgreSQL takes at most 63; shorten"
                 + " kafka.topic-prefix or the database's name.");
+  }
+
+  @Test
+  void should_name_each_slot_a_signal_table_postgresql_takes_whole() {
+    assertThat(CaptureStatements.signalTable("spillway_main"))
+        .isEqualTo("spillway.spillway_main_signal");
+    String longest = CaptureStatements.signalTable("p".repeat(63));
+    assertThat(longest.substring("spillway.".length())).hasSizeLessThanOrEqualTo(63);
+    assertThat(longest).isNotEqualTo(CaptureStatements.signalTable("q".repeat(63)));
   }
 }

@@ -39,7 +39,7 @@ class DatabasesIT {
     try (Databases dbs = of("jdbc:postgresql://no-such-host.invalid:5432/builds")) {
       assertThatThrownBy(() -> dbs.dataSource("ci"))
           .hasMessage(
-              "Database ci (no-such-host.invalid:5432/builds) cannot be reached: The connection"
+              "Spillway cannot connect to database ci (no-such-host.invalid:5432/builds): The connection"
                   + " attempt failed: unknown host no-such-host.invalid");
     }
   }
