@@ -25,9 +25,9 @@ class DatabasesIT {
     try (Databases dbs = of("jdbc:postgresql://localhost:" + closed + "/builds")) {
       assertThatThrownBy(() -> dbs.dataSource("ci"))
           .hasMessageStartingWith(
-              "Database ci (localhost:"
+              "Spillway cannot connect to database ci (localhost:"
                   + closed
-                  + "/builds) cannot be reached: Connection to"
+                  + "/builds): Connection to"
                   + " localhost:"
                   + closed
                   + " refused");
