@@ -1,12 +1,12 @@
 package dev.spillway.buffers;
 
+import dev.spillway.jdbc.WithoutLockTimeout;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.SqlErrors;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.List;
 import java.util.Optional;
 import javax.sql.DataSource;
@@ -64,22 +64,15 @@ final class SqlBulkHandler implements BulkHandler {
   @Override
   public Result handle(Batch batch) throws Exception {
     try (Connection c = dataSource.getConnection();
-        PreparedStatement ps = c.prepareStatement(statement.sql());
-        Statement unbounded = c.createStatement()) {
+        PreparedStatement ps = c.prepareStatement(statement.sql())) {
       // The statement is the user's work, as a call to a receiver is: it waits for the locks it
       // needs, as it would anywhere else, rather than fail at Spillway's own lock timeout.
-      c.setAutoCommit(false);
-      try {
-        unbounded.execute("SET LOCAL lock_timeout = 0");
-        bind(c, ps, batch.ids(), batch.groupId());
-        ps.execute();
-        c.commit();
-      } catch (SQLException | RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
+      WithoutLockTimeout.run(
+          c,
+          () -> {
+            bind(c, ps, batch.ids(), batch.groupId());
+            ps.execute();
+          });
       return Result.success();
     } catch (SQLException e) {
       String reason = "SQL handler failed: " + e.getMessage();

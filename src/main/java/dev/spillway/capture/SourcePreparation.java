@@ -3,6 +3,7 @@ package dev.spillway.capture;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spillway.event.TableName;
+import dev.spillway.jdbc.WithoutLockTimeout;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -132,29 +133,30 @@ final class SourcePreparation {
       String name = TableName.quote(publication);
       // One transaction: a change committed between the statements would be decoded with the
       // tables of one and the actions of the other, or published without its snapshot asked for.
-      c.setAutoCommit(false);
-      try {
-        noLockTimeout(c);
-        if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
-          s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
-          s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
-        } else {
-          s.execute(
-              "CREATE PUBLICATION " + name + " FOR TABLE " + tableList + " WITH (" + options + ")");
-        }
-        s.execute(CaptureStatements.clearSignals(signals));
-        List<TableName> holding = holdingRows(c, snapshot);
-        if (!holding.isEmpty()) {
-          requestSnapshot(c, signals, holding);
-        }
-        c.commit();
-        return holding;
-      } catch (SQLException | RuntimeException e) {
-        c.rollback(); // turning auto-commit back on would commit what is half done
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
+      List<TableName> holding = new ArrayList<>();
+      WithoutLockTimeout.run(
+          c,
+          () -> {
+            if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
+              s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
+              s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
+            } else {
+              s.execute(
+                  "CREATE PUBLICATION "
+                      + name
+                      + " FOR TABLE "
+                      + tableList
+                      + " WITH ("
+                      + options
+                      + ")");
+            }
+            s.execute(CaptureStatements.clearSignals(signals));
+            holding.addAll(holdingRows(c, snapshot));
+            if (!holding.isEmpty()) {
+              requestSnapshot(c, signals, holding);
+            }
+          });
+      return holding;
     }
   }
 
@@ -233,28 +235,12 @@ final class SourcePreparation {
         PreparedStatement ps = c.prepareStatement(CaptureStatements.CREATE_SLOT)) {
       // Making a slot waits for every transaction running then to end: past the pool's lock
       // timeout, one long write anywhere on the server would fail the start.
-      c.setAutoCommit(false);
-      try {
-        noLockTimeout(c);
-        ps.setString(1, slot);
-        ps.execute();
-        c.commit();
-      } catch (SQLException | RuntimeException e) {
-        c.rollback();
-        throw e;
-      } finally {
-        c.setAutoCommit(true);
-      }
-    }
-  }
-
-  /**
-   * Lifts the pool's lock timeout for the rest of the caller's transaction: capture's set-up waits
-   * for the locks it needs, as a schema change would, rather than fail a start on a vacuum.
-   */
-  private static void noLockTimeout(Connection c) throws SQLException {
-    try (Statement s = c.createStatement()) {
-      s.execute("SET LOCAL lock_timeout = 0");
+      WithoutLockTimeout.run(
+          c,
+          () -> {
+            ps.setString(1, slot);
+            ps.execute();
+          });
     }
   }
 

@@ -1225,7 +1225,17 @@ abstract class BufferSinkContract {
     // statement is the user's, and waits as it would anywhere else.
     try (Connection migration = TestSql.lockTable(ds, synced.quoted())) {
       produce(batch(1, 7));
-      Thread.sleep(3_000);
+      await()
+          .atMost(TIMEOUT)
+          .alias("the handler's statement waiting on the lock past 2.5 s")
+          .until(
+              () ->
+                  TestSql.sessions(
+                          ds,
+                          "INSERT INTO " + synced.quoted(),
+                          "wait_event_type = 'Lock'"
+                              + " AND clock_timestamp() - query_start > interval '2.5 s'")
+                      == 1);
     }
     await().atMost(TIMEOUT).until(() -> rows(1, 7) == 0);
     assertThat(TestSql.count(ds, "SELECT count(*) FROM " + synced.quoted())).isEqualTo(7);

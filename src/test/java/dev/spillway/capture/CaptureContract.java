@@ -23,6 +23,7 @@ import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
@@ -384,7 +385,19 @@ abstract class CaptureContract {
           topic,
           r -> r.stream().anyMatch(e -> EventSerdes.decodeBufferEvent(e.value()).lsn() < 0),
           TIMEOUT);
-      Thread.sleep(3_000); // the other's snapshot, were it to run one, would be read by now
+      // The other's snapshot, were it to run one, would read the row within a few seconds.
+      await()
+          .during(Duration.ofSeconds(3))
+          .atMost(TIMEOUT)
+          .until(
+              () ->
+                  TopicReader.readUntil(
+                          infra().bootstrapServers(),
+                          othersTopic,
+                          r -> ids(r).contains(1L),
+                          TIMEOUT)
+                      .stream()
+                      .noneMatch(e -> EventSerdes.decodeBufferEvent(e.value()).lsn() < 0));
       insertRange(2, 2);
       List<ConsumerRecord<byte[], byte[]>> othersRead =
           TopicReader.readUntil(
@@ -412,10 +425,21 @@ abstract class CaptureContract {
       CompletableFuture<Void> commitLater =
           CompletableFuture.runAsync(
               () -> {
+                await()
+                    .atMost(TIMEOUT)
+                    .alias("the slot waiting for the transaction past 2.5 s")
+                    .until(
+                        () ->
+                            TestSql.sessions(
+                                    ds,
+                                    "SELECT pg_create_logical_replication_slot",
+                                    "wait_event_type = 'Lock'"
+                                        + " AND clock_timestamp() - query_start"
+                                        + " > interval '2.5 s'")
+                                == 1);
                 try {
-                  Thread.sleep(3_000);
                   writer.commit();
-                } catch (Exception e) {
+                } catch (SQLException e) {
                   throw new CompletionException(e);
                 }
               });
