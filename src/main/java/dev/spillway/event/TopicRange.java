@@ -138,29 +138,41 @@ public final class TopicRange implements AutoCloseable {
    */
   public Start afterCommitted(String group) {
     return partitions -> {
-      Map<TopicPartition, OffsetAndMetadata> committed;
-      try {
-        committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
-      } catch (ExecutionException e) {
-        if (e.getCause() instanceof GroupIdNotFoundException) {
-          return Map.of();
-        }
-        throw new KafkaException(
-            "Could not read the positions consumer group "
-                + group
-                + " committed: "
-                + e.getCause().getMessage(),
-            e.getCause());
-      }
       Map<TopicPartition, Long> out = new HashMap<>();
-      committed.forEach(
-          (tp, c) -> {
-            if (c != null) {
-              out.put(tp, c.offset());
-            }
-          });
+      committed(group).forEach((tp, c) -> out.put(tp, c.offset()));
       return out;
     };
+  }
+
+  /**
+   * A consumer group's committed positions, with their metadata; none when it committed none.
+   *
+   * @throws KafkaException when Kafka does not give them (unreachable, not allowed)
+   */
+  public Map<TopicPartition, OffsetAndMetadata> committed(String group)
+      throws InterruptedException {
+    Map<TopicPartition, OffsetAndMetadata> committed;
+    try {
+      committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof GroupIdNotFoundException) {
+        return Map.of();
+      }
+      throw new KafkaException(
+          "Could not read the positions consumer group "
+              + group
+              + " committed: "
+              + e.getCause().getMessage(),
+          e.getCause());
+    }
+    Map<TopicPartition, OffsetAndMetadata> out = new HashMap<>();
+    committed.forEach(
+        (tp, c) -> {
+          if (c != null) {
+            out.put(tp, c);
+          }
+        });
+    return out;
   }
 
   /** From the first record written at or after {@code time}; a partition with none is not read. */

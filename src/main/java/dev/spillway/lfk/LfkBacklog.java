@@ -7,13 +7,17 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
+import dev.spillway.sink.ReleasedPastCommit;
 import dev.spillway.streams.Batcher;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.function.BiConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * The loose-foreign-key backlog per parent table, read from Kafka: deleted records the batcher has
@@ -69,10 +73,27 @@ public final class LfkBacklog {
           topics.cleanupBatches(),
           range.afterCommitted(topics.sinkGroup(Pipeline.LFK)),
           decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), false)));
+      // Past its commit the delay topic holds batches released already: counted where they went.
+      Map<TopicPartition, OffsetAndMetadata> delays =
+          range.committed(topics.delayGroup(Pipeline.LFK));
+      Map<TopicPartition, Long> from = new HashMap<>();
+      Map<TopicPartition, Set<Long>> released = new HashMap<>();
+      delays.forEach(
+          (tp, c) -> {
+            from.put(tp, c.offset());
+            released.put(tp, ReleasedPastCommit.offsets(c));
+          });
+      TopicRange.Each delayed =
+          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true));
       range.read(
           topics.delayed(Pipeline.LFK),
-          range.afterCommitted(topics.delayGroup(Pipeline.LFK)),
-          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true)));
+          partitions -> from,
+          r -> {
+            TopicPartition tp = new TopicPartition(r.topic(), r.partition());
+            if (!released.getOrDefault(tp, Set.of()).contains(r.offset())) {
+              delayed.accept(r);
+            }
+          });
     }
     List<Parent> out = new ArrayList<>();
     backlog.counts.forEach(

@@ -2,6 +2,7 @@ package dev.spillway.ops;
 
 import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
+import dev.spillway.sink.ReleasedPastCommit;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -136,7 +137,10 @@ public final class ConsumerLag {
       for (TopicPartition tp : t.getValue()) {
         OffsetAndMetadata c = committed.get(tp);
         long from = Math.max(first.get(tp), c == null ? 0 : c.offset());
-        long behind = Math.max(0, end.get(tp) - from);
+        long to = end.get(tp);
+        // A delay group's commit names the batches past it it released already: not behind.
+        long released = ReleasedPastCommit.offsets(c).subSet(from, true, to, false).size();
+        long behind = Math.max(0, to - from - released);
         lag += behind;
         if (behind > 0) {
           waitingFrom.put(tp, from);

@@ -3,12 +3,18 @@ package dev.spillway.sink;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableSet;
+import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -16,20 +22,29 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Returns delayed batches to the batches topic they came from once their consume-after time has
- * come. Delayed records of a partition are in consume-after order (one delay setting), so a
- * partition whose head is not due yet is paused until it is, and nothing else waits on it: the sink
- * workers consume a different topic.
+ * come, each on its own time: a batch delayed a second for a lock is not held back by one delayed
+ * ten minutes ahead of it on the same partition.
+ *
+ * <p>It reads the delay topic as it fills and keeps what is not yet due in memory, up to {@code
+ * holdBytes}; beyond that it stops reading until released batches make room, and later ones wait in
+ * Kafka. A partition's committed offset is that of its first batch not yet released, so a restart
+ * or a move of the partition reads every unreleased batch again; the batches after it already
+ * released are named in the commit's metadata (as many as fit) and not released twice.
  *
  * <p>Driven by {@link #runOnce()} from one thread; time comes from the injected clock.
  */
 final class DelayedReleaser implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(DelayedReleaser.class);
+
+  /** What it keeps in memory by default before it stops reading the delay topic. */
+  static final long DEFAULT_HOLD_BYTES = 64L * 1024 * 1024;
 
   private final Consumer<byte[], byte[]> consumer;
   private final Producer<byte[], byte[]> producer;
@@ -37,7 +52,10 @@ final class DelayedReleaser implements AutoCloseable {
   private final String batchesTopic; // for batches delayed without a return address
   private final Clock clock;
   private final Duration pollTimeout;
-  private final Map<TopicPartition, Long> dueAt = new HashMap<>();
+  private final long holdBytes;
+  private final Map<TopicPartition, Held> held = new HashMap<>();
+  private long heldBytes;
+  private volatile int waiting;
   private volatile long released;
   private volatile long loops;
 
@@ -48,86 +66,197 @@ final class DelayedReleaser implements AutoCloseable {
       String batchesTopic,
       Clock clock,
       Duration pollTimeout) {
+    this(consumer, producer, delayedTopic, batchesTopic, clock, pollTimeout, DEFAULT_HOLD_BYTES);
+  }
+
+  DelayedReleaser(
+      Consumer<byte[], byte[]> consumer,
+      Producer<byte[], byte[]> producer,
+      String delayedTopic,
+      String batchesTopic,
+      Clock clock,
+      Duration pollTimeout,
+      long holdBytes) {
     this.consumer = consumer;
     this.producer = producer;
     this.delayedTopic = delayedTopic;
     this.batchesTopic = batchesTopic;
     this.clock = clock;
     this.pollTimeout = pollTimeout;
-    consumer.subscribe(List.of(delayedTopic));
+    this.holdBytes = holdBytes;
+    consumer.subscribe(List.of(delayedTopic), new Forget());
   }
 
-  /** Releases every due batch it can see; returns how many it released. */
+  /** One partition's batches read and not yet released, and those released past its commit. */
+  private static final class Held {
+    final TreeMap<Long, ConsumerRecord<byte[], byte[]>> waiting = new TreeMap<>();
+    final NavigableSet<Long> released;
+    long next; // the offset after the last one read
+    OffsetAndMetadata committed;
+
+    Held(OffsetAndMetadata committed) {
+      this.committed = committed;
+      this.released = ReleasedPastCommit.offsets(committed);
+    }
+  }
+
+  /** A partition taken away: what was read of it is the new owner's to release. */
+  private final class Forget implements ConsumerRebalanceListener {
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      partitions.forEach(DelayedReleaser.this::forget);
+    }
+
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {}
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+      partitions.forEach(DelayedReleaser.this::forget);
+    }
+  }
+
+  private void forget(TopicPartition tp) {
+    Held h = held.remove(tp);
+    if (h != null) {
+      h.waiting.values().forEach(r -> heldBytes -= size(r));
+    }
+  }
+
+  /** Releases every due batch it holds, reading more first; returns how many it released. */
   int runOnce() throws InterruptedException, ExecutionException {
-    long now = clock.millis();
-    List<TopicPartition> wake = new ArrayList<>();
-    dueAt.forEach(
-        (tp, due) -> {
-          if (due <= now) {
-            wake.add(tp);
-          }
-        });
-    if (!wake.isEmpty()) {
-      wake.forEach(dueAt::remove);
-      wake.retainAll(consumer.assignment());
-      consumer.resume(wake);
+    Set<TopicPartition> assigned = consumer.assignment();
+    if (heldBytes >= holdBytes) {
+      consumer.pause(assigned);
+    } else if (!consumer.paused().isEmpty()) {
+      consumer.resume(consumer.paused());
     }
-    ConsumerRecords<byte[], byte[]> records = consumer.poll(pollTimeout);
-    boolean settled = false;
-    try {
-      int sent = release(records, now);
-      settled = true;
-      return sent;
-    } finally {
-      if (!settled) {
-        // The position is already past what was polled; without going back, the next commit of
-        // this partition would pass over a batch whose release failed, and it would never run.
-        for (TopicPartition tp : records.partitions()) {
-          if (consumer.assignment().contains(tp)) {
-            consumer.seek(tp, records.records(tp).get(0).offset());
+    take(consumer.poll(pollTimeout));
+    return release(clock.millis());
+  }
+
+  private void take(ConsumerRecords<byte[], byte[]> records) {
+    List<TopicPartition> partitions = new ArrayList<>(records.partitions());
+    for (int i = 0; i < partitions.size(); i++) {
+      TopicPartition tp = partitions.get(i);
+      Held h;
+      try {
+        h = held.computeIfAbsent(tp, this::load);
+      } catch (RuntimeException e) {
+        // Nothing of what these partitions gave is held: read it again rather than pass over it.
+        for (TopicPartition back : partitions.subList(i, partitions.size())) {
+          if (consumer.assignment().contains(back)) {
+            consumer.seek(back, records.records(back).get(0).offset());
           }
+        }
+        throw e;
+      }
+      for (ConsumerRecord<byte[], byte[]> r : records.records(tp)) {
+        h.next = r.offset() + 1;
+        if (!h.released.contains(r.offset())) {
+          h.waiting.put(r.offset(), r);
+          heldBytes += size(r);
         }
       }
     }
   }
 
-  private int release(ConsumerRecords<byte[], byte[]> records, long now)
-      throws InterruptedException, ExecutionException {
-    Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
-    List<Future<RecordMetadata>> sends = new ArrayList<>();
-    for (TopicPartition tp : records.partitions()) {
-      for (ConsumerRecord<byte[], byte[]> r : records.records(tp)) {
-        long due = SinkHeaders.consumeAfter(r.headers());
-        if (due > now) {
-          consumer.seek(tp, r.offset());
-          consumer.pause(List.of(tp));
-          dueAt.put(tp, due);
-          break;
+  private Held load(TopicPartition tp) {
+    return new Held(consumer.committed(Set.of(tp)).get(tp));
+  }
+
+  private int release(long now) throws InterruptedException, ExecutionException {
+    Map<ConsumerRecord<byte[], byte[]>, Future<RecordMetadata>> sends = new LinkedHashMap<>();
+    RuntimeException refused = null;
+    for (Held h : held.values()) {
+      for (ConsumerRecord<byte[], byte[]> r : h.waiting.values()) {
+        if (SinkHeaders.consumeAfter(r.headers()) <= now) {
+          try {
+            sends.put(r, send(r));
+          } catch (RuntimeException e) {
+            refused = refused == null ? e : refused; // still held: released at a later turn
+          }
         }
-        RecordHeaders headers = new RecordHeaders(r.headers().toArray());
-        headers.remove(SinkHeaders.CONSUME_AFTER);
-        String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
-        sends.add(
-            producer.send(
-                new ProducerRecord<>(
-                    back == null ? batchesTopic : back, null, r.key(), r.value(), headers)));
-        commits.put(tp, new OffsetAndMetadata(r.offset() + 1));
       }
     }
-    for (Future<RecordMetadata> f : sends) {
-      f.get();
+    ExecutionException failed = null;
+    int sent = 0;
+    for (Map.Entry<ConsumerRecord<byte[], byte[]>, Future<RecordMetadata>> s : sends.entrySet()) {
+      ConsumerRecord<byte[], byte[]> r = s.getKey();
+      try {
+        s.getValue().get();
+      } catch (ExecutionException e) {
+        failed = failed == null ? e : failed; // still held: released at a later turn
+        continue;
+      }
+      Held h = held.get(new TopicPartition(r.topic(), r.partition()));
+      if (h != null && h.waiting.remove(r.offset()) != null) {
+        h.released.add(r.offset());
+        heldBytes -= size(r);
+        sent++;
+      }
     }
     loops++;
+    released += sent;
+    waiting = held.values().stream().mapToInt(h -> h.waiting.size()).sum();
+    if (sent > 0) {
+      log.debug("Released {} delayed batches from {}", sent, delayedTopic);
+    }
+    commit();
+    if (refused != null) {
+      throw refused;
+    }
+    if (failed != null) {
+      throw failed;
+    }
+    return sent;
+  }
+
+  private Future<RecordMetadata> send(ConsumerRecord<byte[], byte[]> r) {
+    RecordHeaders headers = new RecordHeaders(r.headers().toArray());
+    headers.remove(SinkHeaders.CONSUME_AFTER);
+    String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
+    return producer.send(
+        new ProducerRecord<>(
+            back == null ? batchesTopic : back, null, r.key(), r.value(), headers));
+  }
+
+  /** Commits each partition up to its first batch not released, naming those released after it. */
+  private void commit() {
+    Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
+    held.forEach(
+        (tp, h) -> {
+          long offset = h.waiting.isEmpty() ? h.next : h.waiting.firstKey();
+          h.released.headSet(offset, false).clear();
+          OffsetAndMetadata next =
+              new OffsetAndMetadata(offset, ReleasedPastCommit.metadata(offset, h.released));
+          if (!next.equals(h.committed)) {
+            commits.put(tp, next);
+          }
+        });
     if (!commits.isEmpty()) {
       consumer.commitSync(commits);
-      released += sends.size();
-      log.debug("Released {} delayed batches from {}", sends.size(), delayedTopic);
+      commits.forEach((tp, c) -> held.get(tp).committed = c);
     }
-    return sends.size();
+  }
+
+  private static long size(ConsumerRecord<byte[], byte[]> r) {
+    long size = 64; // the record and its entry, roughly
+    size += r.key() == null ? 0 : r.key().length;
+    size += r.value() == null ? 0 : r.value().length;
+    for (Header header : r.headers()) {
+      size += header.key().length() + (header.value() == null ? 0 : header.value().length);
+    }
+    return size;
   }
 
   long released() {
     return released;
+  }
+
+  /** Delayed batches read and not yet due. */
+  int waiting() {
+    return waiting;
   }
 
   long loops() {

@@ -172,6 +172,11 @@ public final class Sink implements AutoCloseable {
     return releaser.released();
   }
 
+  /** Delayed batches the releaser has read and that are not yet due. */
+  public int delayedWaiting() {
+    return releaser.waiting();
+  }
+
   /** Turns of the delay releaser, for tests that wait on progress rather than time. */
   public long releaserLoops() {
     return releaser.loops();

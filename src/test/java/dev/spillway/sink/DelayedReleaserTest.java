@@ -3,16 +3,19 @@ package dev.spillway.sink;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.time.Clock;
+import dev.spillway.testing.SettableClock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableSet;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.LongStream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -26,21 +29,25 @@ class DelayedReleaserTest {
   private static final Instant NOW = Instant.parse("2026-11-25T08:00:00Z");
   private static final TopicPartition TP = new TopicPartition("t.delayed", 0);
 
-  private final MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
+  private final SettableClock clock = new SettableClock(NOW);
   private final MockProducer<byte[], byte[]> producer =
       new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-  private final DelayedReleaser releaser =
-      new DelayedReleaser(
-          consumer,
-          producer,
-          TP.topic(),
-          "t.batches",
-          Clock.fixed(NOW, ZoneOffset.UTC),
-          Duration.ofMillis(10));
+  private MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
+  private DelayedReleaser releaser = releaser(consumer, DelayedReleaser.DEFAULT_HOLD_BYTES);
 
-  private void delayed(long offset) {
+  private DelayedReleaser releaser(MockConsumer<byte[], byte[]> c, long holdBytes) {
+    DelayedReleaser r =
+        new DelayedReleaser(
+            c, producer, TP.topic(), "t.batches", clock, Duration.ofMillis(10), holdBytes);
+    c.rebalance(List.of(TP));
+    c.updateBeginningOffsets(Map.of(TP, 0L));
+    return r;
+  }
+
+  /** A batch at {@code offset} due {@code in} from the start of the test. */
+  private void delayed(long offset, Duration in) {
     RecordHeaders headers = new RecordHeaders();
-    headers.add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(NOW.toEpochMilli() - 1));
+    headers.add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(NOW.plus(in).toEpochMilli()));
     consumer.addRecord(
         new ConsumerRecord<>(
             TP.topic(),
@@ -56,31 +63,138 @@ class DelayedReleaserTest {
             Optional.empty()));
   }
 
+  private List<String> sent() {
+    return producer.history().stream().map(r -> new String(r.value())).toList();
+  }
+
+  private OffsetAndMetadata committed() {
+    return consumer.committed(Set.of(TP)).get(TP);
+  }
+
   @Test
-  void should_release_again_what_it_failed_to_release_instead_of_committing_past_it()
+  void should_release_a_batch_when_due_though_one_due_later_is_ahead_of_it() throws Exception {
+    delayed(0, Duration.ofMinutes(10));
+    delayed(1, Duration.ofSeconds(1));
+    delayed(2, Duration.ofSeconds(4));
+
+    assertThat(releaser.runOnce()).isZero();
+    assertThat(releaser.waiting()).isEqualTo(3);
+
+    clock.advance(Duration.ofSeconds(1));
+    assertThat(releaser.runOnce()).isOne();
+    assertThat(sent()).containsExactly("batch 1");
+    assertThat(committed().offset()).as("the first batch not released").isZero();
+
+    clock.advance(Duration.ofSeconds(3));
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 1", "batch 2");
+
+    clock.advance(Duration.ofMinutes(10));
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 1", "batch 2", "batch 0");
+    assertThat(producer.history()).extracting(ProducerRecord::topic).containsOnly("t.batches");
+    assertThat(committed().offset()).isEqualTo(3);
+    assertThat(releaser.waiting()).isZero();
+  }
+
+  @Test
+  void should_not_release_again_after_a_restart_what_it_released_behind_a_batch_not_due()
       throws Exception {
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
-    delayed(0);
-    delayed(1);
+    delayed(0, Duration.ofMinutes(10));
+    delayed(1, Duration.ofSeconds(1));
+    delayed(2, Duration.ofMinutes(10));
+    delayed(3, Duration.ofSeconds(1));
+    clock.advance(Duration.ofSeconds(1));
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 1", "batch 3");
+    OffsetAndMetadata commit = committed();
+    releaser.close();
+
+    // Another process takes the partition over from the commit and reads it all again.
+    consumer = new MockConsumer<>("earliest");
+    releaser = releaser(consumer, DelayedReleaser.DEFAULT_HOLD_BYTES);
+    consumer.commitSync(Map.of(TP, commit));
+    consumer.seek(TP, commit.offset());
+    for (long o = 0; o < 4; o++) {
+      delayed(o, o % 2 == 0 ? Duration.ofMinutes(10) : Duration.ofSeconds(1));
+    }
+    releaser.runOnce();
+    assertThat(sent()).as("nothing more yet").containsExactly("batch 1", "batch 3");
+
+    clock.advance(Duration.ofMinutes(10));
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 1", "batch 3", "batch 0", "batch 2");
+    assertThat(committed().offset()).isEqualTo(4);
+  }
+
+  @Test
+  void should_keep_a_batch_it_failed_to_release_and_release_it_at_a_later_turn() throws Exception {
+    delayed(0, Duration.ZERO);
+    delayed(1, Duration.ZERO);
     producer.sendException = new TimeoutException("no leader for t.batches-0");
 
     assertThatThrownBy(releaser::runOnce).hasMessageContaining("no leader");
-    assertThat(consumer.committed(Set.of(TP))).as("nothing committed").isEmpty();
+    assertThat(committed().offset()).as("not past a batch not released").isZero();
+    assertThat(releaser.waiting()).isEqualTo(2);
 
-    assertThat(consumer.position(TP)).as("back to the first batch not released").isZero();
-
-    // What the broker then hands over again (a mock consumer does not keep what it gave).
     producer.sendException = null;
-    delayed(0);
-    delayed(1);
-    delayed(2);
+    delayed(2, Duration.ZERO);
     releaser.runOnce();
 
-    assertThat(producer.history())
-        .extracting(r -> new String(r.value()))
-        .containsExactly("batch 0", "batch 1", "batch 2");
-    assertThat(producer.history()).extracting(ProducerRecord::topic).containsOnly("t.batches");
-    assertThat(consumer.committed(Set.of(TP)).get(TP).offset()).isEqualTo(3);
+    assertThat(sent()).containsExactly("batch 0", "batch 1", "batch 2");
+    assertThat(committed().offset()).isEqualTo(3);
+  }
+
+  @Test
+  void should_stop_reading_while_it_holds_its_fill_and_read_on_once_batches_left()
+      throws Exception {
+    consumer = new MockConsumer<>("earliest");
+    releaser = releaser(consumer, 1); // any batch fills it
+    delayed(0, Duration.ofSeconds(1));
+    releaser.runOnce();
+    releaser.runOnce();
+    assertThat(consumer.paused()).containsExactly(TP);
+
+    delayed(1, Duration.ZERO);
+    releaser.runOnce();
+    assertThat(releaser.waiting()).as("batch 1 left in Kafka").isOne();
+    assertThat(sent()).isEmpty();
+
+    clock.advance(Duration.ofSeconds(1));
+    releaser.runOnce(); // releases batch 0
+    releaser.runOnce(); // reads on
+    assertThat(consumer.paused()).isEmpty();
+    assertThat(sent()).containsExactly("batch 0", "batch 1");
+  }
+
+  @Test
+  void should_forget_what_it_held_of_a_partition_taken_away() throws Exception {
+    delayed(0, Duration.ofMinutes(10));
+    releaser.runOnce();
+    assertThat(releaser.waiting()).isOne();
+
+    consumer.rebalance(List.of());
+    clock.advance(Duration.ofMinutes(10));
+    releaser.runOnce();
+    assertThat(sent()).as("the new owner's to release").isEmpty();
+    assertThat(releaser.waiting()).isZero();
+  }
+
+  @Test
+  void should_name_as_many_released_offsets_as_fit_in_a_commit() {
+    NavigableSet<Long> few = new TreeSet<>(List.of(101L, 102L, 140L));
+    String text = ReleasedPastCommit.metadata(100, few);
+    assertThat(ReleasedPastCommit.offsets(new OffsetAndMetadata(100, text))).isEqualTo(few);
+
+    NavigableSet<Long> many = new TreeSet<>();
+    LongStream.range(1, 5_000).forEach(o -> many.add(1_000_000 + o));
+    String fitted = ReleasedPastCommit.metadata(1_000_000, many);
+    assertThat(fitted.length()).isLessThanOrEqualTo(ReleasedPastCommit.METADATA_CHARS);
+    NavigableSet<Long> back = ReleasedPastCommit.offsets(new OffsetAndMetadata(1_000_000, fitted));
+    assertThat(back).isNotEmpty().isEqualTo(many.headSet(back.last(), true));
+
+    assertThat(ReleasedPastCommit.metadata(7, new TreeSet<>())).isEmpty();
+    assertThat(ReleasedPastCommit.offsets(new OffsetAndMetadata(7, "released:zz?"))).isEmpty();
+    assertThat(ReleasedPastCommit.offsets(new OffsetAndMetadata(7, "something else"))).isEmpty();
   }
 }

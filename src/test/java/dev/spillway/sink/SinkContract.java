@@ -36,6 +36,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -343,6 +344,67 @@ abstract class SinkContract {
       await().atMost(TIMEOUT).until(() -> sink.metrics().delayedCount() == 2);
       clock.advance(Duration.ofMinutes(10));
       await().atMost(TIMEOUT).until(() -> remaining(1, 30) == 0);
+    }
+  }
+
+  /**
+   * A batch on the delay topic (made by a sink's start), due at {@code due}, back to {@link
+   * #batches} then.
+   */
+  private void delayedUntil(Instant due, byte[] value) {
+    Map<String, Object> p =
+        Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, infra().bootstrapServers());
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer())) {
+      RecordHeaders h = new RecordHeaders();
+      h.add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(due.toEpochMilli()));
+      h.add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(batches));
+      // one key: one partition of the delay topic, in this order
+      producer.send(
+          new ProducerRecord<>(
+              topics.delayed(PIPELINE), null, table.toString().getBytes(), value, h));
+      producer.flush();
+    }
+  }
+
+  @Test
+  void should_release_a_delayed_batch_when_due_though_one_due_later_is_ahead_of_it()
+      throws Exception {
+    Instant start = Instant.parse("2026-01-01T00:00:00Z");
+    SettableClock clock = new SettableClock(start);
+    try (Sink sink =
+        Sink.start(
+            PIPELINE,
+            batches,
+            new DeleteIdsHandler(DB, 5),
+            settings(),
+            wiring(HealthGate.ALWAYS_NORMAL, clock))) {
+      delayedUntil(start.plus(Duration.ofMinutes(10)), DeleteIdsHandler.batch(table, 1, 10));
+      delayedUntil(start.plusSeconds(1), DeleteIdsHandler.batch(table, 11, 20));
+      await().atMost(TIMEOUT).until(() -> sink.delayedWaiting() == 2);
+      clock.advance(Duration.ofSeconds(1));
+      await().atMost(TIMEOUT).until(() -> remaining(11, 20) == 0);
+      assertThat(remaining(1, 10)).as("not due before its 10 minutes").isEqualTo(10);
+      assertThat(sink.released()).isOne();
+    }
+
+    // Another start reads the partition again from the batch not released, and passes over the
+    // one released behind it.
+    try (Sink again =
+        Sink.start(
+            PIPELINE,
+            batches,
+            new DeleteIdsHandler(DB, 5),
+            settings(),
+            wiring(HealthGate.ALWAYS_NORMAL, clock))) {
+      await().atMost(TIMEOUT).until(() -> again.delayedWaiting() == 1);
+      long seen = again.releaserLoops();
+      await().atMost(TIMEOUT).until(() -> again.releaserLoops() >= seen + 5);
+      assertThat(again.released()).as("the released batch not released twice").isZero();
+
+      clock.advance(Duration.ofMinutes(10));
+      await().atMost(TIMEOUT).until(() -> remaining(1, 10) == 0);
+      assertThat(again.released()).isOne();
     }
   }
 
