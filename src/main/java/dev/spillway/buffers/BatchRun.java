@@ -159,9 +159,10 @@ final class BatchRun {
         return new Outcome.Done(context.rows());
       }
       String reason = reason(result);
-      if (result instanceof BulkHandler.Result.Reject || attempt >= buffer.settings.maxAttempts()) {
+      boolean rejected = result instanceof BulkHandler.Result.Reject;
+      if (rejected || attempt >= buffer.settings.maxAttempts()) {
         buffer.settled(retryKey);
-        return exhausted(pending, attempt, reason);
+        return exhausted(pending, attempt, rejected, reason);
       }
       Duration wait =
           buffer.settings.retryWait(
@@ -385,10 +386,11 @@ final class BatchRun {
     }
   }
 
-  private Outcome exhausted(List<BufferEvent> pending, int attempts, String reason) {
+  private Outcome exhausted(
+      List<BufferEvent> pending, int attempts, boolean rejected, String reason) {
     BufferExhaustedException error =
         new BufferExhaustedException(
-            buffer.settings.name(), batch.groupId(), attempts, ids(pending), reason);
+            buffer.settings.name(), batch.groupId(), attempts, rejected, ids(pending), reason);
     return new Outcome.PermanentFailure(error, EventSerdes.encode(batch.withEvents(pending)));
   }
 

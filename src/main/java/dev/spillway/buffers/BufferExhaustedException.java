@@ -11,8 +11,17 @@ public final class BufferExhaustedException extends Exception {
 
   private final transient List<Object> ids;
 
+  /**
+   * @param rejected the handler rejected the batch on attempt {@code attempts}, rather than failing
+   *     it every time it was allowed
+   */
   BufferExhaustedException(
-      String buffer, String groupId, int attempts, List<Object> ids, String reason) {
+      String buffer,
+      String groupId,
+      int attempts,
+      boolean rejected,
+      List<Object> ids,
+      String reason) {
     super(
         "Buffer "
             + buffer
@@ -20,9 +29,10 @@ public final class BufferExhaustedException extends Exception {
             + groupId
             + ": "
             + ids.size()
-            + " event(s) left after "
-            + attempts
-            + " attempt(s): "
+            + (rejected
+                ? " event(s) rejected by its handler on attempt " + attempts
+                : " event(s) left after " + attempts + " attempt(s)")
+            + ": "
             + reason);
     this.ids = List.copyOf(ids);
   }

@@ -251,8 +251,22 @@ public final class BufferPipeline {
                   + String.join(", ", missing));
         }
       }
-      return new BufferTable(
-          b.table(), shape.idColumn(), shape.idType(), shape.columns(), b.archiveTable());
+      BufferTable table =
+          new BufferTable(
+              b.table(), shape.idColumn(), shape.idType(), shape.columns(), b.archiveTable());
+      Optional<String> refused =
+          b.archiveTable().isPresent()
+              ? BufferStatements.archiveRefusal(c, table)
+              : Optional.empty();
+      if (refused.isPresent()) {
+        throw error(
+            b,
+            "has archive-table "
+                + b.archiveTable().get().displayName()
+                + ", which PostgreSQL refuses to copy the buffer's rows into: "
+                + refused.get());
+      }
+      return table;
     }
   }
 

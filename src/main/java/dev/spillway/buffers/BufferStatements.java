@@ -188,6 +188,23 @@ final class BufferStatements {
   }
 
   /**
+   * Has PostgreSQL parse and analyze, not run, the statement that moves handled rows to the archive
+   * table: it refuses one whose columns cannot take the buffer's (a type with no assignment cast, a
+   * generated column) before any batch meets it.
+   *
+   * @return PostgreSQL's refusal in one line, or empty when it takes the statement
+   * @throws SQLException when the database could not be asked
+   */
+  static Optional<String> archiveRefusal(Connection c, BufferTable t) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(moveToArchive(t) + " " + COUNT_HANDLED)) {
+      ps.getParameterMetaData(); // a describe: parse and analysis only
+      return Optional.empty();
+    } catch (SQLException e) {
+      return SqlBulkHandler.refusal(e, false);
+    }
+  }
+
+  /**
    * The common table expressions that delete the rows of the ids in the third parameter, when
    * {@code same} holds, and copy them to the archive table ({@code moved}).
    */

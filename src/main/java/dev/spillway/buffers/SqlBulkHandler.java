@@ -49,16 +49,28 @@ final class SqlBulkHandler implements BulkHandler {
       ps.getParameterMetaData(); // a describe: parse and analysis only
       return Optional.empty();
     } catch (SQLException e) {
-      if (!(SqlErrors.classify(e) instanceof Outcome.PermanentFailure)) {
-        throw e;
-      }
-      ServerErrorMessage m = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
-      if (m == null || m.getMessage() == null) {
-        return Optional.of(e.getMessage().lines().findFirst().orElse(""));
-      }
-      return Optional.of(
-          m.getMessage() + (m.getPosition() > 0 ? " (at character " + m.getPosition() + ")" : ""));
+      return refusal(e, true);
     }
+  }
+
+  /**
+   * What PostgreSQL said, in one line, of a statement it refused to parse or analyze; rethrows any
+   * other failure (the database could not be asked).
+   *
+   * @param where whether to say at which character of the statement: of the user's, not of
+   *     Spillway's own
+   */
+  static Optional<String> refusal(SQLException e, boolean where) throws SQLException {
+    if (!(SqlErrors.classify(e) instanceof Outcome.PermanentFailure)) {
+      throw e;
+    }
+    ServerErrorMessage m = e instanceof PSQLException p ? p.getServerErrorMessage() : null;
+    if (m == null || m.getMessage() == null) {
+      return Optional.of(e.getMessage().lines().findFirst().orElse(""));
+    }
+    return Optional.of(
+        m.getMessage()
+            + (where && m.getPosition() > 0 ? " (at character " + m.getPosition() + ")" : ""));
   }
 
   @Override

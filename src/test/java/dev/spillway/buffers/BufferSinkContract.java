@@ -527,6 +527,9 @@ abstract class BufferSinkContract {
         "CREATE TABLE " + schema + ".no_key (a bigint)",
         "CREATE TABLE " + schema + ".two_keys (a bigint, b bigint, PRIMARY KEY (a, b))",
         "CREATE TABLE " + schema + ".thin_archive (id bigint)",
+        "CREATE TABLE "
+            + schema
+            + ".odd_archive (id bigint, contact_id bigint, activity jsonb, at timestamptz)",
         "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)",
         "CREATE TYPE " + schema + ".pair AS (a int, b text)",
         "CREATE TABLE "
@@ -563,6 +566,18 @@ abstract class BufferSinkContract {
                 BufferPipeline.check(
                     settings().withArchive(new TableName(schema, "thin_archive")), ds))
         .hasMessageEndingWith("which lacks the buffer's column(s) contact_id, activity.");
+    assertThatThrownBy(
+            () ->
+                BufferPipeline.check(
+                    settings().withArchive(new TableName(schema, "odd_archive")), ds))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageEndingWith(
+            "buffers."
+                + NAME
+                + " has archive-table "
+                + schema
+                + ".odd_archive, which PostgreSQL refuses to copy the buffer's rows into: column"
+                + " \"activity\" is of type jsonb but expression is of type text.");
   }
 
   private String refusal(TableName t) {
@@ -1152,6 +1167,7 @@ abstract class BufferSinkContract {
                   infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
               .get(0);
       assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+          .contains("3 event(s) rejected by its handler on attempt 1: ")
           .contains("answered 422: bad contact");
       assertThat(receiver.calls()).hasSize(1);
       await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
