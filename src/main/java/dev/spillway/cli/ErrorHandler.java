@@ -7,8 +7,10 @@ import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.IExecutionExceptionHandler;
 import picocli.CommandLine.IParameterExceptionHandler;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.ParseResult;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * Maps every failure to an exit code and one sentence on stderr: 2 for usage and configuration
@@ -41,12 +43,24 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
   public int handleParseException(ParameterException e, String[] args) {
     PrintWriter err = e.getCommandLine().getErr();
     err.println(
-        e.getMessage()
+        message(e)
             + " (see '"
             + e.getCommandLine().getCommandSpec().qualifiedName()
             + " --help').");
     err.flush();
     return USAGE;
+  }
+
+  /** picocli's message, or, for a word given to a group of commands, that it names none. */
+  private static String message(ParameterException e) {
+    CommandSpec spec = e.getCommandLine().getCommandSpec();
+    if (e instanceof UnmatchedArgumentException u
+        && !spec.subcommands().isEmpty()
+        && !u.getUnmatched().isEmpty()
+        && !u.getUnmatched().get(0).startsWith("-")) {
+      return CommandGroup.unknownCommand(spec, u.getUnmatched().get(0), u.getSuggestions());
+    }
+    return e.getMessage();
   }
 
   private static Throwable configurationCause(Throwable e) {

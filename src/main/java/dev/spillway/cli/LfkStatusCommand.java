@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkBacklog;
+import dev.spillway.lfk.LfkConfig;
 import dev.spillway.runtime.RuntimeInfo;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.IOException;
@@ -59,6 +60,8 @@ final class LfkStatusCommand implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     SpillwayConfig config = Launch.config(lfk.root);
+    // A definition run refuses is said here too, rather than shown as nothing running.
+    LfkConfig.from(config);
     Optional<RuntimeInfo> running = WorkingDirectory.running(config.workingDir());
     String bootstrap = Launch.kafka(config, running, "the backlog");
     List<LfkBacklog.Parent> backlog =

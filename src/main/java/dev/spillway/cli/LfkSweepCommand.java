@@ -107,7 +107,7 @@ final class LfkSweepCommand implements Callable<Integer> {
     try (Catalogs catalogs = Catalogs.open(config)) {
       DefinitionCheck.Result checked =
           DefinitionCheck.check(definitions, config::databaseOf, catalogs.databases()::dataSource);
-      PrintWriter notes = json ? spec.commandLine().getErr() : out;
+      PrintWriter notes = spec.commandLine().getErr(); // the report alone on stdout
       checked.warnings().forEach(w -> notes.printf("warning: %s%n", w));
       notes.flush();
       result =

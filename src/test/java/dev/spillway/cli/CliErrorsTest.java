@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.spillway.testing.Cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -78,7 +79,19 @@ class CliErrorsTest {
   void should_exit_2_for_an_unknown_command() {
     Cli.Result r = Cli.run("frobnicate");
     assertThat(r.exitCode()).isEqualTo(2);
-    assertThat(r.err()).contains("frobnicate");
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "Unknown command 'frobnicate': choose one of quickstart, run, status, lag, lfk,"
+                + " buffers, replay, bench, help (see 'spillway --help').");
+    Cli.Result near = Cli.run("lfk", "staus");
+    assertThat(near.exitCode()).isEqualTo(2);
+    assertThat(near.err().strip())
+        .isEqualTo(
+            "Unknown command 'staus' (did you mean status?): choose one of status, generate, sweep"
+                + " (see 'spillway lfk --help').");
+    assertThat(Cli.run("run", "--frobnicate").err())
+        .as("an unknown option, as picocli says it")
+        .startsWith("Unknown option: '--frobnicate'");
   }
 
   @Test
@@ -115,12 +128,16 @@ class CliErrorsTest {
     Files.writeString(
         dir.resolve("lfk.yml"),
         "ci_pipelines:\n  - table: projects\n    column: project_id\n    on_delete: cascade\n");
-    Cli.Result r = Cli.run("run", "-c", config.toString());
-    assertThat(r.exitCode()).isEqualTo(2);
-    assertThat(r.err().strip())
-        .isEqualTo(
-            "lfk.yml:4: ci_pipelines[1].on_delete must be async_delete, async_nullify or"
-                + " update_column_to, not 'cascade'.");
+    for (Cli.Result r :
+        List.of(
+            Cli.run("run", "-c", config.toString()),
+            Cli.run("lfk", "status", "-c", config.toString()))) {
+      assertThat(r.exitCode()).isEqualTo(2);
+      assertThat(r.err().strip())
+          .isEqualTo(
+              "lfk.yml:4: ci_pipelines[1].on_delete must be async_delete, async_nullify or"
+                  + " update_column_to, not 'cascade'.");
+    }
     assertThat(dir.resolve("wd")).doesNotExist();
   }
 
