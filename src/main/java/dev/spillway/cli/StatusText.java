@@ -61,8 +61,12 @@ final class StatusText {
         }
         b.append(
             String.format(
-                "          slot %-24s %-8s WAL held %s%s%n",
-                s.slot(), s.active() ? "active" : "inactive", Bytes.human(s.walHeldBytes()), risk));
+                "          slot %-24s %-8s WAL held %s%s%s%n",
+                s.slot(),
+                s.active() ? "active" : "inactive",
+                Bytes.human(s.walHeldBytes()),
+                risk,
+                s.ours() ? "" : " (not this installation's)"));
       }
     }
     for (StatusReport.HealthStatus h : r.health()) {

@@ -49,8 +49,17 @@ public record StatusReport(
    *     null when the server sets no limit
    * @param invalidated why the server invalidated the slot, or null
    */
+  /**
+   * @param ours whether it is this installation's slot for the database ({@code <prefix>_<db>}); a
+   *     database's other logical slots (another installation's, another tool's) hold WAL too
+   */
   public record SlotStatus(
-      String slot, boolean active, long walHeldBytes, Long safeWalBytes, String invalidated) {}
+      String slot,
+      boolean ours,
+      boolean active,
+      long walHeldBytes,
+      Long safeWalBytes,
+      String invalidated) {}
 
   public record CaptureCount(String database, String table, String operation, long changes) {}
 

@@ -395,7 +395,12 @@ public final class SpillwayRuntime implements AutoCloseable {
         for (SlotState s : SlotState.read(e.name(), databases.dataSource(e.name()))) {
           slots.add(
               new StatusReport.SlotStatus(
-                  s.slot(), s.active(), s.heldBytes(), s.safeBytes(), s.invalidation()));
+                  s.slot(),
+                  s.slot().equals(captureSettings().slotName(e.name())),
+                  s.active(),
+                  s.heldBytes(),
+                  s.safeBytes(),
+                  s.invalidation()));
         }
       } catch (SQLException | RuntimeException ex) {
         error = ex.getMessage();

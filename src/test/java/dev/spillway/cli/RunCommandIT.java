@@ -8,6 +8,7 @@ import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.LfkConfig;
+import dev.spillway.ops.StatusReport;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
@@ -98,6 +99,11 @@ class RunCommandIT {
           BufferInstallation.started(
               installation.config(dir.resolve("second")), EnumSet.allOf(RunCommand.Only.class))) {
         assertThat(first.status().databases().get(0).captureStandingBySince()).isNull();
+        assertThat(first.status().databases().get(0).slots())
+            .as("its own slot told from any other of the database")
+            .filteredOn(StatusReport.SlotStatus::ours)
+            .extracting(StatusReport.SlotStatus::slot)
+            .containsExactly(slot);
         assertThat(second.status().databases().get(0).captureStandingBySince())
             .as("the second stands by while the first streams")
             .isNotNull();

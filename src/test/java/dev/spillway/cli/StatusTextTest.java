@@ -106,10 +106,12 @@ class StatusTextTest {
                     "jdbc:postgresql://db/main",
                     false,
                     List.of(
-                        new StatusReport.SlotStatus("spillway_main", true, 2048, null, null),
-                        new StatusReport.SlotStatus("limited", false, 3L << 20, 5L << 30, null),
-                        new StatusReport.SlotStatus("behind", false, 2L << 30, 0L, null),
-                        new StatusReport.SlotStatus("gone", false, 0, null, "wal_removed")),
+                        new StatusReport.SlotStatus("spillway_main", true, true, 2048, null, null),
+                        new StatusReport.SlotStatus(
+                            "limited", true, false, 3L << 20, 5L << 30, null),
+                        new StatusReport.SlotStatus("behind", true, false, 2L << 30, 0L, null),
+                        new StatusReport.SlotStatus("gone", true, false, 0, null, "wal_removed"),
+                        new StatusReport.SlotStatus("other_app", false, true, 4096, null, null)),
                     null,
                     null,
                     null)));
@@ -121,6 +123,7 @@ class StatusTextTest {
                       slot limited                  inactive WAL held 3.0 MB, invalidated after 5.0 GB more
                       slot behind                   inactive WAL held 2.0 GB, to be invalidated at the next checkpoint unless it catches up
                       slot gone                     inactive WAL held 0 B, INVALIDATED by the server (wal_removed)
+                      slot other_app                active   WAL held 4.0 kB (not this installation's)
             """
                 .replace("\n", System.lineSeparator()));
   }
