@@ -30,6 +30,12 @@ public final class ReconnectLogFilter extends TurboFilter {
   /** How long after a replaced failure Debezium's restart warning is taken for its echo. */
   private static final long ECHO_NANOS = 2_000_000_000L;
 
+  /**
+   * How long a lost connection, once said, is not said again while capture has not reconnected:
+   * Debezium may fail twice for one loss; a longer outage is said again after this.
+   */
+  private static final long REPEAT_NANOS = 60_000_000_000L;
+
   /** SQLSTATEs of a lost connection: class 08, and the server shutting down or restarting. */
   private static final Set<String> SHUTDOWN = Set.of("57P01", "57P02", "57P03");
 
@@ -56,6 +62,10 @@ public final class ReconnectLogFilter extends TurboFilter {
         return FilterReply.NEUTRAL;
       }
       String database = database();
+      Long said = lost.get(database);
+      if (said != null && System.nanoTime() - said < REPEAT_NANOS) {
+        return FilterReply.DENY; // the same outage, said a moment ago
+      }
       log.warn(
           "Capture of database {} lost its connection to the server ({}); it reconnects, trying"
               + " every {} s, and goes on from the last change it stored.",

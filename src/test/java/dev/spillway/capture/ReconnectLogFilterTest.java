@@ -137,6 +137,44 @@ class ReconnectLogFilterTest {
   }
 
   @Test
+  void should_say_a_lost_connection_once_when_debezium_fails_twice_for_it() {
+    Logger capture = (Logger) LoggerFactory.getLogger(Capture.class);
+    ListAppender<ILoggingEvent> said = new ListAppender<>();
+    said.start();
+    capture.addAppender(said);
+    try {
+      MDC.put("dbz.connectorLogicalName", "spillway-main");
+      for (int i = 0; i < 2; i++) {
+        assertThat(
+                decide(
+                    ReconnectLogFilter.ERROR_HANDLER,
+                    Level.ERROR,
+                    "Producer failure",
+                    new SQLException("gone", "08006")))
+            .isEqualTo(FilterReply.DENY);
+      }
+      decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+      decide(
+          ReconnectLogFilter.ERROR_HANDLER,
+          Level.ERROR,
+          "Producer failure",
+          new SQLException("gone again", "08006"));
+    } finally {
+      MDC.clear();
+      capture.detachAppender(said);
+    }
+    assertThat(said.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .as("the second loss, after reconnecting, said again")
+        .containsExactly(
+            "Capture of database main lost its connection to the server (gone); it reconnects,"
+                + " trying every 10 s, and goes on from the last change it stored.",
+            "Capture of database main reconnected.",
+            "Capture of database main lost its connection to the server (gone again); it"
+                + " reconnects, trying every 10 s, and goes on from the last change it stored.");
+  }
+
+  @Test
   void should_name_the_failure_and_its_deepest_cause_when_it_adds_something() {
     SQLException eof = new SQLException("Database connection failed when reading from copy");
     eof.initCause(new EOFException());
