@@ -130,6 +130,20 @@ final class BatchRun {
     int first = 1;
     Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
     if (before.isPresent()) {
+      // Rows its last call took that were not deleted (the run failed there): deleted now, not
+      // handed over again.
+      List<BufferEvent> owed = taken(pending, before.get().handled());
+      if (!owed.isEmpty()) {
+        delete(owed);
+        pending = without(pending, owed);
+        buffer.retrying(
+            retryKey,
+            new RunningBuffer.Retrying(before.get().attempts(), before.get().notBeforeNanos()));
+        if (pending.isEmpty()) {
+          buffer.settled(retryKey);
+          return new Outcome.Done(context.rows());
+        }
+      }
       first = before.get().attempts() + 1;
       sleep(Duration.ofNanos(Math.max(0, before.get().notBeforeNanos() - System.nanoTime())));
     }
@@ -147,9 +161,11 @@ final class BatchRun {
                   buffer.table().idColumn(),
                   pending),
               this::checkpoint);
-      // Counted before its rows are deleted: a run that fails there leaves the next to number on.
-      buffer.retrying(retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime()));
+      // Counted, with what it took, before its rows are deleted: a run that fails there leaves
+      // the next to number on, and to delete those rows without calling again.
       List<BufferEvent> done = succeeded(result, pending);
+      buffer.retrying(
+          retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime(), comparableIds(done)));
       if (!done.isEmpty()) {
         delete(done);
         pending = without(pending, done);
@@ -410,6 +426,20 @@ final class BatchRun {
     List<Object> ids = new ArrayList<>(events.size());
     events.forEach(e -> ids.add(id(e)));
     return ids;
+  }
+
+  private Set<Object> comparableIds(List<BufferEvent> events) {
+    Set<Object> ids = new HashSet<>();
+    events.forEach(e -> ids.add(comparable(id(e))));
+    return ids;
+  }
+
+  /** The events whose ids are among these, as {@link #comparableIds} gives them. */
+  private List<BufferEvent> taken(List<BufferEvent> events, Set<Object> ids) {
+    if (ids.isEmpty()) {
+      return List.of();
+    }
+    return events.stream().filter(e -> ids.contains(comparable(id(e)))).toList();
   }
 
   private static List<BufferEvent> without(List<BufferEvent> all, List<BufferEvent> gone) {

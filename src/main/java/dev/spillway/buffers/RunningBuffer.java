@@ -12,6 +12,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
@@ -36,8 +37,19 @@ final class RunningBuffer {
    *
    * @param attempts the calls made so far
    * @param notBeforeNanos when the next call may be made, on {@link System#nanoTime()}'s scale
+   * @param handled the ids (as {@link BatchRun} compares them) the last call took and whose rows
+   *     may not be deleted yet: the next run deletes those still there rather than hand them over
+   *     again
    */
-  record Retrying(int attempts, long notBeforeNanos) {}
+  record Retrying(int attempts, long notBeforeNanos, Set<Object> handled) {
+    Retrying {
+      handled = Set.copyOf(handled);
+    }
+
+    Retrying(int attempts, long notBeforeNanos) {
+      this(attempts, notBeforeNanos, Set.of());
+    }
+  }
 
   final BufferSettings settings;
   private final AtomicReference<BufferTable> table;
