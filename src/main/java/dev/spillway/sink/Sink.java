@@ -127,6 +127,7 @@ public final class Sink implements AutoCloseable {
             batchesTopic,
             w.clock(),
             Duration.ofMillis(200));
+    metrics.delayedWaiting(releaser);
     Sink sink = new Sink(pipeline, producer, releaser, metrics);
     for (int i = 0; i < settings.consumers(); i++) {
       SinkWorker worker =

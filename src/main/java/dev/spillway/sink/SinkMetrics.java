@@ -101,6 +101,15 @@ public final class SinkMetrics {
     requeued.increment();
   }
 
+  /** Reports the delayed batches the releaser holds, not yet due. */
+  void delayedWaiting(DelayedReleaser releaser) {
+    Gauge.builder("spillway_sink_delayed_waiting", releaser, DelayedReleaser::waiting)
+        .description("Delayed batches read from the delay topic and not yet due")
+        .tag("pipeline", pipeline)
+        .strongReference(true)
+        .register(registry);
+  }
+
   void pausedPartitions(int delta) {
     pausedPartitions.addAndGet(delta);
   }

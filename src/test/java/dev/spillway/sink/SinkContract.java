@@ -382,6 +382,7 @@ abstract class SinkContract {
       delayedUntil(start.plus(Duration.ofMinutes(10)), DeleteIdsHandler.batch(table, 1, 10));
       delayedUntil(start.plusSeconds(1), DeleteIdsHandler.batch(table, 11, 20));
       await().atMost(TIMEOUT).until(() -> sink.delayedWaiting() == 2);
+      assertThat(registry.get("spillway_sink_delayed_waiting").gauge().value()).isEqualTo(2);
       clock.advance(Duration.ofSeconds(1));
       await().atMost(TIMEOUT).until(() -> remaining(11, 20) == 0);
       assertThat(remaining(1, 10)).as("not due before its 10 minutes").isEqualTo(10);
