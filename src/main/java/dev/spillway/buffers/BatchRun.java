@@ -17,6 +17,7 @@ import java.util.Collections;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
@@ -138,11 +139,24 @@ final class BatchRun {
         pending = without(pending, owed);
         buffer.retrying(
             retryKey,
-            new RunningBuffer.Retrying(before.get().attempts(), before.get().notBeforeNanos()));
+            new RunningBuffer.Retrying(
+                before.get().attempts(),
+                before.get().notBeforeNanos(),
+                Set.of(),
+                before.get().reason()));
         if (pending.isEmpty()) {
           buffer.settled(retryKey);
           return new Outcome.Done(context.rows());
         }
+      }
+      if (before.get().attempts() >= buffer.settings.maxAttempts()) {
+        // Its last call was the last allowed (the run ended deleting what that call took).
+        buffer.settled(retryKey);
+        return exhausted(
+            pending,
+            before.get().attempts(),
+            false,
+            Objects.requireNonNullElse(before.get().reason(), "no attempt left"));
       }
       first = before.get().attempts() + 1;
       sleep(Duration.ofNanos(Math.max(0, before.get().notBeforeNanos() - System.nanoTime())));
@@ -164,8 +178,10 @@ final class BatchRun {
       // Counted, with what it took, before its rows are deleted: a run that fails there leaves
       // the next to number on, and to delete those rows without calling again.
       List<BufferEvent> done = succeeded(result, pending);
+      String reason = done.size() == pending.size() ? null : reason(result);
       buffer.retrying(
-          retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime(), comparableIds(done)));
+          retryKey,
+          new RunningBuffer.Retrying(attempt, System.nanoTime(), comparableIds(done), reason));
       if (!done.isEmpty()) {
         delete(done);
         pending = without(pending, done);
@@ -174,7 +190,6 @@ final class BatchRun {
         buffer.settled(retryKey);
         return new Outcome.Done(context.rows());
       }
-      String reason = reason(result);
       boolean rejected = result instanceof BulkHandler.Result.Reject;
       if (rejected || attempt >= buffer.settings.maxAttempts()) {
         buffer.settled(retryKey);

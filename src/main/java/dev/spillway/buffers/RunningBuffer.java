@@ -40,14 +40,15 @@ final class RunningBuffer {
    * @param handled the ids (as {@link BatchRun} compares them) the last call took and whose rows
    *     may not be deleted yet: the next run deletes those still there rather than hand them over
    *     again
+   * @param reason why the last call left rows, or null when it left none
    */
-  record Retrying(int attempts, long notBeforeNanos, Set<Object> handled) {
+  record Retrying(int attempts, long notBeforeNanos, Set<Object> handled, String reason) {
     Retrying {
       handled = Set.copyOf(handled);
     }
 
     Retrying(int attempts, long notBeforeNanos) {
-      this(attempts, notBeforeNanos, Set.of());
+      this(attempts, notBeforeNanos, Set.of(), null);
     }
   }
 

@@ -10,6 +10,7 @@ import java.sql.SQLException;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 import org.slf4j.Marker;
@@ -42,6 +43,23 @@ public final class ReconnectLogFilter extends TurboFilter {
   /** Per database whose lost connection was announced and not yet regained: when. */
   private final Map<String, Long> lost = new ConcurrentHashMap<>();
 
+  /** Per database, when capture last failed for a lost connection, said or not. */
+  private final Map<String, Long> failed = new ConcurrentHashMap<>();
+
+  private final LongSupplier nanos;
+
+  /** As logback makes it. */
+  public ReconnectLogFilter() {
+    this(System::nanoTime);
+  }
+
+  /**
+   * @param nanos the time, on {@link System#nanoTime()}'s scale
+   */
+  ReconnectLogFilter(LongSupplier nanos) {
+    this.nanos = nanos;
+  }
+
   /** Where Debezium keeps the logical name of the connector a thread works for. */
   private static final String CONNECTOR_NAME = "dbz.connectorLogicalName";
 
@@ -62,8 +80,9 @@ public final class ReconnectLogFilter extends TurboFilter {
         return FilterReply.NEUTRAL;
       }
       String database = database();
+      failed.put(database, nanos.getAsLong());
       Long said = lost.get(database);
-      if (said != null && System.nanoTime() - said < REPEAT_NANOS) {
+      if (said != null && nanos.getAsLong() - said < REPEAT_NANOS) {
         return FilterReply.DENY; // the same outage, said a moment ago
       }
       log.warn(
@@ -72,7 +91,7 @@ public final class ReconnectLogFilter extends TurboFilter {
           database,
           rootMessage(t),
           CaptureEngine.RECONNECT_WAIT.toSeconds());
-      lost.put(database, System.nanoTime());
+      lost.put(database, nanos.getAsLong());
       return FilterReply.DENY;
     }
     // Debezium's two warnings after a failure: what the warning above said, when just replaced.
@@ -80,8 +99,8 @@ public final class ReconnectLogFilter extends TurboFilter {
         (ERROR_HANDLER.equals(name) && format.startsWith("Retry {} of {}"))
             || (SOURCE_TASK.equals(name) && format.startsWith("Going to restart connector after"));
     if (echo && level == Level.WARN) {
-      Long at = lost.get(database());
-      return at != null && System.nanoTime() - at < ECHO_NANOS
+      Long at = lost.containsKey(database()) ? failed.get(database()) : null;
+      return at != null && nanos.getAsLong() - at < ECHO_NANOS
           ? FilterReply.DENY
           : FilterReply.NEUTRAL;
     }

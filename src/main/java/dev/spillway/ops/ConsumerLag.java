@@ -139,7 +139,8 @@ public final class ConsumerLag {
         long from = Math.max(first.get(tp), c == null ? 0 : c.offset());
         long to = end.get(tp);
         // A delay group's commit names the batches past it it released already: not behind.
-        long released = ReleasedPastCommit.offsets(c).subSet(from, true, to, false).size();
+        long released =
+            from < to ? ReleasedPastCommit.offsets(c).subSet(from, true, to, false).size() : 0;
         long behind = Math.max(0, to - from - released);
         lag += behind;
         if (behind > 0) {

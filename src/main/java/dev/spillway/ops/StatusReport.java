@@ -45,13 +45,11 @@ public record StatusReport(
   public record KafkaWait(String since, String reason) {}
 
   /**
+   * @param ours whether it is this installation's slot for the database ({@code <prefix>_<db>}); a
+   *     database's other logical slots (another installation's, another tool's) hold WAL too
    * @param safeWalBytes WAL that may still be written before the server invalidates the slot, or
    *     null when the server sets no limit
    * @param invalidated why the server invalidated the slot, or null
-   */
-  /**
-   * @param ours whether it is this installation's slot for the database ({@code <prefix>_<db>}); a
-   *     database's other logical slots (another installation's, another tool's) hold WAL too
    */
   public record SlotStatus(
       String slot,

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,7 +37,9 @@ import org.slf4j.LoggerFactory;
  * holdBytes}; beyond that it stops reading until released batches make room, and later ones wait in
  * Kafka. A partition's committed offset is that of its first batch not yet released, so a restart
  * or a move of the partition reads every unreleased batch again; the batches after it already
- * released are named in the commit's metadata (as many as fit) and not released twice.
+ * released are named in the commit's metadata and not released twice. At most {@link #NAMED_MAX}
+ * are named per partition: past that the partition's later batches wait, in memory or in Kafka,
+ * until the batch holding its commit back is released.
  *
  * <p>Driven by {@link #runOnce()} from one thread; time comes from the injected clock.
  */
@@ -45,6 +48,12 @@ final class DelayedReleaser implements AutoCloseable {
 
   /** What it keeps in memory by default before it stops reading the delay topic. */
   static final long DEFAULT_HOLD_BYTES = 64L * 1024 * 1024;
+
+  /**
+   * Batches a partition may have released past its committed offset: all of them fit in the
+   * commit's metadata while they lie within 36<sup>4</sup> offsets of it.
+   */
+  static final int NAMED_MAX = 500;
 
   private final Consumer<byte[], byte[]> consumer;
   private final Producer<byte[], byte[]> producer;
@@ -100,10 +109,20 @@ final class DelayedReleaser implements AutoCloseable {
     }
   }
 
-  /** A partition taken away: what was read of it is the new owner's to release. */
+  /**
+   * A partition taken away: what was read of it is the new owner's to release, from the commit made
+   * here first (a commit that failed during the rebalance is made now, or the new owner releases
+   * again what was released since the last one Kafka took).
+   */
   private final class Forget implements ConsumerRebalanceListener {
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+      try {
+        commit(partitions);
+      } catch (RuntimeException e) {
+        log.debug(
+            "Could not commit delay partitions {} being taken away: {}", partitions, e.toString());
+      }
       partitions.forEach(DelayedReleaser.this::forget);
     }
 
@@ -125,12 +144,17 @@ final class DelayedReleaser implements AutoCloseable {
 
   /** Releases every due batch it holds, reading more first; returns how many it released. */
   int runOnce() throws InterruptedException, ExecutionException {
-    Set<TopicPartition> assigned = consumer.assignment();
-    if (heldBytes >= holdBytes) {
-      consumer.pause(assigned);
-    } else if (!consumer.paused().isEmpty()) {
-      consumer.resume(consumer.paused());
+    Set<TopicPartition> stop = new HashSet<>();
+    for (TopicPartition tp : consumer.assignment()) {
+      Held h = held.get(tp);
+      if (heldBytes >= holdBytes || (h != null && h.released.size() >= NAMED_MAX)) {
+        stop.add(tp);
+      }
     }
+    Set<TopicPartition> go = new HashSet<>(consumer.paused());
+    go.removeAll(stop);
+    consumer.pause(stop);
+    consumer.resume(go);
     take(consumer.poll(pollTimeout));
     return release(clock.millis());
   }
@@ -152,6 +176,9 @@ final class DelayedReleaser implements AutoCloseable {
         throw e;
       }
       for (ConsumerRecord<byte[], byte[]> r : records.records(tp)) {
+        if (h.committed != null && r.offset() < h.committed.offset()) {
+          h.released.clear(); // read from before the commit (offsets reset): its names are void
+        }
         h.next = r.offset() + 1;
         if (!h.released.contains(r.offset())) {
           h.waiting.put(r.offset(), r);
@@ -169,8 +196,13 @@ final class DelayedReleaser implements AutoCloseable {
     Map<ConsumerRecord<byte[], byte[]>, Future<RecordMetadata>> sends = new LinkedHashMap<>();
     RuntimeException refused = null;
     for (Held h : held.values()) {
+      // A due batch with none unreleased before it needs no name: the commit moves past it.
+      boolean first = true;
+      int room = NAMED_MAX - h.released.size(); // what the commit can still name
       for (ConsumerRecord<byte[], byte[]> r : h.waiting.values()) {
-        if (SinkHeaders.consumeAfter(r.headers()) <= now) {
+        boolean due = SinkHeaders.consumeAfter(r.headers()) <= now;
+        first &= due;
+        if (due && (first || room-- > 0)) {
           try {
             sends.put(r, send(r));
           } catch (RuntimeException e) {
@@ -202,12 +234,20 @@ final class DelayedReleaser implements AutoCloseable {
     if (sent > 0) {
       log.debug("Released {} delayed batches from {}", sent, delayedTopic);
     }
-    commit();
+    RuntimeException uncommitted = null;
+    try {
+      commit(held.keySet());
+    } catch (RuntimeException e) {
+      uncommitted = e; // made again at the next turn, or when the partition is taken away
+    }
     if (refused != null) {
       throw refused;
     }
     if (failed != null) {
       throw failed;
+    }
+    if (uncommitted != null) {
+      throw uncommitted;
     }
     return sent;
   }
@@ -221,19 +261,26 @@ final class DelayedReleaser implements AutoCloseable {
             back == null ? batchesTopic : back, null, r.key(), r.value(), headers));
   }
 
-  /** Commits each partition up to its first batch not released, naming those released after it. */
-  private void commit() {
+  /**
+   * Commits these partitions up to each one's first batch not released, naming those released after
+   * it.
+   */
+  private void commit(Collection<TopicPartition> partitions) {
     Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
-    held.forEach(
-        (tp, h) -> {
-          long offset = h.waiting.isEmpty() ? h.next : h.waiting.firstKey();
-          h.released.headSet(offset, false).clear();
-          OffsetAndMetadata next =
-              new OffsetAndMetadata(offset, ReleasedPastCommit.metadata(offset, h.released));
-          if (!next.equals(h.committed)) {
-            commits.put(tp, next);
-          }
-        });
+    for (TopicPartition tp : partitions) {
+      Held h = held.get(tp);
+      if (h == null) {
+        continue;
+      }
+      long offset = h.waiting.isEmpty() ? h.next : h.waiting.firstKey();
+      h.released.headSet(offset, false).clear();
+      String names = ReleasedPastCommit.metadata(offset, h.released);
+      if (h.committed == null
+          || h.committed.offset() != offset
+          || !h.committed.metadata().equals(names)) {
+        commits.put(tp, new OffsetAndMetadata(offset, names));
+      }
+    }
     if (!commits.isEmpty()) {
       consumer.commitSync(commits);
       commits.forEach((tp, c) -> held.get(tp).committed = c);
@@ -254,7 +301,7 @@ final class DelayedReleaser implements AutoCloseable {
     return released;
   }
 
-  /** Delayed batches read and not yet due. */
+  /** Delayed batches read and not yet released (not yet due, or their release failed). */
   int waiting() {
     return waiting;
   }

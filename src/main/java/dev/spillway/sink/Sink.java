@@ -47,6 +47,12 @@ public final class Sink implements AutoCloseable {
 
   private final Pipeline pipeline;
   private final List<SinkWorker> workers = new ArrayList<>();
+
+  /** The first wait after releasing delayed batches failed, doubled each time in a row. */
+  private static final Duration RELEASE_RETRY = Duration.ofSeconds(1);
+
+  private static final Duration RELEASE_RETRY_MAX = Duration.ofSeconds(30);
+
   private final DelayedReleaser releaser;
   private final Producer<byte[], byte[]> producer;
   private final SinkMetrics metrics;
@@ -189,18 +195,49 @@ public final class Sink implements AutoCloseable {
   }
 
   private void releaseLoop() {
+    int failures = 0;
     while (running) {
       try {
         releaser.runOnce();
+        failures = 0;
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         return;
       } catch (ExecutionException | RuntimeException e) {
-        if (running) {
-          log.warn("Releasing delayed batches of {} failed: {}", pipeline.id(), e.getMessage());
+        if (!running) {
+          return;
+        }
+        failures++;
+        // Once a second at first, then less often: what failed is held and tried again.
+        Duration wait = RELEASE_RETRY.multipliedBy(1L << Math.min(failures - 1, 5));
+        if (wait.compareTo(RELEASE_RETRY_MAX) > 0) {
+          wait = RELEASE_RETRY_MAX;
+        }
+        log.warn(
+            "Releasing delayed batches of {} failed ({} in a row; tried again in {}): {}",
+            pipeline.id(),
+            failures,
+            wait,
+            e.getMessage());
+        if (!pause(wait)) {
+          return;
         }
       }
     }
+  }
+
+  /** Waits while the sink runs; false once it stops or the thread is interrupted. */
+  private boolean pause(Duration wait) {
+    long until = System.nanoTime() + wait.toNanos();
+    try {
+      while (running && System.nanoTime() < until) {
+        Thread.sleep(Math.min(100, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+    return running;
   }
 
   /** Closes the workers with the given grace; zero abandons batches in hand like a crash. */
@@ -213,6 +250,7 @@ public final class Sink implements AutoCloseable {
       Thread.currentThread().interrupt();
     }
     releaser.close();
+    metrics.releaserClosed();
     producer.close(Duration.ofSeconds(10));
   }
 

@@ -22,6 +22,7 @@ public final class SinkMetrics {
   private final Counter requeued;
   private final Timer subBatch;
   private final AtomicInteger pausedPartitions = new AtomicInteger();
+  private volatile Gauge delayedWaiting;
 
   public SinkMetrics(MeterRegistry registry, Pipeline pipeline) {
     this.registry = registry;
@@ -101,13 +102,21 @@ public final class SinkMetrics {
     requeued.increment();
   }
 
-  /** Reports the delayed batches the releaser holds, not yet due. */
+  /** Reports the delayed batches this releaser holds, until {@link #releaserClosed()}. */
   void delayedWaiting(DelayedReleaser releaser) {
-    Gauge.builder("spillway_sink_delayed_waiting", releaser, DelayedReleaser::waiting)
-        .description("Delayed batches read from the delay topic and not yet due")
-        .tag("pipeline", pipeline)
-        .strongReference(true)
-        .register(registry);
+    delayedWaiting =
+        Gauge.builder("spillway_sink_delayed_waiting", releaser, DelayedReleaser::waiting)
+            .description("Delayed batches read from the delay topic and not yet released")
+            .tag("pipeline", pipeline)
+            .strongReference(true)
+            .register(registry);
+  }
+
+  /** The releaser is closed: a sink started later in this registry reports its own. */
+  void releaserClosed() {
+    if (delayedWaiting != null) {
+      registry.remove(delayedWaiting);
+    }
   }
 
   void pausedPartitions(int delta) {

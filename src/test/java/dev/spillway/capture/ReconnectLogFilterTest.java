@@ -10,12 +10,14 @@ import ch.qos.logback.core.read.ListAppender;
 import ch.qos.logback.core.spi.FilterReply;
 import java.io.EOFException;
 import java.sql.SQLException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 
 class ReconnectLogFilterTest {
-  private final ReconnectLogFilter filter = new ReconnectLogFilter();
+  private final AtomicLong nanos = new AtomicLong(1_000_000_000L);
+  private final ReconnectLogFilter filter = new ReconnectLogFilter(nanos::get);
   private final LoggerContext context = new LoggerContext();
 
   private FilterReply decide(String logger, Level level, String format, Throwable t) {
@@ -152,6 +154,10 @@ class ReconnectLogFilterTest {
                     "Producer failure",
                     new SQLException("gone", "08006")))
             .isEqualTo(FilterReply.DENY);
+        assertThat(restartWarning())
+            .as("the echo of failure %d", i + 1)
+            .isEqualTo(FilterReply.DENY);
+        nanos.addAndGet(5_000_000_000L); // Debezium tries again after a few seconds
       }
       decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
       decide(

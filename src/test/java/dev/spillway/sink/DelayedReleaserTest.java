@@ -6,19 +6,25 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.spillway.testing.SettableClock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.LongStream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.TimestampType;
@@ -178,6 +184,103 @@ class DelayedReleaserTest {
     releaser.runOnce();
     assertThat(sent()).as("the new owner's to release").isEmpty();
     assertThat(releaser.waiting()).isZero();
+  }
+
+  @Test
+  void should_keep_a_batch_whose_send_kafka_failed_and_release_it_at_a_later_turn()
+      throws Exception {
+    AtomicBoolean failing = new AtomicBoolean(true);
+    MockProducer<byte[], byte[]> flaky =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+          @Override
+          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+            return failing.get()
+                ? CompletableFuture.failedFuture(new TimeoutException("no leader"))
+                : super.send(r);
+          }
+        };
+    consumer = new MockConsumer<>("earliest");
+    releaser =
+        new DelayedReleaser(
+            consumer, flaky, TP.topic(), "t.batches", clock, Duration.ofMillis(10), 1L << 20);
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    delayed(0, Duration.ZERO);
+
+    assertThatThrownBy(releaser::runOnce).hasRootCauseMessage("no leader");
+    assertThat(releaser.waiting()).isOne();
+    assertThat(committed().offset()).isZero();
+
+    failing.set(false);
+    releaser.runOnce();
+    assertThat(flaky.history()).extracting(r -> new String(r.value())).containsExactly("batch 0");
+    assertThat(committed().offset()).isOne();
+  }
+
+  @Test
+  void should_commit_what_it_released_when_a_partition_is_taken_away_after_a_failed_commit()
+      throws Exception {
+    AtomicBoolean refuseCommits = new AtomicBoolean();
+    Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
+    consumer =
+        new MockConsumer<>("earliest") {
+          @Override
+          public synchronized void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+            if (refuseCommits.get()) {
+              throw new RebalanceInProgressException("rebalancing");
+            }
+            super.commitSync(offsets);
+            commits.putAll(offsets); // a mock consumer forgets what it no longer holds
+          }
+        };
+    releaser = releaser(consumer, DelayedReleaser.DEFAULT_HOLD_BYTES);
+    delayed(0, Duration.ofMinutes(10));
+    delayed(1, Duration.ZERO);
+    refuseCommits.set(true);
+    assertThatThrownBy(releaser::runOnce).isInstanceOf(RebalanceInProgressException.class);
+    assertThat(sent()).containsExactly("batch 1");
+
+    refuseCommits.set(false);
+    assertThat(commits).isEmpty();
+    consumer.rebalance(List.of());
+    assertThat(commits.get(TP).offset()).isZero();
+    assertThat(ReleasedPastCommit.offsets(commits.get(TP))).as("batch 1 named").containsExactly(1L);
+  }
+
+  @Test
+  void should_release_no_more_past_a_batch_not_due_than_its_commit_can_name() throws Exception {
+    int behind = DelayedReleaser.NAMED_MAX + 100;
+    delayed(0, Duration.ofMinutes(10));
+    for (long o = 1; o <= behind; o++) {
+      delayed(o, Duration.ZERO);
+    }
+    releaser.runOnce();
+    releaser.runOnce();
+    assertThat(producer.history()).hasSize(DelayedReleaser.NAMED_MAX);
+    assertThat(ReleasedPastCommit.offsets(committed())).hasSize(DelayedReleaser.NAMED_MAX);
+    assertThat(consumer.paused()).containsExactly(TP);
+
+    clock.advance(Duration.ofMinutes(10));
+    releaser.runOnce();
+    releaser.runOnce();
+    assertThat(producer.history()).hasSize(behind + 1);
+    assertThat(committed().offset()).isEqualTo(behind + 1);
+    assertThat(consumer.paused()).isEmpty();
+  }
+
+  @Test
+  void should_pass_over_no_batch_when_reading_from_before_its_commit() throws Exception {
+    // A commit at 1 naming 2, then the partition read again from 0 (its offsets reset).
+    consumer.commitSync(
+        Map.of(
+            TP,
+            new OffsetAndMetadata(1, ReleasedPastCommit.metadata(1, new TreeSet<>(Set.of(2L))))));
+    consumer.seek(TP, 0);
+    for (long o = 0; o < 3; o++) {
+      delayed(o, Duration.ZERO);
+    }
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 0", "batch 1", "batch 2");
   }
 
   @Test
