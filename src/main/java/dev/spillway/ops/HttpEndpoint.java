@@ -43,6 +43,18 @@ public final class HttpEndpoint implements AutoCloseable {
       Supplier<StatusReport> status,
       Supplier<Optional<String>> failure)
       throws IOException {
+    HttpEndpoint http = bind(port);
+    http.serve(registry, status, failure);
+    return http;
+  }
+
+  /**
+   * Takes the port and serves nothing yet: a start finds a port in use before it starts anything
+   * else (a broker, capture), and serves once what it reports on runs ({@link #serve}).
+   *
+   * @param port 0 for a free port
+   */
+  public static HttpEndpoint bind(int port) throws IOException {
     HttpServer server;
     try {
       server = HttpServer.create(new InetSocketAddress(port), 0);
@@ -60,6 +72,18 @@ public final class HttpEndpoint implements AutoCloseable {
               return t;
             });
     server.setExecutor(executor);
+    return new HttpEndpoint(server, executor);
+  }
+
+  /**
+   * Serves on the bound port.
+   *
+   * @param failure why the process stopped working, if a part of it failed
+   */
+  public void serve(
+      PrometheusMeterRegistry registry,
+      Supplier<StatusReport> status,
+      Supplier<Optional<String>> failure) {
     server.createContext(
         "/metrics",
         ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
@@ -89,7 +113,6 @@ public final class HttpEndpoint implements AutoCloseable {
     server.start();
     log.info(
         "HTTP endpoint on port {} (/metrics, /api/status, /livez)", server.getAddress().getPort());
-    return new HttpEndpoint(server, executor);
   }
 
   public int port() {

@@ -128,6 +128,9 @@ public final class SpillwayRuntime implements AutoCloseable {
     workingDir = WorkingDirectory.acquire(config.workingDir());
     own(workingDir);
     log.info("Configuration: {}", config.describe());
+    // A port in use stops the start before a broker or a database is started for nothing.
+    http = HttpEndpoint.bind(config.http().port());
+    own(http);
 
     List<DatabaseEndpoint> endpoints = new ArrayList<>();
     if (config.embeddedDatabases()) {
@@ -170,8 +173,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         config.kafka().partitions(),
         config.kafka().replicationFactor());
 
-    http = HttpEndpoint.start(config.http().port(), registry, this::status, this::failure);
-    own(http);
+    http.serve(registry, this::status, this::failure);
     lagGauges =
         ConsumerLagGauges.start(
             bootstrapServers,

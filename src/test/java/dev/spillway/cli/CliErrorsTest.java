@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.testing.Cli;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -109,6 +110,24 @@ class CliErrorsTest {
     assertThat(r.err().strip())
         .isEqualTo("Missing command: choose one of " + commands + " (see '" + group + " --help').");
     assertThat(r.out()).isEmpty();
+  }
+
+  @Test
+  void should_stop_a_start_whose_http_port_is_in_use_before_starting_anything(@TempDir Path dir)
+      throws Exception {
+    try (ServerSocket taken = new ServerSocket(0)) {
+      Path config = dir.resolve("spillway.yml");
+      Files.writeString(config, "working-dir: wd\nhttp: { port: " + taken.getLocalPort() + " }\n");
+      Cli.Result r = Cli.run("run", "-c", config.toString());
+      assertThat(r.exitCode()).isEqualTo(1);
+      assertThat(r.err().strip())
+          .isEqualTo(
+              "HTTP port "
+                  + taken.getLocalPort()
+                  + " is already in use; set http.port to a free port (0 picks one).");
+      assertThat(dir.resolve("wd/kafka")).as("no broker started").doesNotExist();
+      assertThat(dir.resolve("wd/postgres")).as("no database started").doesNotExist();
+    }
   }
 
   @Test
