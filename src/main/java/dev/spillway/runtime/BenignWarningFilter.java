@@ -1,24 +1,45 @@
 package dev.spillway.runtime;
 
 import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.classic.spi.IThrowableProxy;
 import ch.qos.logback.core.filter.Filter;
 import ch.qos.logback.core.spi.FilterReply;
 import java.util.List;
 
 /**
- * Drops the warnings Kafka and HikariCP log while nothing is wrong; every other warning of the same
- * loggers passes. Named in {@code logback.xml}.
+ * Drops the warnings (and the one error) Kafka and HikariCP log while nothing is wrong; everything
+ * else of the same loggers passes. Named in {@code logback.xml}.
  */
 public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String CONTROLLER = "org.apache.kafka.controller.QuorumController";
   static final String SENDER = "org.apache.kafka.clients.producer.internals.Sender";
   static final String POOL = "com.zaxxer.hikari.pool.PoolBase";
+  static final String CONTROLLER_APIS = "kafka.server.ControllerApis";
 
-  /** A logger and words of the one message of it that is dropped. */
-  private record Benign(String logger, String words) {
+  /**
+   * A logger and words of the one message of it that is dropped, and the exception it must carry
+   * (its class name anywhere in the chain), or null for none.
+   */
+  private record Benign(String logger, String words, String cause) {
+    Benign(String logger, String words) {
+      this(logger, words, null);
+    }
+
     boolean matches(ILoggingEvent event) {
       String message = event.getFormattedMessage();
-      return logger.equals(event.getLoggerName()) && message != null && message.contains(words);
+      return logger.equals(event.getLoggerName())
+          && message != null
+          && message.contains(words)
+          && (cause == null || carries(event.getThrowableProxy()));
+    }
+
+    private boolean carries(IThrowableProxy t) {
+      for (; t != null; t = t.getCause()) {
+        if (cause.equals(t.getClassName())) {
+          return true;
+        }
+      }
+      return false;
     }
   }
 
@@ -33,7 +54,13 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           // another, once per pooled connection, with advice about maxLifetime that does not apply.
           // Its failing to open one is logged, and the health monitor says STOP. A connection that
           // did not answer in time (a network dropping it) is still shown.
-          new Benign(POOL, "(This connection has been closed.)"));
+          new Benign(POOL, "(This connection has been closed.)"),
+          // The embedded broker registering with its own controller before that has taken office,
+          // on about one start in three: it asks again, and an error would stop the start.
+          new Benign(
+              CONTROLLER_APIS,
+              "apiKey=CONTROLLER_REGISTRATION",
+              "org.apache.kafka.common.errors.NotControllerException"));
 
   @Override
   public FilterReply decide(ILoggingEvent event) {

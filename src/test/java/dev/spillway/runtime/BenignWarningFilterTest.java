@@ -10,6 +10,8 @@ import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.classic.spi.LoggingEvent;
 import ch.qos.logback.core.Appender;
 import ch.qos.logback.core.spi.FilterReply;
+import java.util.concurrent.CompletionException;
+import org.apache.kafka.common.errors.NotControllerException;
 import org.junit.jupiter.api.Test;
 
 class BenignWarningFilterTest {
@@ -94,6 +96,35 @@ class BenignWarningFilterTest {
   }
 
   @Test
+  void should_drop_only_the_embedded_brokers_registration_before_its_controller_took_office() {
+    String registration =
+        "[ControllerApis nodeId=1] Unexpected error handling request RequestHeader(apiKey="
+            + "CONTROLLER_REGISTRATION, apiVersion=0, clientId=1, correlationId=0, headerVersion=2)";
+    Throwable notYet =
+        new CompletionException(
+            new NotControllerException("The active controller appears to be node 1."));
+    assertThat(filter.decide(error(BenignWarningFilter.CONTROLLER_APIS, registration, notYet)))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.CONTROLLER_APIS,
+                    registration,
+                    new CompletionException(new IllegalStateException("disk full")))))
+        .as("another failure of the registration")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.CONTROLLER_APIS,
+                    "[ControllerApis nodeId=1] Unexpected error handling request"
+                        + " RequestHeader(apiKey=CREATE_TOPICS, apiVersion=7)",
+                    notYet)))
+        .as("another request")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
   void should_be_on_the_shipped_console_while_the_controller_logs_its_warnings() throws Exception {
     JoranConfigurator configurator = new JoranConfigurator();
     configurator.setContext(context);
@@ -112,6 +143,11 @@ class BenignWarningFilterTest {
         .isEqualTo(Level.WARN);
     assertThat(context.getLogger("io.debezium.schema.AbstractTopicNamingStrategy").getLevel())
         .isEqualTo(Level.ERROR);
+  }
+
+  private LoggingEvent error(String logger, String message, Throwable t) {
+    return new LoggingEvent(
+        Logger.class.getName(), context.getLogger(logger), Level.ERROR, message, t, null);
   }
 
   private LoggingEvent warn(String logger, String message) {
