@@ -1,5 +1,6 @@
 package dev.spillway.event;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -8,16 +9,26 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Creates the topics Spillway needs when they are missing; existing topics are left as they are.
  */
 public final class TopicProvisioner {
+  private static final Logger log = LoggerFactory.getLogger(TopicProvisioner.class);
+
   private static final long LEADER_WAIT_MILLIS = 30_000;
+
+  /** How long Kafka may take to answer before the log says it is waited for. */
+  private static final Duration PATIENCE = Duration.ofSeconds(5);
 
   private TopicProvisioner() {}
 
@@ -55,11 +66,35 @@ public final class TopicProvisioner {
       String bootstrapServers, Map<String, String> clientProperties, String topic)
       throws InterruptedException {
     try (Admin admin = admin(bootstrapServers, clientProperties)) {
-      return admin.listTopics().names().get().contains(topic);
+      return topics(admin, bootstrapServers).contains(topic);
+    }
+  }
+
+  /**
+   * The topics Kafka has; says in the log when Kafka keeps it waiting, and in one sentence when no
+   * broker answers (within the admin client's {@code default.api.timeout.ms}, 60 s unless set).
+   */
+  private static Set<String> topics(Admin admin, String bootstrapServers)
+      throws InterruptedException {
+    KafkaFuture<Set<String>> names = admin.listTopics().names();
+    try {
+      try {
+        return names.get(PATIENCE.toMillis(), TimeUnit.MILLISECONDS);
+      } catch (TimeoutException e) {
+        log.info("Waiting for Kafka at {} to answer ...", bootstrapServers);
+      }
+      return names.get();
     } catch (ExecutionException e) {
+      Throwable cause = e.getCause();
       throw new IllegalStateException(
-          "Could not list topics at " + bootstrapServers + ": " + e.getCause().getMessage(),
-          e.getCause());
+          cause instanceof org.apache.kafka.common.errors.TimeoutException
+              ? "Spillway cannot reach Kafka at "
+                  + bootstrapServers
+                  + ": no broker answered ("
+                  + cause.getMessage()
+                  + ")"
+              : "Could not list topics at " + bootstrapServers + ": " + cause.getMessage(),
+          cause);
     }
   }
 
@@ -81,7 +116,7 @@ public final class TopicProvisioner {
       short replicationFactor)
       throws InterruptedException {
     try (Admin admin = admin(bootstrapServers, clientProperties)) {
-      Set<String> existing = admin.listTopics().names().get();
+      Set<String> existing = topics(admin, bootstrapServers);
       List<NewTopic> missing = new ArrayList<>();
       for (String t : Set.copyOf(topics)) {
         if (!existing.contains(t)) {
@@ -102,10 +137,6 @@ public final class TopicProvisioner {
         }
       }
       awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
-    } catch (ExecutionException e) {
-      throw new IllegalStateException(
-          "Could not list topics at " + bootstrapServers + ": " + e.getCause().getMessage(),
-          e.getCause());
     }
   }
 }

@@ -1,0 +1,31 @@
+package dev.spillway.event;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.net.ServerSocket;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class TopicProvisionerTest {
+  @Test
+  void should_say_in_one_sentence_that_no_broker_answered() throws Exception {
+    int port;
+    try (ServerSocket s = new ServerSocket(0)) {
+      port = s.getLocalPort(); // free again: nothing listens there
+    }
+    String bootstrap = "localhost:" + port;
+    // Kafka's own patience, shortened: 60 s unless set.
+    Map<String, String> impatient =
+        Map.of("default.api.timeout.ms", "2000", "request.timeout.ms", "1000");
+
+    assertThatThrownBy(
+            () -> TopicProvisioner.ensure(bootstrap, impatient, List.of("t"), 1, (short) 1))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageStartingWith(
+            "Spillway cannot reach Kafka at " + bootstrap + ": no broker answered (");
+    assertThatThrownBy(() -> TopicProvisioner.exists(bootstrap, impatient, "t"))
+        .hasMessageStartingWith(
+            "Spillway cannot reach Kafka at " + bootstrap + ": no broker answered (");
+  }
+}
