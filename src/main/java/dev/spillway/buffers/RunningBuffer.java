@@ -128,6 +128,16 @@ final class RunningBuffer {
           "Buffer " + settings.name() + ": table " + t.table().displayName() + " is gone", "42P01");
     }
     if (t.archive().isPresent()) {
+      if (read.get(1).isEmpty()) {
+        throw new SQLException(
+            "Buffer "
+                + settings.name()
+                + ": archive-table "
+                + t.archive().get().displayName()
+                + " does not exist (dropped or renamed?); make it again, then replay what was"
+                + " dead-lettered meanwhile",
+            "42P01");
+      }
       List<String> lacked = BufferStatements.lacking(read.get(1), now);
       if (!lacked.isEmpty()) {
         throw new SQLException(

@@ -870,9 +870,13 @@ abstract class BufferSinkContract {
   }
 
   @ParameterizedTest(name = "{0} {1}")
-  @CsvSource({"table, ADD COLUMN note text, note", "archive, DROP COLUMN activity, activity"})
+  @CsvSource({
+    "table, ADD COLUMN note text, lacks the column(s) note",
+    "archive, DROP COLUMN activity, lacks the column(s) activity",
+    "archive, RENAME TO gone, does not exist (dropped or renamed?)"
+  })
   void should_dead_letter_unhandled_a_batch_whose_table_has_a_column_its_archive_lacks(
-      String changed, String alteration, String lacked) throws Exception {
+      String changed, String alteration, String said) throws Exception {
     TableName archive = archiveTable("");
     AtomicInteger calls = new AtomicInteger();
     start(
@@ -889,7 +893,7 @@ abstract class BufferSinkContract {
 
     ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 1L, 2L, 3L, 4L, 5L);
     assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
-        .contains("archive-table " + archive.displayName() + " lacks the column(s) " + lacked);
+        .contains("archive-table " + archive.displayName() + " " + said);
     assertThat(calls).as("the handler is not given what cannot be archived").hasValue(0);
     assertThat(rows(1, 5)).as("its rows stay buffered").isEqualTo(5);
     assertOneBatchDeadLetteredWith(5, "counted in status like every dead letter");
