@@ -79,6 +79,22 @@ final class RunCommand implements Callable<Integer> {
         && ((only.contains(Only.lfk) && !lfk) || (only.contains(Only.buffers) && !buffers))) {
       return Optional.of(onlyUnconfigured(only));
     }
+    List<String> leftOut = new ArrayList<>();
+    if (lfk && !only.contains(Only.lfk)) {
+      leftOut.add("loose foreign keys");
+    }
+    if (buffers && !only.contains(Only.buffers)) {
+      leftOut.add("buffers");
+    }
+    if (!leftOut.isEmpty()) {
+      return Optional.of(
+          "--only "
+              + String.join(",", only.stream().map(Only::name).toList())
+              + ": this process does not work on the "
+              + String.join(" or the ", leftOut)
+              + " the configuration sets up; capture still reads their tables, and what it reads"
+              + " waits in Kafka until a run works on them.");
+    }
     return Optional.empty();
   }
 

@@ -16,6 +16,12 @@ class RunCommandTest {
     assertThat(RunCommand.notice(all, true, true)).isEmpty();
     assertThat(RunCommand.notice(EnumSet.of(Only.buffers), false, true)).isEmpty();
     assertThat(RunCommand.notice(all, false, false)).hasValue(RunCommand.NOTHING_CONFIGURED);
+    assertThat(RunCommand.notice(EnumSet.of(Only.lfk), true, true))
+        .as("a configured pipeline left out")
+        .hasValue(
+            "--only lfk: this process does not work on the buffers the configuration sets up;"
+                + " capture still reads their tables, and what it reads waits in Kafka until a run"
+                + " works on them.");
     assertThat(RunCommand.notice(EnumSet.of(Only.lfk), false, true))
         .hasValueSatisfying(
             s ->
