@@ -183,6 +183,10 @@ public final class BuffersSection {
   private static HandlerSpec http(ConfigNode n) {
     n.only("url", "headers", "timeout");
     String url = n.requiredString("url");
+    String lower = url.toLowerCase(java.util.Locale.ROOT);
+    if (!lower.startsWith("http://") && !lower.startsWith("https://")) {
+      throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
+    }
     URI uri;
     try {
       uri = new URI(url);

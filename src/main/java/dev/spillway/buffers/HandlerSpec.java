@@ -38,6 +38,11 @@ public sealed interface HandlerSpec {
     public Sql {
       Objects.requireNonNull(statement, "statement");
     }
+
+    @Override
+    public String toString() {
+      return "sql " + statement.strip().replaceAll("\\s+", " ");
+    }
   }
 
   /**
@@ -47,6 +52,11 @@ public sealed interface HandlerSpec {
   record JavaClass(Class<? extends BulkHandler> type) implements HandlerSpec {
     public JavaClass {
       Objects.requireNonNull(type, "type");
+    }
+
+    @Override
+    public String toString() {
+      return "class " + type.getName();
     }
   }
 }

@@ -1,6 +1,7 @@
 package dev.spillway.cli;
 
-import java.util.List;
+import java.util.Comparator;
+import java.util.Optional;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -19,24 +20,45 @@ final class CommandGroup {
 
   /**
    * What a group says of a word that names none of its commands, where picocli would say {@code
-   * Unmatched argument at index 0}: the word, the nearest command if one is near, and the commands.
+   * Unmatched argument at index 0}: the word, the command it is a slip of if one is near (two
+   * letters changed, left out, added or swapped at most; one in a word of three), and the commands.
    */
-  static String unknownCommand(CommandSpec spec, String word, List<String> suggestions) {
-    // picocli always names its closest commands, however far: only a near one is a likely slip.
-    List<String> near =
-        suggestions.stream()
-            .filter(
-                c ->
-                    !word.isEmpty()
-                        && c.charAt(0) == word.charAt(0)
-                        && Math.abs(c.length() - word.length()) <= 2)
-            .toList();
+  static String unknownCommand(CommandSpec spec, String word) {
+    int slips = word.length() <= 3 ? 1 : 2; // in a short word, two are another word
+    Optional<String> near =
+        spec.subcommands().keySet().stream()
+            .filter(c -> distance(word, c) <= slips)
+            .min(Comparator.comparingInt((String c) -> distance(word, c)));
     return "Unknown command '"
         + word
         + "'"
-        + (near.isEmpty() ? "" : " (did you mean " + near.get(0) + "?)")
+        + near.map(c -> " (did you mean " + c + "?)").orElse("")
         + ": choose one of "
         + names(spec);
+  }
+
+  /**
+   * Edits (a letter changed, left out, added, or two swapped) that make {@code a} into {@code b}.
+   */
+  static int distance(String a, String b) {
+    int[][] d = new int[a.length() + 1][b.length() + 1];
+    for (int i = 0; i <= a.length(); i++) {
+      for (int j = 0; j <= b.length(); j++) {
+        if (i == 0 || j == 0) {
+          d[i][j] = i + j;
+          continue;
+        }
+        int change = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+        d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + change);
+        if (i > 1
+            && j > 1
+            && a.charAt(i - 1) == b.charAt(j - 2)
+            && a.charAt(i - 2) == b.charAt(j - 1)) {
+          d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+      }
+    }
+    return d[a.length()][b.length()];
   }
 
   private static String names(CommandSpec spec) {

@@ -58,7 +58,7 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
         && !spec.subcommands().isEmpty()
         && !u.getUnmatched().isEmpty()
         && !u.getUnmatched().get(0).startsWith("-")) {
-      return CommandGroup.unknownCommand(spec, u.getUnmatched().get(0), u.getSuggestions());
+      return CommandGroup.unknownCommand(spec, u.getUnmatched().get(0));
     }
     return e.getMessage();
   }

@@ -17,9 +17,13 @@ import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /** How the commands start the loose-foreign-key pipeline: definitions checked, then started. */
 final class LfkStartup {
+  private static final Logger log = LoggerFactory.getLogger(LfkStartup.class);
+
   private LfkStartup() {}
 
   static LfkSettings settings(SpillwayConfig config) {
@@ -75,13 +79,15 @@ final class LfkStartup {
       databases.add(k.childDatabase());
     }
     out.printf(
-        "Loose foreign keys: %d definitions on %d parent tables (%s), checked in %s%n",
+        "Loose foreign keys: %d definition%s on %d parent table%s (%s), checked in %s%n",
         checked.keys().size(),
+        checked.keys().size() == 1 ? "" : "s",
         parents.size(),
+        parents.size() == 1 ? "" : "s",
         String.join(", ", parents),
         String.join(" and ", databases));
-    checked.warnings().forEach(w -> out.printf("  warning: %s%n", w));
     out.flush();
+    checked.warnings().forEach(w -> log.warn("{}", w)); // beside the log's other warnings
     return checked.keys();
   }
 }

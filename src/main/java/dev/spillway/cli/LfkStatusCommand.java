@@ -113,7 +113,7 @@ final class LfkStatusCommand implements Callable<Integer> {
   static String render(List<Row> rows, boolean running) {
     StringBuilder b = new StringBuilder();
     if (rows.isEmpty()) {
-      return "No deleted parent rows captured yet.\n";
+      return "No deleted parent row waits for its cleanup.\n";
     }
     String format = "%-32s %-10s %10s %16s %12s %10s%n";
     b.append(

@@ -228,9 +228,7 @@ final class ReplayCommand implements Runnable {
       s.append(dryRun ? "Would replay " : "Replayed ")
           .append(count(replayed.size(), "batch", "batches"))
           .append(" (")
-          .append(size)
-          .append(' ')
-          .append(unit)
+          .append(count(size, singular(unit), unit))
           .append(") from ")
           .append(dlq)
           .append(":\n");
@@ -274,13 +272,16 @@ final class ReplayCommand implements Runnable {
         .append("  ")
         .append(l.entity())
         .append("  ")
-        .append(l.size())
-        .append(' ')
-        .append(unit);
+        .append(count(l.size(), singular(unit), unit));
   }
 
-  private static String count(int n, String one, String many) {
+  private static String count(long n, String one, String many) {
     return n + " " + (n == 1 ? one : many);
+  }
+
+  /** {@code events} → {@code event}, {@code deleted rows} → {@code deleted row}. */
+  private static String singular(String unit) {
+    return unit.endsWith("s") ? unit.substring(0, unit.length() - 1) : unit;
   }
 
   /**

@@ -183,8 +183,12 @@ class BuffersSectionTest {
         "spillway.yml:4: buffers.events.handler.http.url must be an http:// or https:// URL with a"
             + " host, not 'ftp://x/y'.");
     refused(
-        "buffers:\n  events:\n    handler:\n      http: { url: \"not a url\" }\n",
-        "spillway.yml:4: buffers.events.handler.http.url is not a URL ('not a url': illegal"
+        "buffers:\n  events:\n    handler:\n      http: { url: \"127.0.0.1:8080/bulk\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url must be an http:// or https:// URL with a"
+            + " host, not '127.0.0.1:8080/bulk'.");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"http://crm/a bulk\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url is not a URL ('http://crm/a bulk': illegal"
             + " character in path).");
   }
 
@@ -351,5 +355,20 @@ class BuffersSectionTest {
         Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c", "CRM_TOKEN", "t");
     SpillwayConfig c = ConfigLoader.load(Path.of("config", "spillway.example.yml"), env::get);
     assertThat(BuffersSection.read(c)).extracting(BufferSettings::name).isNotEmpty();
+  }
+
+  @Test
+  void should_describe_each_handler_in_one_line_without_header_values() {
+    assertThat(new HandlerSpec.Sql("INSERT INTO synced\n  SELECT unnest(:ids)").toString())
+        .isEqualTo("sql INSERT INTO synced SELECT unnest(:ids)");
+    assertThat(new HandlerSpec.JavaClass(NoopHandler.class).toString())
+        .isEqualTo("class " + NoopHandler.class.getName());
+    assertThat(
+            new HandlerSpec.Http(
+                    java.net.URI.create("http://h/bulk"),
+                    java.util.Map.of("Authorization", "Bearer secret"),
+                    java.time.Duration.ofSeconds(5))
+                .toString())
+        .isEqualTo("http http://h/bulk (headers [Authorization], timeout PT5S)");
   }
 }

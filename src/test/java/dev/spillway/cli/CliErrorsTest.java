@@ -90,6 +90,12 @@ class CliErrorsTest {
         .isEqualTo(
             "Unknown command 'staus' (did you mean status?): choose one of status, generate, sweep"
                 + " (see 'spillway lfk --help').");
+    assertThat(Cli.run("rnu").err()).startsWith("Unknown command 'rnu' (did you mean run?): ");
+    assertThat(Cli.run("stauts").err())
+        .startsWith("Unknown command 'stauts' (did you mean status?): ");
+    assertThat(Cli.run("ls").err())
+        .as("too short to be a slip")
+        .startsWith("Unknown command 'ls':");
     assertThat(Cli.run("run", "--frobnicate").err())
         .as("an unknown option, as picocli says it")
         .startsWith("Unknown option: '--frobnicate'");

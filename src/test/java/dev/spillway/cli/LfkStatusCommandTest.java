@@ -48,6 +48,6 @@ class LfkStatusCommandTest {
   @Test
   void should_say_so_when_nothing_was_captured() {
     assertThat(LfkStatusCommand.render(List.of(), false))
-        .isEqualTo("No deleted parent rows captured yet.\n");
+        .isEqualTo("No deleted parent row waits for its cleanup.\n");
   }
 }

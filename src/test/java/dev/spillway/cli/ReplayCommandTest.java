@@ -82,7 +82,7 @@ class ReplayCommandTest {
                 Instant.parse("2026-11-24T10:00:00Z"),
                 "BufferExhaustedException: answered 503",
                 "activity",
-                4,
+                1,
                 "s.buffers.activity.batches",
                 Fate.REPLAYED,
                 null,
@@ -102,8 +102,8 @@ class ReplayCommandTest {
     assertThat(ReplayCommand.render("s.buffers.dlq", letters, "events", false))
         .isEqualTo(
             """
-            Replayed 1 batch (4 events) from s.buffers.dlq:
-              s.buffers.dlq-0@3  2026-11-24T10:00:00Z  activity  4 events  -> s.buffers.activity.batches  (BufferExhaustedException: answered 503)
+            Replayed 1 batch (1 event) from s.buffers.dlq:
+              s.buffers.dlq-0@3  2026-11-24T10:00:00Z  activity  1 event  -> s.buffers.activity.batches  (BufferExhaustedException: answered 503)
             Skipped 1 batch an earlier replay handed over (--again hands them over once more):
               s.buffers.dlq-0@1  2026-11-24T09:00:00Z  activity  2 events  replayed at 2026-11-24T09:30:00Z
             Left 1 dead letter that cannot be replayed:
