@@ -86,18 +86,36 @@ public final class BufferPipeline {
   /** What runs once {@link #start} returned. */
   public record Running(Sink sink, Map<String, BufferSettings> buffers) {}
 
-  /**
-   * Checks every buffer table (and archive table) against its database's catalog, creates the
-   * topics, starts each buffer's Streams application and the sink. Returns empty when no buffer is
-   * configured.
-   *
-   * @throws ConfigException naming the buffer when its table is missing or unfit
-   */
-  public Optional<Running> start(SpillwayRuntime runtime, Clock clock)
-      throws SQLException, InterruptedException {
-    if (buffers.isEmpty()) {
-      return Optional.empty();
+  /** The buffers checked against their databases, with their handlers, not started yet. */
+  public static final class Checked {
+    private final Map<String, RunningBuffer> byTopic;
+    private final Map<String, BufferMetrics> metricsOf;
+    private final List<BatchesTopic> batches;
+    private final List<String> needed;
+    private final int inFlight;
+
+    private Checked(
+        Map<String, RunningBuffer> byTopic,
+        Map<String, BufferMetrics> metricsOf,
+        List<BatchesTopic> batches,
+        List<String> needed,
+        int inFlight) {
+      this.byTopic = byTopic;
+      this.metricsOf = metricsOf;
+      this.batches = batches;
+      this.needed = needed;
+      this.inFlight = inFlight;
     }
+  }
+
+  /**
+   * Checks every buffer table (and archive table) against its database's catalog and makes each
+   * handler (an sql handler's statement described), starting nothing: {@code run} checks every
+   * pipeline before it starts any.
+   *
+   * @throws ConfigException naming the buffer when its table, archive table or handler is unfit
+   */
+  public Checked check(SpillwayRuntime runtime, Clock clock) throws SQLException {
     Topics topics = runtime.topics();
     Map<String, RunningBuffer> byTopic = new LinkedHashMap<>();
     Map<String, BufferMetrics> metricsOf = new LinkedHashMap<>();
@@ -118,6 +136,35 @@ public final class BufferPipeline {
       needed.add(topic);
       inFlight += b.maxInFlight();
     }
+    return new Checked(byTopic, metricsOf, batches, needed, inFlight);
+  }
+
+  /**
+   * Checks every buffer ({@link #check}), creates the topics, starts each buffer's Streams
+   * application and the sink. Returns empty when no buffer is configured.
+   *
+   * @throws ConfigException naming the buffer when its table is missing or unfit
+   */
+  public Optional<Running> start(SpillwayRuntime runtime, Clock clock)
+      throws SQLException, InterruptedException {
+    if (buffers.isEmpty()) {
+      return Optional.empty();
+    }
+    return start(runtime, check(runtime, clock), clock);
+  }
+
+  /** Starts the buffers {@link #check} checked. */
+  public Optional<Running> start(SpillwayRuntime runtime, Checked checked, Clock clock)
+      throws InterruptedException {
+    if (buffers.isEmpty()) {
+      return Optional.empty();
+    }
+    Topics topics = runtime.topics();
+    Map<String, RunningBuffer> byTopic = checked.byTopic;
+    Map<String, BufferMetrics> metricsOf = checked.metricsOf;
+    List<BatchesTopic> batches = checked.batches;
+    List<String> needed = checked.needed;
+    int inFlight = checked.inFlight;
     runtime.ensureTopics(needed);
     for (BufferSettings b : buffers) {
       runtime.startStreams(

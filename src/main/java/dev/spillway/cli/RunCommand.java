@@ -130,6 +130,11 @@ final class RunCommand implements Callable<Integer> {
               out.println(line);
               out.flush();
             });
+    // Buffers are checked before the loose-foreign-key pipeline starts (its definitions are
+    // checked first thing there), so a mistake in either stops the start before anything runs.
+    Clock clock = Clock.systemUTC();
+    BufferPipeline.Checked checked =
+        !buffers.isEmpty() && only.contains(Only.buffers) ? buffers.check(runtime, clock) : null;
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)
@@ -139,8 +144,8 @@ final class RunCommand implements Callable<Integer> {
               : LfkStartup.routes(runtime, lfk.definitions(), runtime.config()::databaseOf, out));
     }
     if (!buffers.isEmpty()) {
-      if (only.contains(Only.buffers)) {
-        buffers.start(runtime, Clock.systemUTC());
+      if (checked != null) {
+        buffers.start(runtime, checked, clock);
       }
       routes.addAll(buffers.routes(runtime.topics()));
     }

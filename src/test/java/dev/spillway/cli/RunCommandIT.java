@@ -1,11 +1,15 @@
 package dev.spillway.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.config.ConfigException;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.TopicProvisioner;
+import dev.spillway.event.Topics;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.ops.StatusReport;
@@ -20,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -49,6 +54,58 @@ class RunCommandIT {
         assertThat(receiver.rows()).isEqualTo(2);
       }
     }
+  }
+
+  @Test
+  void should_check_the_buffers_before_starting_the_loose_foreign_keys(@TempDir Path dir)
+      throws Exception {
+    EmbeddedInfra infra = EmbeddedInfra.get();
+    DatabaseEndpoint db = infra.database("pipeline");
+    String prefix = "c" + UUID.randomUUID().toString().replace("-", "").substring(0, 8);
+    try (var dbs = infra.databases("pipeline")) {
+      TestSql.exec(
+          dbs.dataSource("pipeline"),
+          "CREATE TABLE IF NOT EXISTS run_parents (id bigint PRIMARY KEY)",
+          "CREATE TABLE IF NOT EXISTS run_children (id bigint PRIMARY KEY, parent_id bigint)",
+          "CREATE INDEX IF NOT EXISTS run_children_parent ON run_children (parent_id)");
+    }
+    String yaml =
+        String.format(
+            """
+            http: { port: 0 }
+            kafka: { bootstrap-servers: "%s", topic-prefix: %s }
+            databases:
+              main: { url: "%s", username: %s }
+            loose-foreign-keys:
+              definitions:
+                run_children:
+                  - table: run_parents
+                    column: parent_id
+                    on_delete: async_delete
+            buffers:
+              events:
+                table: run_no_such_events
+                handler: { http: { url: "http://127.0.0.1:9/" } }
+            """,
+            infra.bootstrapServers(), prefix, db.url(), db.username());
+    SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
+    try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+      assertThatThrownBy(
+              () ->
+                  RunCommand.start(
+                      runtime,
+                      EnumSet.allOf(RunCommand.Only.class),
+                      LfkConfig.from(config),
+                      BufferPipeline.fromConfig(config),
+                      new PrintWriter(new StringWriter())))
+          .isInstanceOf(ConfigException.class)
+          .hasMessageContaining("names table run_no_such_events, which does not exist");
+    }
+    assertThat(
+            TopicProvisioner.exists(
+                infra.bootstrapServers(), Map.of(), new Topics(prefix).cleanupBatches()))
+        .as("the loose-foreign-key pipeline not started")
+        .isFalse();
   }
 
   @Test
