@@ -235,6 +235,7 @@ public final class BufferPipeline {
                   () ->
                       error(
                           b,
+                          "table",
                           "names table "
                               + b.table().displayName()
                               + ", which does not exist in database "
@@ -242,6 +243,7 @@ public final class BufferPipeline {
       if (shape.idColumn() == null) {
         throw error(
             b,
+            "table",
             "names table "
                 + b.table().displayName()
                 + ", which has no single-column primary key to delete handled rows by");
@@ -250,6 +252,7 @@ public final class BufferPipeline {
       if (!uncapturable.isEmpty()) {
         throw error(
             b,
+            "table",
             "names table "
                 + b.table().displayName()
                 + ", whose column(s) "
@@ -266,6 +269,7 @@ public final class BufferPipeline {
         // Every statement passes the batch's ids as an array of the key's type.
         throw error(
             b,
+            "table",
             "names table "
                 + b.table().displayName()
                 + ", whose primary key "
@@ -283,6 +287,7 @@ public final class BufferPipeline {
         if (archive.isEmpty()) {
           throw error(
               b,
+              "archive-table",
               "has archive-table "
                   + b.archiveTable().get().displayName()
                   + ", which does not exist in database "
@@ -292,6 +297,7 @@ public final class BufferPipeline {
         if (!missing.isEmpty()) {
           throw error(
               b,
+              "archive-table",
               "has archive-table "
                   + b.archiveTable().get().displayName()
                   + ", which lacks the buffer's column(s) "
@@ -308,6 +314,7 @@ public final class BufferPipeline {
       if (refused.isPresent()) {
         throw error(
             b,
+            "archive-table",
             "has archive-table "
                 + b.archiveTable().get().displayName()
                 + ", which PostgreSQL refuses to copy the buffer's rows into: "
@@ -332,7 +339,7 @@ public final class BufferPipeline {
             "Could not check the sql handler of buffer " + b.name() + ": " + e.getMessage(), e);
       }
       if (refusal.isPresent()) {
-        throw error(b, "has an sql handler PostgreSQL refuses: " + refusal.get());
+        throw error(b, "handler", "has an sql handler PostgreSQL refuses: " + refusal.get());
       }
       return handler;
     }
@@ -353,8 +360,9 @@ public final class BufferPipeline {
     }
   }
 
-  private static ConfigException error(BufferSettings b, String problem) {
+  /** A problem of buffer {@code b} found at its key {@code at}, which gives the line. */
+  private static ConfigException error(BufferSettings b, String at, String problem) {
     BufferSettings.Origin o = b.origin();
-    return new ConfigException(o.source(), o.line(), o.key(), problem);
+    return new ConfigException(o.source(), o.line(at), o.key(), problem);
   }
 }

@@ -2,6 +2,7 @@ package dev.spillway.buffers;
 
 import dev.spillway.event.TableName;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 
@@ -48,7 +49,20 @@ public record BufferSettings(
   public static final int DEFAULT_MAX_IN_FLIGHT = 2;
 
   /** The file, line and key a buffer was configured at. */
-  public record Origin(String source, int line, String key) {}
+  public record Origin(String source, int line, String key, Map<String, Integer> lines) {
+    public Origin {
+      lines = Map.copyOf(lines);
+    }
+
+    public Origin(String source, int line, String key) {
+      this(source, line, key, Map.of());
+    }
+
+    /** The line of the buffer's key {@code name}, or of the buffer when it has none. */
+    public int line(String name) {
+      return lines.getOrDefault(name, line);
+    }
+  }
 
   public BufferSettings {
     Objects.requireNonNull(name, "name");

@@ -126,7 +126,18 @@ public final class BuffersSection {
         archive,
         maxInFlight,
         rateLimit,
-        new BufferSettings.Origin(n.source(), n.line(), n.path()));
+        new BufferSettings.Origin(n.source(), n.line(), n.path(), keyLines(n)));
+  }
+
+  /** Where the keys checked against the database are written, for the lines of its findings. */
+  private static Map<String, Integer> keyLines(ConfigNode n) {
+    Map<String, Integer> lines = new HashMap<>();
+    for (String key : List.of("table", "archive-table", "handler")) {
+      if (n.has(key)) {
+        lines.put(key, n.line(key));
+      }
+    }
+    return lines;
   }
 
   private static TableName tableName(ConfigNode n, String key, String dflt) {
@@ -183,7 +194,7 @@ public final class BuffersSection {
   private static HandlerSpec http(ConfigNode n) {
     n.only("url", "headers", "timeout");
     String url = n.requiredString("url");
-    String lower = url.toLowerCase(java.util.Locale.ROOT);
+    String lower = url.toLowerCase(Locale.ROOT);
     if (!lower.startsWith("http://") && !lower.startsWith("https://")) {
       throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
     }

@@ -99,7 +99,8 @@ class RunCommandIT {
                       BufferPipeline.fromConfig(config),
                       new PrintWriter(new StringWriter())))
           .isInstanceOf(ConfigException.class)
-          .hasMessageContaining("names table run_no_such_events, which does not exist");
+          .hasMessageStartingWith(
+              "test.yml:13: buffers.events names table run_no_such_events, which does not exist");
     }
     assertThat(
             TopicProvisioner.exists(
