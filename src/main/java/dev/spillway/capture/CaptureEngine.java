@@ -212,6 +212,7 @@ final class CaptureEngine implements AutoCloseable {
           snapshot.stream().map(TableName::displayName).collect(Collectors.joining(", ")));
     }
     plan.routes(endpoint.name()).forEach(stats::register);
+    ReconnectLogFilter.captureStarts(endpoint.name()); // an earlier engine's loss is not this one's
     engine =
         DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
             .using(debeziumProperties())

@@ -2,6 +2,7 @@ package dev.spillway.capture;
 
 import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.LoggerContext;
 import ch.qos.logback.classic.turbo.TurboFilter;
 import ch.qos.logback.core.spi.FilterReply;
 import dev.spillway.support.Causes;
@@ -111,6 +112,25 @@ public final class ReconnectLogFilter extends TurboFilter {
       }
     }
     return FilterReply.NEUTRAL;
+  }
+
+  /**
+   * Forgets, in the filters logback runs, a loss said of this database's capture by an engine that
+   * ended before reconnecting: a new engine's first loss is said.
+   */
+  static void captureStarts(String database) {
+    if (LoggerFactory.getILoggerFactory() instanceof LoggerContext context) {
+      for (TurboFilter f : context.getTurboFilterList()) {
+        if (f instanceof ReconnectLogFilter r) {
+          r.forget(database);
+        }
+      }
+    }
+  }
+
+  void forget(String database) {
+    lost.remove(database);
+    failed.remove(database);
   }
 
   /** Whether the failure is a lost connection: I/O, or SQL saying so, in its chain. */

@@ -10,6 +10,7 @@ import ch.qos.logback.core.read.ListAppender;
 import ch.qos.logback.core.spi.FilterReply;
 import java.io.EOFException;
 import java.sql.SQLException;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
@@ -23,6 +24,21 @@ class ReconnectLogFilterTest {
   private FilterReply decide(String logger, Level level, String format, Throwable t) {
     Logger l = context.getLogger(logger);
     return filter.decide(null, l, level, format, null, t);
+  }
+
+  /** What Spillway's capture logs while {@code steps} run, MDC cleared after. */
+  private static List<String> said(Runnable steps) {
+    Logger capture = (Logger) LoggerFactory.getLogger(Capture.class);
+    ListAppender<ILoggingEvent> said = new ListAppender<>();
+    said.start();
+    capture.addAppender(said);
+    try {
+      steps.run();
+    } finally {
+      MDC.clear();
+      capture.detachAppender(said);
+    }
+    return said.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
   }
 
   /** Debezium's warning as it goes to restart after a failure it retries. */
@@ -102,36 +118,32 @@ class ReconnectLogFilterTest {
 
   @Test
   void should_say_a_database_is_back_only_after_its_loss_was_announced() {
-    Logger capture = (Logger) LoggerFactory.getLogger(Capture.class);
-    ListAppender<ILoggingEvent> said = new ListAppender<>();
-    said.start();
-    capture.addAppender(said);
-    try {
-      // The failure on Debezium's thread, which names its logical server.
-      MDC.put("dbz.connectorLogicalName", "spillway-main");
-      assertThat(
+    List<String> lines =
+        said(
+            () -> {
+              // The failure on Debezium's thread, which names its logical server.
+              MDC.put("dbz.connectorLogicalName", "spillway-main");
+              assertThat(
+                      decide(
+                          ReconnectLogFilter.ERROR_HANDLER,
+                          Level.ERROR,
+                          "Producer failure",
+                          new SQLException("gone", "08006")))
+                  .isEqualTo(FilterReply.DENY);
+              MDC.clear();
+              // The engine's thread names only Kafka Connect's context.
+              MDC.put("connector.context", "[spillway-capture-main|task-1] ");
+              assertThat(restartWarning()).isEqualTo(FilterReply.DENY);
               decide(
-                  ReconnectLogFilter.ERROR_HANDLER,
-                  Level.ERROR,
-                  "Producer failure",
-                  new SQLException("gone", "08006")))
-          .isEqualTo(FilterReply.DENY);
-      MDC.clear();
-      // The engine's thread names only Kafka Connect's context.
-      MDC.put("connector.context", "[spillway-capture-main|task-1] ");
-      assertThat(restartWarning()).isEqualTo(FilterReply.DENY);
-      decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
-      MDC.put("connector.context", "[spillway-capture-ci|task-1] ");
-      assertThat(restartWarning())
-          .as("another database's restart, after a failure left as Debezium logged it")
-          .isEqualTo(FilterReply.NEUTRAL);
-      decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
-    } finally {
-      MDC.clear();
-      capture.detachAppender(said);
-    }
-    assertThat(said.list)
-        .extracting(ILoggingEvent::getFormattedMessage)
+                  ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+              MDC.put("connector.context", "[spillway-capture-ci|task-1] ");
+              assertThat(restartWarning())
+                  .as("another database's restart, after a failure left as Debezium logged it")
+                  .isEqualTo(FilterReply.NEUTRAL);
+              decide(
+                  ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+            });
+    assertThat(lines)
         .containsExactly(
             "Capture of database main lost its connection to the server (gone); it reconnects,"
                 + " trying every 10 s, and goes on from the last change it stored.",
@@ -140,37 +152,32 @@ class ReconnectLogFilterTest {
 
   @Test
   void should_say_a_lost_connection_once_when_debezium_fails_twice_for_it() {
-    Logger capture = (Logger) LoggerFactory.getLogger(Capture.class);
-    ListAppender<ILoggingEvent> said = new ListAppender<>();
-    said.start();
-    capture.addAppender(said);
-    try {
-      MDC.put("dbz.connectorLogicalName", "spillway-main");
-      for (int i = 0; i < 2; i++) {
-        assertThat(
-                decide(
-                    ReconnectLogFilter.ERROR_HANDLER,
-                    Level.ERROR,
-                    "Producer failure",
-                    new SQLException("gone", "08006")))
-            .isEqualTo(FilterReply.DENY);
-        assertThat(restartWarning())
-            .as("the echo of failure %d", i + 1)
-            .isEqualTo(FilterReply.DENY);
-        nanos.addAndGet(5_000_000_000L); // Debezium tries again after a few seconds
-      }
-      decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
-      decide(
-          ReconnectLogFilter.ERROR_HANDLER,
-          Level.ERROR,
-          "Producer failure",
-          new SQLException("gone again", "08006"));
-    } finally {
-      MDC.clear();
-      capture.detachAppender(said);
-    }
-    assertThat(said.list)
-        .extracting(ILoggingEvent::getFormattedMessage)
+    List<String> lines =
+        said(
+            () -> {
+              MDC.put("dbz.connectorLogicalName", "spillway-main");
+              for (int i = 0; i < 2; i++) {
+                assertThat(
+                        decide(
+                            ReconnectLogFilter.ERROR_HANDLER,
+                            Level.ERROR,
+                            "Producer failure",
+                            new SQLException("gone", "08006")))
+                    .isEqualTo(FilterReply.DENY);
+                assertThat(restartWarning())
+                    .as("the echo of failure %d", i + 1)
+                    .isEqualTo(FilterReply.DENY);
+                nanos.addAndGet(5_000_000_000L); // Debezium tries again after a few seconds
+              }
+              decide(
+                  ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+              decide(
+                  ReconnectLogFilter.ERROR_HANDLER,
+                  Level.ERROR,
+                  "Producer failure",
+                  new SQLException("gone again", "08006"));
+            });
+    assertThat(lines)
         .as("the second loss, after reconnecting, said again")
         .containsExactly(
             "Capture of database main lost its connection to the server (gone); it reconnects,"
@@ -178,6 +185,28 @@ class ReconnectLogFilterTest {
             "Capture of database main reconnected.",
             "Capture of database main lost its connection to the server (gone again); it"
                 + " reconnects, trying every 10 s, and goes on from the last change it stored.");
+  }
+
+  @Test
+  void should_say_the_first_loss_of_a_capture_started_after_one_that_never_reconnected() {
+    List<String> lines =
+        said(
+            () -> {
+              MDC.put("dbz.connectorLogicalName", "spillway-main");
+              decide(
+                  ReconnectLogFilter.ERROR_HANDLER,
+                  Level.ERROR,
+                  "Producer failure",
+                  new SQLException("gone", "08006"));
+              filter.forget("main"); // that capture stopped; another starts
+              nanos.addAndGet(1_000_000_000L);
+              decide(
+                  ReconnectLogFilter.ERROR_HANDLER,
+                  Level.ERROR,
+                  "Producer failure",
+                  new SQLException("gone again", "08006"));
+            });
+    assertThat(lines).hasSize(2);
   }
 
   @Test

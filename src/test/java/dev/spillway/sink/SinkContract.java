@@ -99,6 +99,16 @@ abstract class SinkContract {
         clock);
   }
 
+  /** A sink deleting the ids of each batch, 5 rows a statement, health always NORMAL. */
+  private Sink deleting(SinkSettings settings, Clock clock) throws InterruptedException {
+    return Sink.start(
+        PIPELINE,
+        batches,
+        new DeleteIdsHandler(DB, 5),
+        settings,
+        wiring(HealthGate.ALWAYS_NORMAL, clock));
+  }
+
   private static SinkSettings settings() {
     return SinkSettings.defaults()
         .withRetries(2, Duration.ofMillis(20))
@@ -302,13 +312,7 @@ abstract class SinkContract {
   void should_requeue_a_batch_that_reaches_its_limit_and_finish_it_later() throws Exception {
     SinkSettings settings =
         settings().withLimits(10, Duration.ofMinutes(1)).withAttempts(100, Duration.ofMinutes(10));
-    try (Sink sink =
-        Sink.start(
-            PIPELINE,
-            batches,
-            new DeleteIdsHandler(DB, 5),
-            settings,
-            wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()))) {
+    try (Sink sink = deleting(settings, Clock.systemUTC())) {
       produce(DeleteIdsHandler.batch(table, 1, 45), DeleteIdsHandler.batch(table, 46, 50));
       await().atMost(TIMEOUT).until(() -> remaining(1, 50) == 0);
       assertThat(sink.metrics().requeuedCount())
@@ -323,13 +327,7 @@ abstract class SinkContract {
     SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
     SinkSettings settings =
         settings().withLimits(10, Duration.ofHours(1)).withAttempts(1, Duration.ofMinutes(10));
-    try (Sink sink =
-        Sink.start(
-            PIPELINE,
-            batches,
-            new DeleteIdsHandler(DB, 5),
-            settings,
-            wiring(HealthGate.ALWAYS_NORMAL, clock))) {
+    try (Sink sink = deleting(settings, clock)) {
       produce(DeleteIdsHandler.batch(table, 1, 30));
       await().atMost(TIMEOUT).until(() -> sink.metrics().delayedCount() == 1);
       assertThat(remaining(1, 30)).isEqualTo(20);
@@ -372,13 +370,7 @@ abstract class SinkContract {
       throws Exception {
     Instant start = Instant.parse("2026-01-01T00:00:00Z");
     SettableClock clock = new SettableClock(start);
-    try (Sink sink =
-        Sink.start(
-            PIPELINE,
-            batches,
-            new DeleteIdsHandler(DB, 5),
-            settings(),
-            wiring(HealthGate.ALWAYS_NORMAL, clock))) {
+    try (Sink sink = deleting(settings(), clock)) {
       delayedUntil(start.plus(Duration.ofMinutes(10)), DeleteIdsHandler.batch(table, 1, 10));
       delayedUntil(start.plusSeconds(1), DeleteIdsHandler.batch(table, 11, 20));
       await().atMost(TIMEOUT).until(() -> sink.delayedWaiting() == 2);
@@ -391,13 +383,7 @@ abstract class SinkContract {
 
     // Another start reads the partition again from the batch not released, and passes over the
     // one released behind it.
-    try (Sink again =
-        Sink.start(
-            PIPELINE,
-            batches,
-            new DeleteIdsHandler(DB, 5),
-            settings(),
-            wiring(HealthGate.ALWAYS_NORMAL, clock))) {
+    try (Sink again = deleting(settings(), clock)) {
       await().atMost(TIMEOUT).until(() -> again.delayedWaiting() == 1);
       long seen = again.releaserLoops();
       await().atMost(TIMEOUT).until(() -> again.releaserLoops() >= seen + 5);
@@ -479,13 +465,7 @@ abstract class SinkContract {
     first.close(Duration.ZERO); // like a crash: nothing in hand is committed
     long rowsBefore = first.metrics().rowsCount(); // the same counter carries on in one registry
 
-    try (Sink second =
-        Sink.start(
-            PIPELINE,
-            batches,
-            new DeleteIdsHandler(DB, 5),
-            settings(),
-            wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()))) {
+    try (Sink second = deleting(settings(), Clock.systemUTC())) {
       await().atMost(TIMEOUT).until(() -> remaining(1, 30) == 0);
       assertThat(second.metrics().rowsCount() - rowsBefore)
           .as("the rest, run again by the new owner")
