@@ -4,6 +4,9 @@ import dev.spillway.capture.CaptureSetupException;
 import dev.spillway.config.ConfigException;
 import dev.spillway.support.Causes;
 import java.io.PrintWriter;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.Optional;
 import picocli.CommandLine;
 import picocli.CommandLine.IExecutionExceptionHandler;
 import picocli.CommandLine.IParameterExceptionHandler;
@@ -59,6 +62,19 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
         && !u.getUnmatched().isEmpty()
         && !u.getUnmatched().get(0).startsWith("-")) {
       return CommandGroup.unknownCommand(spec, u.getUnmatched().get(0));
+    }
+    if (e instanceof UnmatchedArgumentException u && u.isUnknownOption()) {
+      // picocli lists every word left over ('--olny', 'buffers'); the option is the slip.
+      String word = u.getUnmatched().stream().filter(a -> a.startsWith("-")).findFirst().orElse("");
+      String option = word.contains("=") ? word.substring(0, word.indexOf('=')) : word;
+      Optional<String> near =
+          spec.options().stream()
+              .flatMap(o -> Arrays.stream(o.names()))
+              .filter(n -> n.startsWith("--") && CommandGroup.distance(option, n) <= 2)
+              .min(Comparator.comparingInt(n -> CommandGroup.distance(option, n)));
+      if (!option.isEmpty() && near.isPresent()) {
+        return "Unknown option '" + option + "' (did you mean " + near.get() + "?)";
+      }
     }
     return e.getMessage();
   }

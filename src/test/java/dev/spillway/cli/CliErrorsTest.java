@@ -99,6 +99,12 @@ class CliErrorsTest {
     assertThat(Cli.run("run", "--frobnicate").err())
         .as("an unknown option, as picocli says it")
         .startsWith("Unknown option: '--frobnicate'");
+    Cli.Result slip = Cli.run("run", "--olny", "buffers");
+    assertThat(slip.exitCode()).isEqualTo(2);
+    assertThat(slip.err().strip())
+        .isEqualTo("Unknown option '--olny' (did you mean --only?) (see 'spillway run --help').");
+    assertThat(Cli.run("run", "--olny=buffers").err())
+        .startsWith("Unknown option '--olny' (did you mean --only?)");
   }
 
   @Test
