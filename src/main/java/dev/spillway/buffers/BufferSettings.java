@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import dev.spillway.event.TableName;
+import dev.spillway.support.Backoff;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
@@ -185,10 +186,6 @@ public record BufferSettings(
 
   /** The pause before call {@code attempt + 1} when the handler names none. */
   public Duration backoff(int attempt) {
-    Duration d = retryBackoff;
-    for (int i = 1; i < attempt && d.compareTo(MAX_RETRY_BACKOFF) < 0; i++) {
-      d = d.multipliedBy(2);
-    }
-    return d.compareTo(MAX_RETRY_BACKOFF) > 0 ? MAX_RETRY_BACKOFF : d;
+    return Backoff.doubling(retryBackoff, attempt, MAX_RETRY_BACKOFF);
   }
 }

@@ -6,6 +6,7 @@ import dev.failsafe.RetryPolicy;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
+import dev.spillway.support.Backoff;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
@@ -249,12 +250,7 @@ final class UnitOfWork {
    * backoff, doubling each time, at most the delay of a batch out of attempts.
    */
   Duration lockBackoff(int inARow) {
-    Duration cap = settings.consumeAfter();
-    Duration wait = settings.retryBackoff();
-    for (int i = 1; i < inARow && wait.compareTo(cap) < 0; i++) {
-      wait = wait.multipliedBy(2);
-    }
-    return wait.compareTo(cap) > 0 ? cap : wait;
+    return Backoff.doubling(settings.retryBackoff(), inARow, settings.consumeAfter());
   }
 
   private Result deadLetter(SinkRecord record, Outcome outcome, Throwable error, byte[] value)
