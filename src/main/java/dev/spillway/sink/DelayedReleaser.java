@@ -74,16 +74,6 @@ final class DelayedReleaser implements AutoCloseable {
       String delayedTopic,
       String batchesTopic,
       Clock clock,
-      Duration pollTimeout) {
-    this(consumer, producer, delayedTopic, batchesTopic, clock, pollTimeout, DEFAULT_HOLD_BYTES);
-  }
-
-  DelayedReleaser(
-      Consumer<byte[], byte[]> consumer,
-      Producer<byte[], byte[]> producer,
-      String delayedTopic,
-      String batchesTopic,
-      Clock clock,
       Duration pollTimeout,
       long holdBytes) {
     this.consumer = consumer;
@@ -98,7 +88,7 @@ final class DelayedReleaser implements AutoCloseable {
 
   /** One partition's batches read and not yet released, and those released past its commit. */
   private static final class Held {
-    final TreeMap<Long, ConsumerRecord<byte[], byte[]>> waiting = new TreeMap<>();
+    final TreeMap<Long, Waiting> waiting = new TreeMap<>();
     final NavigableSet<Long> released;
     long next; // the offset after the last one read
     OffsetAndMetadata committed;
@@ -106,6 +96,13 @@ final class DelayedReleaser implements AutoCloseable {
     Held(OffsetAndMetadata committed) {
       this.committed = committed;
       this.released = ReleasedPastCommit.offsets(committed);
+    }
+  }
+
+  /** A batch read and not released, with its time and its share of {@code holdBytes}, read once. */
+  private record Waiting(ConsumerRecord<byte[], byte[]> record, long due, long size) {
+    Waiting(ConsumerRecord<byte[], byte[]> record) {
+      this(record, SinkHeaders.consumeAfter(record.headers()), DelayedReleaser.size(record));
     }
   }
 
@@ -138,7 +135,7 @@ final class DelayedReleaser implements AutoCloseable {
   private void forget(TopicPartition tp) {
     Held h = held.remove(tp);
     if (h != null) {
-      h.waiting.values().forEach(r -> heldBytes -= size(r));
+      h.waiting.values().forEach(w -> heldBytes -= w.size());
     }
   }
 
@@ -181,8 +178,9 @@ final class DelayedReleaser implements AutoCloseable {
         }
         h.next = r.offset() + 1;
         if (!h.released.contains(r.offset())) {
-          h.waiting.put(r.offset(), r);
-          heldBytes += size(r);
+          Waiting w = new Waiting(r);
+          h.waiting.put(r.offset(), w);
+          heldBytes += w.size();
         }
       }
     }
@@ -199,12 +197,12 @@ final class DelayedReleaser implements AutoCloseable {
       // A due batch with none unreleased before it needs no name: the commit moves past it.
       boolean first = true;
       int room = NAMED_MAX - h.released.size(); // what the commit can still name
-      for (ConsumerRecord<byte[], byte[]> r : h.waiting.values()) {
-        boolean due = SinkHeaders.consumeAfter(r.headers()) <= now;
+      for (Waiting w : h.waiting.values()) {
+        boolean due = w.due() <= now;
         first &= due;
         if (due && (first || room-- > 0)) {
           try {
-            sends.put(r, send(r));
+            sends.put(w.record(), send(w.record()));
           } catch (RuntimeException e) {
             refused = refused == null ? e : refused; // still held: released at a later turn
           }
@@ -222,9 +220,10 @@ final class DelayedReleaser implements AutoCloseable {
         continue;
       }
       Held h = held.get(new TopicPartition(r.topic(), r.partition()));
-      if (h != null && h.waiting.remove(r.offset()) != null) {
+      Waiting w = h == null ? null : h.waiting.remove(r.offset());
+      if (w != null) {
         h.released.add(r.offset());
-        heldBytes -= size(r);
+        heldBytes -= w.size();
         sent++;
       }
     }

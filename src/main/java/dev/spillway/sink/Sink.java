@@ -6,6 +6,7 @@ import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.Topics;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
+import dev.spillway.support.Backoff;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Clock;
 import java.time.Duration;
@@ -14,7 +15,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -58,6 +61,9 @@ public final class Sink implements AutoCloseable {
   private final SinkMetrics metrics;
   private final Thread releaserThread;
   private volatile boolean running = true;
+
+  /** Counted down by {@link #close}: ends the releaser's wait after failures at once. */
+  private final CountDownLatch closing = new CountDownLatch(1);
 
   private Sink(
       Pipeline pipeline,
@@ -132,7 +138,8 @@ public final class Sink implements AutoCloseable {
             topics.delayed(pipeline),
             batchesTopic,
             w.clock(),
-            Duration.ofMillis(200));
+            Duration.ofMillis(200),
+            DelayedReleaser.DEFAULT_HOLD_BYTES);
     metrics.delayedWaiting(releaser);
     Sink sink = new Sink(pipeline, producer, releaser, metrics);
     for (int i = 0; i < settings.consumers(); i++) {
@@ -179,7 +186,7 @@ public final class Sink implements AutoCloseable {
     return releaser.released();
   }
 
-  /** Delayed batches the releaser has read and that are not yet due. */
+  /** Delayed batches the releaser has read and not yet released. */
   public int delayedWaiting() {
     return releaser.waiting();
   }
@@ -209,41 +216,30 @@ public final class Sink implements AutoCloseable {
         }
         failures++;
         // Once a second at first, then less often: what failed is held and tried again.
-        Duration wait = RELEASE_RETRY.multipliedBy(1L << Math.min(failures - 1, 5));
-        if (wait.compareTo(RELEASE_RETRY_MAX) > 0) {
-          wait = RELEASE_RETRY_MAX;
-        }
+        Duration wait = Backoff.doubling(RELEASE_RETRY, failures, RELEASE_RETRY_MAX);
         log.warn(
             "Releasing delayed batches of {} failed ({} in a row; tried again in {}): {}",
             pipeline.id(),
             failures,
             wait,
             e.getMessage());
-        if (!pause(wait)) {
+        try {
+          if (closing.await(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+            return;
+          }
+        } catch (InterruptedException interrupted) {
+          Thread.currentThread().interrupt();
           return;
         }
       }
     }
   }
 
-  /** Waits while the sink runs; false once it stops or the thread is interrupted. */
-  private boolean pause(Duration wait) {
-    long until = System.nanoTime() + wait.toNanos();
-    try {
-      while (running && System.nanoTime() < until) {
-        Thread.sleep(Math.min(100, Math.max(1, (until - System.nanoTime()) / 1_000_000)));
-      }
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return false;
-    }
-    return running;
-  }
-
   /** Closes the workers with the given grace; zero abandons batches in hand like a crash. */
   public void close(Duration grace) {
     workers.forEach(worker -> worker.close(grace));
     running = false;
+    closing.countDown();
     try {
       releaserThread.join(5_000);
     } catch (InterruptedException e) {
