@@ -137,13 +137,7 @@ final class BatchRun {
       if (!owed.isEmpty()) {
         delete(owed);
         pending = without(pending, owed);
-        buffer.retrying(
-            retryKey,
-            new RunningBuffer.Retrying(
-                before.get().attempts(),
-                before.get().notBeforeNanos(),
-                Set.of(),
-                before.get().reason()));
+        buffer.retrying(retryKey, before.get().deleted());
         if (pending.isEmpty()) {
           buffer.settled(retryKey);
           return new Outcome.Done(context.rows());

@@ -160,25 +160,23 @@ public final class BufferPipeline {
       return Optional.empty();
     }
     Topics topics = runtime.topics();
-    Map<String, RunningBuffer> byTopic = checked.byTopic;
-    Map<String, BufferMetrics> metricsOf = checked.metricsOf;
-    List<BatchesTopic> batches = checked.batches;
-    List<String> needed = checked.needed;
-    int inFlight = checked.inFlight;
-    runtime.ensureTopics(needed);
+    runtime.ensureTopics(checked.needed);
     for (BufferSettings b : buffers) {
       runtime.startStreams(
           Pipeline.BUFFERS,
           b.name(),
-          BufferTopology.build(b, topics, metricsOf.get(b.name())::malformed),
+          BufferTopology.build(b, topics, checked.metricsOf.get(b.name())::malformed),
           Batcher.tick(b.maxWait()));
     }
     BufferBatchHandler handler =
-        new BufferBatchHandler(byTopic, runtime.databases()::dataSource, clock);
+        new BufferBatchHandler(checked.byTopic, runtime.databases()::dataSource, clock);
     runtime.closeWith(handler); // closed after the sink has stopped
     Sink sink =
         runtime.startSink(
-            Pipeline.BUFFERS, batches, handler, sinkSettings(runtime.config().sink(), inFlight));
+            Pipeline.BUFFERS,
+            checked.batches,
+            handler,
+            sinkSettings(runtime.config().sink(), checked.inFlight));
     runtime.reportBuffers(handler::status);
     Map<String, BufferSettings> byName = new LinkedHashMap<>();
     buffers.forEach(b -> byName.put(b.name(), b));

@@ -194,19 +194,15 @@ public final class BuffersSection {
   private static HandlerSpec http(ConfigNode n) {
     n.only("url", "headers", "timeout");
     String url = n.requiredString("url");
-    String lower = url.toLowerCase(Locale.ROOT);
-    if (!lower.startsWith("http://") && !lower.startsWith("https://")) {
-      throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
+    URI uri = null;
+    if (url.startsWith("http://") || url.startsWith("https://")) {
+      try {
+        uri = new URI(url);
+      } catch (URISyntaxException e) {
+        throw n.error("url", "is not a URL ('" + url + "': " + e.getReason().toLowerCase() + ")");
+      }
     }
-    URI uri;
-    try {
-      uri = new URI(url);
-    } catch (URISyntaxException e) {
-      throw n.error("url", "is not a URL ('" + url + "': " + e.getReason().toLowerCase() + ")");
-    }
-    if (uri.getScheme() == null
-        || !(uri.getScheme().equals("http") || uri.getScheme().equals("https"))
-        || uri.getHost() == null) {
+    if (uri == null || uri.getHost() == null) {
       throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
     }
     Map<String, String> headers = n.stringMap("headers");

@@ -50,6 +50,11 @@ final class RunningBuffer {
     Retrying(int attempts, long notBeforeNanos) {
       this(attempts, notBeforeNanos, Set.of(), null);
     }
+
+    /** The same, its handled rows deleted. */
+    Retrying deleted() {
+      return new Retrying(attempts, notBeforeNanos, Set.of(), reason);
+    }
   }
 
   final BufferSettings settings;

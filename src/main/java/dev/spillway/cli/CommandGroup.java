@@ -1,6 +1,6 @@
 package dev.spillway.cli;
 
-import java.util.Comparator;
+import java.util.Collection;
 import java.util.Optional;
 import java.util.stream.Collectors;
 import picocli.CommandLine.Model.CommandSpec;
@@ -20,21 +20,36 @@ final class CommandGroup {
 
   /**
    * What a group says of a word that names none of its commands, where picocli would say {@code
-   * Unmatched argument at index 0}: the word, the command it is a slip of if one is near (two
-   * letters changed, left out, added or swapped at most; one in a word of three), and the commands.
+   * Unmatched argument at index 0}: the word, the command it is a slip of ({@link #nearest}), and
+   * the commands.
    */
   static String unknownCommand(CommandSpec spec, String word) {
-    int slips = word.length() <= 3 ? 1 : 2; // in a short word, two are another word
-    Optional<String> near =
-        spec.subcommands().keySet().stream()
-            .filter(c -> distance(word, c) <= slips)
-            .min(Comparator.comparingInt((String c) -> distance(word, c)));
     return "Unknown command '"
         + word
         + "'"
-        + near.map(c -> " (did you mean " + c + "?)").orElse("")
+        + nearest(word, spec.subcommands().keySet())
+            .map(c -> " (did you mean " + c + "?)")
+            .orElse("")
         + ": choose one of "
         + names(spec);
+  }
+
+  /**
+   * The name {@code word} is a slip of, if one is near: two letters changed, left out, added or
+   * swapped at most, one in a word of three (in a short word, two make another word).
+   */
+  static Optional<String> nearest(String word, Collection<String> names) {
+    int slips = word.length() <= 3 ? 1 : 2;
+    String best = null;
+    int fewest = slips + 1;
+    for (String name : names) {
+      int d = distance(word, name);
+      if (d < fewest) {
+        best = name;
+        fewest = d;
+      }
+    }
+    return Optional.ofNullable(best);
   }
 
   /**

@@ -5,7 +5,6 @@ import dev.spillway.config.ConfigException;
 import dev.spillway.support.Causes;
 import java.io.PrintWriter;
 import java.util.Arrays;
-import java.util.Comparator;
 import java.util.Optional;
 import picocli.CommandLine;
 import picocli.CommandLine.IExecutionExceptionHandler;
@@ -68,10 +67,12 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
       String word = u.getUnmatched().stream().filter(a -> a.startsWith("-")).findFirst().orElse("");
       String option = word.contains("=") ? word.substring(0, word.indexOf('=')) : word;
       Optional<String> near =
-          spec.options().stream()
-              .flatMap(o -> Arrays.stream(o.names()))
-              .filter(n -> n.startsWith("--") && CommandGroup.distance(option, n) <= 2)
-              .min(Comparator.comparingInt(n -> CommandGroup.distance(option, n)));
+          CommandGroup.nearest(
+              option,
+              spec.options().stream()
+                  .flatMap(o -> Arrays.stream(o.names()))
+                  .filter(n -> n.startsWith("--"))
+                  .toList());
       if (!option.isEmpty() && near.isPresent()) {
         return "Unknown option '" + option + "' (did you mean " + near.get() + "?)";
       }
