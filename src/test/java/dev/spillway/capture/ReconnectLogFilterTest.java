@@ -189,23 +189,31 @@ class ReconnectLogFilterTest {
 
   @Test
   void should_say_the_first_loss_of_a_capture_started_after_one_that_never_reconnected() {
-    List<String> lines =
-        said(
-            () -> {
-              MDC.put("dbz.connectorLogicalName", "spillway-main");
-              decide(
-                  ReconnectLogFilter.ERROR_HANDLER,
-                  Level.ERROR,
-                  "Producer failure",
-                  new SQLException("gone", "08006"));
-              filter.forget("main"); // that capture stopped; another starts
-              nanos.addAndGet(1_000_000_000L);
-              decide(
-                  ReconnectLogFilter.ERROR_HANDLER,
-                  Level.ERROR,
-                  "Producer failure",
-                  new SQLException("gone again", "08006"));
-            });
+    // As logback runs it: captureStarts reaches the filters of the process's logger context.
+    LoggerContext running = (LoggerContext) LoggerFactory.getILoggerFactory();
+    running.addTurboFilter(filter);
+    List<String> lines;
+    try {
+      lines =
+          said(
+              () -> {
+                MDC.put("dbz.connectorLogicalName", "spillway-main");
+                decide(
+                    ReconnectLogFilter.ERROR_HANDLER,
+                    Level.ERROR,
+                    "Producer failure",
+                    new SQLException("gone", "08006"));
+                ReconnectLogFilter.captureStarts("main"); // that capture stopped; another starts
+                nanos.addAndGet(1_000_000_000L);
+                decide(
+                    ReconnectLogFilter.ERROR_HANDLER,
+                    Level.ERROR,
+                    "Producer failure",
+                    new SQLException("gone again", "08006"));
+              });
+    } finally {
+      running.getTurboFilterList().remove(filter);
+    }
     assertThat(lines).hasSize(2);
   }
 

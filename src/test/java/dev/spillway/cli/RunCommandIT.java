@@ -24,6 +24,7 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
@@ -157,11 +158,27 @@ class RunCommandIT {
           BufferInstallation.started(
               installation.config(dir.resolve("second")), EnumSet.allOf(RunCommand.Only.class))) {
         assertThat(first.status().databases().get(0).captureStandingBySince()).isNull();
-        assertThat(first.status().databases().get(0).slots())
-            .as("its own slot told from any other of the database")
-            .filteredOn(StatusReport.SlotStatus::ours)
-            .extracting(StatusReport.SlotStatus::slot)
-            .containsExactly(slot);
+        // Another logical slot of the database, as another tool's would be.
+        String other = installation.prefix + "_other";
+        try (var databases = installation.infra.databases("pipeline")) {
+          DataSource ds = databases.dataSource("pipeline");
+          TestSql.count(
+              ds,
+              "SELECT count(*) FROM pg_create_logical_replication_slot('"
+                  + other
+                  + "', 'pgoutput')");
+          try {
+            List<StatusReport.SlotStatus> slots = first.status().databases().get(0).slots();
+            assertThat(slots)
+                .as("its own slot told from any other of the database")
+                .filteredOn(StatusReport.SlotStatus::ours)
+                .extracting(StatusReport.SlotStatus::slot)
+                .containsExactly(slot);
+            assertThat(slots).extracting(StatusReport.SlotStatus::slot).contains(other);
+          } finally {
+            TestSql.count(ds, "SELECT count(*) FROM pg_drop_replication_slot('" + other + "')");
+          }
+        }
         assertThat(second.status().databases().get(0).captureStandingBySince())
             .as("the second stands by while the first streams")
             .isNotNull();
