@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import dev.spillway.capture.CaptureSetupException;
 import dev.spillway.config.ConfigException;
 import dev.spillway.support.Causes;
+import dev.spillway.support.Slips;
 import java.io.PrintWriter;
 import java.util.Arrays;
 import java.util.Optional;
@@ -67,7 +68,7 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
       String word = u.getUnmatched().stream().filter(a -> a.startsWith("-")).findFirst().orElse("");
       String option = word.contains("=") ? word.substring(0, word.indexOf('=')) : word;
       Optional<String> near =
-          CommandGroup.nearest(
+          Slips.nearest(
               option,
               spec.options().stream()
                   .flatMap(o -> Arrays.stream(o.names()))

@@ -1,5 +1,6 @@
 package dev.spillway.config;
 
+import dev.spillway.support.Slips;
 import java.math.BigDecimal;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -520,7 +521,7 @@ public final class ConfigNode {
     if (kebab.equals(known)) {
       return 0;
     }
-    int d = distance(written, known);
+    int d = Slips.distance(written, known);
     return d < written.length() ? d : Integer.MAX_VALUE;
   }
 
@@ -659,25 +660,5 @@ public final class ConfigNode {
       s = s.substring(0, MAX_QUOTED_LENGTH).stripTrailing() + "...";
     }
     return "'" + s + "'";
-  }
-
-  /** Levenshtein distance. */
-  private static int distance(String a, String b) {
-    int[] prev = new int[b.length() + 1];
-    int[] cur = new int[b.length() + 1];
-    for (int j = 0; j <= b.length(); j++) {
-      prev[j] = j;
-    }
-    for (int i = 1; i <= a.length(); i++) {
-      cur[0] = i;
-      for (int j = 1; j <= b.length(); j++) {
-        int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
-        cur[j] = Math.min(Math.min(cur[j - 1] + 1, prev[j] + 1), prev[j - 1] + cost);
-      }
-      int[] t = prev;
-      prev = cur;
-      cur = t;
-    }
-    return prev[b.length()];
   }
 }
