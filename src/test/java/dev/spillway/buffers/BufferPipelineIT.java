@@ -24,6 +24,7 @@ import java.sql.PreparedStatement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -143,6 +144,20 @@ class BufferPipelineIT {
             assertThat(calls.stream().map(c -> c.rows().size()).sorted().toList())
                 .as("two batches closed by size, the rest by wait")
                 .containsExactly(2, 5, 5);
+            assertThat(
+                    calls.stream()
+                        .map(
+                            c ->
+                                c.rows().stream()
+                                    .map(r -> ((Number) r.get("contact_id")).longValue())
+                                    .toList())
+                        .sorted(Comparator.comparing(ids -> ids.get(0)))
+                        .toList())
+                .as("each call's rows in the order they were inserted")
+                .containsExactly(
+                    List.of(100L, 101L, 102L, 103L, 104L),
+                    List.of(105L, 106L, 107L, 108L, 109L),
+                    List.of(110L, 111L));
             Set<String> keys = new HashSet<>();
             calls.forEach(c -> keys.add(c.idempotencyKey()));
             assertThat(keys).hasSize(3).doesNotContainNull();
