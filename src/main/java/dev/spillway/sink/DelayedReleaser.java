@@ -4,12 +4,15 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
+import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
@@ -63,6 +66,9 @@ final class DelayedReleaser implements AutoCloseable {
   private final Duration pollTimeout;
   private final long holdBytes;
   private final Map<TopicPartition, Held> held = new HashMap<>();
+  // Every held batch by due time, so a turn looks only at those due.
+  private final PriorityQueue<Waiting> byDue =
+      new PriorityQueue<>(Comparator.comparingLong(Waiting::due));
   private long heldBytes;
   private volatile int waiting;
   private volatile long released;
@@ -100,9 +106,18 @@ final class DelayedReleaser implements AutoCloseable {
   }
 
   /** A batch read and not released, with its time and its share of {@code holdBytes}, read once. */
-  private record Waiting(ConsumerRecord<byte[], byte[]> record, long due, long size) {
+  private record Waiting(
+      ConsumerRecord<byte[], byte[]> record, TopicPartition partition, long due, long size) {
     Waiting(ConsumerRecord<byte[], byte[]> record) {
-      this(record, SinkHeaders.consumeAfter(record.headers()), DelayedReleaser.size(record));
+      this(
+          record,
+          new TopicPartition(record.topic(), record.partition()),
+          SinkHeaders.consumeAfter(record.headers()),
+          DelayedReleaser.size(record));
+    }
+
+    long offset() {
+      return record.offset();
     }
   }
 
@@ -136,6 +151,7 @@ final class DelayedReleaser implements AutoCloseable {
     Held h = held.remove(tp);
     if (h != null) {
       h.waiting.values().forEach(w -> heldBytes -= w.size());
+      byDue.removeIf(w -> w.partition().equals(tp));
     }
   }
 
@@ -179,7 +195,11 @@ final class DelayedReleaser implements AutoCloseable {
         h.next = r.offset() + 1;
         if (!h.released.contains(r.offset())) {
           Waiting w = new Waiting(r);
-          h.waiting.put(r.offset(), w);
+          Waiting before = h.waiting.put(r.offset(), w);
+          if (before != null) {
+            heldBytes -= before.size(); // read again: its old entry in byDue is passed over
+          }
+          byDue.add(w);
           heldBytes += w.size();
         }
       }
@@ -191,42 +211,58 @@ final class DelayedReleaser implements AutoCloseable {
   }
 
   private int release(long now) throws InterruptedException, ExecutionException {
-    Map<ConsumerRecord<byte[], byte[]>, Future<RecordMetadata>> sends = new LinkedHashMap<>();
+    Map<TopicPartition, List<Waiting>> due = new HashMap<>();
+    while (!byDue.isEmpty() && byDue.peek().due() <= now) {
+      Waiting w = byDue.poll();
+      Held h = held.get(w.partition());
+      if (h != null && h.waiting.get(w.offset()) == w) { // else forgotten or read again since
+        due.computeIfAbsent(w.partition(), tp -> new ArrayList<>()).add(w);
+      }
+    }
+    Map<Waiting, Future<RecordMetadata>> sends = new LinkedHashMap<>();
+    List<Waiting> kept = new ArrayList<>(); // due, but not released this turn
     RuntimeException refused = null;
-    for (Held h : held.values()) {
-      // A due batch with none unreleased before it needs no name: the commit moves past it.
+    for (Map.Entry<TopicPartition, List<Waiting>> d : due.entrySet()) {
+      Held h = held.get(d.getKey());
+      List<Waiting> batches = d.getValue();
+      batches.sort(Comparator.comparingLong(Waiting::offset));
+      // Due batches with none unreleased before them need no name: the commit moves past them.
+      Iterator<Long> unreleased = h.waiting.keySet().iterator();
       boolean first = true;
       int room = NAMED_MAX - h.released.size(); // what the commit can still name
-      for (Waiting w : h.waiting.values()) {
-        boolean due = w.due() <= now;
-        first &= due;
-        if (due && (first || room-- > 0)) {
-          try {
-            sends.put(w.record(), send(w.record()));
-          } catch (RuntimeException e) {
-            refused = refused == null ? e : refused; // still held: released at a later turn
-          }
+      for (Waiting w : batches) {
+        first = first && unreleased.next() == w.offset();
+        if (!first && room-- <= 0) {
+          kept.add(w); // released once the batch ahead of it is
+          continue;
+        }
+        try {
+          sends.put(w, send(w.record()));
+        } catch (RuntimeException e) {
+          refused = refused == null ? e : refused; // still held: released at a later turn
+          kept.add(w);
         }
       }
     }
     ExecutionException failed = null;
     int sent = 0;
-    for (Map.Entry<ConsumerRecord<byte[], byte[]>, Future<RecordMetadata>> s : sends.entrySet()) {
-      ConsumerRecord<byte[], byte[]> r = s.getKey();
+    for (Map.Entry<Waiting, Future<RecordMetadata>> s : sends.entrySet()) {
+      Waiting w = s.getKey();
       try {
         s.getValue().get();
       } catch (ExecutionException e) {
         failed = failed == null ? e : failed; // still held: released at a later turn
+        kept.add(w);
         continue;
       }
-      Held h = held.get(new TopicPartition(r.topic(), r.partition()));
-      Waiting w = h == null ? null : h.waiting.remove(r.offset());
-      if (w != null) {
-        h.released.add(r.offset());
+      Held h = held.get(w.partition());
+      if (h != null && h.waiting.remove(w.offset(), w)) {
+        h.released.add(w.offset());
         heldBytes -= w.size();
         sent++;
       }
     }
+    byDue.addAll(kept);
     loops++;
     released += sent;
     waiting = held.values().stream().mapToInt(h -> h.waiting.size()).sum();
