@@ -1,6 +1,5 @@
 package dev.spillway.buffers;
 
-import dev.failsafe.Bulkhead;
 import dev.failsafe.RateLimiter;
 import dev.spillway.event.TableName;
 import dev.spillway.sink.Outcome;
@@ -14,6 +13,8 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,7 +62,9 @@ final class RunningBuffer {
   private final AtomicReference<BufferTable> table;
   final BulkHandler handler;
   final BufferMetrics metrics;
-  private final Bulkhead<Object> concurrency;
+  // A fair semaphore, not failsafe's Bulkhead: a Bulkhead hands a permit released later to a
+  // wait that had already timed out, and so loses it for good.
+  private final Semaphore concurrency;
   private final Optional<RateLimiter<Object>> rate;
   private final Map<String, Retrying> retrying = new ConcurrentHashMap<>();
 
@@ -71,7 +74,7 @@ final class RunningBuffer {
     this.table = new AtomicReference<>(table);
     this.handler = handler;
     this.metrics = metrics;
-    this.concurrency = Bulkhead.of(settings.maxInFlight());
+    this.concurrency = new Semaphore(settings.maxInFlight(), true);
     this.rate =
         settings
             .rateLimit()
@@ -192,7 +195,7 @@ final class RunningBuffer {
    */
   BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
-    await(concurrency::tryAcquirePermit, checkpoint);
+    await(within -> concurrency.tryAcquire(within.toNanos(), TimeUnit.NANOSECONDS), checkpoint);
     BulkHandler.Result result;
     try {
       if (rate.isPresent()) {
@@ -212,7 +215,7 @@ final class RunningBuffer {
         result = BulkHandler.Result.retry("handler returned no result");
       }
     } finally {
-      concurrency.releasePermit();
+      concurrency.release();
     }
     metrics.call(result);
     return result;

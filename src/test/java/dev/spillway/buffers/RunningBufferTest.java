@@ -1,14 +1,24 @@
 package dev.spillway.buffers;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.TableName;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.sink.SinkRecord;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
@@ -37,6 +47,54 @@ class RunningBufferTest {
       }
       throw (RuntimeException) t;
     };
+  }
+
+  @Test
+  void should_give_back_every_permit_after_calls_waited_longer_than_a_slice_for_one()
+      throws Exception {
+    int inFlight = BufferSettings.DEFAULT_MAX_IN_FLIGHT;
+    AtomicInteger running = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    AtomicInteger waits = new AtomicInteger();
+    AtomicReference<CountDownLatch> go = new AtomicReference<>(new CountDownLatch(1));
+    RunningBuffer b =
+        buffer(
+            batch -> {
+              most.accumulateAndGet(running.incrementAndGet(), Math::max);
+              go.get().await(30, TimeUnit.SECONDS);
+              running.decrementAndGet();
+              return BulkHandler.Result.success();
+            });
+    ExecutorService pool = Executors.newCachedThreadPool();
+    try {
+      List<Future<BulkHandler.Result>> first = new ArrayList<>();
+      for (int i = 0; i < inFlight + 2; i++) {
+        first.add(pool.submit(() -> b.call(BATCH, waits::incrementAndGet)));
+      }
+      // Two calls wait for a permit, giving up a 100 ms slice twice or more between them.
+      await().atMost(Duration.ofSeconds(10)).until(() -> waits.get() >= 4);
+      assertThat(running.get()).isEqualTo(inFlight);
+      go.get().countDown();
+      for (Future<BulkHandler.Result> r : first) {
+        assertThat(r.get(10, TimeUnit.SECONDS)).isInstanceOf(BulkHandler.Result.Success.class);
+      }
+      assertThat(most.get()).isEqualTo(inFlight);
+
+      // Every permit came back: max-in-flight calls run at once again.
+      go.set(new CountDownLatch(1));
+      List<Future<BulkHandler.Result>> again = new ArrayList<>();
+      for (int i = 0; i < inFlight; i++) {
+        again.add(pool.submit(() -> b.call(BATCH, () -> {})));
+      }
+      await().atMost(Duration.ofSeconds(10)).until(() -> running.get() == inFlight);
+      go.get().countDown();
+      for (Future<BulkHandler.Result> r : again) {
+        assertThat(r.get(10, TimeUnit.SECONDS)).isInstanceOf(BulkHandler.Result.Success.class);
+      }
+    } finally {
+      go.get().countDown();
+      pool.shutdownNow();
+    }
   }
 
   @ParameterizedTest
