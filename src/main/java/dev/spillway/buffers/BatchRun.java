@@ -118,6 +118,16 @@ final class BatchRun {
 
   private Outcome runToEnd() throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     checkpoint();
+    Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
+    if (before.isPresent() && before.get().deadLettered()) {
+      // Dead-lettered by the last run, which failed deleting its rows: every row of the batch
+      // still there is one of those (what the calls took was deleted before).
+      try (Connection c = context.dataSource().getConnection()) {
+        BufferStatements.deleteExhausted(c, buffer.table(), ids(batch.events()));
+      }
+      buffer.settled(retryKey);
+      return new Outcome.Done(0);
+    }
     Optional<List<BufferEvent>> buffered = toHandle();
     if (buffered.isEmpty()) {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
@@ -129,7 +139,6 @@ final class BatchRun {
     }
     // An earlier run of the batch that ended between calls: its count goes on, after its wait.
     int first = 1;
-    Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
     if (before.isPresent()) {
       // Rows its last call took that were not deleted (the run failed there): deleted now, not
       // handed over again.
@@ -169,13 +178,20 @@ final class BatchRun {
                   buffer.table().idColumn(),
                   pending),
               this::checkpoint);
-      // Counted, with what it took, before its rows are deleted: a run that fails there leaves
-      // the next to number on, and to delete those rows without calling again.
+      // Counted, with what it took and the wait before the next call, before its rows are
+      // deleted: a run that fails there leaves the next to number on, to wait as long, and to
+      // delete those rows without calling again.
       List<BufferEvent> done = succeeded(result, pending);
       String reason = done.size() == pending.size() ? null : reason(result);
+      long notBefore =
+          System.nanoTime()
+              + buffer
+                  .settings
+                  .retryWait(
+                      attempt, result instanceof BulkHandler.Result.Retry r ? r.after() : null)
+                  .toNanos();
       buffer.retrying(
-          retryKey,
-          new RunningBuffer.Retrying(attempt, System.nanoTime(), comparableIds(done), reason));
+          retryKey, new RunningBuffer.Retrying(attempt, notBefore, comparableIds(done), reason));
       if (!done.isEmpty()) {
         delete(done);
         pending = without(pending, done);
@@ -189,12 +205,8 @@ final class BatchRun {
         buffer.settled(retryKey);
         return exhausted(pending, attempt, rejected, reason);
       }
-      Duration wait =
-          buffer.settings.retryWait(
-              attempt, result instanceof BulkHandler.Result.Retry r ? r.after() : null);
-      buffer.retrying(
-          retryKey, new RunningBuffer.Retrying(attempt, System.nanoTime() + wait.toNanos()));
-      sleep(wait);
+      buffer.retrying(retryKey, new RunningBuffer.Retrying(attempt, notBefore));
+      sleep(Duration.ofNanos(notBefore - System.nanoTime()));
     }
   }
 

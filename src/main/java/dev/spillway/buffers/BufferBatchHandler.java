@@ -77,20 +77,25 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     if (b == null) {
       return;
     }
-    b.settled(retryKey(record));
+    String key = retryKey(record);
     if (!(error instanceof BufferExhaustedException exhausted)) {
       // Not handled to the end (an archive table lacking a column, a statement that failed for
       // good, a batch that does not decode): its rows stay, and it counts with the events
       // dead-lettered (those left when part of it was handled).
+      b.settled(key);
       b.metrics.deadLettered(eventsOf(value));
       return;
     }
+    b.metrics.deadLettered(exhausted.ids().size());
     if (b.settings.onExhausted() == OnExhausted.DELETE) {
+      // Should the delete fail, the batch runs again (it is not committed): that run deletes its
+      // rows and does no more.
+      b.retrying(key, RunningBuffer.Retrying.afterDeadLetter());
       try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
         BufferStatements.deleteExhausted(c, b.table(), exhausted.ids());
       }
     }
-    b.metrics.deadLettered(exhausted.ids().size());
+    b.settled(key);
   }
 
   /**

@@ -42,19 +42,32 @@ final class RunningBuffer {
    *     may not be deleted yet: the next run deletes those still there rather than hand them over
    *     again
    * @param reason why the last call left rows, or null when it left none
+   * @param deadLettered whether what the calls left is already dead-lettered, its rows to be
+   *     deleted ({@code on-exhausted: delete}): the next run deletes the batch's rows still there
+   *     and does no more, rather than call the handler again and dead-letter the batch twice
    */
-  record Retrying(int attempts, long notBeforeNanos, Set<Object> handled, String reason) {
+  record Retrying(
+      int attempts, long notBeforeNanos, Set<Object> handled, String reason, boolean deadLettered) {
     Retrying {
       handled = Set.copyOf(handled);
+    }
+
+    Retrying(int attempts, long notBeforeNanos, Set<Object> handled, String reason) {
+      this(attempts, notBeforeNanos, handled, reason, false);
     }
 
     Retrying(int attempts, long notBeforeNanos) {
       this(attempts, notBeforeNanos, Set.of(), null);
     }
 
+    /** A batch dead-lettered whose rows are still to be deleted. */
+    static Retrying afterDeadLetter() {
+      return new Retrying(0, 0, Set.of(), null, true);
+    }
+
     /** The same, its handled rows deleted. */
     Retrying deleted() {
-      return new Retrying(attempts, notBeforeNanos, Set.of(), reason);
+      return new Retrying(attempts, notBeforeNanos, Set.of(), reason, deadLettered);
     }
   }
 

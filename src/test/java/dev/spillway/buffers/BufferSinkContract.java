@@ -954,52 +954,76 @@ abstract class BufferSinkContract {
         .isGreaterThanOrEqualTo(Duration.ofSeconds(3));
   }
 
+  /**
+   * A session of the application's holding a row of the buffer table locked, taken from within a
+   * handler call, so the run's delete of that row waits on it.
+   */
+  private final class RowLock {
+    private final AtomicReference<Connection> session = new AtomicReference<>();
+    private final AtomicLong pid = new AtomicLong();
+
+    /** Locks the row, the first time only; whether this call did. */
+    boolean takeOnce(long id) throws SQLException {
+      if (session.get() != null) {
+        return false;
+      }
+      Connection c = ds.getConnection();
+      c.setAutoCommit(false);
+      try (Statement st = c.createStatement();
+          ResultSet rs =
+              st.executeQuery(
+                  "SELECT pg_backend_pid() FROM "
+                      + table.quoted()
+                      + " WHERE id = "
+                      + id
+                      + " FOR UPDATE")) {
+        rs.next();
+        pid.set(rs.getLong(1));
+      }
+      session.set(c);
+      return true;
+    }
+
+    /**
+     * Once a statement waits on the lock, cancels it, as a statement or lock timeout would, and
+     * lets the row go.
+     */
+    void cancelWhatWaitsThenLetGo() throws Exception {
+      await().atMost(TIMEOUT).until(() -> session.get() != null);
+      String blocked =
+          "SELECT pid FROM pg_stat_activity WHERE " + pid.get() + " = ANY (pg_blocking_pids(pid))";
+      await()
+          .atMost(TIMEOUT)
+          .until(() -> TestSql.count(ds, "SELECT count(*) FROM (" + blocked + ") b") == 1);
+      TestSql.count(ds, "SELECT count(pg_cancel_backend(pid)) FROM (" + blocked + ") b");
+      try (Connection c = session.get()) {
+        c.commit();
+      }
+    }
+  }
+
   @ParameterizedTest
   @ValueSource(ints = {3, 1})
   void should_delete_what_a_call_took_without_calling_again_when_deleting_it_failed(int maxAttempts)
       throws Exception {
     List<Integer> attempts = new CopyOnWriteArrayList<>();
+    List<Long> at = new CopyOnWriteArrayList<>();
     List<List<Object>> given = new CopyOnWriteArrayList<>();
-    AtomicReference<Connection> locker = new AtomicReference<>();
-    AtomicLong lockerPid = new AtomicLong();
+    RowLock lock = new RowLock();
+    Duration backoff = Duration.ofSeconds(3);
     Sink sink =
         start(
-            settings().withAttempts(maxAttempts, Duration.ofMillis(20), OnExhausted.KEEP),
+            settings().withAttempts(maxAttempts, backoff, OnExhausted.KEEP),
             b -> {
               attempts.add(b.attempt());
+              at.add(System.nanoTime());
               given.add(b.ids());
-              if (locker.get() == null) { // a session holding row 1 while the run deletes it
-                Connection c = ds.getConnection();
-                c.setAutoCommit(false);
-                try (Statement st = c.createStatement();
-                    ResultSet rs =
-                        st.executeQuery(
-                            "SELECT pg_backend_pid() FROM "
-                                + table.quoted()
-                                + " WHERE id = 1 FOR UPDATE")) {
-                  rs.next();
-                  lockerPid.set(rs.getLong(1));
-                }
-                locker.set(c);
-                return BulkHandler.Result.partial(Set.of(1L, 2L, 3L), "4 and 5 later");
-              }
-              return BulkHandler.Result.success();
+              return lock.takeOnce(1) // row 1 held while the run deletes it
+                  ? BulkHandler.Result.partial(Set.of(1L, 2L, 3L), "4 and 5 later")
+                  : BulkHandler.Result.success();
             });
     produce(batch(1, 5));
-
-    // The delete of the handled rows waits on the lock: cancel it, as a statement timeout would.
-    await().atMost(TIMEOUT).until(() -> locker.get() != null);
-    String blocked =
-        "SELECT pid FROM pg_stat_activity WHERE "
-            + lockerPid.get()
-            + " = ANY (pg_blocking_pids(pid))";
-    await()
-        .atMost(TIMEOUT)
-        .until(() -> TestSql.count(ds, "SELECT count(*) FROM (" + blocked + ") b") == 1);
-    TestSql.count(ds, "SELECT count(pg_cancel_backend(pid)) FROM (" + blocked + ") b");
-    try (Connection c = locker.get()) {
-      c.commit();
-    }
+    lock.cancelWhatWaitsThenLetGo();
 
     await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
     if (maxAttempts > 1) {
@@ -1008,6 +1032,9 @@ abstract class BufferSinkContract {
           .as("rows 1 to 3, taken by the first call, deleted without a second")
           .containsExactly(List.of(1L, 2L, 3L, 4L, 5L), List.of(4L, 5L));
       assertThat(attempts).as("the second call is the second attempt").containsExactly(1, 2);
+      assertThat(Duration.ofNanos(at.get(1) - at.get(0)))
+          .as("the second call waited the retry-backoff after the first")
+          .isGreaterThanOrEqualTo(backoff);
     } else {
       await().atMost(TIMEOUT).until(() -> sink.metrics().deadLetteredCount() == 1);
       ConsumerRecord<byte[], byte[]> dead =
@@ -1019,6 +1046,29 @@ abstract class BufferSinkContract {
       assertThat(given).as("no call past max-attempts").hasSize(1);
       assertThat(rows(4, 5)).as("kept").isEqualTo(2);
     }
+  }
+
+  @Test
+  void
+      should_delete_the_rows_of_a_dead_lettered_batch_once_more_and_do_nothing_else_when_that_failed()
+          throws Exception {
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    RowLock lock = new RowLock();
+    Sink sink =
+        start(
+            settings().withAttempts(1, Duration.ofMillis(20), OnExhausted.DELETE),
+            b -> {
+              attempts.add(b.attempt());
+              lock.takeOnce(1); // row 1 held while the dead-lettered rows are deleted
+              return BulkHandler.Result.reject("400 Bad Request");
+            });
+    produce(batch(1, 5));
+    lock.cancelWhatWaitsThenLetGo();
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(attempts).as("the handler called once").containsExactly(1);
+    assertThat(sink.metrics().deadLetteredCount()).as("dead-lettered once").isOne();
+    assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count()).isEqualTo(5);
   }
 
   @Test
