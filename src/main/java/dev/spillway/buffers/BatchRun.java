@@ -22,6 +22,8 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.stream.IntStream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One run of one batch: keep only the events whose rows are still buffered (a redelivered batch
@@ -34,6 +36,7 @@ import java.util.stream.IntStream;
  * handled.
  */
 final class BatchRun {
+  private static final Logger log = LoggerFactory.getLogger(BatchRun.class);
   private static final Duration CHECK_EVERY = Duration.ofMillis(100);
 
   /** How many times one deletion reads the buffer table's columns again when they change. */
@@ -120,13 +123,7 @@ final class BatchRun {
     checkpoint();
     Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
     if (before.isPresent() && before.get().deadLettered()) {
-      // Dead-lettered by the last run, which failed deleting its rows: every row of the batch
-      // still there is one of those (what the calls took was deleted before).
-      try (Connection c = context.dataSource().getConnection()) {
-        BufferStatements.deleteExhausted(c, buffer.table(), ids(batch.events()));
-      }
-      buffer.settled(retryKey);
-      return new Outcome.Done(0);
+      return deleteDeadLettered();
     }
     Optional<List<BufferEvent>> buffered = toHandle();
     if (buffered.isEmpty()) {
@@ -367,6 +364,36 @@ final class BatchRun {
       return out;
     }
     return List.of();
+  }
+
+  /**
+   * The run of a batch dead-lettered by its last run, which failed deleting its rows ({@code
+   * on-exhausted: delete}): every row of the batch still there is one of those (what the calls took
+   * was deleted before). It deletes them and does no more: the batch is neither handed over nor
+   * dead-lettered again. A lock given up waits as any does; another failure that may pass tries
+   * again later; one that will not (a trigger refusing deletes) leaves the rows in the table.
+   */
+  private Outcome deleteDeadLettered() throws SQLException {
+    try (Connection c = context.dataSource().getConnection()) {
+      BufferStatements.deleteExhausted(c, buffer.table(), ids(batch.events()));
+    } catch (SQLException e) {
+      if (SqlErrors.lockNotAvailable(e)) {
+        throw e;
+      }
+      if (!(SqlErrors.classify(e) instanceof Outcome.PermanentFailure)) {
+        return new Outcome.LimitReached(
+            0, "deleting the rows of its dead-lettered events failed: " + e.getMessage());
+      }
+      log.warn(
+          "Buffer {}: the rows of dead-lettered batch {} stay in table {}: deleting them failed"
+              + " ({})",
+          buffer.settings.name(),
+          batch.groupId(),
+          buffer.table().table().displayName(),
+          e.getMessage());
+    }
+    buffer.settled(retryKey);
+    return new Outcome.Done(0);
   }
 
   /**

@@ -12,6 +12,7 @@ import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
+import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
@@ -47,6 +48,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -1069,6 +1071,45 @@ abstract class BufferSinkContract {
     assertThat(attempts).as("the handler called once").containsExactly(1);
     assertThat(sink.metrics().deadLetteredCount()).as("dead-lettered once").isOne();
     assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count()).isEqualTo(5);
+  }
+
+  @Test
+  void should_leave_the_rows_of_a_dead_lettered_batch_a_trigger_will_not_let_it_delete()
+      throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE FUNCTION "
+            + schema
+            + ".no_deletes() RETURNS trigger LANGUAGE plpgsql AS"
+            + " $$BEGIN RAISE EXCEPTION 'rows of this table are kept'; END$$",
+        "CREATE TRIGGER no_deletes BEFORE DELETE ON "
+            + table.quoted()
+            + " FOR EACH ROW EXECUTE FUNCTION "
+            + schema
+            + ".no_deletes()");
+    List<Integer> attempts = new CopyOnWriteArrayList<>();
+    Sink sink =
+        start(
+            settings().withAttempts(1, Duration.ofMillis(20), OnExhausted.DELETE),
+            b -> {
+              attempts.add(b.attempt());
+              return BulkHandler.Result.reject("400 Bad Request");
+            });
+    produce(batch(1, 5));
+
+    try (TopicRange range = TopicRange.open(infra.bootstrapServers(), Map.of())) {
+      await()
+          .atMost(TIMEOUT)
+          .until(
+              () ->
+                  range.committed(topics.sinkGroup(Pipeline.BUFFERS)).values().stream()
+                          .mapToLong(OffsetAndMetadata::offset)
+                          .sum()
+                      == 1);
+    }
+    assertThat(attempts).as("the handler called once").containsExactly(1);
+    assertThat(sink.metrics().deadLetteredCount()).as("dead-lettered once").isOne();
+    assertThat(rows(1, 5)).as("kept: the trigger refuses").isEqualTo(5);
   }
 
   @Test
