@@ -345,6 +345,12 @@ final class DelayedReleaser implements AutoCloseable {
     return loops;
   }
 
+  /** Ends a call of the releaser's thread waiting on Kafka; {@link #runOnce} then throws. */
+  void wakeup() {
+    consumer.wakeup();
+  }
+
+  /** Closes the consumer: from the thread that runs it. */
   @Override
   public void close() {
     consumer.close(Duration.ofSeconds(5));

@@ -60,7 +60,9 @@ public final class Sink implements AutoCloseable {
   private final Producer<byte[], byte[]> producer;
   private final SinkMetrics metrics;
   private final Thread releaserThread;
+  private final Duration shutdownGrace;
   private volatile boolean running = true;
+  private volatile Throwable releaserFailure;
 
   /** Counted down by {@link #close}: ends the releaser's wait after failures at once. */
   private final CountDownLatch closing = new CountDownLatch(1);
@@ -69,11 +71,13 @@ public final class Sink implements AutoCloseable {
       Pipeline pipeline,
       Producer<byte[], byte[]> producer,
       DelayedReleaser releaser,
-      SinkMetrics metrics) {
+      SinkMetrics metrics,
+      Duration shutdownGrace) {
     this.pipeline = pipeline;
     this.producer = producer;
     this.releaser = releaser;
     this.metrics = metrics;
+    this.shutdownGrace = shutdownGrace;
     this.releaserThread = new Thread(this::releaseLoop, "spillway-" + pipeline.id() + "-delay");
     this.releaserThread.setDaemon(true);
   }
@@ -141,7 +145,7 @@ public final class Sink implements AutoCloseable {
             Duration.ofMillis(200),
             DelayedReleaser.DEFAULT_HOLD_BYTES);
     metrics.delayedWaiting(releaser);
-    Sink sink = new Sink(pipeline, producer, releaser, metrics);
+    Sink sink = new Sink(pipeline, producer, releaser, metrics, settings.shutdownGrace());
     for (int i = 0; i < settings.consumers(); i++) {
       SinkWorker worker =
           new SinkWorker(
@@ -170,13 +174,16 @@ public final class Sink implements AutoCloseable {
     return metrics;
   }
 
-  /** The first error that stopped a worker, if any did. */
+  /** The first error that stopped a worker or the delay releaser, if any did. */
   public Optional<String> failure() {
     for (SinkWorker worker : workers) {
       if (worker.failure() != null) {
-        return Optional.of(
-            "A sink worker of " + pipeline.id() + " stopped: " + worker.failure().getMessage());
+        return Optional.of("A sink worker of " + pipeline.id() + " stopped: " + worker.failure());
       }
+    }
+    Throwable releasing = releaserFailure;
+    if (releasing != null) {
+      return Optional.of("The delay releaser of " + pipeline.id() + " stopped: " + releasing);
     }
     return Optional.empty();
   }
@@ -201,7 +208,21 @@ public final class Sink implements AutoCloseable {
     return workers.stream().mapToInt(SinkWorker::loops).sum();
   }
 
+  /** Releases delayed batches until closed; closes the releaser's consumer on this thread. */
   private void releaseLoop() {
+    try {
+      release();
+    } catch (Error e) {
+      releaserFailure = e;
+      log.error("The delay releaser of {} stopped: {}", pipeline.id(), e.toString(), e);
+    } finally {
+      // Kafka's consumer is for one thread: closed here, not by close() while a call of this
+      // thread may still be under way.
+      releaser.close();
+    }
+  }
+
+  private void release() {
     int failures = 0;
     while (running) {
       try {
@@ -237,22 +258,31 @@ public final class Sink implements AutoCloseable {
 
   /** Closes the workers with the given grace; zero abandons batches in hand like a crash. */
   public void close(Duration grace) {
-    workers.forEach(worker -> worker.close(grace));
+    // All told at once, then waited for: none claims new batches while another drains.
+    workers.forEach(worker -> worker.stop(grace));
     running = false;
     closing.countDown();
+    workers.forEach(SinkWorker::awaitStopped);
     try {
-      releaserThread.join(5_000);
+      releaserThread.join(1_000); // it polls for 200 ms at a time
+      if (releaserThread.isAlive()) {
+        releaser.wakeup(); // waiting on Kafka, which may be away
+        releaserThread.join(15_000);
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
-    releaser.close();
+    if (releaserThread.isAlive()) {
+      log.warn("The delay releaser of {} did not stop within 15 s", pipeline.id());
+    }
     metrics.releaserClosed();
     producer.close(Duration.ofSeconds(10));
   }
 
+  /** Closes with the configured {@code shutdown-grace}. */
   @Override
   public void close() {
-    close(SinkSettings.DEFAULT_SHUTDOWN_GRACE);
+    close(shutdownGrace);
   }
 
   private static KafkaConsumer<byte[], byte[]> consumer(Wiring w, String group, int maxPoll) {

@@ -99,6 +99,25 @@ public record SinkSettings(
         shutdownGrace);
   }
 
+  public SinkSettings withShutdownGrace(Duration grace) {
+    return new SinkSettings(
+        consumers,
+        maxInFlight,
+        maxAttempts,
+        consumeAfter,
+        maxRetries,
+        retryBackoff,
+        retryBackoffMax,
+        maxRowsPerRun,
+        maxRuntimePerRun,
+        subBatchPause,
+        throttlePause,
+        throttleFactor,
+        subBatchFloor,
+        pollTimeout,
+        grace);
+  }
+
   public SinkSettings withAttempts(int attempts, Duration delay) {
     return new SinkSettings(
         consumers,

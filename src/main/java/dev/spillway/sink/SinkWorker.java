@@ -177,9 +177,11 @@ final class SinkWorker implements AutoCloseable {
       }
     } catch (WakeupException e) {
       // close() woke the poll
-    } catch (RuntimeException e) {
+    } catch (RuntimeException | Error e) {
+      // An Error too (out of memory, a class a handler needs missing): the process must hear of
+      // it and stop, not go on with a worker that quietly ended.
       failure = e;
-      log.error("Sink worker {} stopped: {}", name, e.getMessage(), e);
+      log.error("Sink worker {} stopped: {}", name, e.toString(), e);
     } finally {
       shutdown();
     }
@@ -433,10 +435,20 @@ final class SinkWorker implements AutoCloseable {
    * for: like a crash, those batches are redelivered to whoever takes their partitions.
    */
   void close(Duration grace) {
+    stop(grace);
+    awaitStopped();
+  }
+
+  /** Tells the worker to stop as {@link #close(Duration)} says, without waiting for it. */
+  void stop(Duration grace) {
     this.grace = grace;
     stopping = true;
     running = false;
     consumer.wakeup();
+  }
+
+  /** Waits for a worker told to {@link #stop} to have stopped: its grace and 30 s more at most. */
+  void awaitStopped() {
     if (thread != null && Thread.currentThread() != thread) {
       try {
         thread.join(grace.toMillis() + 30_000);
@@ -506,7 +518,9 @@ final class SinkWorker implements AutoCloseable {
         }
       }
       try {
-        settleUntil(() -> busy.stream().noneMatch(w -> w.busy), settings.shutdownGrace());
+        // While stopping, the stop has had its grace already (a zero one waits for nothing).
+        Duration wait = stopping ? Duration.ZERO : settings.shutdownGrace();
+        settleUntil(() -> busy.stream().noneMatch(w -> w.busy), wait);
         commit(Map.of(), true); // what they still owe, before they go
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();

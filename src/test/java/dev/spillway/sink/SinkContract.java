@@ -29,7 +29,9 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -119,6 +121,41 @@ abstract class SinkContract {
     return TestSql.count(
         ds,
         "SELECT count(*) FROM " + table.quoted() + " WHERE id BETWEEN " + fromId + " AND " + toId);
+  }
+
+  @Test
+  void should_close_within_its_shutdown_grace_though_a_batch_never_reaches_a_checkpoint()
+      throws Exception {
+    CountDownLatch running = new CountDownLatch(1);
+    BatchHandler stuck =
+        new BatchHandler() {
+          @Override
+          public Optional<Target> target(SinkRecord record) {
+            return Optional.of(new Target(DB, table));
+          }
+
+          @Override
+          public Outcome execute(SinkRecord record, RunContext context)
+              throws InterruptedException {
+            running.countDown();
+            new CountDownLatch(1).await(); // until the worker gives up on it
+            return new Outcome.Done(0);
+          }
+        };
+    Sink sink =
+        Sink.start(
+            PIPELINE,
+            batches,
+            stuck,
+            settings().withShutdownGrace(Duration.ofMillis(500)),
+            wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()));
+    produce("1,2".getBytes(StandardCharsets.UTF_8));
+    await().atMost(Duration.ofSeconds(60)).until(() -> running.getCount() == 0);
+
+    CompletableFuture<Void> closed = CompletableFuture.runAsync(sink::close);
+    // The configured half second, not the default 30 s, and no second wait as the partitions go.
+    await().atMost(Duration.ofSeconds(15)).until(closed::isDone);
+    closed.get();
   }
 
   private void produce(byte[]... values) {

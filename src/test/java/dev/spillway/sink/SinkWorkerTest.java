@@ -170,6 +170,35 @@ class SinkWorkerTest {
   }
 
   @Test
+  void should_stop_saying_why_when_an_error_ends_its_loop() {
+    BatchHandler missingClass =
+        new BatchHandler() {
+          @Override
+          public Optional<Target> target(SinkRecord record) {
+            throw new NoClassDefFoundError("com/example/Gone");
+          }
+
+          @Override
+          public Outcome execute(SinkRecord record, RunContext context) {
+            return new Outcome.Done(1);
+          }
+        };
+    worker = worker(Duration.ofMillis(100), missingClass);
+    consumer.schedulePollTask(
+        () -> {
+          consumer.rebalance(List.of(TP));
+          consumer.updateBeginningOffsets(Map.of(TP, 0L));
+          addBatches(0, 1);
+        });
+    worker.start(); // its own thread, as in a running sink
+
+    await().atMost(WAIT).until(() -> worker.failure() != null);
+    assertThat(worker.failure())
+        .isInstanceOf(NoClassDefFoundError.class)
+        .hasMessage("com/example/Gone");
+  }
+
+  @Test
   void should_go_on_while_kafka_takes_no_commit_and_commit_what_it_finished_once_it_does() {
     startWhileKafkaIsDown();
     addBatches(0, 2);
