@@ -108,6 +108,7 @@ final class SinkWorker implements AutoCloseable {
   private volatile boolean stopping;
   private volatile Duration grace;
   private volatile Throwable failure;
+  private boolean rebalancing; // what the commits owed wait for: a rebalance, not Kafka
   private int inFlight;
   private Thread thread;
 
@@ -278,12 +279,22 @@ final class SinkWorker implements AutoCloseable {
       boolean first = commitRetryAt == 0;
       commitRetryAt = System.nanoTime() + COMMIT_RETRY.toNanos();
       if (first) {
-        log.warn(
-            "Sink worker {} could not commit the batches it finished on {} partitions to Kafka"
-                + " ({}); it commits them once Kafka answers, and goes on meanwhile",
-            name,
-            owed.size(),
-            e.getMessage());
+        // An instance joining or leaving the group is routine: no warning for it.
+        rebalancing = e instanceof RebalanceInProgressException;
+        if (rebalancing) {
+          log.info(
+              "Sink worker {} commits the batches it finished on {} partitions once its consumer"
+                  + " group has rebalanced (an instance joined or left)",
+              name,
+              owed.size());
+        } else {
+          log.warn(
+              "Sink worker {} could not commit the batches it finished on {} partitions to Kafka"
+                  + " ({}); it commits them once Kafka answers, and goes on meanwhile",
+              name,
+              owed.size(),
+              e.getMessage());
+        }
       }
       return;
     }
@@ -291,7 +302,9 @@ final class SinkWorker implements AutoCloseable {
     owed.clear();
     if (commitRetryAt != 0) {
       commitRetryAt = 0;
-      log.info("Sink worker {} commits to Kafka again", name);
+      if (!rebalancing) {
+        log.info("Sink worker {} commits to Kafka again", name);
+      }
     }
   }
 

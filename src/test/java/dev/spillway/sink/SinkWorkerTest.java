@@ -3,6 +3,10 @@ package dev.spillway.sink;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.health.Health;
@@ -26,10 +30,12 @@ import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 
 /**
  * The worker loop's bookkeeping across a rebalance, driven turn by turn on Kafka's mock consumer.
@@ -41,6 +47,9 @@ class SinkWorkerTest {
 
   /** Set while Kafka cannot be reached: commits time out. */
   private final AtomicBoolean kafkaDown = new AtomicBoolean();
+
+  /** Set while the consumer group rebalances: Kafka refuses commits. */
+  private final AtomicBoolean rebalancing = new AtomicBoolean();
 
   /** Every commit the worker made, taken or not. */
   private final List<Map<TopicPartition, OffsetAndMetadata>> commitsTried =
@@ -59,6 +68,9 @@ class SinkWorkerTest {
         private void failWhileKafkaIsDown() {
           if (kafkaDown.get()) {
             throw new TimeoutException("Timeout expired before successfully committing offsets");
+          }
+          if (rebalancing.get()) {
+            throw new RebalanceInProgressException("the consumer is undergoing a rebalance");
           }
         }
       };
@@ -196,6 +208,34 @@ class SinkWorkerTest {
     assertThat(worker.failure())
         .isInstanceOf(NoClassDefFoundError.class)
         .hasMessage("com/example/Gone");
+  }
+
+  @Test
+  void should_not_warn_of_a_commit_a_routine_rebalance_holds_back() {
+    Logger workerLog = (Logger) LoggerFactory.getLogger(SinkWorker.class);
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    workerLog.addAppender(logged);
+    try {
+      release.countDown();
+      worker = worker(Duration.ofMillis(100));
+      worker.subscribe();
+      consumer.rebalance(List.of(TP));
+      consumer.updateBeginningOffsets(Map.of(TP, 0L));
+      rebalancing.set(true); // another instance joins the group
+      addBatches(0, 2);
+      turnUntilRun(2);
+      assertThat(committed()).isEqualTo(-1);
+
+      rebalancing.set(false);
+      turnUntilCommitted(2);
+      assertThat(logged.list).extracting(ILoggingEvent::getLevel).doesNotContain(Level.WARN);
+      assertThat(logged.list)
+          .extracting(ILoggingEvent::getFormattedMessage)
+          .anyMatch(m -> m.contains("once its consumer group has rebalanced"));
+    } finally {
+      workerLog.detachAppender(logged);
+    }
   }
 
   @Test
