@@ -475,6 +475,11 @@ public final class SpillwayRuntime implements AutoCloseable {
    */
   @Override
   public synchronized void close() {
+    // On a signal the log says the stop began and ended, so a clean stop shows as one.
+    boolean signalled = Thread.currentThread() == shutdownHook && closed.getCount() > 0;
+    if (signalled) {
+      log.info("Stopping on a signal: capture first, then the pipelines and what Spillway started");
+    }
     closing = true;
     // An embedded PostgreSQL still starting (a signal during start-up) would outlive the JVM, which
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before
@@ -492,6 +497,9 @@ public final class SpillwayRuntime implements AutoCloseable {
       }
     }
     Shutdown.inReverse(started, Set.of(Sink.class, StreamsApp.class));
+    if (signalled) {
+      log.info("Stopped");
+    }
     if (Thread.currentThread() != shutdownHook) {
       try {
         Runtime.getRuntime().removeShutdownHook(shutdownHook);

@@ -3,10 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -33,21 +30,23 @@ class SignalIT {
   @Test
   void should_stop_the_embedded_postgresql_when_a_benchmark_is_terminated() throws Exception {
     // Its first step inserts far more rows than it gets time for, so the signal finds it busy.
-    Process spillway = benchCapture(ProcessBuilder.Redirect.PIPE);
+    Path log = dir.resolve("out.log");
+    Process spillway = benchCapture(ProcessBuilder.Redirect.to(log.toFile()));
     Optional<ProcessHandle> postgres = Optional.empty();
-    try (BufferedReader out =
-        new BufferedReader(
-            new InputStreamReader(spillway.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = out.readLine()) != null && !line.startsWith("Capture benchmark:")) {
-        // Skip start-up lines until the runtime is up.
-      }
-      assertThat(line).as("the benchmark started").isNotNull();
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .until(() -> !spillway.isAlive() || Files.readString(log).contains("Capture benchmark:"));
+      assertThat(Files.readString(log)).as("the benchmark started").contains("Capture benchmark:");
       postgres = pid(postmasterPid).flatMap(ProcessHandle::of);
       assertThat(postgres).as("the embedded PostgreSQL runs").isPresent();
 
       spillway.destroy(); // SIGTERM
       assertThat(spillway.waitFor(60, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
+      assertThat(Files.readAllLines(log))
+          .as("the log says the stop began and ended")
+          .anyMatch(l -> l.contains("Stopping on a signal"))
+          .anyMatch(l -> l.endsWith("Stopped"));
       ProcessHandle server = postgres.get();
       await()
           .atMost(Duration.ofSeconds(30))
