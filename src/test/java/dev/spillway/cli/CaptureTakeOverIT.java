@@ -10,6 +10,7 @@ import dev.spillway.event.StreamPosition;
 import dev.spillway.event.Topics;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
+import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
@@ -187,16 +188,11 @@ class CaptureTakeOverIT {
                   sql: "INSERT INTO %s_log SELECT id, :group_id FROM %s WHERE id = ANY(:ids)"
             """,
             home.resolve("wd"), kafka, prefix, db.url(), db.username(), table, table, table));
-    return new ProcessBuilder(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-cp",
-            System.getProperty("java.class.path"),
-            SpillwayCommand.class.getName(),
+    return Cli.process(
+            ProcessBuilder.Redirect.to(home.resolve("out.log").toFile()),
             "-c",
             config.toString(),
             "run")
-        .redirectErrorStream(true)
-        .redirectOutput(home.resolve("out.log").toFile())
         .start();
   }
 

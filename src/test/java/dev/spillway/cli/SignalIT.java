@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.spillway.testing.Cli;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,19 +93,7 @@ class SignalIT {
    * {@code bench capture} in a JVM of its own; its first step inserts far more rows than needed.
    */
   private Process benchCapture(ProcessBuilder.Redirect output) throws IOException {
-    return new ProcessBuilder(
-            Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-            "-cp",
-            System.getProperty("java.class.path"),
-            SpillwayCommand.class.getName(),
-            "-c",
-            config.toString(),
-            "bench",
-            "capture",
-            "--rows",
-            "500000000")
-        .redirectErrorStream(true)
-        .redirectOutput(output)
+    return Cli.process(output, "-c", config.toString(), "bench", "capture", "--rows", "500000000")
         .start();
   }
 

@@ -3,8 +3,14 @@ package dev.spillway.testing;
 import dev.spillway.cli.SpillwayCommand;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
-/** Runs a {@code spillway} command line in-process and captures what it printed. */
+/**
+ * Runs a {@code spillway} command line in-process and captures what it printed, or starts one in a
+ * JVM of its own.
+ */
 public final class Cli {
   private Cli() {}
 
@@ -20,5 +26,19 @@ public final class Cli {
       code = SpillwayCommand.execute(o, e, args);
     }
     return new Result(code, out.toString(), err.toString());
+  }
+
+  /**
+   * A {@code spillway} command line in a JVM of its own, on the tests' class path; what it prints,
+   * standard error included, goes to {@code output}.
+   */
+  public static ProcessBuilder process(ProcessBuilder.Redirect output, String... args) {
+    List<String> command = new ArrayList<>();
+    command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+    command.add("-cp");
+    command.add(System.getProperty("java.class.path"));
+    command.add(SpillwayCommand.class.getName());
+    command.addAll(List.of(args));
+    return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output);
   }
 }
