@@ -165,11 +165,7 @@ public final class BufferPipeline {
       runtime.startStreams(
           Pipeline.BUFFERS,
           b.name(),
-          BufferTopology.build(
-              b,
-              topics,
-              checked.metricsOf.get(b.name())::malformed,
-              checked.metricsOf.get(b.name())::republished),
+          BufferTopology.build(b, topics, checked.metricsOf.get(b.name())::malformed),
           Batcher.tick(b.maxWait()));
     }
     BufferBatchHandler handler =

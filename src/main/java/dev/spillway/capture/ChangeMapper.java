@@ -4,7 +4,6 @@ import dev.spillway.event.BufferEvent;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.KafkaClients;
-import dev.spillway.event.StreamPosition;
 import dev.spillway.event.TableName;
 import dev.spillway.event.ValueText;
 import dev.spillway.sink.SinkHeaders;
@@ -138,18 +137,8 @@ final class ChangeMapper {
                   commitMicros,
                   lsn)));
     }
-    // An insert read from the WAL says where it lies in the stream: the same change published
-    // again after capture was taken over is known by it, and passed over where it is batched.
-    RecordHeaders headers = null;
-    if (kind == ChangeKind.INSERT && !read) {
-      headers = new RecordHeaders();
-      headers.add(
-          StreamPosition.HEADER,
-          new StreamPosition(f.lastCommitLsn(source), lsn, commitMicros).bytes());
-    }
     return Optional.of(
-        new Mapped(
-            route.get(), new ProducerRecord<>(route.get().topic(), null, key, value, headers)));
+        new Mapped(route.get(), new ProducerRecord<>(route.get().topic(), key, value)));
   }
 
   /**
@@ -241,8 +230,7 @@ final class ChangeMapper {
       Field lsn,
       Field tsUs,
       Field tsMs,
-      Field txId,
-      Field sequence) {
+      Field txId) {
     /** Null when the schema is not a change envelope's (no {@code op} or no source block). */
     static EnvelopeFields of(Schema envelope) {
       Field op = envelope.field("op");
@@ -260,13 +248,7 @@ final class ChangeMapper {
           s.field("lsn"),
           s.field("ts_us"),
           s.field("ts_ms"),
-          s.field("txId"),
-          s.field("sequence"));
-    }
-
-    /** The LSN of the last commit before the change, from its {@code sequence}; 0 when none. */
-    long lastCommitLsn(Struct source) {
-      return sequence == null ? 0 : StreamPosition.lastCommitOf((String) source.get(sequence));
+          s.field("txId"));
     }
 
     /**

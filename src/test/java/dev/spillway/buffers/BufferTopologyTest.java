@@ -6,7 +6,6 @@ import dev.spillway.event.BufferBatch;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
-import dev.spillway.event.StreamPosition;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.sink.SinkHeaders;
@@ -18,7 +17,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringDeserializer;
@@ -43,7 +41,6 @@ class BufferTopologyTest {
   private TestOutputTopic<String, byte[]> batches;
   private TestOutputTopic<String, byte[]> dlq;
   private final AtomicInteger malformed = new AtomicInteger();
-  private final AtomicInteger republished = new AtomicInteger();
 
   @BeforeEach
   void setUp() {
@@ -55,8 +52,7 @@ class BufferTopologyTest {
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     driver =
         new TopologyTestDriver(
-            BufferTopology.build(
-                s, TOPICS, malformed::incrementAndGet, republished::incrementAndGet),
+            BufferTopology.build(s, TOPICS, malformed::incrementAndGet),
             p,
             Instant.parse("2026-01-01T00:00:00Z"));
     events =
@@ -103,74 +99,6 @@ class BufferTopologyTest {
     assertThat(ids(b)).containsExactly(1L, 2L, 3L);
     assertThat(b.buffer()).isEqualTo("contact_activity_events");
     assertThat(out.get(0).key()).as("keyed by group id").isEqualTo(b.groupId());
-  }
-
-  /**
-   * Row {@code id} as capture publishes an insert read from the WAL: with its position, the last
-   * commit before it being {@code lastCommit}, its own LSN {@code lsn}, committed at {@code commit}
-   * µs; read again after a take-over, its capture time differs and nothing else.
-   */
-  private void captured(long id, long lastCommit, long lsn, long commit, long capturedAt) {
-    BufferEvent e =
-        new BufferEvent(
-            "main", TABLE, Map.of("id", id, "activity", "call"), commit, lsn, capturedAt, 7);
-    RecordHeaders h = new RecordHeaders();
-    h.add(StreamPosition.HEADER, new StreamPosition(lastCommit, lsn, commit).bytes());
-    events.pipeInput(new TestRecord<>(TABLE.toString(), EventSerdes.encode(e), h));
-  }
-
-  /** The ids of every batch out so far, once those waiting have had their max-wait. */
-  private List<Object> batchedIds() {
-    driver.advanceWallClockTime(Duration.ofSeconds(3));
-    return batches.readRecordsToList().stream()
-        .flatMap(r -> ids(EventSerdes.decodeBufferBatch(r.value())).stream())
-        .toList();
-  }
-
-  @Test
-  void should_pass_over_the_inserts_capture_published_again_after_a_take_over() {
-    for (long id = 1; id <= 5; id++) {
-      captured(id, 100 * id, 100 * id + 10, 1_000 * id, 1);
-    }
-    // The instance taking capture over goes on from its last stored position: 3 onwards again.
-    for (long id = 3; id <= 5; id++) {
-      captured(id, 100 * id, 100 * id + 10, 1_000 * id, 2);
-    }
-    captured(6, 600, 610, 6_000, 2);
-    assertThat(batchedIds()).as("each row once").containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
-    assertThat(republished).hasValue(3);
-  }
-
-  @Test
-  void should_tell_rows_apart_that_share_a_position_and_pass_over_one_read_again() {
-    // A COPY writes several rows in one WAL record: they share a position.
-    captured(1, 100, 110, 1_000, 1);
-    captured(2, 100, 110, 1_000, 1);
-    captured(2, 100, 110, 1_000, 2); // published again
-    captured(3, 100, 110, 1_000, 2);
-    captured(4, 200, 210, 2_000, 2);
-    assertThat(batchedIds()).containsExactly(1L, 2L, 3L, 4L);
-    assertThat(republished).hasValue(1);
-  }
-
-  @Test
-  void should_pass_on_a_lower_position_committed_later_than_any_seen() {
-    captured(1, 9_000, 9_010, 1_000, 1);
-    captured(2, 9_100, 9_110, 2_000, 1);
-    // Another server, its LSNs lower: its commits are later.
-    captured(3, 100, 110, 3_000, 2);
-    captured(4, 200, 210, 4_000, 2);
-    captured(3, 100, 110, 3_000, 3); // and one of those published again
-    assertThat(batchedIds()).containsExactly(1L, 2L, 3L, 4L);
-    assertThat(republished).hasValue(1);
-  }
-
-  @Test
-  void should_pass_on_events_without_a_position() {
-    insert(1, 2); // a snapshot's reads, or events of an earlier version
-    insert(1);
-    assertThat(batchedIds()).containsExactly(1L, 2L, 1L);
-    assertThat(republished).hasValue(0);
   }
 
   @Test
@@ -247,6 +175,6 @@ class BufferTopologyTest {
   @Test
   void should_match_the_committed_description() {
     BufferSettings s = BufferSettings.of("contact_activity_events", TABLE, "main", HTTP);
-    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS, () -> {}, () -> {}), "buffers");
+    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS, () -> {}), "buffers");
   }
 }
