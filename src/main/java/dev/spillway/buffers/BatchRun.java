@@ -123,7 +123,7 @@ final class BatchRun {
     checkpoint();
     Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
     if (before.isPresent() && before.get().deadLettered()) {
-      return deleteDeadLettered();
+      return deleteDeadLettered(before.get().handled());
     }
     Optional<List<BufferEvent>> buffered = toHandle();
     if (buffered.isEmpty()) {
@@ -368,14 +368,13 @@ final class BatchRun {
 
   /**
    * The run of a batch dead-lettered by its last run, which failed deleting its rows ({@code
-   * on-exhausted: delete}): every row of the batch still there is one of those (what the calls took
-   * was deleted before). It deletes them and does no more: the batch is neither handed over nor
-   * dead-lettered again. A lock given up waits as any does; another failure that may pass tries
-   * again later; one that will not (a trigger refusing deletes) leaves the rows in the table.
+   * on-exhausted: delete}). It deletes those rows and does no more: the batch is neither handed
+   * over nor dead-lettered again. A lock given up waits as any does; another failure that may pass
+   * tries again later; one that will not (a trigger refusing deletes) leaves the rows in the table.
    */
-  private Outcome deleteDeadLettered() throws SQLException {
+  private Outcome deleteDeadLettered(Set<Object> ids) throws SQLException {
     try (Connection c = context.dataSource().getConnection()) {
-      BufferStatements.deleteExhausted(c, buffer.table(), ids(batch.events()));
+      BufferStatements.deleteExhausted(c, buffer.table(), ids);
     } catch (SQLException e) {
       if (SqlErrors.lockNotAvailable(e)) {
         throw e;

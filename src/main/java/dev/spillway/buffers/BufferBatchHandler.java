@@ -90,7 +90,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     if (b.settings.onExhausted() == OnExhausted.DELETE) {
       // Should the delete fail, the batch runs again (it is not committed): that run deletes its
       // rows and does no more.
-      b.retrying(key, RunningBuffer.Retrying.afterDeadLetter());
+      b.retrying(key, RunningBuffer.Retrying.afterDeadLetter(exhausted.ids()));
       try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
         BufferStatements.deleteExhausted(c, b.table(), exhausted.ids());
       }

@@ -7,6 +7,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
@@ -43,8 +44,9 @@ final class RunningBuffer {
    *     again
    * @param reason why the last call left rows, or null when it left none
    * @param deadLettered whether what the calls left is already dead-lettered, its rows to be
-   *     deleted ({@code on-exhausted: delete}): the next run deletes the batch's rows still there
-   *     and does no more, rather than call the handler again and dead-letter the batch twice
+   *     deleted ({@code on-exhausted: delete}): the next run deletes them and does no more, rather
+   *     than call the handler again and dead-letter the batch twice; {@code handled} then holds the
+   *     ids of those rows as the batch has them
    */
   record Retrying(
       int attempts, long notBeforeNanos, Set<Object> handled, String reason, boolean deadLettered) {
@@ -60,9 +62,9 @@ final class RunningBuffer {
       this(attempts, notBeforeNanos, Set.of(), null);
     }
 
-    /** A batch dead-lettered whose rows are still to be deleted. */
-    static Retrying afterDeadLetter() {
-      return new Retrying(0, 0, Set.of(), null, true);
+    /** A batch dead-lettered whose rows, these ids, are still to be deleted. */
+    static Retrying afterDeadLetter(Collection<Object> ids) {
+      return new Retrying(0, 0, Set.copyOf(ids), null, true);
     }
 
     /** The same, its handled rows deleted. */

@@ -991,6 +991,11 @@ abstract class BufferSinkContract {
      * lets the row go.
      */
     void cancelWhatWaitsThenLetGo() throws Exception {
+      cancelWhatWaitsThenLetGo(() -> {});
+    }
+
+    /** The same, running {@code meanwhile} before it lets the row go. */
+    void cancelWhatWaitsThenLetGo(Runnable meanwhile) throws Exception {
       await().atMost(TIMEOUT).until(() -> session.get() != null);
       String blocked =
           "SELECT pid FROM pg_stat_activity WHERE " + pid.get() + " = ANY (pg_blocking_pids(pid))";
@@ -998,6 +1003,7 @@ abstract class BufferSinkContract {
           .atMost(TIMEOUT)
           .until(() -> TestSql.count(ds, "SELECT count(*) FROM (" + blocked + ") b") == 1);
       TestSql.count(ds, "SELECT count(pg_cancel_backend(pid)) FROM (" + blocked + ") b");
+      meanwhile.run();
       try (Connection c = session.get()) {
         c.commit();
       }
@@ -1064,10 +1070,15 @@ abstract class BufferSinkContract {
               lock.takeOnce(1); // row 1 held while the dead-lettered rows are deleted
               return BulkHandler.Result.reject("400 Bad Request");
             });
-    produce(batch(1, 5));
-    lock.cancelWhatWaitsThenLetGo();
+    // Row 6 is gone when the batch first runs, and inserted again (a natural key) before the
+    // run that deletes what was dead-lettered.
+    TestSql.exec(ds, "DELETE FROM " + table.quoted() + " WHERE id = 6");
+    produce(batch(1, 6));
+    lock.cancelWhatWaitsThenLetGo(
+        () -> TestSql.exec(ds, "INSERT INTO " + table.quoted() + " VALUES (6, 100, 'call')"));
 
     await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(rows(6, 6)).as("not dead-lettered, so not deleted").isOne();
     assertThat(attempts).as("the handler called once").containsExactly(1);
     assertThat(sink.metrics().deadLetteredCount()).as("dead-lettered once").isOne();
     assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count()).isEqualTo(5);
