@@ -91,7 +91,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private final List<StreamsApp> streamsApps = new java.util.concurrent.CopyOnWriteArrayList<>();
   private volatile java.util.function.Supplier<List<StatusReport.BufferStatus>> bufferStatus =
       List::of;
-  private final Thread shutdownHook = new Thread(this::close, "spillway-shutdown");
+  private final Thread shutdownHook = new Thread(this::closeOnSignal, "spillway-shutdown");
   private final CountDownLatch closed = new CountDownLatch(1);
 
   private SpillwayRuntime(SpillwayConfig config, Clock clock) {
@@ -469,17 +469,19 @@ public final class SpillwayRuntime implements AutoCloseable {
         failure().orElse(null));
   }
 
+  /** SIGINT/SIGTERM: the log says the stop began and ended, so a clean stop shows as one. */
+  private void closeOnSignal() {
+    log.info("Stopping on a signal: capture first, then the pipelines and what Spillway started");
+    close();
+    log.info("Stopped");
+  }
+
   /**
    * Stops everything in reverse start order; safe to call twice. The JVM calls it on SIGINT or
    * SIGTERM.
    */
   @Override
   public synchronized void close() {
-    // On a signal the log says the stop began and ended, so a clean stop shows as one.
-    boolean signalled = Thread.currentThread() == shutdownHook && closed.getCount() > 0;
-    if (signalled) {
-      log.info("Stopping on a signal: capture first, then the pipelines and what Spillway started");
-    }
     closing = true;
     // An embedded PostgreSQL still starting (a signal during start-up) would outlive the JVM, which
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before
@@ -497,9 +499,6 @@ public final class SpillwayRuntime implements AutoCloseable {
       }
     }
     Shutdown.inReverse(started, Set.of(Sink.class, StreamsApp.class));
-    if (signalled) {
-      log.info("Stopped");
-    }
     if (Thread.currentThread() != shutdownHook) {
       try {
         Runtime.getRuntime().removeShutdownHook(shutdownHook);

@@ -109,6 +109,7 @@ final class SinkWorker implements AutoCloseable {
   private volatile Duration grace;
   private volatile Throwable failure;
   private boolean rebalancing; // what the commits owed wait for: a rebalance, not Kafka
+  private boolean drained; // stopping, and the batches in hand have had their grace
   private int inFlight;
   private Thread thread;
 
@@ -278,9 +279,11 @@ final class SinkWorker implements AutoCloseable {
     } catch (RetriableException | RebalanceInProgressException | CommitFailedException e) {
       boolean first = commitRetryAt == 0;
       commitRetryAt = System.nanoTime() + COMMIT_RETRY.toNanos();
-      if (first) {
-        // An instance joining or leaving the group is routine: no warning for it.
-        rebalancing = e instanceof RebalanceInProgressException;
+      boolean rebalance = e instanceof RebalanceInProgressException;
+      // Said once: at INFO for a rebalance (an instance joining or leaving is routine), as a
+      // warning when Kafka does not answer, also when that follows a rebalance.
+      if (first || (rebalancing && !rebalance)) {
+        rebalancing = rebalance;
         if (rebalancing) {
           log.info(
               "Sink worker {} commits the batches it finished on {} partitions once its consumer"
@@ -495,6 +498,7 @@ final class SinkWorker implements AutoCloseable {
     } catch (RuntimeException e) {
       log.warn("Sink worker {} could not commit while stopping: {}", name, e.getMessage());
     } finally {
+      drained = true; // the partitions' revoke as the consumer closes waits no more
       executor.shutdownNow();
       consumer.close(Duration.ofSeconds(5));
     }
@@ -531,8 +535,9 @@ final class SinkWorker implements AutoCloseable {
         }
       }
       try {
-        // While stopping, the stop has had its grace already (a zero one waits for nothing).
-        Duration wait = stopping ? Duration.ZERO : settings.shutdownGrace();
+        // Once the stop has had its grace (a zero one waits for nothing), no more; a stop asked
+        // for while partitions move gives them its own grace.
+        Duration wait = drained ? Duration.ZERO : stopping ? grace : settings.shutdownGrace();
         settleUntil(() -> busy.stream().noneMatch(w -> w.busy), wait);
         commit(Map.of(), true); // what they still owe, before they go
       } catch (InterruptedException e) {

@@ -153,7 +153,7 @@ abstract class SinkContract {
     await().atMost(Duration.ofSeconds(60)).until(() -> running.getCount() == 0);
 
     CompletableFuture<Void> closed = CompletableFuture.runAsync(sink::close);
-    // The configured half second, not the default 30 s, and no second wait as the partitions go.
+    // The configured half second, not the default 30 s.
     await().atMost(Duration.ofSeconds(15)).until(closed::isDone);
     closed.get();
   }

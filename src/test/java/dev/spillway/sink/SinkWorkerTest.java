@@ -227,12 +227,26 @@ class SinkWorkerTest {
       turnUntilRun(2);
       assertThat(committed()).isEqualTo(-1);
 
-      rebalancing.set(false);
-      turnUntilCommitted(2);
       assertThat(logged.list).extracting(ILoggingEvent::getLevel).doesNotContain(Level.WARN);
       assertThat(logged.list)
           .extracting(ILoggingEvent::getFormattedMessage)
           .anyMatch(m -> m.contains("once its consumer group has rebalanced"));
+
+      // Then Kafka stops answering: that is warned of, though a rebalance came first.
+      rebalancing.set(false);
+      kafkaDown.set(true);
+      int tried = commitsTried.size();
+      await()
+          .atMost(WAIT)
+          .until(
+              () -> {
+                worker.runOnce();
+                return commitsTried.size() > tried;
+              });
+      assertThat(logged.list).extracting(ILoggingEvent::getLevel).contains(Level.WARN);
+
+      kafkaDown.set(false);
+      turnUntilCommitted(2);
     } finally {
       workerLog.detachAppender(logged);
     }
