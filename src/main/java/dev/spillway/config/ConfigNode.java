@@ -173,18 +173,12 @@ public final class ConfigNode {
    * closest key not read so far.
    */
   private ConfigException missing(String key) {
-    String misspelt = null;
-    int best = MAX_SUGGESTION_DISTANCE + 1;
-    for (String written : entries.keySet()) {
-      int d = read.contains(written) ? Integer.MAX_VALUE : closeness(written, key);
-      if (d < best) {
-        misspelt = written;
-        best = d;
-      }
-    }
-    return misspelt == null
-        ? error(key, "is required")
-        : unknown(misspelt, " (did you mean " + key + "?)");
+    return Slips.nearest(
+            entries.keySet(),
+            written -> read.contains(written) ? Integer.MAX_VALUE : closeness(written, key),
+            MAX_SUGGESTION_DISTANCE)
+        .map(misspelt -> unknown(misspelt, " (did you mean " + key + "?)"))
+        .orElseGet(() -> error(key, "is required"));
   }
 
   public Optional<String> optionalString(String key) {
@@ -498,16 +492,7 @@ public final class ConfigNode {
    * {@code poll_interval}, else the closest key within a small edit distance.
    */
   private Optional<String> suggestion(String key) {
-    String best = null;
-    int bestDistance = MAX_SUGGESTION_DISTANCE + 1;
-    for (String k : read) {
-      int d = closeness(key, k);
-      if (d < bestDistance) {
-        best = k;
-        bestDistance = d;
-      }
-    }
-    return Optional.ofNullable(best);
+    return Slips.nearest(read, k -> closeness(key, k), MAX_SUGGESTION_DISTANCE);
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.spillway.support;
 
 import java.util.Collection;
 import java.util.Optional;
+import java.util.function.ToIntFunction;
 
 /** How far a mistyped name is from the names it may have meant. */
 public final class Slips {
@@ -37,11 +38,19 @@ public final class Slips {
    * (in a short word, two make another word).
    */
   public static Optional<String> nearest(String word, Collection<String> names) {
-    int slips = word.length() <= 3 ? 1 : 2;
+    return nearest(names, name -> distance(word, name), word.length() <= 3 ? 1 : 2);
+  }
+
+  /**
+   * The name nearest by {@code distance}, if one is at most {@code most} away; of names as near,
+   * the first.
+   */
+  public static Optional<String> nearest(
+      Collection<String> names, ToIntFunction<String> distance, int most) {
     String best = null;
-    int fewest = slips + 1;
+    int fewest = most + 1;
     for (String name : names) {
-      int d = distance(word, name);
+      int d = distance.applyAsInt(name);
       if (d < fewest) {
         best = name;
         fewest = d;
