@@ -79,11 +79,9 @@ final class LfkStartup {
       databases.add(k.childDatabase());
     }
     out.printf(
-        "Loose foreign keys: %d definition%s on %d parent table%s (%s), checked in %s%n",
-        checked.keys().size(),
-        checked.keys().size() == 1 ? "" : "s",
-        parents.size(),
-        parents.size() == 1 ? "" : "s",
+        "Loose foreign keys: %s on %s (%s), checked in %s%n",
+        Count.of(checked.keys().size(), "definition", "definitions"),
+        Count.of(parents.size(), "parent table", "parent tables"),
         String.join(", ", parents),
         String.join(" and ", databases));
     out.flush();

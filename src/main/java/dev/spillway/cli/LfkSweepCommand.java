@@ -218,7 +218,7 @@ final class LfkSweepCommand implements Callable<Integer> {
       return "No loose foreign keys to sweep.\n";
     }
     s.append("Swept ")
-        .append(count(result.findings().size(), "loose foreign key", "loose foreign keys"))
+        .append(Count.of(result.findings().size(), "loose foreign key", "loose foreign keys"))
         .append(":\n");
     int width =
         result.findings().stream().mapToInt(f -> f.key().key().describe().length()).max().orElse(0);
@@ -261,10 +261,6 @@ final class LfkSweepCommand implements Callable<Integer> {
               + " until it has.\n");
     }
     return s.toString();
-  }
-
-  private static String count(long n, String one, String many) {
-    return n + " " + (n == 1 ? one : many);
   }
 
   /** {@code --json}: per loose foreign key what was read, per parent the ids found deleted. */

@@ -226,9 +226,9 @@ final class ReplayCommand implements Runnable {
     if (!replayed.isEmpty()) {
       long size = replayed.stream().mapToLong(Letter::size).sum();
       s.append(dryRun ? "Would replay " : "Replayed ")
-          .append(count(replayed.size(), "batch", "batches"))
+          .append(Count.of(replayed.size(), "batch", "batches"))
           .append(" (")
-          .append(count(size, singular(unit), unit))
+          .append(Count.of(size, singular(unit), unit))
           .append(") from ")
           .append(dlq)
           .append(":\n");
@@ -239,7 +239,7 @@ final class ReplayCommand implements Runnable {
     }
     if (!before.isEmpty()) {
       s.append("Skipped ")
-          .append(count(before.size(), "batch", "batches"))
+          .append(Count.of(before.size(), "batch", "batches"))
           .append(" an earlier replay handed over (--again hands them over once more):\n");
       for (Letter l : before) {
         batchLine(s, l, unit).append("  replayed at ").append(l.replayedAt()).append('\n');
@@ -247,7 +247,7 @@ final class ReplayCommand implements Runnable {
     }
     if (!left.isEmpty()) {
       s.append("Left ")
-          .append(count(left.size(), "dead letter", "dead letters"))
+          .append(Count.of(left.size(), "dead letter", "dead letters"))
           .append(" that cannot be replayed:\n");
       for (Letter l : left) {
         s.append("  ")
@@ -272,11 +272,7 @@ final class ReplayCommand implements Runnable {
         .append("  ")
         .append(l.entity())
         .append("  ")
-        .append(count(l.size(), singular(unit), unit));
-  }
-
-  private static String count(long n, String one, String many) {
-    return n + " " + (n == 1 ? one : many);
+        .append(Count.of(l.size(), singular(unit), unit));
   }
 
   /** {@code events} → {@code event}, {@code deleted rows} → {@code deleted row}. */
