@@ -42,6 +42,16 @@ class ReconnectLogFilterTest {
   }
 
   /** Debezium's warning as it goes to restart after a failure it retries. */
+  /** Debezium's ERROR for a failure of its task. */
+  private FilterReply producerFailure(Throwable failure) {
+    return decide(ReconnectLogFilter.ERROR_HANDLER, Level.ERROR, "Producer failure", failure);
+  }
+
+  /** Kafka Connect's line once the task runs again. */
+  private FilterReply restarted() {
+    return decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+  }
+
   private FilterReply restartWarning() {
     return decide(
         ReconnectLogFilter.SOURCE_TASK,
@@ -54,38 +64,18 @@ class ReconnectLogFilterTest {
   void should_replace_debeziums_error_for_a_failure_it_retries_and_keep_any_other() {
     SQLException lost = new SQLException("Database connection failed when reading from copy");
     lost.initCause(new EOFException());
+    assertThat(producerFailure(new RuntimeException("wrapped", lost))).isEqualTo(FilterReply.DENY);
     assertThat(
-            decide(
-                ReconnectLogFilter.ERROR_HANDLER,
-                Level.ERROR,
-                "Producer failure",
-                new RuntimeException("wrapped", lost)))
-        .isEqualTo(FilterReply.DENY);
-    assertThat(
-            decide(
-                ReconnectLogFilter.ERROR_HANDLER,
-                Level.ERROR,
-                "Producer failure",
+            producerFailure(
                 new IllegalStateException("The connector is trying to read change stream")))
         .as("a failure Debezium does not retry")
         .isEqualTo(FilterReply.NEUTRAL);
-    assertThat(decide(ReconnectLogFilter.ERROR_HANDLER, Level.ERROR, "Producer failure", null))
-        .isEqualTo(FilterReply.NEUTRAL);
-    assertThat(
-            decide(
-                ReconnectLogFilter.ERROR_HANDLER,
-                Level.ERROR,
-                "Producer failure",
-                new SQLException("permission denied for table projects", "42501")))
+    assertThat(producerFailure(null)).isEqualTo(FilterReply.NEUTRAL);
+    assertThat(producerFailure(new SQLException("permission denied for table projects", "42501")))
         .as("an SQL failure Debezium retries for ever, though it will not go away")
         .isEqualTo(FilterReply.NEUTRAL);
     for (String state : new String[] {"08006", "57P01"}) {
-      assertThat(
-              decide(
-                  ReconnectLogFilter.ERROR_HANDLER,
-                  Level.ERROR,
-                  "Producer failure",
-                  new RuntimeException("wrapped", new SQLException("gone", state))))
+      assertThat(producerFailure(new RuntimeException("wrapped", new SQLException("gone", state))))
           .as(state)
           .isEqualTo(FilterReply.DENY);
     }
@@ -123,25 +113,18 @@ class ReconnectLogFilterTest {
             () -> {
               // The failure on Debezium's thread, which names its logical server.
               MDC.put("dbz.connectorLogicalName", "spillway-main");
-              assertThat(
-                      decide(
-                          ReconnectLogFilter.ERROR_HANDLER,
-                          Level.ERROR,
-                          "Producer failure",
-                          new SQLException("gone", "08006")))
+              assertThat(producerFailure(new SQLException("gone", "08006")))
                   .isEqualTo(FilterReply.DENY);
               MDC.clear();
               // The engine's thread names only Kafka Connect's context.
               MDC.put("connector.context", "[spillway-capture-main|task-1] ");
               assertThat(restartWarning()).isEqualTo(FilterReply.DENY);
-              decide(
-                  ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+              restarted();
               MDC.put("connector.context", "[spillway-capture-ci|task-1] ");
               assertThat(restartWarning())
                   .as("another database's restart, after a failure left as Debezium logged it")
                   .isEqualTo(FilterReply.NEUTRAL);
-              decide(
-                  ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
+              restarted();
             });
     assertThat(lines)
         .containsExactly(
@@ -157,25 +140,15 @@ class ReconnectLogFilterTest {
             () -> {
               MDC.put("dbz.connectorLogicalName", "spillway-main");
               for (int i = 0; i < 2; i++) {
-                assertThat(
-                        decide(
-                            ReconnectLogFilter.ERROR_HANDLER,
-                            Level.ERROR,
-                            "Producer failure",
-                            new SQLException("gone", "08006")))
+                assertThat(producerFailure(new SQLException("gone", "08006")))
                     .isEqualTo(FilterReply.DENY);
                 assertThat(restartWarning())
                     .as("the echo of failure %d", i + 1)
                     .isEqualTo(FilterReply.DENY);
                 nanos.addAndGet(5_000_000_000L); // Debezium tries again after a few seconds
               }
-              decide(
-                  ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
-              decide(
-                  ReconnectLogFilter.ERROR_HANDLER,
-                  Level.ERROR,
-                  "Producer failure",
-                  new SQLException("gone again", "08006"));
+              restarted();
+              producerFailure(new SQLException("gone again", "08006"));
             });
     assertThat(lines)
         .as("the second loss, after reconnecting, said again")
@@ -198,18 +171,10 @@ class ReconnectLogFilterTest {
           said(
               () -> {
                 MDC.put("dbz.connectorLogicalName", "spillway-main");
-                decide(
-                    ReconnectLogFilter.ERROR_HANDLER,
-                    Level.ERROR,
-                    "Producer failure",
-                    new SQLException("gone", "08006"));
+                producerFailure(new SQLException("gone", "08006"));
                 ReconnectLogFilter.captureStarts("main"); // that capture stopped; another starts
                 nanos.addAndGet(1_000_000_000L);
-                decide(
-                    ReconnectLogFilter.ERROR_HANDLER,
-                    Level.ERROR,
-                    "Producer failure",
-                    new SQLException("gone again", "08006"));
+                producerFailure(new SQLException("gone again", "08006"));
               });
     } finally {
       running.getTurboFilterList().remove(filter);
