@@ -535,9 +535,9 @@ final class SinkWorker implements AutoCloseable {
         }
       }
       try {
-        // Once the stop has had its grace (a zero one waits for nothing), no more; a stop asked
-        // for while partitions move gives them its own grace.
-        Duration wait = drained ? Duration.ZERO : stopping ? grace : settings.shutdownGrace();
+        // The configured grace, or a stop's own once one is asked for; none once the stop has
+        // had it (a zero one waits for nothing).
+        Duration wait = drained ? Duration.ZERO : grace;
         settleUntil(() -> busy.stream().noneMatch(w -> w.busy), wait);
         commit(Map.of(), true); // what they still owe, before they go
       } catch (InterruptedException e) {
