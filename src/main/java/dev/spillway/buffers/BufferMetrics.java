@@ -23,6 +23,7 @@ final class BufferMetrics {
   private final Counter deadLetteredBatches;
   private final Counter deadLetteredEvents;
   private final Counter malformed;
+  private final Counter republished;
   private final Timer insertToHandled;
 
   /** How long a timed event counts in the percentiles, at most. */
@@ -58,6 +59,10 @@ final class BufferMetrics {
         counter(
             "spillway_buffer_malformed_events",
             "Captured events the batching stage could not read, sent to the DLQ");
+    this.republished =
+        counter(
+            "spillway_buffer_republished_events",
+            "Captured inserts published a second time (capture taken over), passed over");
     this.insertToHandled =
         Timer.builder("spillway_buffer_insert_to_handled")
             .description("From the inserting commit to the row's deletion after its handler")
@@ -83,6 +88,11 @@ final class BufferMetrics {
   /** One captured event the batching stage sent to the dead letters. */
   void malformed() {
     malformed.increment();
+  }
+
+  /** One captured insert published a second time that the batching stage passed over. */
+  void republished() {
+    republished.increment();
   }
 
   private Counter counter(String name, String description) {

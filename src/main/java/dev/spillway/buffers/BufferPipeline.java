@@ -165,7 +165,11 @@ public final class BufferPipeline {
       runtime.startStreams(
           Pipeline.BUFFERS,
           b.name(),
-          BufferTopology.build(b, topics, checked.metricsOf.get(b.name())::malformed),
+          BufferTopology.build(
+              b,
+              topics,
+              checked.metricsOf.get(b.name())::malformed,
+              checked.metricsOf.get(b.name())::republished),
           Batcher.tick(b.maxWait()));
     }
     BufferBatchHandler handler =

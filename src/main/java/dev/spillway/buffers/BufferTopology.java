@@ -19,11 +19,14 @@ import org.apache.kafka.streams.processor.api.Record;
  * batch-size} events, closed no later than {@code max-wait} after the first (at most a batcher's
  * tick earlier: a tenth of it, 20 ms to a second), each keyed by its group id so batches spread
  * over the partitions of {@code <prefix>.buffers.<name>.batches} and run in parallel. Events that
- * do not decode go to the pipeline's dead-letter topic with the reason. Pure: no SQL, no calls out.
+ * do not decode go to the pipeline's dead-letter topic with the reason; an insert capture published
+ * a second time is passed over ({@link PassOverRepeats}). Pure: no SQL, no calls out.
  */
 public final class BufferTopology {
   static final String SOURCE = "buffer-events";
   static final String CHECK = "check-event";
+  static final String REPEATS = "pass-over-repeats";
+  static final String SEEN = "inserts-seen";
   static final String BATCHER = "batch-events";
   static final String STORE = "pending-events";
   static final String BATCHES = "buffer-batches";
@@ -33,8 +36,10 @@ public final class BufferTopology {
 
   /**
    * @param malformed told of each event the first node sends to the dead-letter topic
+   * @param republished told of each insert published a second time that is passed over
    */
-  public static Topology build(BufferSettings buffer, Topics topics, Runnable malformed) {
+  public static Topology build(
+      BufferSettings buffer, Topics topics, Runnable malformed, Runnable republished) {
     Topology t = new Topology();
     t.addSource(
         SOURCE,
@@ -43,8 +48,10 @@ public final class BufferTopology {
         topics.bufferEvents(buffer.name()));
     t.addProcessor(
         CHECK,
-        () -> new CheckOrDeadLetter(BufferTopology::check, BATCHER, MALFORMED, malformed),
+        () -> new CheckOrDeadLetter(BufferTopology::check, REPEATS, MALFORMED, malformed),
         SOURCE);
+    t.addProcessor(REPEATS, () -> new PassOverRepeats(SEEN, republished), CHECK);
+    t.addStateStore(PassOverRepeats.store(SEEN), REPEATS);
     t.addProcessor(
         BATCHER,
         () ->
@@ -53,7 +60,7 @@ public final class BufferTopology {
                 buffer.batchSize(),
                 buffer.maxWait(),
                 (key, values) -> toBatch(buffer.name(), values)),
-        CHECK);
+        REPEATS);
     t.addStateStore(Batcher.store(STORE), BATCHER);
     t.addSink(
         BATCHES,

@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.function.Function;
+import java.util.zip.CRC32;
+import java.util.zip.CRC32C;
 import org.apache.avro.Schema;
 import org.apache.avro.SchemaNormalization;
 import org.apache.avro.generic.GenericDatumReader;
@@ -135,6 +137,61 @@ public final class EventSerdes {
 
   public static BufferEvent decodeBufferEvent(byte[] data) {
     return fromAvro(decode(() -> EVENTS.decode(wrap(data))));
+  }
+
+  /**
+   * The identity of a buffer event capture read from the WAL, from its encoding: its position and
+   * commit time, and a hash of every byte of its body but the capture time and the transaction id
+   * (which end it, and are the same or the only thing different when it is published again). Null
+   * for a row a snapshot read (transaction id 0) and for an event an earlier version wrote.
+   *
+   * @throws SerializationException when the value is not a buffer event this version reads
+   */
+  public static InsertIdentity identityOf(byte[] event) {
+    if (!startsWith(event, EVENT_HEADER)) {
+      if (startsWith(event, EVENT_1_HEADER)) {
+        return null;
+      }
+      throw new SerializationException(
+          "Not a Spillway buffer event of a schema this version reads");
+    }
+    BinaryDecoder in =
+        DecoderFactory.get().binaryDecoder(event, EVENT_HEADER.length, bodyLength(event), null);
+    long commitMicros;
+    long lsn;
+    long capturedAt;
+    long txId;
+    try {
+      in.skipString(); // database
+      in.skipString(); // table
+      GenericDatumReader.skip(ROW, in);
+      commitMicros = in.readLong(); // the schema's order
+      lsn = in.readLong();
+      capturedAt = in.readLong();
+      txId = in.readLong();
+      if (!in.isEnd()) {
+        throw new SerializationException("Not a Spillway event: it goes on past its end");
+      }
+    } catch (SerializationException e) {
+      throw e;
+    } catch (IOException | RuntimeException e) {
+      throw new SerializationException("Not a Spillway event: " + e.getMessage(), e);
+    }
+    if (txId == 0) {
+      return null;
+    }
+    int length = bodyLength(event) - varLongLength(capturedAt) - varLongLength(txId);
+    CRC32C c = new CRC32C();
+    c.update(event, EVENT_HEADER.length, length);
+    CRC32 d = new CRC32();
+    d.update(event, EVENT_HEADER.length, length);
+    return new InsertIdentity(lsn, commitMicros, c.getValue() << 32 | d.getValue());
+  }
+
+  /** Bytes Avro's binary encoding of this long takes: zig-zag, then seven bits a byte. */
+  static int varLongLength(long n) {
+    long zigZag = (n << 1) ^ (n >> 63);
+    return Math.max(1, (Long.SIZE - Long.numberOfLeadingZeros(zigZag) + 6) / 7);
   }
 
   private static BufferEvent fromAvro(dev.spillway.event.avro.BufferEvent avro) {

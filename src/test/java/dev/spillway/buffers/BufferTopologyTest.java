@@ -41,6 +41,7 @@ class BufferTopologyTest {
   private TestOutputTopic<String, byte[]> batches;
   private TestOutputTopic<String, byte[]> dlq;
   private final AtomicInteger malformed = new AtomicInteger();
+  private final AtomicInteger republished = new AtomicInteger();
 
   @BeforeEach
   void setUp() {
@@ -52,7 +53,8 @@ class BufferTopologyTest {
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     driver =
         new TopologyTestDriver(
-            BufferTopology.build(s, TOPICS, malformed::incrementAndGet),
+            BufferTopology.build(
+                s, TOPICS, malformed::incrementAndGet, republished::incrementAndGet),
             p,
             Instant.parse("2026-01-01T00:00:00Z"));
     events =
@@ -99,6 +101,80 @@ class BufferTopologyTest {
     assertThat(ids(b)).containsExactly(1L, 2L, 3L);
     assertThat(b.buffer()).isEqualTo("contact_activity_events");
     assertThat(out.get(0).key()).as("keyed by group id").isEqualTo(b.groupId());
+  }
+
+  /**
+   * Row {@code id} inserted as capture publishes an insert read from the WAL: at {@code lsn}, its
+   * transaction committed at {@code commit} µs; published again, only its capture time differs.
+   */
+  private void captured(long id, long lsn, long commit, long capturedAt) {
+    BufferEvent e =
+        new BufferEvent(
+            "main", TABLE, Map.of("id", id, "activity", "call"), commit, lsn, capturedAt, 7);
+    events.pipeInput(TABLE.toString(), EventSerdes.encode(e));
+  }
+
+  /** The ids of every batch out so far, once those waiting have had their max-wait. */
+  private List<Object> batchedIds() {
+    driver.advanceWallClockTime(Duration.ofSeconds(3));
+    return batches.readRecordsToList().stream()
+        .flatMap(r -> ids(EventSerdes.decodeBufferBatch(r.value())).stream())
+        .toList();
+  }
+
+  @Test
+  void should_pass_over_the_inserts_capture_published_again_after_a_take_over() {
+    for (long id = 1; id <= 5; id++) {
+      captured(id, 100 * id, 1_000 * id, 1);
+    }
+    // The instance taking capture over goes on from its last stored position: 3 onwards again.
+    for (long id = 3; id <= 5; id++) {
+      captured(id, 100 * id, 1_000 * id, 2);
+    }
+    captured(6, 600, 6_000, 2);
+    assertThat(batchedIds()).as("each row once").containsExactly(1L, 2L, 3L, 4L, 5L, 6L);
+    assertThat(republished).hasValue(3);
+  }
+
+  @Test
+  void should_pass_over_a_repeat_whatever_came_between_and_in_whatever_order() {
+    captured(3, 300, 3_000, 1);
+    captured(1, 100, 1_000, 1); // a capture batch Kafka took late: lower, after higher
+    captured(2, 200, 2_000, 1);
+    captured(1, 100, 1_000, 2);
+    captured(3, 300, 3_000, 2);
+    assertThat(batchedIds()).containsExactly(3L, 1L, 2L);
+    assertThat(republished).hasValue(2);
+  }
+
+  @Test
+  void should_tell_apart_the_rows_of_one_wal_record_and_pass_over_one_published_again() {
+    // A COPY writes several rows in one WAL record: they share a position and a commit.
+    captured(1, 100, 1_000, 1);
+    captured(2, 100, 1_000, 1);
+    captured(2, 100, 1_000, 2); // published again
+    captured(3, 100, 1_000, 2);
+    assertThat(batchedIds()).containsExactly(1L, 2L, 3L);
+    assertThat(republished).hasValue(1);
+  }
+
+  @Test
+  void should_pass_on_the_same_row_inserted_again_and_rows_of_another_server() {
+    captured(1, 9_100, 2_000, 1);
+    captured(1, 9_200, 2_500, 1); // deleted and inserted again: another change
+    // Another server (restored, a slot made anew): its LSNs lower, even the same.
+    captured(2, 100, 3_000, 2);
+    captured(1, 9_100, 3_500, 2);
+    assertThat(batchedIds()).containsExactly(1L, 1L, 2L, 1L);
+    assertThat(republished).hasValue(0);
+  }
+
+  @Test
+  void should_pass_on_rows_a_snapshot_read_however_often() {
+    insert(1, 2); // reads carry transaction id 0; so do events of an earlier version
+    insert(1);
+    assertThat(batchedIds()).containsExactly(1L, 2L, 1L);
+    assertThat(republished).hasValue(0);
   }
 
   @Test
@@ -175,6 +251,6 @@ class BufferTopologyTest {
   @Test
   void should_match_the_committed_description() {
     BufferSettings s = BufferSettings.of("contact_activity_events", TABLE, "main", HTTP);
-    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS, () -> {}), "buffers");
+    TopologyGolden.assertMatches(BufferTopology.build(s, TOPICS, () -> {}, () -> {}), "buffers");
   }
 }

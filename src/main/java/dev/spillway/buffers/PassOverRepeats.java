@@ -1,0 +1,185 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.InsertIdentity;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.Set;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
+
+/**
+ * Passes over an insert capture published a second time, so that it forms no second batch under
+ * another group id. When the instance capturing a database dies, the one taking capture over goes
+ * on from the last position capture stored and publishes again what came after it, each insert with
+ * the {@link InsertIdentity} it had the first time.
+ *
+ * <p>It remembers the identities of the last {@link #WINDOW} inserts that went through, as long as
+ * they were committed within {@link #WINDOW_AGE} of the latest commit seen, and passes over an
+ * insert whose identity it remembers: nothing else, so whatever order events come in, an insert is
+ * passed over only when the very same change went through before. Nothing new is published while
+ * capture is down, so the inserts published again follow their first copies closely: a window of
+ * this many covers what capture publishes again at some tens of thousands of inserts a second. Rows
+ * a snapshot read have no identity and always go through.
+ *
+ * <p>Identities are kept in chunks of {@link #CHUNK} in a changelogged store, the open chunk
+ * written again at each insert (the store's cache sends the changelog its last state at each
+ * commit, in the transaction of the batches it let through), and read back when the task starts,
+ * here or elsewhere.
+ */
+final class PassOverRepeats implements Processor<String, byte[], String, byte[]> {
+  /** How many inserts that went through are remembered, at most. */
+  static final int WINDOW = 100_000;
+
+  /** How much older a commit can be than the latest seen and its insert still be remembered. */
+  static final Duration WINDOW_AGE = Duration.ofMinutes(10);
+
+  /** Identities per store entry: 2,400 bytes. */
+  static final int CHUNK = 100;
+
+  private final String storeName;
+  private final int window;
+  private final long windowAgeMicros;
+  private final Runnable passedOver;
+
+  private final Set<InsertIdentity> seen = new HashSet<>();
+
+  /** Oldest first; the last is the open one when it has fewer than {@link #CHUNK} identities. */
+  private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
+
+  private ProcessorContext<String, byte[]> context;
+  private KeyValueStore<Long, byte[]> store;
+  private long latestCommitMicros = Long.MIN_VALUE;
+  private long nextChunk;
+
+  /**
+   * @param passedOver told of each insert passed over
+   */
+  PassOverRepeats(String storeName, Runnable passedOver) {
+    this(storeName, WINDOW, WINDOW_AGE, passedOver);
+  }
+
+  PassOverRepeats(String storeName, int window, Duration windowAge, Runnable passedOver) {
+    this.storeName = storeName;
+    this.window = window;
+    this.windowAgeMicros = windowAge.toNanos() / 1_000;
+    this.passedOver = passedOver;
+  }
+
+  /** The store it needs: in memory, backed by a changelog topic, behind a cache. */
+  static StoreBuilder<KeyValueStore<Long, byte[]>> store(String name) {
+    return Stores.keyValueStoreBuilder(
+            Stores.inMemoryKeyValueStore(name), Serdes.Long(), Serdes.ByteArray())
+        .withCachingEnabled();
+  }
+
+  @Override
+  public void init(ProcessorContext<String, byte[]> context) {
+    this.context = context;
+    this.store = context.getStateStore(storeName);
+    // Streams initializes the same instance again when a task comes back: the store tells.
+    seen.clear();
+    chunks.clear();
+    latestCommitMicros = Long.MIN_VALUE;
+    nextChunk = 0;
+    try (KeyValueIterator<Long, byte[]> it = store.all()) { // in key order: oldest first
+      while (it.hasNext()) {
+        KeyValue<Long, byte[]> kv = it.next();
+        Chunk c = Chunk.of(kv.key, kv.value);
+        chunks.add(c);
+        for (int i = 0; i < c.size; i++) {
+          seen.add(c.get(i));
+        }
+        latestCommitMicros = Math.max(latestCommitMicros, c.latestCommitMicros);
+        nextChunk = kv.key + 1;
+      }
+    }
+  }
+
+  @Override
+  public void process(Record<String, byte[]> record) {
+    InsertIdentity id = EventSerdes.identityOf(record.value());
+    if (id == null) {
+      context.forward(record);
+      return;
+    }
+    if (!seen.add(id)) {
+      passedOver.run();
+      return;
+    }
+    Chunk open = chunks.peekLast();
+    if (open == null || open.size == CHUNK) {
+      open = new Chunk(nextChunk++);
+      chunks.add(open);
+    }
+    open.add(id);
+    store.put(open.key, open.bytes());
+    latestCommitMicros = Math.max(latestCommitMicros, id.commitMicros());
+    forget();
+    context.forward(record);
+  }
+
+  /** Drops the oldest full chunks past the window's length or age. */
+  private void forget() {
+    while (chunks.size() > 1) {
+      Chunk oldest = chunks.peekFirst();
+      boolean tooMany = seen.size() - oldest.size >= window;
+      boolean tooOld = oldest.latestCommitMicros < latestCommitMicros - windowAgeMicros;
+      if (!tooMany && !tooOld) {
+        return;
+      }
+      chunks.removeFirst();
+      for (int i = 0; i < oldest.size; i++) {
+        seen.remove(oldest.get(i));
+      }
+      store.delete(oldest.key);
+    }
+  }
+
+  /** Up to {@link #CHUNK} identities under one store key. */
+  private static final class Chunk {
+    final long key;
+    final ByteBuffer entries;
+    int size;
+    long latestCommitMicros = Long.MIN_VALUE;
+
+    Chunk(long key) {
+      this.key = key;
+      this.entries = ByteBuffer.allocate(CHUNK * InsertIdentity.BYTES);
+    }
+
+    static Chunk of(long key, byte[] stored) {
+      Chunk c = new Chunk(key);
+      ByteBuffer in = ByteBuffer.wrap(stored);
+      while (in.remaining() >= InsertIdentity.BYTES && c.size < CHUNK) {
+        c.add(InsertIdentity.readFrom(in));
+      }
+      return c;
+    }
+
+    void add(InsertIdentity id) {
+      id.writeTo(entries);
+      size++;
+      latestCommitMicros = Math.max(latestCommitMicros, id.commitMicros());
+    }
+
+    InsertIdentity get(int i) {
+      return InsertIdentity.readFrom(entries.duplicate().position(i * InsertIdentity.BYTES));
+    }
+
+    /** A copy of what it holds: the store's cache keeps the array it is given. */
+    byte[] bytes() {
+      return Arrays.copyOf(entries.array(), size * InsertIdentity.BYTES);
+    }
+  }
+}
