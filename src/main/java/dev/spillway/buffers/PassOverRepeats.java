@@ -7,7 +7,9 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.HashSet;
+import java.util.Optional;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.processor.api.Processor;
@@ -72,7 +74,7 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
   PassOverRepeats(String storeName, int window, Duration windowAge, Runnable passedOver) {
     this.storeName = storeName;
     this.window = window;
-    this.windowAgeMicros = windowAge.toNanos() / 1_000;
+    this.windowAgeMicros = TimeUnit.MICROSECONDS.convert(windowAge);
     this.passedOver = passedOver;
   }
 
@@ -108,11 +110,12 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
 
   @Override
   public void process(Record<String, byte[]> record) {
-    InsertIdentity id = EventSerdes.identityOf(record.value());
-    if (id == null) {
+    Optional<InsertIdentity> identity = EventSerdes.identityOf(record.value());
+    if (identity.isEmpty()) {
       context.forward(record);
       return;
     }
+    InsertIdentity id = identity.get();
     if (!seen.add(id)) {
       passedOver.run();
       return;

@@ -9,6 +9,7 @@ import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Function;
 import java.util.zip.CRC32;
 import java.util.zip.CRC32C;
@@ -141,51 +142,71 @@ public final class EventSerdes {
 
   /**
    * The identity of a buffer event capture read from the WAL, from its encoding: its position and
-   * commit time, and a hash of every byte of its body but the capture time and the transaction id
-   * (which end it, and are the same or the only thing different when it is published again). Null
-   * for a row a snapshot read (transaction id 0) and for an event an earlier version wrote.
+   * commit time, and a hash of its body up to its capture time, which differs when the event is
+   * published again (the transaction id after it does not, and is left out with it). None for a row
+   * a snapshot read (transaction id 0) and for an event an earlier version wrote.
    *
    * @throws SerializationException when the value is not a buffer event this version reads
    */
-  public static InsertIdentity identityOf(byte[] event) {
+  public static Optional<InsertIdentity> identityOf(byte[] event) {
     if (!startsWith(event, EVENT_HEADER)) {
       if (startsWith(event, EVENT_1_HEADER)) {
-        return null;
+        return Optional.empty();
       }
       throw new SerializationException(
           "Not a Spillway buffer event of a schema this version reads");
     }
-    BinaryDecoder in =
-        DecoderFactory.get().binaryDecoder(event, EVENT_HEADER.length, bodyLength(event), null);
-    long commitMicros;
-    long lsn;
-    long capturedAt;
-    long txId;
+    EventTail tail = readBody(decoder(event, null), null, -1);
+    if (tail.txId() == 0) {
+      return Optional.empty();
+    }
+    int length =
+        bodyLength(event) - varLongLength(tail.capturedAtMillis()) - varLongLength(tail.txId());
+    CRC32C c = new CRC32C();
+    c.update(event, EVENT_HEADER.length, length);
+    CRC32 d = new CRC32();
+    d.update(event, EVENT_HEADER.length, length);
+    return Optional.of(
+        new InsertIdentity(tail.lsn(), tail.commitMicros(), c.getValue() << 32 | d.getValue()));
+  }
+
+  /** What ends a buffer event's body, after its row, in the schema's order. */
+  private record EventTail(long commitMicros, long lsn, long capturedAtMillis, long txId) {}
+
+  private static BinaryDecoder decoder(byte[] event, BinaryDecoder reuse) {
+    return DecoderFactory.get().binaryDecoder(event, EVENT_HEADER.length, bodyLength(event), reuse);
+  }
+
+  /**
+   * Reads a buffer event's body of this version's schema, its row stepped over, to its end.
+   *
+   * @param names where its database and table names go; null to step over them
+   * @param index the event's place in a batch, for the message; -1 for an event alone
+   * @throws SerializationException when it is cut short or goes on past its end
+   */
+  private static EventTail readBody(BinaryDecoder in, String[] names, int index) {
     try {
-      in.skipString(); // database
-      in.skipString(); // table
-      GenericDatumReader.skip(ROW, in);
-      commitMicros = in.readLong(); // the schema's order
-      lsn = in.readLong();
-      capturedAt = in.readLong();
-      txId = in.readLong();
-      if (!in.isEnd()) {
-        throw new SerializationException("Not a Spillway event: it goes on past its end");
+      if (names == null) {
+        in.skipString();
+        in.skipString();
+      } else {
+        names[0] = in.readString();
+        names[1] = in.readString();
       }
+      GenericDatumReader.skip(ROW, in);
+      EventTail tail = new EventTail(in.readLong(), in.readLong(), in.readLong(), in.readLong());
+      if (!in.isEnd()) {
+        throw new SerializationException(
+            "Not a Spillway event: "
+                + (index < 0 ? "it" : "event " + index + " of the batch")
+                + " goes on past its end");
+      }
+      return tail;
     } catch (SerializationException e) {
       throw e;
     } catch (IOException | RuntimeException e) {
       throw new SerializationException("Not a Spillway event: " + e.getMessage(), e);
     }
-    if (txId == 0) {
-      return null;
-    }
-    int length = bodyLength(event) - varLongLength(capturedAt) - varLongLength(txId);
-    CRC32C c = new CRC32C();
-    c.update(event, EVENT_HEADER.length, length);
-    CRC32 d = new CRC32();
-    d.update(event, EVENT_HEADER.length, length);
-    return new InsertIdentity(lsn, commitMicros, c.getValue() << 32 | d.getValue());
   }
 
   /** Bytes Avro's binary encoding of this long takes: zig-zag, then seven bits a byte. */
@@ -254,8 +275,7 @@ public final class EventSerdes {
       throw new IllegalArgumentException("A batch of " + buffer + " without events");
     }
     long[] positions = new long[events.size() * 2];
-    String database = null;
-    String table = null;
+    String[] names = new String[2]; // database, table: the first event's
     int size = BATCH_HEADER.length + 2 * MAX_VARINT + buffer.length() * 3 + GROUP_ID_LENGTH + 1;
     BinaryDecoder in = null;
     byte[][] bodies = events.toArray(new byte[0][]);
@@ -272,32 +292,13 @@ public final class EventSerdes {
         e = encode(decodeBufferEvent(e));
         bodies[i] = e;
       }
-      in = DecoderFactory.get().binaryDecoder(e, EVENT_HEADER.length, bodyLength(e), in);
-      try {
-        if (i == 0) {
-          database = in.readString();
-          table = in.readString();
-        } else {
-          in.skipString();
-          in.skipString();
-        }
-        GenericDatumReader.skip(ROW, in);
-        positions[2 * i + 1] = in.readLong(); // commit_time_us, then lsn: the schema's order
-        positions[2 * i] = in.readLong();
-        in.readLong(); // captured_at_ms
-        in.readLong(); // tx_id
-        if (!in.isEnd()) {
-          throw new SerializationException(
-              "Not a Spillway event: event " + i + " of the batch goes on past its end");
-        }
-      } catch (SerializationException ex) {
-        throw ex;
-      } catch (IOException | RuntimeException ex) {
-        throw new SerializationException("Not a Spillway event: " + ex.getMessage(), ex);
-      }
+      in = decoder(e, in);
+      EventTail tail = readBody(in, i == 0 ? names : null, i);
+      positions[2 * i] = tail.lsn();
+      positions[2 * i + 1] = tail.commitMicros();
       size += bodyLength(e);
     }
-    String groupId = BufferBatch.groupId(database, table, positions);
+    String groupId = BufferBatch.groupId(names[0], names[1], positions);
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(size);
     bytes.writeBytes(BATCH_HEADER);
     BinaryEncoder out = EncoderFactory.get().directBinaryEncoder(bytes, null);

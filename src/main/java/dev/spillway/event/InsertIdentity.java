@@ -4,11 +4,12 @@ import java.nio.ByteBuffer;
 
 /**
  * What tells one captured insert from every other: the WAL position of the change, the commit time
- * of its transaction, and a 64-bit hash of its event without the capture time. The same insert
+ * of its transaction, and a 64-bit hash of its event up to the capture time. The same insert
  * published again (capture taken over, going on from its last stored position) has the same
  * identity. Several rows of one WAL record (a {@code COPY}) share the position and the commit time
  * and differ in their rows, so in the hash: two CRCs of different polynomials, which tell apart any
- * two events of one length that differ within 64 bits of each other.
+ * two events of one length that differ within 64 bits of each other. That they differ at all rests
+ * on a buffer table having a primary key, which start-up checks.
  *
  * <p>Only inserts read from the WAL have one ({@link EventSerdes#identityOf}); rows a snapshot read
  * have no position of their own.

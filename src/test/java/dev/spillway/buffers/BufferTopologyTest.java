@@ -13,6 +13,7 @@ import dev.spillway.testing.TopologyGolden;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -233,6 +234,18 @@ class BufferTopologyTest {
     assertThat(batches.readRecordsToList())
         .as("the events after it are batched as usual")
         .hasSize(1);
+  }
+
+  @Test
+  void should_dead_letter_an_event_that_goes_on_past_its_end_instead_of_stopping() {
+    byte[] event = EventSerdes.encode(event(9));
+    events.pipeInput(TABLE.toString(), Arrays.copyOf(event, event.length + 1));
+    insert(1, 2, 3);
+    List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
+    assertThat(dead).hasSize(1);
+    assertThat(new String(dead.get(0).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .isEqualTo("Not a Spillway event: it goes on past its end");
+    assertThat(batches.readRecordsToList()).hasSize(1);
   }
 
   @Test

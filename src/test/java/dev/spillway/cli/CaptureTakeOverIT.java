@@ -25,6 +25,7 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.ToIntFunction;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
@@ -87,24 +88,15 @@ class CaptureTakeOverIT {
         long rows = inserted.get();
         await().atMost(TIMEOUT).until(() -> handled(ds, table) >= rows);
 
-        // Every row is handled, so every event is in Kafka: read on a few seconds past the rows.
-        AtomicLong readThem = new AtomicLong();
+        // Every row is handled, so every event and batch is in Kafka.
         List<ConsumerRecord<byte[], byte[]>> events =
-            TopicReader.readUntil(
-                infra.bootstrapServers(),
-                topics.bufferEvents("events"),
-                read ->
-                    read.size() >= rows
-                        && (readThem.compareAndSet(0, System.nanoTime())
-                            ? false
-                            : System.nanoTime() - readThem.get() > 3_000_000_000L),
-                TIMEOUT);
+            readPast(infra, topics.bufferEvents("events"), List::size, rows);
         Map<Object, List<InsertIdentity>> identities = new HashMap<>();
         for (ConsumerRecord<byte[], byte[]> r : events) {
           Object rowId = EventSerdes.decodeBufferEvent(r.value()).row().get("id");
           identities
               .computeIfAbsent(rowId, k -> new ArrayList<>())
-              .add(EventSerdes.identityOf(r.value()));
+              .add(EventSerdes.identityOf(r.value()).orElseThrow());
         }
         assertThat(events.size() - rows).as("inserts published twice").isPositive();
         assertThat(identities).hasSize((int) rows);
@@ -113,19 +105,12 @@ class CaptureTakeOverIT {
             .forEach(ids -> assertThat(ids).as("the first identity").containsOnly(ids.get(0)));
 
         List<Long> batched = new ArrayList<>();
-        TopicReader.readUntil(
-            infra.bootstrapServers(),
-            topics.bufferBatches("events"),
-            read -> {
-              batched.clear();
-              read.forEach(
-                  r ->
-                      EventSerdes.decodeBufferBatch(r.value()).events().stream()
-                          .map(BufferEvent::row)
-                          .forEach(row -> batched.add(((Number) row.get("id")).longValue())));
-              return batched.size() >= rows;
-            },
-            TIMEOUT);
+        for (ConsumerRecord<byte[], byte[]> r :
+            readPast(infra, topics.bufferBatches("events"), CaptureTakeOverIT::rowsIn, rows)) {
+          EventSerdes.decodeBufferBatch(r.value()).events().stream()
+              .map(BufferEvent::row)
+              .forEach(row -> batched.add(((Number) row.get("id")).longValue()));
+        }
         assertThat(batched).as("each row in one batch").doesNotHaveDuplicates().hasSize((int) rows);
         assertThat(
                 TestSql.count(
@@ -144,6 +129,33 @@ class CaptureTakeOverIT {
         TestSql.exec(ds, "DROP TABLE " + table + ", " + table + "_log");
       }
     }
+  }
+
+  /**
+   * The records of a topic, read until they hold {@code rows} rows as {@code count} counts them and
+   * then 3 s more, for any that come after.
+   */
+  private static List<ConsumerRecord<byte[], byte[]>> readPast(
+      EmbeddedInfra infra,
+      String topic,
+      ToIntFunction<List<ConsumerRecord<byte[], byte[]>>> count,
+      long rows) {
+    AtomicLong reached = new AtomicLong();
+    return TopicReader.readUntil(
+        infra.bootstrapServers(),
+        topic,
+        read ->
+            count.applyAsInt(read) >= rows
+                && (reached.compareAndSet(0, System.nanoTime())
+                    ? false
+                    : System.nanoTime() - reached.get() > 3_000_000_000L),
+        TIMEOUT);
+  }
+
+  private static int rowsIn(List<ConsumerRecord<byte[], byte[]>> batches) {
+    return batches.stream()
+        .mapToInt(r -> EventSerdes.decodeBufferBatch(r.value()).events().size())
+        .sum();
   }
 
   /** Rows handed over so far, each counted once. */
