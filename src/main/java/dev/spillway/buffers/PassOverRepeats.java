@@ -2,6 +2,7 @@ package dev.spillway.buffers;
 
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.InsertIdentity;
+import dev.spillway.streams.Changelogs;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -78,11 +79,15 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
     this.passedOver = passedOver;
   }
 
-  /** The store it needs: in memory, backed by a changelog topic, behind a cache. */
+  /**
+   * The store it needs: in memory, backed by a changelog topic compacted soon ({@link
+   * Changelogs#shortLived}: each chunk is written again until it is full), behind a cache.
+   */
   static StoreBuilder<KeyValueStore<Long, byte[]>> store(String name) {
     return Stores.keyValueStoreBuilder(
             Stores.inMemoryKeyValueStore(name), Serdes.Long(), Serdes.ByteArray())
-        .withCachingEnabled();
+        .withCachingEnabled()
+        .withLoggingEnabled(Changelogs.shortLived());
   }
 
   @Override

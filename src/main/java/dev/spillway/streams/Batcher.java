@@ -90,12 +90,14 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   /**
    * The store a Batcher with this name needs: in memory, backed by a changelog topic, behind a
    * cache that is flushed to both before each commit, so an entry appended and emitted between two
-   * commits reaches the changelog as a tombstone only.
+   * commits reaches the changelog as a tombstone only; compacted soon ({@link
+   * Changelogs#shortLived}), as nearly all of it is tombstones.
    */
   public static StoreBuilder<KeyValueStore<String, byte[]>> store(String name) {
     return Stores.keyValueStoreBuilder(
             Stores.inMemoryKeyValueStore(name), Serdes.String(), Serdes.ByteArray())
-        .withCachingEnabled();
+        .withCachingEnabled()
+        .withLoggingEnabled(Changelogs.shortLived());
   }
 
   @Override

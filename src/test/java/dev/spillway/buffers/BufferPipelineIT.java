@@ -34,11 +34,13 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.TransactionListing;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
@@ -213,6 +215,23 @@ class BufferPipelineIT {
               assertThat(admin.listTransactions().all().get())
                   .extracting(TransactionListing::transactionalId)
                   .anyMatch(id -> id.startsWith(application + "-"));
+              // Its stores' changelogs, nearly all tombstones, are compacted soon.
+              List<ConfigResource> changelogs =
+                  Stream.of("pending-events", "inserts-seen")
+                      .map(
+                          store ->
+                              new ConfigResource(
+                                  ConfigResource.Type.TOPIC,
+                                  application + "-" + store + "-changelog"))
+                      .toList();
+              assertThat(admin.describeConfigs(changelogs).all().get().values())
+                  .hasSize(2)
+                  .allSatisfy(
+                      config -> {
+                        assertThat(config.get("max.compaction.lag.ms").value()).isEqualTo("600000");
+                        assertThat(config.get("delete.retention.ms").value()).isEqualTo("600000");
+                        assertThat(config.get("cleanup.policy").value()).isEqualTo("compact");
+                      });
             }
           });
     }

@@ -1,0 +1,31 @@
+package dev.spillway.streams;
+
+import java.time.Duration;
+import java.util.Map;
+import org.apache.kafka.common.config.TopicConfig;
+
+/** Topic settings of the changelogs behind the pipelines' state stores. */
+public final class Changelogs {
+  /**
+   * How long a superseded or deleted entry stays in a changelog before compaction takes it, at
+   * most, and how long a tombstone stays after.
+   */
+  public static final Duration COMPACTED_WITHIN = Duration.ofMinutes(10);
+
+  private Changelogs() {}
+
+  /**
+   * The settings of a changelog whose entries are soon superseded or deleted: a batcher writes one
+   * entry and one tombstone per event. By Kafka's defaults the segment being written is compacted
+   * only once it reaches 1 GiB or 7 days, and compaction keeps tombstones for a day; an in-memory
+   * store is restored from its changelog's start whenever its task starts (a restart, a take-over),
+   * so it would read again every event of the last day and more. Here the segment is rolled and
+   * compacted once its oldest record is {@link #COMPACTED_WITHIN} old, and a tombstone kept that
+   * long after: far longer than a restore of what is left takes.
+   */
+  public static Map<String, String> shortLived() {
+    String ms = String.valueOf(COMPACTED_WITHIN.toMillis());
+    return Map.of(
+        TopicConfig.MAX_COMPACTION_LAG_MS_CONFIG, ms, TopicConfig.DELETE_RETENTION_MS_CONFIG, ms);
+  }
+}
