@@ -6,10 +6,9 @@ import dev.spillway.streams.Changelogs;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
-import java.util.Arrays;
-import java.util.HashSet;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
@@ -47,15 +46,15 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
   /** How much older a commit can be than the latest seen and its insert still be remembered. */
   static final Duration WINDOW_AGE = Duration.ofMinutes(10);
 
-  /** Identities per store entry: 2,400 bytes. */
-  static final int CHUNK = 100;
+  /** Identities per store entry: 768 bytes. */
+  static final int CHUNK = 32;
 
   private final String storeName;
   private final int window;
   private final long windowAgeMicros;
   private final Runnable passedOver;
 
-  private final Set<InsertIdentity> seen = new HashSet<>();
+  private final IdentityWindow seen;
 
   /** Oldest first; the last is the open one when it has fewer than {@link #CHUNK} identities. */
   private final ArrayDeque<Chunk> chunks = new ArrayDeque<>();
@@ -77,6 +76,7 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
     this.window = window;
     this.windowAgeMicros = TimeUnit.MICROSECONDS.convert(windowAge);
     this.passedOver = passedOver;
+    this.seen = new IdentityWindow(window + CHUNK); // what forget() leaves, and one more
   }
 
   /**
@@ -95,20 +95,24 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
     this.context = context;
     this.store = context.getStateStore(storeName);
     // Streams initializes the same instance again when a task comes back: the store tells.
-    seen.clear();
+    seen.removeOldest(seen.size());
     chunks.clear();
     latestCommitMicros = Long.MIN_VALUE;
     nextChunk = 0;
+    List<KeyValue<Long, byte[]>> stored = new ArrayList<>();
     try (KeyValueIterator<Long, byte[]> it = store.all()) { // in key order: oldest first
-      while (it.hasNext()) {
-        KeyValue<Long, byte[]> kv = it.next();
-        Chunk c = Chunk.of(kv.key, kv.value);
-        chunks.add(c);
-        for (int i = 0; i < c.size; i++) {
-          seen.add(c.get(i));
+      it.forEachRemaining(stored::add);
+    }
+    for (KeyValue<Long, byte[]> kv : stored) {
+      Chunk c = new Chunk(kv.key, seen.next());
+      chunks.add(c);
+      nextChunk = kv.key + 1;
+      ByteBuffer in = ByteBuffer.wrap(kv.value);
+      while (in.remaining() >= InsertIdentity.BYTES && c.size < CHUNK) {
+        InsertIdentity id = InsertIdentity.readFrom(in);
+        if (!seen.contains(id)) {
+          remember(c, id);
         }
-        latestCommitMicros = Math.max(latestCommitMicros, c.latestCommitMicros);
-        nextChunk = kv.key + 1;
       }
     }
   }
@@ -121,23 +125,29 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
       return;
     }
     InsertIdentity id = identity.get();
-    if (!seen.add(id)) {
+    if (seen.contains(id)) {
       passedOver.run();
       return;
     }
     Chunk open = chunks.peekLast();
     if (open == null || open.size == CHUNK) {
-      open = new Chunk(nextChunk++);
+      open = new Chunk(nextChunk++, seen.next());
       chunks.add(open);
     }
-    open.add(id);
-    store.put(open.key, open.bytes());
-    latestCommitMicros = Math.max(latestCommitMicros, id.commitMicros());
-    forget();
+    remember(open, id);
+    store.put(open.key, seen.bytes(open.first, open.size));
     context.forward(record);
   }
 
-  /** Drops the oldest full chunks past the window's length or age. */
+  private void remember(Chunk chunk, InsertIdentity id) {
+    seen.add(id);
+    chunk.size++;
+    chunk.latestCommitMicros = Math.max(chunk.latestCommitMicros, id.commitMicros());
+    latestCommitMicros = Math.max(latestCommitMicros, id.commitMicros());
+    forget();
+  }
+
+  /** Drops the oldest chunks but the open one, past the window's length or age. */
   private void forget() {
     while (chunks.size() > 1) {
       Chunk oldest = chunks.peekFirst();
@@ -147,47 +157,24 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
         return;
       }
       chunks.removeFirst();
-      for (int i = 0; i < oldest.size; i++) {
-        seen.remove(oldest.get(i));
-      }
+      seen.removeOldest(oldest.size);
       store.delete(oldest.key);
     }
   }
 
-  /** Up to {@link #CHUNK} identities under one store key. */
+  /**
+   * Up to {@link #CHUNK} identities under one store key: those the window numbers from {@code
+   * first} on.
+   */
   private static final class Chunk {
     final long key;
-    final ByteBuffer entries;
+    final long first;
     int size;
     long latestCommitMicros = Long.MIN_VALUE;
 
-    Chunk(long key) {
+    Chunk(long key, long first) {
       this.key = key;
-      this.entries = ByteBuffer.allocate(CHUNK * InsertIdentity.BYTES);
-    }
-
-    static Chunk of(long key, byte[] stored) {
-      Chunk c = new Chunk(key);
-      ByteBuffer in = ByteBuffer.wrap(stored);
-      while (in.remaining() >= InsertIdentity.BYTES && c.size < CHUNK) {
-        c.add(InsertIdentity.readFrom(in));
-      }
-      return c;
-    }
-
-    void add(InsertIdentity id) {
-      id.writeTo(entries);
-      size++;
-      latestCommitMicros = Math.max(latestCommitMicros, id.commitMicros());
-    }
-
-    InsertIdentity get(int i) {
-      return InsertIdentity.readFrom(entries.duplicate().position(i * InsertIdentity.BYTES));
-    }
-
-    /** A copy of what it holds: the store's cache keeps the array it is given. */
-    byte[] bytes() {
-      return Arrays.copyOf(entries.array(), size * InsertIdentity.BYTES);
+      this.first = first;
     }
   }
 }

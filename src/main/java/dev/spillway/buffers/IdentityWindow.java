@@ -1,0 +1,146 @@
+package dev.spillway.buffers;
+
+import dev.spillway.event.InsertIdentity;
+import java.nio.ByteBuffer;
+
+/**
+ * The identities of the inserts a buffer let through last, oldest first, each numbered in the order
+ * it came: a ring of three arrays of longs with an open-addressing index of ints into it (linear
+ * probing, entries moved back on removal), about 40 bytes an identity where a {@code HashSet} of
+ * records takes twice that and an object per identity. Not thread-safe.
+ */
+final class IdentityWindow {
+  private final int capacity;
+  private final long[] lsn;
+  private final long[] commitMicros;
+  private final long[] hash;
+
+  /** Ring slot + 1 of each identity held, 0 where none; at most half full. */
+  private final int[] index;
+
+  private final int mask;
+
+  /** The number of the oldest identity held, and of the next to come. */
+  private long first;
+
+  private long next;
+
+  /**
+   * @param capacity the most identities it holds at once
+   */
+  IdentityWindow(int capacity) {
+    if (capacity < 1) {
+      throw new IllegalArgumentException("capacity " + capacity);
+    }
+    this.capacity = capacity;
+    this.lsn = new long[capacity];
+    this.commitMicros = new long[capacity];
+    this.hash = new long[capacity];
+    this.index = new int[Integer.highestOneBit(capacity) << 2];
+    this.mask = index.length - 1;
+  }
+
+  int size() {
+    return (int) (next - first);
+  }
+
+  /** The number the next identity {@link #add}ed gets. */
+  long next() {
+    return next;
+  }
+
+  boolean contains(InsertIdentity id) {
+    for (int i = home(id.lsn(), id.commitMicros(), id.hash()); index[i] != 0; i = (i + 1) & mask) {
+      int slot = index[i] - 1;
+      if (lsn[slot] == id.lsn()
+          && commitMicros[slot] == id.commitMicros()
+          && hash[slot] == id.hash()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Adds an identity it does not hold, as the newest.
+   *
+   * @throws IllegalStateException when it holds {@code capacity} already
+   */
+  void add(InsertIdentity id) {
+    if (size() == capacity) {
+      throw new IllegalStateException("The window holds " + capacity + " identities already");
+    }
+    int slot = slot(next++);
+    lsn[slot] = id.lsn();
+    commitMicros[slot] = id.commitMicros();
+    hash[slot] = id.hash();
+    int i = home(slot);
+    while (index[i] != 0) {
+      i = (i + 1) & mask;
+    }
+    index[i] = slot + 1;
+  }
+
+  /** Drops the oldest {@code n} identities (all it holds when it holds fewer). */
+  void removeOldest(int n) {
+    for (int k = 0; k < n && first < next; k++) {
+      int slot = slot(first++);
+      int i = home(slot);
+      while (index[i] != slot + 1) {
+        i = (i + 1) & mask;
+      }
+      removeAt(i);
+    }
+  }
+
+  /**
+   * Empties index entry {@code i}, moving back each entry after it in its run that would otherwise
+   * no longer be found from its home.
+   */
+  private void removeAt(int i) {
+    int j = i;
+    while (true) {
+      j = (j + 1) & mask;
+      if (index[j] == 0) {
+        break;
+      }
+      int home = home(index[j] - 1);
+      boolean reachable = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+      if (!reachable) {
+        index[i] = index[j];
+        i = j;
+      }
+    }
+    index[i] = 0;
+  }
+
+  /**
+   * The identities numbered {@code from} to {@code from + count - 1}, each as {@link
+   * InsertIdentity#writeTo} writes it.
+   */
+  byte[] bytes(long from, int count) {
+    if (from < first || from + count > next) {
+      throw new IllegalArgumentException(
+          "Identities " + from + " to " + (from + count - 1) + " are not all held");
+    }
+    ByteBuffer out = ByteBuffer.allocate(count * InsertIdentity.BYTES);
+    for (long n = from; n < from + count; n++) {
+      int slot = slot(n);
+      out.putLong(lsn[slot]).putLong(commitMicros[slot]).putLong(hash[slot]);
+    }
+    return out.array();
+  }
+
+  private int slot(long number) {
+    return (int) (number % capacity);
+  }
+
+  private int home(int slot) {
+    return home(lsn[slot], commitMicros[slot], hash[slot]);
+  }
+
+  private int home(long lsn, long commitMicros, long hash) {
+    long mixed = (hash ^ lsn * 0xC2B2AE3D27D4EB4FL ^ commitMicros) * 0x9E3779B97F4A7C15L;
+    return (int) (mixed >>> 32) & mask;
+  }
+}
