@@ -187,6 +187,35 @@ class DelayedReleaserTest {
   }
 
   @Test
+  void should_release_each_batch_once_when_a_partition_is_taken_away_and_given_back()
+      throws Exception {
+    delayed(0, Duration.ofMinutes(10));
+    delayed(1, Duration.ofSeconds(1));
+    delayed(2, Duration.ofMinutes(10));
+    clock.advance(Duration.ofSeconds(1));
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 1");
+
+    // A rebalance takes the partition away and gives it back: read again from the commit.
+    consumer.rebalance(List.of());
+    consumer.rebalance(List.of(TP));
+    consumer.seek(TP, committed().offset());
+    for (long o = 0; o < 3; o++) {
+      delayed(o, o == 1 ? Duration.ofSeconds(1) : Duration.ofMinutes(10));
+    }
+    releaser.runOnce();
+    assertThat(sent()).as("nothing more yet").containsExactly("batch 1");
+    assertThat(releaser.waiting()).isEqualTo(2);
+
+    clock.advance(Duration.ofMinutes(10));
+    releaser.runOnce();
+    releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 1", "batch 0", "batch 2");
+    assertThat(committed().offset()).isEqualTo(3);
+    assertThat(releaser.waiting()).isZero();
+  }
+
+  @Test
   void should_keep_a_batch_whose_send_kafka_failed_and_release_it_at_a_later_turn()
       throws Exception {
     AtomicBoolean failing = new AtomicBoolean(true);
