@@ -8,7 +8,6 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -108,13 +107,23 @@ final class RunningBuffer {
     return Optional.ofNullable(retrying.get(key));
   }
 
-  /** Remembers where a batch's retries stand, for its next run should this one end first. */
+  /**
+   * Remembers where a batch's retries stand, for its next run should this one end first. Past
+   * {@link #RETRYING_KEPT} batches it forgets one, a batch whose calls go on rather than one
+   * dead-lettered while another is left: forgotten, a count only starts again, where a forgotten
+   * dead letter would be called and dead-lettered again.
+   */
   void retrying(String key, Retrying at) {
     if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(key)) {
-      Iterator<String> any = retrying.keySet().iterator();
-      if (any.hasNext()) {
-        any.next();
-        any.remove(); // a batch left to another worker, say: it restarts its count there anyway
+      String forgotten = null;
+      for (Map.Entry<String, Retrying> e : retrying.entrySet()) {
+        forgotten = e.getKey();
+        if (!e.getValue().deadLettered()) {
+          break;
+        }
+      }
+      if (forgotten != null) {
+        retrying.remove(forgotten); // a batch left to another worker, say
       }
     }
     retrying.put(key, at);

@@ -137,6 +137,35 @@ class RunningBufferTest {
   }
 
   @Test
+  void should_forget_a_batch_whose_calls_go_on_before_one_dead_lettered() {
+    RunningBuffer b = buffer(batch -> BulkHandler.Result.success());
+    RunningBuffer.Retrying deadLettered = RunningBuffer.Retrying.afterDeadLetter(List.of(7L));
+    for (int i = 0; i < 100; i++) {
+      b.retrying("dead-" + i, deadLettered);
+    }
+    for (int i = 0; i < 2 * RunningBuffer.RETRYING_KEPT; i++) {
+      b.retrying("g-" + i, new RunningBuffer.Retrying(1, 0));
+    }
+    assertThat(IntStream.range(0, 100).filter(i -> b.retrying("dead-" + i).isPresent()))
+        .as("dead letters whose rows are still to be deleted")
+        .hasSize(100);
+    long kept =
+        IntStream.range(0, 2 * RunningBuffer.RETRYING_KEPT)
+            .filter(i -> b.retrying("g-" + i).isPresent())
+            .count();
+    assertThat(kept).isEqualTo(RunningBuffer.RETRYING_KEPT - 100);
+
+    for (int i = 100; i < RunningBuffer.RETRYING_KEPT + 100; i++) {
+      b.retrying("dead-" + i, deadLettered); // nothing else left to forget
+    }
+    assertThat(
+            IntStream.range(0, RunningBuffer.RETRYING_KEPT + 100)
+                .filter(i -> b.retrying("dead-" + i).isPresent())
+                .count())
+        .isEqualTo(RunningBuffer.RETRYING_KEPT);
+  }
+
+  @Test
   void should_remember_a_replay_apart_from_the_batch_it_replays() {
     SinkRecord batch =
         new SinkRecord("t.batches", 0, 7, "g-1".getBytes(), new byte[0], 0, Map.of());
