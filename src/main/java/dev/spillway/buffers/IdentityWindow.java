@@ -10,6 +10,9 @@ import java.nio.ByteBuffer;
  * records takes twice that and an object per identity. Not thread-safe.
  */
 final class IdentityWindow {
+  /** The most it can hold: its index has up to four times as many entries, an int array's most. */
+  static final int MAX_CAPACITY = 1 << 28;
+
   private final int capacity;
   private final long[] lsn;
   private final long[] commitMicros;
@@ -29,7 +32,7 @@ final class IdentityWindow {
    * @param capacity the most identities it holds at once
    */
   IdentityWindow(int capacity) {
-    if (capacity < 1) {
+    if (capacity < 1 || capacity > MAX_CAPACITY) {
       throw new IllegalArgumentException("capacity " + capacity);
     }
     this.capacity = capacity;

@@ -19,9 +19,11 @@ public final class Changelogs {
    * entry and one tombstone per event. By Kafka's defaults the segment being written is compacted
    * only once it reaches 1 GiB or 7 days, and compaction keeps tombstones for a day; an in-memory
    * store is restored from its changelog's start whenever its task starts (a restart, a take-over),
-   * so it would read again every event of the last day and more. Here the segment is rolled and
-   * compacted once its oldest record is {@link #COMPACTED_WITHIN} old, and a tombstone kept that
-   * long after: far longer than a restore of what is left takes.
+   * so it would read again every event of the last day and more. Here the segment is rolled at the
+   * first write after its oldest record is {@link #COMPACTED_WITHIN} old and is then due for
+   * compaction, and a tombstone is kept that long after: far longer than a restore of what is left
+   * takes. A reader that takes longer (a standby replica lagging that much) may miss a tombstone
+   * and take back an entry deleted meanwhile: a batch goes out again, as after a crash.
    */
   public static Map<String, String> shortLived() {
     String ms = String.valueOf(COMPACTED_WITHIN.toMillis());

@@ -59,7 +59,7 @@ class PassOverRepeatsTest {
   @Test
   void should_remember_what_went_through_when_started_again_from_its_store() {
     PassOverRepeats before = started(1_000, Duration.ofMinutes(10));
-    for (long id = 1; id <= 250; id++) { // three chunks, the last open
+    for (long id = 1; id <= 250; id++) { // eight chunks, the last open
       insert(before, id, id);
     }
     context.resetForwards();
@@ -71,6 +71,22 @@ class PassOverRepeatsTest {
     insert(after, 251, 251);
     assertThat(forwardedIds()).containsExactly(251L);
     assertThat(passedOver).hasValue(3);
+  }
+
+  @Test
+  void should_keep_no_more_than_its_window_of_what_a_store_brings_back() {
+    PassOverRepeats wide = started(1_000, Duration.ofMinutes(10));
+    for (long id = 1; id <= 500; id++) {
+      insert(wide, id, id);
+    }
+    context.resetForwards();
+
+    PassOverRepeats narrow = started(PassOverRepeats.CHUNK * 3, Duration.ofMinutes(10));
+    assertThat(storeEntries()).as("chunks left in the store").isEqualTo(4);
+    long kept = 500 - PassOverRepeats.CHUNK * 3 + 1;
+    insert(narrow, kept, kept); // remembered
+    insert(narrow, 1, 1); // forgotten, so it goes through again
+    assertThat(forwardedIds()).containsExactly(1L);
   }
 
   @Test
