@@ -54,6 +54,16 @@ final class CaptureEngine implements AutoCloseable {
   /** How long Debezium waits before it reconnects after losing its connection. */
   static final Duration RECONNECT_WAIT = Duration.ofSeconds(10);
 
+  /**
+   * How long Debezium waits before it asks again for a slot the server still holds for another
+   * stream, and how long it asks in all. Going on from a stored position, Debezium ends its first
+   * stream once it has found its place and starts another at once, which the server may refuse for
+   * a moment while the first one's WAL sender exits; Debezium's own wait is 10 s.
+   */
+  static final Duration SLOT_BUSY_WAIT = Duration.ofMillis(500);
+
+  static final Duration SLOT_BUSY_FOR = Duration.ofMinutes(1);
+
   /** How long closing waits for Debezium's engine to close. */
   static final Duration CLOSE_WAIT = Duration.ofSeconds(15);
 
@@ -656,6 +666,9 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("max.batch.size", String.valueOf(settings.maxBatchSize()));
     p.setProperty("max.queue.size", String.valueOf(settings.maxBatchSize() * 4));
     p.setProperty("retriable.restart.connector.wait.ms", String.valueOf(RECONNECT_WAIT.toMillis()));
+    p.setProperty("slot.retry.delay.ms", String.valueOf(SLOT_BUSY_WAIT.toMillis()));
+    p.setProperty(
+        "slot.max.retries", String.valueOf(SLOT_BUSY_FOR.toMillis() / SLOT_BUSY_WAIT.toMillis()));
     p.setProperty("heartbeat.interval.ms", String.valueOf(settings.heartbeatInterval().toMillis()));
     p.setProperty("heartbeat.action.query", CaptureStatements.HEARTBEAT_ACTION);
     p.setProperty("offset.storage", "org.apache.kafka.connect.storage.KafkaOffsetBackingStore");

@@ -23,11 +23,24 @@ import org.slf4j.Marker;
  * an {@link SQLException} of a lost connection or a server shutting down. Debezium retries every
  * SQL failure, but any other (a permission taken away, a publication dropped) will not go away by
  * itself and is logged as Debezium logs it. Later attempts during an outage keep Debezium's
- * warning; getting back is said in a line of Spillway's. Named in {@code logback.xml}.
+ * warning; getting back is said in a line of Spillway's.
+ *
+ * <p>Debezium's warning with a stack trace at each attempt to stream from a slot the server still
+ * holds for another stream (a stream Debezium itself just ended, whose WAL sender has not exited
+ * yet) becomes a line of Spillway's at the first attempt and one every 10 s after. Named in {@code
+ * logback.xml}.
  */
 public final class ReconnectLogFilter extends TurboFilter {
   static final String ERROR_HANDLER = "io.debezium.pipeline.ErrorHandler";
   static final String SOURCE_TASK = "io.debezium.connector.common.BaseSourceTask";
+  static final String REPLICATION_CONNECTION =
+      "io.debezium.connector.postgresql.connection.PostgresReplicationConnection";
+
+  /** Debezium's warning at each attempt on a slot held for another stream. */
+  static final String SLOT_BUSY = "Failed to start replication stream at ";
+
+  /** How often, at most, attempts on a slot held for another stream are said. */
+  private static final long SLOT_BUSY_SAID_EVERY_MILLIS = 10_000;
 
   /** How long after a replaced failure Debezium's restart warning is taken for its echo. */
   private static final long ECHO_NANOS = 2_000_000_000L;
@@ -95,6 +108,11 @@ public final class ReconnectLogFilter extends TurboFilter {
       lost.put(database, nanos.getAsLong());
       return FilterReply.DENY;
     }
+    if (REPLICATION_CONNECTION.equals(name)
+        && level == Level.WARN
+        && format.startsWith(SLOT_BUSY)) {
+      return slotBusy(params);
+    }
     // Debezium's two warnings after a failure: what the warning above said, when just replaced.
     boolean echo =
         (ERROR_HANDLER.equals(name) && format.startsWith("Retry {} of {}"))
@@ -112,6 +130,42 @@ public final class ReconnectLogFilter extends TurboFilter {
       }
     }
     return FilterReply.NEUTRAL;
+  }
+
+  /**
+   * Says Debezium's attempt on a slot the server holds for another stream in a line of its own: at
+   * the first attempt, and every 10 s after. Its arguments: the wait in ms, the attempt, the most
+   * attempts, the failure.
+   */
+  private FilterReply slotBusy(Object[] params) {
+    if (params == null
+        || params.length < 4
+        || !(params[0] instanceof Long waitMillis)
+        || !(params[1] instanceof Integer attempt)
+        || !(params[2] instanceof Integer most)
+        || !(params[3] instanceof Throwable busy)) {
+      return FilterReply.NEUTRAL;
+    }
+    long every = Math.max(1, SLOT_BUSY_SAID_EVERY_MILLIS / Math.max(1, waitMillis));
+    if (attempt == 1) {
+      log.info(
+          "Capture of database {} finds its slot still held ({}), as for a moment after it ends a"
+              + " stream to start another; it asks again every {} ms, {} times at most.",
+          database(),
+          rootMessage(busy),
+          waitMillis,
+          most);
+    } else if ((attempt - 1) % every == 0) {
+      log.warn(
+          "Capture of database {} finds its slot still held after {} ms ({}); it asks again"
+              + " every {} ms, {} times at most.",
+          database(),
+          (attempt - 1) * waitMillis,
+          rootMessage(busy),
+          waitMillis,
+          most);
+    }
+    return FilterReply.DENY;
   }
 
   /**

@@ -99,6 +99,55 @@ class ReconnectLogFilterTest {
         .isEqualTo(FilterReply.NEUTRAL);
   }
 
+  /** Debezium's warning at attempt {@code attempt} on a slot the server holds for another PID. */
+  private FilterReply slotBusy(int attempt) {
+    SQLException busy =
+        new SQLException(
+            "ERROR: replication slot \"spillway_main\" is active for PID 8857", "55006");
+    Logger l = context.getLogger(ReconnectLogFilter.REPLICATION_CONNECTION);
+    return filter.decide(
+        null,
+        l,
+        Level.WARN,
+        ReconnectLogFilter.SLOT_BUSY
+            + "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
+        new Object[] {500L, attempt, 120, busy},
+        null);
+  }
+
+  @Test
+  void should_say_a_slot_held_for_another_stream_at_the_first_attempt_and_every_10_s() {
+    List<String> lines =
+        said(
+            () -> {
+              MDC.put("dbz.connectorLogicalName", "spillway-main");
+              for (int attempt = 1; attempt <= 41; attempt++) {
+                assertThat(slotBusy(attempt)).as("attempt %d", attempt).isEqualTo(FilterReply.DENY);
+              }
+            });
+    assertThat(lines)
+        .containsExactly(
+            "Capture of database main finds its slot still held (ERROR: replication slot"
+                + " \"spillway_main\" is active for PID 8857), as for a moment after it ends a"
+                + " stream to start another; it asks again every 500 ms, 120 times at most.",
+            "Capture of database main finds its slot still held after 10000 ms (ERROR: replication"
+                + " slot \"spillway_main\" is active for PID 8857); it asks again every 500 ms, 120"
+                + " times at most.",
+            "Capture of database main finds its slot still held after 20000 ms (ERROR: replication"
+                + " slot \"spillway_main\" is active for PID 8857); it asks again every 500 ms, 120"
+                + " times at most.");
+    assertThat(
+            filter.decide(
+                null,
+                context.getLogger(ReconnectLogFilter.REPLICATION_CONNECTION),
+                Level.WARN,
+                ReconnectLogFilter.SLOT_BUSY + "{}",
+                new Object[] {"other arguments"},
+                null))
+        .as("words it does not know the arguments of")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
   @Test
   void should_keep_debeziums_restart_warning_when_no_failure_was_just_replaced() {
     assertThat(restartWarning())
