@@ -18,7 +18,6 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
-import org.apache.kafka.streams.state.Stores;
 
 /**
  * Passes over an insert capture published a second time, so that it forms no second batch under
@@ -84,10 +83,7 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
    * Changelogs#shortLived}: each chunk is written again until it is full), behind a cache.
    */
   static StoreBuilder<KeyValueStore<Long, byte[]>> store(String name) {
-    return Stores.keyValueStoreBuilder(
-            Stores.inMemoryKeyValueStore(name), Serdes.Long(), Serdes.ByteArray())
-        .withCachingEnabled()
-        .withLoggingEnabled(Changelogs.shortLived());
+    return Changelogs.shortLivedStore(name, Serdes.Long());
   }
 
   @Override

@@ -16,7 +16,6 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.StoreBuilder;
-import org.apache.kafka.streams.state.Stores;
 
 /**
  * Groups the values of each key into batches of at most {@code maxSize} values and {@link
@@ -94,10 +93,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
    * Changelogs#shortLived}), as nearly all of it is tombstones.
    */
   public static StoreBuilder<KeyValueStore<String, byte[]>> store(String name) {
-    return Stores.keyValueStoreBuilder(
-            Stores.inMemoryKeyValueStore(name), Serdes.String(), Serdes.ByteArray())
-        .withCachingEnabled()
-        .withLoggingEnabled(Changelogs.shortLived());
+    return Changelogs.shortLivedStore(name, Serdes.String());
   }
 
   @Override

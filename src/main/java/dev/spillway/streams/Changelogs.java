@@ -3,6 +3,11 @@ package dev.spillway.streams;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.StoreBuilder;
+import org.apache.kafka.streams.state.Stores;
 
 /** Topic settings of the changelogs behind the pipelines' state stores. */
 public final class Changelogs {
@@ -29,5 +34,16 @@ public final class Changelogs {
     String ms = String.valueOf(COMPACTED_WITHIN.toMillis());
     return Map.of(
         TopicConfig.MAX_COMPACTION_LAG_MS_CONFIG, ms, TopicConfig.DELETE_RETENTION_MS_CONFIG, ms);
+  }
+
+  /**
+   * An in-memory store of byte values behind a cache flushed to it and to its changelog before each
+   * commit, the changelog {@link #shortLived}: the batching stages' stores.
+   */
+  public static <K> StoreBuilder<KeyValueStore<K, byte[]>> shortLivedStore(
+      String name, Serde<K> keys) {
+    return Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore(name), keys, Serdes.ByteArray())
+        .withCachingEnabled()
+        .withLoggingEnabled(shortLived());
   }
 }

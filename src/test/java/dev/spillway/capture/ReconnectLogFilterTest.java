@@ -104,15 +104,17 @@ class ReconnectLogFilterTest {
     SQLException busy =
         new SQLException(
             "ERROR: replication slot \"spillway_main\" is active for PID 8857", "55006");
+    return slotBusyWarning(
+        "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
+        500L,
+        attempt,
+        120,
+        busy);
+  }
+
+  private FilterReply slotBusyWarning(String rest, Object... params) {
     Logger l = context.getLogger(ReconnectLogFilter.REPLICATION_CONNECTION);
-    return filter.decide(
-        null,
-        l,
-        Level.WARN,
-        ReconnectLogFilter.SLOT_BUSY
-            + "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
-        new Object[] {500L, attempt, 120, busy},
-        null);
+    return filter.decide(null, l, Level.WARN, ReconnectLogFilter.SLOT_BUSY + rest, params, null);
   }
 
   @Test
@@ -136,14 +138,7 @@ class ReconnectLogFilterTest {
             "Capture of database main finds its slot still held after 20000 ms (ERROR: replication"
                 + " slot \"spillway_main\" is active for PID 8857); it asks again every 500 ms, 120"
                 + " times at most.");
-    assertThat(
-            filter.decide(
-                null,
-                context.getLogger(ReconnectLogFilter.REPLICATION_CONNECTION),
-                Level.WARN,
-                ReconnectLogFilter.SLOT_BUSY + "{}",
-                new Object[] {"other arguments"},
-                null))
+    assertThat(slotBusyWarning("{}", "other arguments"))
         .as("words it does not know the arguments of")
         .isEqualTo(FilterReply.NEUTRAL);
   }
