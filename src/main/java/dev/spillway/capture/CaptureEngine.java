@@ -56,12 +56,18 @@ final class CaptureEngine implements AutoCloseable {
 
   /**
    * How long Debezium waits before it asks again for a slot the server still holds for another
-   * stream, and how long it asks in all. Going on from a stored position, Debezium ends its first
-   * stream once it has found its place and starts another at once, which the server may refuse for
-   * a moment while the first one's WAL sender exits; Debezium's own wait is 10 s.
+   * stream. Going on from a stored position, Debezium ends its first stream once it has found its
+   * place and starts another at once, which the server may refuse for a moment while the first
+   * one's WAL sender exits; Debezium's own wait is 10 s. The same wait comes between its attempts
+   * to create a slot that timed out (a statement or lock timeout of Spillway's role), which a
+   * slot's first start makes.
    */
-  static final Duration SLOT_BUSY_WAIT = Duration.ofMillis(500);
+  static final Duration SLOT_BUSY_WAIT = Duration.ofSeconds(1);
 
+  /**
+   * How long in all Debezium asks for a slot held for another stream, as its own six attempts 10 s
+   * apart did: {@code slot.max.retries} is this over {@link #SLOT_BUSY_WAIT}.
+   */
   static final Duration SLOT_BUSY_FOR = Duration.ofMinutes(1);
 
   /** How long closing waits for Debezium's engine to close. */

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
+import java.util.regex.Pattern;
 import org.slf4j.LoggerFactory;
 import org.slf4j.MDC;
 import org.slf4j.Marker;
@@ -38,6 +39,12 @@ public final class ReconnectLogFilter extends TurboFilter {
 
   /** Debezium's warning at each attempt on a slot held for another stream. */
   static final String SLOT_BUSY = "Failed to start replication stream at ";
+
+  /** SQLSTATE of an object in use: a slot another WAL sender streams from. */
+  private static final String SLOT_IN_USE = "55006";
+
+  /** What Debezium looks for in the failure to try again. */
+  private static final Pattern SLOT_ACTIVE = Pattern.compile("replication slot .* is active");
 
   /** How often, at most, attempts on a slot held for another stream are said. */
   private static final long SLOT_BUSY_SAID_EVERY_MILLIS = 10_000;
@@ -143,8 +150,9 @@ public final class ReconnectLogFilter extends TurboFilter {
         || !(params[0] instanceof Long waitMillis)
         || !(params[1] instanceof Integer attempt)
         || !(params[2] instanceof Integer most)
-        || !(params[3] instanceof Throwable busy)) {
-      return FilterReply.NEUTRAL;
+        || !(params[3] instanceof Throwable busy)
+        || !slotHeld(busy)) {
+      return FilterReply.NEUTRAL; // another failure, which Debezium retries the same way: kept
     }
     long every = Math.max(1, SLOT_BUSY_SAID_EVERY_MILLIS / Math.max(1, waitMillis));
     if (attempt == 1) {
@@ -185,6 +193,19 @@ public final class ReconnectLogFilter extends TurboFilter {
   void forget(String database) {
     lost.remove(database);
     failed.remove(database);
+  }
+
+  /**
+   * Whether the failure is the server refusing a slot it holds for another stream: SQLSTATE 55006
+   * (object in use), or Debezium's words for it, in its chain.
+   */
+  static boolean slotHeld(Throwable t) {
+    return Causes.first(
+            t,
+            c ->
+                c instanceof SQLException e && SLOT_IN_USE.equals(e.getSQLState())
+                    || c.getMessage() != null && SLOT_ACTIVE.matcher(c.getMessage()).find())
+        .isPresent();
   }
 
   /** Whether the failure is a lost connection: I/O, or SQL saying so, in its chain. */

@@ -106,9 +106,9 @@ class ReconnectLogFilterTest {
             "ERROR: replication slot \"spillway_main\" is active for PID 8857", "55006");
     return slotBusyWarning(
         "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
-        500L,
+        1000L,
         attempt,
-        120,
+        60,
         busy);
   }
 
@@ -123,7 +123,7 @@ class ReconnectLogFilterTest {
         said(
             () -> {
               MDC.put("dbz.connectorLogicalName", "spillway-main");
-              for (int attempt = 1; attempt <= 41; attempt++) {
+              for (int attempt = 1; attempt <= 21; attempt++) {
                 assertThat(slotBusy(attempt)).as("attempt %d", attempt).isEqualTo(FilterReply.DENY);
               }
             });
@@ -131,13 +131,22 @@ class ReconnectLogFilterTest {
         .containsExactly(
             "Capture of database main finds its slot still held (ERROR: replication slot"
                 + " \"spillway_main\" is active for PID 8857), as for a moment after it ends a"
-                + " stream to start another; it asks again every 500 ms, 120 times at most.",
+                + " stream to start another; it asks again every 1000 ms, 60 times at most.",
             "Capture of database main finds its slot still held after 10000 ms (ERROR: replication"
-                + " slot \"spillway_main\" is active for PID 8857); it asks again every 500 ms, 120"
+                + " slot \"spillway_main\" is active for PID 8857); it asks again every 1000 ms, 60"
                 + " times at most.",
             "Capture of database main finds its slot still held after 20000 ms (ERROR: replication"
-                + " slot \"spillway_main\" is active for PID 8857); it asks again every 500 ms, 120"
+                + " slot \"spillway_main\" is active for PID 8857); it asks again every 1000 ms, 60"
                 + " times at most.");
+    assertThat(
+            slotBusyWarning(
+                "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
+                1000L,
+                1,
+                60,
+                new SQLException("ERROR: publication \"spillway_main\" does not exist", "42704")))
+        .as("another failure Debezium tries again the same way")
+        .isEqualTo(FilterReply.NEUTRAL);
     assertThat(slotBusyWarning("{}", "other arguments"))
         .as("words it does not know the arguments of")
         .isEqualTo(FilterReply.NEUTRAL);
