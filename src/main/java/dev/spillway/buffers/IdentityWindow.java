@@ -7,21 +7,26 @@ import java.nio.ByteBuffer;
  * The identities of the inserts a buffer let through last, oldest first, each numbered in the order
  * it came: a ring of three arrays of longs with an open-addressing index of ints into it (linear
  * probing, entries moved back on removal), about 40 bytes an identity where a {@code HashSet} of
- * records takes twice that and an object per identity. Not thread-safe.
+ * records takes twice that and an object per identity. It starts small and doubles as it fills, up
+ * to its capacity: a buffer's Streams tasks without events (all but one, as a buffer's events lie
+ * on one partition) hold next to nothing. Not thread-safe.
  */
 final class IdentityWindow {
   /** The most it can hold: its index has up to four times as many entries, an int array's most. */
   static final int MAX_CAPACITY = 1 << 28;
 
+  /** Identities it has room for before it first grows. */
+  static final int INITIAL_ROOM = 1 << 10;
+
   private final int capacity;
-  private final long[] lsn;
-  private final long[] commitMicros;
-  private final long[] hash;
+  private long[] lsn;
+  private long[] commitMicros;
+  private long[] hash;
 
   /** Ring slot + 1 of each identity held, 0 where none; at most half full. */
-  private final int[] index;
+  private int[] index;
 
-  private final int mask;
+  private int mask;
 
   /** The number of the oldest identity held, and of the next to come. */
   private long first;
@@ -36,11 +41,24 @@ final class IdentityWindow {
       throw new IllegalArgumentException("capacity " + capacity);
     }
     this.capacity = capacity;
-    this.lsn = new long[capacity];
-    this.commitMicros = new long[capacity];
-    this.hash = new long[capacity];
-    this.index = new int[Integer.highestOneBit(capacity) << 2];
-    this.mask = index.length - 1;
+    room(Math.min(capacity, INITIAL_ROOM));
+  }
+
+  /** Makes room for {@code room} identities, keeping those it holds and their numbers. */
+  private void room(int room) {
+    long[] oldLsn = lsn;
+    long[] oldCommit = commitMicros;
+    long[] oldHash = hash;
+    int oldRoom = oldLsn == null ? 0 : oldLsn.length;
+    lsn = new long[room];
+    commitMicros = new long[room];
+    hash = new long[room];
+    index = new int[Integer.highestOneBit(room) << 2];
+    mask = index.length - 1;
+    for (long n = first; n < next; n++) {
+      int from = (int) (n % oldRoom);
+      put(n, oldLsn[from], oldCommit[from], oldHash[from]);
+    }
   }
 
   int size() {
@@ -73,10 +91,18 @@ final class IdentityWindow {
     if (size() == capacity) {
       throw new IllegalStateException("The window holds " + capacity + " identities already");
     }
-    int slot = slot(next++);
-    lsn[slot] = id.lsn();
-    commitMicros[slot] = id.commitMicros();
-    hash[slot] = id.hash();
+    if (size() == lsn.length) {
+      room((int) Math.min(capacity, 2L * lsn.length));
+    }
+    put(next++, id.lsn(), id.commitMicros(), id.hash());
+  }
+
+  /** Puts the identity numbered {@code n} in its slot and the index. */
+  private void put(long n, long lsn, long commitMicros, long hash) {
+    int slot = slot(n);
+    this.lsn[slot] = lsn;
+    this.commitMicros[slot] = commitMicros;
+    this.hash[slot] = hash;
     int i = home(slot);
     while (index[i] != 0) {
       i = (i + 1) & mask;
@@ -135,7 +161,7 @@ final class IdentityWindow {
   }
 
   private int slot(long number) {
-    return (int) (number % capacity);
+    return (int) (number % lsn.length);
   }
 
   private int home(int slot) {

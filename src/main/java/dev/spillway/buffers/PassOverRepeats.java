@@ -39,7 +39,7 @@ import org.apache.kafka.streams.state.StoreBuilder;
  * here or elsewhere.
  */
 final class PassOverRepeats implements Processor<String, byte[], String, byte[]> {
-  /** How many inserts that went through are remembered, at most. */
+  /** How many inserts that went through are remembered, at least (a chunk more at most). */
   static final int WINDOW = 100_000;
 
   /** How much older a commit can be than the latest seen and its insert still be remembered. */
@@ -61,7 +61,6 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
   private ProcessorContext<String, byte[]> context;
   private KeyValueStore<Long, byte[]> store;
   private long latestCommitMicros = Long.MIN_VALUE;
-  private long nextChunk;
 
   /**
    * @param passedOver told of each insert passed over
@@ -80,7 +79,7 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
 
   /**
    * The store it needs: in memory, backed by a changelog topic compacted soon ({@link
-   * Changelogs#shortLived}: each chunk is written again until it is full), behind a cache.
+   * Changelogs#shortLivedStore}: each chunk is written again until it is full), behind a cache.
    */
   static StoreBuilder<KeyValueStore<Long, byte[]>> store(String name) {
     return Changelogs.shortLivedStore(name, Serdes.Long());
@@ -94,7 +93,6 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
     seen.removeOldest(seen.size());
     chunks.clear();
     latestCommitMicros = Long.MIN_VALUE;
-    nextChunk = 0;
     List<KeyValue<Long, byte[]>> stored = new ArrayList<>();
     try (KeyValueIterator<Long, byte[]> it = store.all()) { // in key order: oldest first
       it.forEachRemaining(stored::add);
@@ -102,7 +100,6 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
     for (KeyValue<Long, byte[]> kv : stored) {
       Chunk c = new Chunk(kv.key, seen.next());
       chunks.add(c);
-      nextChunk = kv.key + 1;
       ByteBuffer in = ByteBuffer.wrap(kv.value);
       while (in.remaining() >= InsertIdentity.BYTES && c.size < CHUNK) {
         InsertIdentity id = InsertIdentity.readFrom(in);
@@ -127,7 +124,7 @@ final class PassOverRepeats implements Processor<String, byte[], String, byte[]>
     }
     Chunk open = chunks.peekLast();
     if (open == null || open.size == CHUNK) {
-      open = new Chunk(nextChunk++, seen.next());
+      open = new Chunk(open == null ? 0 : open.key + 1, seen.next());
       chunks.add(open);
     }
     remember(open, id);

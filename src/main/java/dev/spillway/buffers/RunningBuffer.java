@@ -111,7 +111,8 @@ final class RunningBuffer {
    * Remembers where a batch's retries stand, for its next run should this one end first. Past
    * {@link #RETRYING_KEPT} batches it forgets one, a batch whose calls go on rather than one
    * dead-lettered while another is left: forgotten, a count only starts again, where a forgotten
-   * dead letter would be called and dead-lettered again.
+   * dead letter would be called and dead-lettered again (as one still is when all it remembers are
+   * dead letters).
    */
   void retrying(String key, Retrying at) {
     if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(key)) {

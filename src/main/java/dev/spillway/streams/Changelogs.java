@@ -20,17 +20,18 @@ public final class Changelogs {
   private Changelogs() {}
 
   /**
-   * The settings of a changelog whose entries are soon superseded or deleted: a batcher writes one
-   * entry and one tombstone per event. By Kafka's defaults the segment being written is compacted
-   * only once it reaches 1 GiB or 7 days, and compaction keeps tombstones for a day; an in-memory
-   * store is restored from its changelog's start whenever its task starts (a restart, a take-over),
-   * so it would read again every event of the last day and more. Here the segment is rolled at the
-   * first write after its oldest record is {@link #COMPACTED_WITHIN} old and is then due for
-   * compaction, and a tombstone is kept that long after: far longer than a restore of what is left
-   * takes. A reader that takes longer (a standby replica lagging that much) may miss a tombstone
-   * and take back an entry deleted meanwhile: a batch goes out again, as after a crash.
+   * The settings of a changelog whose entries are soon superseded or deleted: a batcher writes up
+   * to an entry and a tombstone per event (its cache keeps the last write of each key between two
+   * commits). By Kafka's defaults the segment being written is compacted only once it reaches 1 GiB
+   * or 7 days, and compaction keeps tombstones for a day; an in-memory store is restored from its
+   * changelog's start whenever its task starts (a restart, a take-over), so it would read again
+   * every event of the last day and more. Here the segment is rolled at the first write after its
+   * oldest record is {@link #COMPACTED_WITHIN} old and is then due for compaction, and a tombstone
+   * is kept that long after: far longer than a restore of what is left takes. A reader that takes
+   * longer (a standby replica lagging that much) may miss a tombstone and take back an entry
+   * deleted meanwhile: a batch goes out again, as after a crash.
    */
-  public static Map<String, String> shortLived() {
+  static Map<String, String> shortLived() {
     String ms = String.valueOf(COMPACTED_WITHIN.toMillis());
     return Map.of(
         TopicConfig.MAX_COMPACTION_LAG_MS_CONFIG, ms, TopicConfig.DELETE_RETENTION_MS_CONFIG, ms);

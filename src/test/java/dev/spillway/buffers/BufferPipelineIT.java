@@ -13,6 +13,7 @@ import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.sink.SinkHeaders;
+import dev.spillway.streams.Changelogs;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
@@ -228,8 +229,9 @@ class BufferPipelineIT {
                   .hasSize(2)
                   .allSatisfy(
                       config -> {
-                        assertThat(config.get("max.compaction.lag.ms").value()).isEqualTo("600000");
-                        assertThat(config.get("delete.retention.ms").value()).isEqualTo("600000");
+                        String ms = String.valueOf(Changelogs.COMPACTED_WITHIN.toMillis());
+                        assertThat(config.get("max.compaction.lag.ms").value()).isEqualTo(ms);
+                        assertThat(config.get("delete.retention.ms").value()).isEqualTo(ms);
                         assertThat(config.get("cleanup.policy").value()).isEqualTo("compact");
                       });
             }

@@ -17,16 +17,19 @@ class IdentityWindowTest {
   @Test
   void should_hold_what_a_queue_and_a_set_would_through_adds_and_removals() {
     Random random = new Random(11);
-    for (int capacity : new int[] {1, 2, 5, 17, 64, 1_000}) {
+    // Past IdentityWindow.INITIAL_ROOM too, so that it grows while its ring has wrapped.
+    for (int capacity : new int[] {1, 2, 5, 17, 64, 1_000, 3_000}) {
       IdentityWindow window = new IdentityWindow(capacity);
       ArrayDeque<InsertIdentity> queue = new ArrayDeque<>();
       Set<InsertIdentity> held = new HashSet<>();
       List<InsertIdentity> ever = new ArrayList<>();
-      for (int step = 0; step < 20_000; step++) {
+      int most = 0;
+      for (int step = 0; step < 30_000; step++) {
         if (queue.size() < capacity && random.nextInt(3) > 0) {
           // Few distinct values, so that identities often share fields and home slots.
           InsertIdentity id =
-              new InsertIdentity(random.nextInt(50), random.nextInt(3), random.nextInt(4));
+              new InsertIdentity(
+                  random.nextInt(Math.max(50, capacity)), random.nextInt(3), random.nextInt(4));
           if (held.add(id)) {
             window.add(id);
             queue.add(id);
@@ -40,6 +43,7 @@ class IdentityWindowTest {
           }
         }
         assertThat(window.size()).isEqualTo(queue.size());
+        most = Math.max(most, queue.size());
         InsertIdentity probe = ever.isEmpty() ? null : ever.get(random.nextInt(ever.size()));
         if (probe != null) {
           assertThat(window.contains(probe))
@@ -50,6 +54,7 @@ class IdentityWindowTest {
       for (InsertIdentity id : ever) {
         assertThat(window.contains(id)).isEqualTo(held.contains(id));
       }
+      assertThat(most).as("filled at capacity %d", capacity).isEqualTo(capacity);
       ByteBuffer bytes = ByteBuffer.wrap(window.bytes(window.next() - queue.size(), queue.size()));
       for (InsertIdentity id : queue) {
         assertThat(InsertIdentity.readFrom(bytes)).isEqualTo(id);

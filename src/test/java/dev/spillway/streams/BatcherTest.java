@@ -175,6 +175,15 @@ class BatcherTest {
   }
 
   @Test
+  void should_have_its_changelog_compacted_soon_in_both_pipelines() {
+    // Loose foreign keys and buffers both batch through this store.
+    assertThat(Batcher.store("pending").logConfig())
+        .containsEntry("max.compaction.lag.ms", "600000")
+        .containsEntry("delete.retention.ms", "600000");
+    assertThat(Batcher.store("pending").loggingEnabled()).isTrue();
+  }
+
+  @Test
   void should_emit_each_pending_value_once_when_the_same_instance_is_initialized_again() {
     KeyValueStore<String, byte[]> store =
         Stores.keyValueStoreBuilder(
