@@ -134,6 +134,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
               b.metrics.handledCount(),
               b.metrics.deadLetteredBatchCount(),
               b.metrics.deadLetteredEventCount(),
+              b.metrics.republishedCount(),
               b.metrics.percentileMillis(0.5, now),
               b.metrics.percentileMillis(0.99, now)));
     }

@@ -149,6 +149,10 @@ final class BufferMetrics {
     return (long) deadLetteredEvents.count();
   }
 
+  long republishedCount() {
+    return (long) republished.count();
+  }
+
   /**
    * The insert-to-handled percentile in milliseconds over the last two minutes; null when no event
    * was timed in the last 80 s (none handled yet, only replayed ones, or none lately), after which

@@ -92,7 +92,7 @@ final class StatusText {
         r.buffers() == null ? List.<StatusReport.BufferStatus>of() : r.buffers()) {
       b.append(
           String.format(
-              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %s p99 %s%n",
+              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %s p99 %s%s%n",
               s.name(),
               s.rowsWaiting() < 0 ? "?" : String.format("%,d", s.rowsWaiting()),
               s.batchesInFlight(),
@@ -100,7 +100,11 @@ final class StatusText {
               s.deadLetteredBatches(),
               s.deadLetteredEvents(),
               millis(s.insertToHandledP50Millis()),
-              millis(s.insertToHandledP99Millis())));
+              millis(s.insertToHandledP99Millis()),
+              s.republishedEvents() == 0
+                  ? ""
+                  : String.format(
+                      "  passed over %,d inserts published twice", s.republishedEvents())));
     }
     if (r.lagReadAt() == null) {
       b.append("Lag       not read from Kafka yet, or Kafka cannot be read")

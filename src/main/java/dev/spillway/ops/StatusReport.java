@@ -83,6 +83,8 @@ public record StatusReport(
    * @param batchesInFlight batches whose handler runs now
    * @param deadLetteredBatches batches whose remaining events went to the dead-letter topic since
    *     start
+   * @param republishedEvents inserts capture published a second time (a take-over) that this
+   *     instance's batching stage passed over since start
    * @param insertToHandledP50Millis from the inserting commit to the row's deletion, over the last
    *     two minutes; null when no row was timed in the last 80 s (replayed rows are not)
    */
@@ -95,6 +97,7 @@ public record StatusReport(
       long handledEvents,
       long deadLetteredBatches,
       long deadLetteredEvents,
+      long republishedEvents,
       Double insertToHandledP50Millis,
       Double insertToHandledP99Millis) {}
 }

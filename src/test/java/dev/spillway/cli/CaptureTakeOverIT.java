@@ -9,6 +9,8 @@ import dev.spillway.event.InsertIdentity;
 import dev.spillway.event.Topics;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
+import dev.spillway.ops.StatusClient;
+import dev.spillway.ops.StatusReport;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
@@ -26,6 +28,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.ToIntFunction;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.junit.jupiter.api.Test;
@@ -112,6 +116,15 @@ class CaptureTakeOverIT {
               .forEach(row -> batched.add(((Number) row.get("id")).longValue()));
         }
         assertThat(batched).as("each row in one batch").doesNotHaveDuplicates().hasSize((int) rows);
+        // The instance taking over batched all of them, and says how many it passed over.
+        Matcher port =
+            Pattern.compile("status on http://localhost:(\\d+)")
+                .matcher(Files.readString(dir.resolve("b").resolve("out.log")));
+        assertThat(port.find()).isTrue();
+        assertThat(StatusClient.fetch(Integer.parseInt(port.group(1))).buffers())
+            .singleElement()
+            .extracting(StatusReport.BufferStatus::republishedEvents)
+            .isEqualTo(events.size() - rows);
         assertThat(
                 TestSql.count(
                     ds,

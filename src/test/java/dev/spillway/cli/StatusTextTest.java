@@ -85,15 +85,20 @@ class StatusTextTest {
     StatusReport r =
         report(
             List.of(
-                new StatusReport.BufferStatus("a", "main", "public.a", 3, 1, 40, 0, 0, 12.4, 251.6),
                 new StatusReport.BufferStatus(
-                    "b", "main", "public.b", 0, 0, 12, 3, 12, null, null)),
+                    "a", "main", "public.a", 3, 1, 40, 0, 0, 0, 12.4, 251.6),
+                new StatusReport.BufferStatus(
+                    "b", "main", "public.b", 0, 0, 12, 3, 12, 1_234, null, null)),
             null,
             List.of());
 
     assertThat(StatusText.render(r, NOW))
-        .contains("handled 40  DLQ 0 batches (0 events)  insert->handled p50 12 ms p99 252 ms")
-        .contains("handled 12  DLQ 3 batches (12 events)  insert->handled p50 - p99 -");
+        .contains(
+            "handled 40  DLQ 0 batches (0 events)  insert->handled p50 12 ms p99 252 ms"
+                + System.lineSeparator())
+        .contains(
+            "handled 12  DLQ 3 batches (12 events)  insert->handled p50 - p99 -  passed over"
+                + " 1,234 inserts published twice");
   }
 
   @Test
