@@ -84,9 +84,9 @@ public final class BufferTopology {
   }
 
   /**
-   * Passes keyed events that decode, both as a whole and as the nodes after it read them, on to
-   * them; one without a key is rejected, and one that does not decode throws, so the node
-   * dead-letters it with the exception's class and message.
+   * Passes keyed events that decode on to the next node; one without a key is rejected, and one
+   * that does not decode throws, so the node dead-letters it with the exception's class and
+   * message.
    */
   private static Verdict check(Record<String, byte[]> record) {
     if (record.key() == null) {
@@ -94,7 +94,6 @@ public final class BufferTopology {
           "MalformedBufferEvent", "no key: capture keys each buffer event by its table");
     }
     EventSerdes.decodeBufferEvent(record.value());
-    EventSerdes.identityOf(record.value()); // what the nodes after it read, read as they do
     return Verdict.pass(record.key());
   }
 }

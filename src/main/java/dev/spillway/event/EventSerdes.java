@@ -136,7 +136,15 @@ public final class EventSerdes {
         e.txId());
   }
 
+  /**
+   * @throws SerializationException when the value is not a buffer event, also when one of this
+   *     version's schema goes on past its end (Avro's message decoder would stop before it, but the
+   *     batches built from it would not)
+   */
   public static BufferEvent decodeBufferEvent(byte[] data) {
+    if (startsWith(data, EVENT_HEADER)) {
+      readBody(decoder(data, null), false, -1);
+    }
     return fromAvro(decode(() -> EVENTS.decode(wrap(data))));
   }
 
@@ -156,7 +164,7 @@ public final class EventSerdes {
       throw new SerializationException(
           "Not a Spillway buffer event of a schema this version reads");
     }
-    EventTail tail = readBody(decoder(event, null), null, -1);
+    EventTail tail = readBody(decoder(event, null), false, -1);
     if (tail.txId() == 0) {
       return Optional.empty();
     }
@@ -170,8 +178,17 @@ public final class EventSerdes {
         new InsertIdentity(tail.lsn(), tail.commitMicros(), c.getValue() << 32 | d.getValue()));
   }
 
-  /** What ends a buffer event's body, after its row, in the schema's order. */
-  private record EventTail(long commitMicros, long lsn, long capturedAtMillis, long txId) {}
+  /**
+   * What a buffer event's body says besides its row: its names (null when stepped over), then what
+   * ends it, in the schema's order.
+   */
+  private record EventTail(
+      String database,
+      String table,
+      long commitMicros,
+      long lsn,
+      long capturedAtMillis,
+      long txId) {}
 
   private static BinaryDecoder decoder(byte[] event, BinaryDecoder reuse) {
     return DecoderFactory.get().binaryDecoder(event, EVENT_HEADER.length, bodyLength(event), reuse);
@@ -180,21 +197,25 @@ public final class EventSerdes {
   /**
    * Reads a buffer event's body of this version's schema, its row stepped over, to its end.
    *
-   * @param names where its database and table names go; null to step over them
+   * @param names whether to read its database and table names, or step over them
    * @param index the event's place in a batch, for the message; -1 for an event alone
    * @throws SerializationException when it is cut short or goes on past its end
    */
-  private static EventTail readBody(BinaryDecoder in, String[] names, int index) {
+  private static EventTail readBody(BinaryDecoder in, boolean names, int index) {
     try {
-      if (names == null) {
-        in.skipString();
-        in.skipString();
+      String database = null;
+      String table = null;
+      if (names) {
+        database = in.readString();
+        table = in.readString();
       } else {
-        names[0] = in.readString();
-        names[1] = in.readString();
+        in.skipString();
+        in.skipString();
       }
       GenericDatumReader.skip(ROW, in);
-      EventTail tail = new EventTail(in.readLong(), in.readLong(), in.readLong(), in.readLong());
+      EventTail tail =
+          new EventTail(
+              database, table, in.readLong(), in.readLong(), in.readLong(), in.readLong());
       if (!in.isEnd()) {
         throw new SerializationException(
             "Not a Spillway event: "
@@ -275,7 +296,8 @@ public final class EventSerdes {
       throw new IllegalArgumentException("A batch of " + buffer + " without events");
     }
     long[] positions = new long[events.size() * 2];
-    String[] names = new String[2]; // database, table: the first event's
+    String database = null; // and table: the first event's
+    String table = null;
     int size = BATCH_HEADER.length + 2 * MAX_VARINT + buffer.length() * 3 + GROUP_ID_LENGTH + 1;
     BinaryDecoder in = null;
     byte[][] bodies = events.toArray(new byte[0][]);
@@ -293,12 +315,16 @@ public final class EventSerdes {
         bodies[i] = e;
       }
       in = decoder(e, in);
-      EventTail tail = readBody(in, i == 0 ? names : null, i);
+      EventTail tail = readBody(in, i == 0, i);
+      if (i == 0) {
+        database = tail.database();
+        table = tail.table();
+      }
       positions[2 * i] = tail.lsn();
       positions[2 * i + 1] = tail.commitMicros();
       size += bodyLength(e);
     }
-    String groupId = BufferBatch.groupId(names[0], names[1], positions);
+    String groupId = BufferBatch.groupId(database, table, positions);
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(size);
     bytes.writeBytes(BATCH_HEADER);
     BinaryEncoder out = EncoderFactory.get().directBinaryEncoder(bytes, null);
