@@ -155,7 +155,7 @@ final class IdentityWindow {
     ByteBuffer out = ByteBuffer.allocate(count * InsertIdentity.BYTES);
     for (long n = from; n < from + count; n++) {
       int slot = slot(n);
-      out.putLong(lsn[slot]).putLong(commitMicros[slot]).putLong(hash[slot]);
+      InsertIdentity.write(out, lsn[slot], commitMicros[slot], hash[slot]);
     }
     return out.array();
   }

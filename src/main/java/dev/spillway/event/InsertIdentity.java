@@ -19,6 +19,11 @@ public record InsertIdentity(long lsn, long commitMicros, long hash) {
   public static final int BYTES = 3 * Long.BYTES;
 
   public void writeTo(ByteBuffer out) {
+    write(out, lsn, commitMicros, hash);
+  }
+
+  /** Writes an identity given by its parts, as {@link #writeTo} does. */
+  public static void write(ByteBuffer out, long lsn, long commitMicros, long hash) {
     out.putLong(lsn).putLong(commitMicros).putLong(hash);
   }
 
