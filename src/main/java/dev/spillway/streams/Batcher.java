@@ -90,7 +90,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
    * The store a Batcher with this name needs: in memory, backed by a changelog topic, behind a
    * cache that is flushed to both before each commit, so an entry appended and emitted between two
    * commits reaches the changelog as a tombstone only; compacted soon ({@link
-   * Changelogs#shortLived}), as nearly all of it is tombstones.
+   * Changelogs#shortLivedStore}), as nearly all of it is tombstones.
    */
   public static StoreBuilder<KeyValueStore<String, byte[]>> store(String name) {
     return Changelogs.shortLivedStore(name, Serdes.String());

@@ -20,8 +20,9 @@ public final class Changelogs {
   private Changelogs() {}
 
   /**
-   * The settings of a changelog whose entries are soon superseded or deleted: a batcher writes up
-   * to an entry and a tombstone per event (its cache keeps the last write of each key between two
+   * An in-memory store of byte values behind a cache flushed to it and to its changelog before each
+   * commit, the batching stages' stores, its changelog compacted soon. A batcher writes up to an
+   * entry and a tombstone per event (its cache keeps the last write of each key between two
    * commits). By Kafka's defaults the segment being written is compacted only once it reaches 1 GiB
    * or 7 days, and compaction keeps tombstones for a day; an in-memory store is restored from its
    * changelog's start whenever its task starts (a restart, a take-over), so it would read again
@@ -31,20 +32,16 @@ public final class Changelogs {
    * longer (a standby replica lagging that much) may miss a tombstone and take back an entry
    * deleted meanwhile: a batch goes out again, as after a crash.
    */
-  static Map<String, String> shortLived() {
-    String ms = String.valueOf(COMPACTED_WITHIN.toMillis());
-    return Map.of(
-        TopicConfig.MAX_COMPACTION_LAG_MS_CONFIG, ms, TopicConfig.DELETE_RETENTION_MS_CONFIG, ms);
-  }
-
-  /**
-   * An in-memory store of byte values behind a cache flushed to it and to its changelog before each
-   * commit, the changelog {@link #shortLived}: the batching stages' stores.
-   */
   public static <K> StoreBuilder<KeyValueStore<K, byte[]>> shortLivedStore(
       String name, Serde<K> keys) {
+    String ms = String.valueOf(COMPACTED_WITHIN.toMillis());
     return Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore(name), keys, Serdes.ByteArray())
         .withCachingEnabled()
-        .withLoggingEnabled(shortLived());
+        .withLoggingEnabled(
+            Map.of(
+                TopicConfig.MAX_COMPACTION_LAG_MS_CONFIG,
+                ms,
+                TopicConfig.DELETE_RETENTION_MS_CONFIG,
+                ms));
   }
 }
