@@ -41,7 +41,6 @@ class ReconnectLogFilterTest {
     return said.list.stream().map(ILoggingEvent::getFormattedMessage).toList();
   }
 
-  /** Debezium's warning as it goes to restart after a failure it retries. */
   /** Debezium's ERROR for a failure of its task. */
   private FilterReply producerFailure(Throwable failure) {
     return decide(ReconnectLogFilter.ERROR_HANDLER, Level.ERROR, "Producer failure", failure);
@@ -52,6 +51,7 @@ class ReconnectLogFilterTest {
     return decide(ReconnectLogFilter.SOURCE_TASK, Level.INFO, "Successfully restarted task", null);
   }
 
+  /** Debezium's warning as it goes to restart after a failure it retries. */
   private FilterReply restartWarning() {
     return decide(
         ReconnectLogFilter.SOURCE_TASK,
@@ -99,17 +99,22 @@ class ReconnectLogFilterTest {
         .isEqualTo(FilterReply.NEUTRAL);
   }
 
-  /** Debezium's warning at attempt {@code attempt} on a slot the server holds for another PID. */
-  private FilterReply slotBusy(int attempt) {
-    SQLException busy =
-        new SQLException(
-            "ERROR: replication slot \"spillway_main\" is active for PID 8857", "55006");
+  /** Debezium's warning at attempt {@code attempt} of 60, a second apart, failing so. */
+  private FilterReply slotAttempt(int attempt, SQLException failure) {
     return slotBusyWarning(
         "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
         1000L,
         attempt,
         60,
-        busy);
+        failure);
+  }
+
+  /** The same, on a slot the server holds for another PID. */
+  private FilterReply slotBusy(int attempt) {
+    return slotAttempt(
+        attempt,
+        new SQLException(
+            "ERROR: replication slot \"spillway_main\" is active for PID 8857", "55006"));
   }
 
   private FilterReply slotBusyWarning(String rest, Object... params) {
@@ -139,11 +144,8 @@ class ReconnectLogFilterTest {
                 + " slot \"spillway_main\" is active for PID 8857); it asks again every 1000 ms, 60"
                 + " times at most.");
     assertThat(
-            slotBusyWarning(
-                "LSN{0/2D0854E8}, waiting for {} ms and retrying, attempt number {} over {}",
-                1000L,
+            slotAttempt(
                 1,
-                60,
                 new SQLException("ERROR: publication \"spillway_main\" does not exist", "42704")))
         .as("another failure Debezium tries again the same way")
         .isEqualTo(FilterReply.NEUTRAL);
