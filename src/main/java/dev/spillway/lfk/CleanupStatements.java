@@ -2,9 +2,13 @@ package dev.spillway.lfk;
 
 import dev.spillway.event.TableName;
 import java.sql.Array;
+import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Types;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.stream.Collectors;
 
 /**
@@ -15,6 +19,12 @@ import java.util.stream.Collectors;
  * Identifiers come from the checked definitions and are quoted; ids, limits and values are bind
  * parameters. Each cleanup statement is idempotent: once a row is deleted or updated, it no longer
  * matches.
+ *
+ * <p>A deleted id whose key the parent table holds again (a row inserted anew under it, or deleted
+ * and inserted back in one transaction) has no children to clean: they belong to the live row. When
+ * the parent lives in the child's database, each cleanup statement itself passes over such ids in
+ * its own snapshot, so a parent inserted while a batch runs keeps every child its transaction
+ * wrote; for a parent in another database, {@link #missingParents} asks before each statement.
  */
 final class CleanupStatements {
   private final CheckedKey key;
@@ -30,9 +40,11 @@ final class CleanupStatements {
   private final String firstReferences;
   private final String nextReferences;
   private final String missingParents;
+  private final boolean checksParent;
 
   CleanupStatements(CheckedKey key) {
     this.key = key;
+    this.checksParent = key.childDatabase().equals(key.parentDatabase());
     this.cleanable = cleanable(key.key());
     this.skipLocked = build(true);
     this.blocking = build(false);
@@ -43,6 +55,14 @@ final class CleanupStatements {
 
   String sql(boolean skipLockedPass) {
     return skipLockedPass ? skipLocked : blocking;
+  }
+
+  /**
+   * Whether {@link #sql} passes over ids the parent table holds again by itself (the parent is in
+   * the child's database); when not, the ids must go through {@link #missingParents} first.
+   */
+  boolean checksParent() {
+    return checksParent;
   }
 
   /**
@@ -86,11 +106,30 @@ final class CleanupStatements {
   }
 
   /**
-   * Which of the child's values (a text array) the parent table has no row for, as the child holds
-   * them, for cleanup casts them back to the child's type; compared as the parent's key type.
+   * Asks the parent's database which of the values (the child's, or deleted ids) the parent table
+   * has no row for, compared as the parent's key type: those values, as given, for cleanup casts
+   * them back to the child's type.
+   *
+   * @param timeoutSeconds the statement's timeout, 0 for none
    */
-  String missingParents() {
-    return missingParents;
+  List<String> missingParents(Connection parentDb, List<String> values, int timeoutSeconds)
+      throws SQLException {
+    try (PreparedStatement ps = parentDb.prepareStatement(missingParents)) {
+      ps.setQueryTimeout(timeoutSeconds);
+      ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
+      return strings(ps);
+    }
+  }
+
+  /** The first column of the rows a query returns, as text. */
+  static List<String> strings(PreparedStatement ps) throws SQLException {
+    List<String> out = new ArrayList<>();
+    try (ResultSet rs = ps.executeQuery()) {
+      while (rs.next()) {
+        out.add(rs.getString(1));
+      }
+    }
+    return out;
   }
 
   private int bindCleanable(PreparedStatement ps, int first) throws SQLException {
@@ -142,9 +181,9 @@ final class CleanupStatements {
             + child
             + " WHERE "
             + column
-            + " = ANY (CAST(? AS "
-            + key.columnType()
-            + "[]))"
+            + " = ANY ("
+            + (checksParent ? idsWithoutParent() : "CAST(? AS " + key.columnType() + "[])")
+            + ")"
             + cleanable
             + " LIMIT ? FOR UPDATE"
             + (skipLockedPass ? " SKIP LOCKED" : "");
@@ -177,14 +216,32 @@ final class CleanupStatements {
         + " LIMIT ?";
   }
 
+  /**
+   * The ids (a text array parameter) the parent table has no row for, cast to the child column's
+   * type: computed once per statement, before the child's index is read with them.
+   */
+  private String idsWithoutParent() {
+    return "ARRAY(SELECT CAST(u.v AS "
+        + key.columnType()
+        + ") FROM unnest(CAST(? AS text[])) AS u(v) WHERE "
+        + noParent(key)
+        + ")";
+  }
+
   private static String missingParents(CheckedKey key) {
-    String type = key.parentKeyType();
-    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE NOT EXISTS (SELECT 1 FROM "
+    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE " + noParent(key);
+  }
+
+  /**
+   * That the parent table has no row whose key is {@code u.v} (text), compared as the key's type.
+   */
+  private static String noParent(CheckedKey key) {
+    return "NOT EXISTS (SELECT 1 FROM "
         + key.key().parent().quoted()
         + " p WHERE p."
         + TableName.quote(key.parentPrimaryKey())
         + " = CAST(u.v AS "
-        + type
+        + key.parentKeyType()
         + "))";
   }
 }

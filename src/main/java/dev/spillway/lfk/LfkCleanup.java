@@ -17,6 +17,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runs a cleanup batch through the sink: for every loose foreign key of the batch's parent table,
@@ -25,9 +27,16 @@ import java.util.Optional;
  * its own. A run ends early at the per-run delete or update limit (GitLab's 100,000 and 50,000),
  * the runtime limit, a STOP of the child table's database, or shutdown; the batch then runs again
  * later and finds only what is left.
+ *
+ * <p>Ids whose key the parent table holds again are left out: their children are the live row's.
+ * The batch's ids are looked up in the parent table once, to count those ({@code
+ * spillway_lfk_reinserted_parents}), and each statement passes over any inserted since (see {@link
+ * CleanupStatements}).
  */
 final class LfkCleanup implements BatchHandler {
   private final Map<TableName, List<Child>> byParent = new LinkedHashMap<>();
+  private static final Logger log = LoggerFactory.getLogger(LfkCleanup.class);
+  private static final int PARENT_LOOKUP_TIMEOUT_SECONDS = 30;
   private final LfkSettings settings;
   private final LfkMetrics metrics;
 
@@ -61,9 +70,11 @@ final class LfkCleanup implements BatchHandler {
   @Override
   public Outcome execute(SinkRecord record, RunContext context) throws Exception {
     CleanupBatch batch = EventSerdes.decodeCleanupBatch(record.value());
+    List<Child> children = byParent.getOrDefault(batch.table(), List.of());
+    List<String> ids = children.isEmpty() ? batch.ids() : stillDeleted(batch, children, context);
     Counts counts = new Counts();
-    for (Child child : byParent.getOrDefault(batch.table(), List.of())) {
-      Optional<Outcome> ended = clean(batch, child, context.forTarget(child.target()), counts);
+    for (Child child : children) {
+      Optional<Outcome> ended = clean(ids, child, context, counts);
       if (ended.isPresent()) {
         return ended.get();
       }
@@ -86,11 +97,44 @@ final class LfkCleanup implements BatchHandler {
     long updates;
   }
 
+  /**
+   * The batch's ids the parent table has no row for; those it holds again are counted, and their
+   * children left alone.
+   */
+  private List<String> stillDeleted(CleanupBatch batch, List<Child> children, RunContext context)
+      throws SQLException {
+    List<String> missing = missingParents(children.get(0), batch.ids(), context);
+    int reinserted = batch.ids().size() - missing.size();
+    if (reinserted > 0) {
+      metrics.reinserted(batch.database(), batch.table(), reinserted);
+      if (log.isDebugEnabled()) {
+        List<String> back = new ArrayList<>(batch.ids());
+        missing.forEach(back::remove);
+        log.debug(
+            "Leaving the children of {} alone: the table holds their keys again {}",
+            batch.table().displayName(),
+            back);
+      }
+    }
+    return missing;
+  }
+
+  private static List<String> missingParents(Child child, List<String> ids, RunContext context)
+      throws SQLException {
+    CheckedKey key = child.key();
+    Target parent = new Target(key.parentDatabase(), key.key().parent());
+    try (Connection c = context.forTarget(parent).dataSource().getConnection()) {
+      return child.sql().missingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS);
+    }
+  }
+
   /** Cleans one child table; returns the outcome when the run must end before it is clean. */
   private Optional<Outcome> clean(
-      CleanupBatch batch, Child child, RunContext context, Counts counts)
+      List<String> deleted, Child child, RunContext batchContext, Counts counts)
       throws SQLException, InterruptedException {
+    RunContext context = batchContext.forTarget(child.target());
     boolean updates = child.key().key().onDelete().updates();
+    List<String> ids = deleted;
     for (boolean skipLocked : new boolean[] {true, false}) {
       while (true) {
         Optional<Outcome> end = context.checkpoint();
@@ -101,9 +145,16 @@ final class LfkCleanup implements BatchHandler {
         if (limit.isPresent()) {
           return limit;
         }
+        if (!child.sql().checksParent()) {
+          // The parent is in another database: ask it again before each statement.
+          ids = missingParents(child, ids, context);
+        }
+        if (ids.isEmpty()) {
+          return Optional.empty();
+        }
         int n = context.subBatchSize(child.limit());
         long started = System.nanoTime();
-        int modified = run(context, child, batch.ids(), skipLocked, n);
+        int modified = run(context, child, ids, skipLocked, n);
         context.subBatchDone(modified, System.nanoTime() - started);
         if (updates) {
           counts.updates += modified;

@@ -23,6 +23,7 @@ public final class LfkMetrics {
   public record ParentCounts(long processed, long incremented, long rescheduled) {}
 
   private final MeterRegistry registry;
+  static final String REINSERTED = "spillway_lfk_reinserted_parents";
   private final Counter malformed;
   private final Map<String, LongAdder[]> perParent = new ConcurrentHashMap<>();
 
@@ -55,6 +56,14 @@ public final class LfkMetrics {
   void rescheduled(String database, TableName parent, long n) {
     count(RESCHEDULED, "Deleted parent rows delayed after repeated attempts", database, parent, n);
     adders(database, parent)[2].add(n);
+  }
+
+  /**
+   * Deleted parent ids whose key the parent table held again when their batch ran, so their
+   * children were left alone.
+   */
+  void reinserted(String database, TableName parent, long n) {
+    count(REINSERTED, "Deleted parent ids the parent table holds again", database, parent, n);
   }
 
   void deletions(String database, TableName child, long n) {

@@ -404,7 +404,7 @@ public final class OrphanSweep {
         PreparedStatement ps = c.prepareStatement(sql.references(after))) {
       ps.setQueryTimeout(STATEMENT_TIMEOUT_SECONDS);
       sql.bindReferences(ps, after, chunk);
-      return strings(ps);
+      return CleanupStatements.strings(ps);
     }
   }
 
@@ -429,7 +429,7 @@ public final class OrphanSweep {
           s.execute("SET LOCAL row_security = off");
         }
         try {
-          return new Missing(lookup(c, sql, values), 0);
+          return new Missing(sql.missingParents(c, values, STATEMENT_TIMEOUT_SECONDS), 0);
         } catch (SQLException e) {
           if (!isDataException(e)) {
             throw e;
@@ -443,7 +443,7 @@ public final class OrphanSweep {
             s.execute("SET LOCAL row_security = off");
           }
           try {
-            out.addAll(lookup(c, sql, List.of(v)));
+            out.addAll(sql.missingParents(c, List.of(v), STATEMENT_TIMEOUT_SECONDS));
           } catch (SQLException e) {
             if (!isDataException(e)) {
               throw e;
@@ -460,26 +460,7 @@ public final class OrphanSweep {
     }
   }
 
-  private static List<String> lookup(Connection c, CleanupStatements sql, List<String> values)
-      throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(sql.missingParents())) {
-      ps.setQueryTimeout(STATEMENT_TIMEOUT_SECONDS);
-      ps.setArray(1, c.createArrayOf("text", values.toArray()));
-      return strings(ps);
-    }
-  }
-
   private static boolean isDataException(SQLException e) {
     return e.getSQLState() != null && e.getSQLState().startsWith(DATA_EXCEPTION);
-  }
-
-  private static List<String> strings(PreparedStatement ps) throws SQLException {
-    List<String> out = new ArrayList<>();
-    try (ResultSet rs = ps.executeQuery()) {
-      while (rs.next()) {
-        out.add(rs.getString(1));
-      }
-    }
-    return out;
   }
 }

@@ -17,6 +17,7 @@ import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import java.nio.file.Path;
 import java.sql.Connection;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
@@ -54,6 +55,17 @@ abstract class LfkContract {
 
   private static LfkSettings settings(
       int deleteLimit, long maxDeletes, int maxAttempts, Duration consumeAfter, int inFlight) {
+    return settings(deleteLimit, maxDeletes, maxAttempts, consumeAfter, inFlight, null);
+  }
+
+  /** With {@code pause} between a run's statements, when not null. */
+  private static LfkSettings settings(
+      int deleteLimit,
+      long maxDeletes,
+      int maxAttempts,
+      Duration consumeAfter,
+      int inFlight,
+      Duration pause) {
     SinkSettings sink =
         SinkSettings.defaults()
             .withAttempts(maxAttempts, consumeAfter)
@@ -70,7 +82,7 @@ abstract class LfkContract {
             sink.retryBackoffMax(),
             sink.maxRowsPerRun(),
             sink.maxRuntimePerRun(),
-            sink.subBatchPause(),
+            pause == null ? sink.subBatchPause() : pause,
             sink.throttlePause(),
             sink.throttleFactor(),
             sink.subBatchFloor(),
@@ -211,6 +223,137 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_leave_the_children_of_a_deleted_parent_whose_key_is_back_in_its_table()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main", "ci", "lfk_ci");
+    seed(
+        "lfk_main",
+        "r",
+        "CREATE TABLE r.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE r.issues (id bigserial PRIMARY KEY, project_id bigint)",
+        "INSERT INTO r.projects SELECT g FROM generate_series(1, 4) g",
+        "INSERT INTO r.issues (project_id) SELECT 1 + g % 4 FROM generate_series(1, 40) g");
+    seed(
+        "lfk_ci",
+        "r",
+        "CREATE TABLE r.builds (id bigserial PRIMARY KEY, project_id bigint)",
+        "INSERT INTO r.builds (project_id) SELECT 1 + g % 4 FROM generate_series(1, 40) g");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "r.issues",
+                "project_id",
+                "r.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"),
+            key(
+                "r.builds",
+                "project_id",
+                "r.projects",
+                OnDelete.ASYNC_DELETE,
+                "ci",
+                "main",
+                "bigint"));
+    try (LfkHarness h =
+        new LfkHarness(infra, dir, "lfk13", dbs, Map.of("r.builds", "ci"), defaults(), keys)) {
+      TestSql.exec(h.db("ci"), "INSERT INTO r.builds (project_id) VALUES (1)");
+      // Project 1 is replaced (deleted and inserted again, with a new issue) in one transaction:
+      // capture reads its delete once the project is back.
+      try (Connection c = h.db("main").getConnection()) {
+        c.setAutoCommit(false);
+        try (Statement st = c.createStatement()) {
+          st.execute("DELETE FROM r.projects WHERE id IN (1, 2)");
+          st.execute("INSERT INTO r.projects VALUES (1)");
+          st.execute("INSERT INTO r.issues (project_id) VALUES (1)");
+        }
+        c.commit();
+      }
+      TestSql.exec(h.db("main"), "DELETE FROM r.projects WHERE id = 3");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/r.projects")).isEqualTo(3));
+      assertThat(h.count("main", "SELECT count(*) FROM r.issues WHERE project_id IN (2, 3)"))
+          .isZero();
+      assertThat(h.count("ci", "SELECT count(*) FROM r.builds WHERE project_id IN (2, 3)"))
+          .isZero();
+      assertThat(h.count("main", "SELECT count(*) FROM r.issues WHERE project_id = 1"))
+          .isEqualTo(11);
+      assertThat(h.count("ci", "SELECT count(*) FROM r.builds WHERE project_id = 1")).isEqualTo(11);
+      assertThat(h.count("main", "SELECT count(*) FROM r.issues WHERE project_id = 4"))
+          .isEqualTo(10);
+      assertThat(h.runtime.registry().scrape())
+          .contains(
+              "spillway_lfk_reinserted_parents_total{database=\"main\",table=\"r.projects\"} 1.0");
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk13");
+    }
+  }
+
+  @Test
+  void should_stop_cleaning_the_children_of_a_parent_inserted_again_while_its_batch_runs()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main", "ci", "lfk_ci");
+    seed(
+        "lfk_main",
+        "q",
+        "CREATE TABLE q.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE q.issues (id bigserial PRIMARY KEY, project_id bigint)",
+        "INSERT INTO q.projects VALUES (1)",
+        "INSERT INTO q.issues (project_id) SELECT 1 FROM generate_series(1, 200)");
+    seed(
+        "lfk_ci",
+        "q",
+        "CREATE TABLE q.builds (id bigserial PRIMARY KEY, project_id bigint)",
+        "INSERT INTO q.builds (project_id) SELECT 1 FROM generate_series(1, 200)");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "q.issues",
+                "project_id",
+                "q.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"),
+            key(
+                "q.builds",
+                "project_id",
+                "q.projects",
+                OnDelete.ASYNC_DELETE,
+                "ci",
+                "main",
+                "bigint"));
+    // Statements of 10 rows, 250 ms apart: issues are cleaned for some 5 s, then builds.
+    LfkSettings s = settings(10, 100_000, 3, Duration.ofSeconds(1), 1, Duration.ofMillis(250));
+    try (LfkHarness h =
+        new LfkHarness(infra, dir, "lfk14", dbs, Map.of("q.builds", "ci"), s, keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM q.projects");
+      await()
+          .atMost(WAIT)
+          .pollInterval(Duration.ofMillis(20))
+          .until(() -> h.count("main", "SELECT count(*) FROM q.issues") < 200);
+      TestSql.exec(
+          h.db("main"),
+          "INSERT INTO q.projects VALUES (1)",
+          "INSERT INTO q.issues (project_id) VALUES (1)");
+      TestSql.exec(h.db("ci"), "INSERT INTO q.builds (project_id) VALUES (1)");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/q.projects")).isOne());
+      // The batch's statements after the insert passed over project 1, in either database.
+      assertThat(h.count("main", "SELECT count(*) FROM q.issues WHERE id = 201")).isOne();
+      assertThat(h.count("main", "SELECT count(*) FROM q.issues")).isBetween(2L, 191L);
+      assertThat(h.count("ci", "SELECT count(*) FROM q.builds")).isEqualTo(201);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk14");
+    }
+  }
+
+  @Test
   void should_report_the_backlog_per_parent_while_cleanup_is_stopped() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
@@ -267,6 +410,20 @@ abstract class LfkContract {
 
   private List<LfkBacklog.Parent> backlog(LfkHarness h) throws InterruptedException {
     return LfkBacklog.read(infra.bootstrapServers(), Map.of(), h.runtime.topics());
+  }
+
+  /**
+   * The keys as {@code run} checks them against the catalog of one test database: the tables' real
+   * primary keys and types.
+   */
+  private List<CheckedKey> checked(String database, CheckedKey... keys) throws SQLException {
+    try (var dbs = infra.databases(database)) {
+      return DefinitionCheck.check(
+              java.util.Arrays.stream(keys).map(CheckedKey::key).toList(),
+              t -> "main",
+              name -> dbs.dataSource(database))
+          .keys();
+    }
   }
 
   /** A fresh schema in a test database, filled by the statements. */
@@ -608,17 +765,10 @@ abstract class LfkContract {
         "CREATE INDEX ON v.labels (tag)",
         "INSERT INTO v.tags VALUES ('abc'), ('abcdef')",
         "INSERT INTO v.labels (tag) VALUES ('abc'), ('abc')");
-    List<CheckedKey> keys;
-    try (var checked = infra.databases("lfk_main")) {
-      keys =
-          DefinitionCheck.check(
-                  List.of(
-                      key("v.labels", "tag", "v.tags", OnDelete.ASYNC_DELETE, "main", "main", "")
-                          .key()),
-                  t -> "main",
-                  name -> checked.dataSource("lfk_main"))
-              .keys();
-    }
+    List<CheckedKey> keys =
+        checked(
+            "lfk_main",
+            key("v.labels", "tag", "v.tags", OnDelete.ASYNC_DELETE, "main", "main", ""));
     try (LfkHarness h = new LfkHarness(infra, dir, "lfk12", dbs, Map.of(), defaults(), keys)) {
       TestSql.exec(h.db("main"), "DELETE FROM v.tags WHERE name = 'abcdef'");
       await()
@@ -683,8 +833,9 @@ abstract class LfkContract {
         "INSERT INTO d.day_notes (day) SELECT day FROM d.days, generate_series(1, 3)",
         "INSERT INTO d.shift_notes (starts_at) SELECT starts_at FROM d.shifts, generate_series(1, 3)");
     List<CheckedKey> keys =
-        List.of(
-            key("d.day_notes", "day", "d.days", OnDelete.ASYNC_DELETE, "main", "main", "date"),
+        checked(
+            "lfk_main",
+            key("d.day_notes", "day", "d.days", OnDelete.ASYNC_DELETE, "main", "main", ""),
             key(
                 "d.shift_notes",
                 "starts_at",
@@ -692,7 +843,7 @@ abstract class LfkContract {
                 OnDelete.ASYNC_DELETE,
                 "main",
                 "main",
-                "timestamp without time zone"));
+                ""));
     try (LfkHarness h = new LfkHarness(infra, dir, "lfk7", dbs, Map.of(), defaults(), keys)) {
       TestSql.exec(
           h.db("main"),
