@@ -15,14 +15,20 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String SENDER = "org.apache.kafka.clients.producer.internals.Sender";
   static final String POOL = "com.zaxxer.hikari.pool.PoolBase";
   static final String CONTROLLER_APIS = "kafka.server.ControllerApis";
+  static final String REPLICA_MANAGER = "kafka.server.ReplicaManager";
 
   /**
    * A logger and words of the one message of it that is dropped, and the exception it must carry
-   * (its class name anywhere in the chain), or null for none.
+   * (its class name anywhere in the chain, with {@code causeWords} in its message when not null),
+   * or null for none.
    */
-  private record Benign(String logger, String words, String cause) {
+  private record Benign(String logger, String words, String cause, String causeWords) {
     Benign(String logger, String words) {
-      this(logger, words, null);
+      this(logger, words, null, null);
+    }
+
+    Benign(String logger, String words, String cause) {
+      this(logger, words, cause, null);
     }
 
     boolean matches(ILoggingEvent event) {
@@ -35,7 +41,9 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
 
     private boolean carries(IThrowableProxy t) {
       for (; t != null; t = t.getCause()) {
-        if (cause.equals(t.getClassName())) {
+        if (cause.equals(t.getClassName())
+            && (causeWords == null
+                || t.getMessage() != null && t.getMessage().contains(causeWords))) {
           return true;
         }
       }
@@ -50,6 +58,16 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           // A Streams producer starting its next transaction while the broker still completes the
           // last commit: retried until it is, and a failure would be an error of its own.
           new Benign(SENDER, "Error: CONCURRENT_TRANSACTIONS"),
+          // A transactional producer's second request of a new transaction reaching a partition
+          // before its first: the broker (transactions v2) refuses it until the first is in, and
+          // the producer sends it again; one that never goes in fails its transaction, an error of
+          // its own. The embedded broker logs the refusal as an error.
+          new Benign(SENDER, "Error: OUT_OF_ORDER_SEQUENCE_NUMBER"),
+          new Benign(
+              REPLICA_MANAGER,
+              "Error processing append operation on partition",
+              "org.apache.kafka.common.errors.OutOfOrderSequenceException",
+              "for transactions v2 idempotent producer with no existing state"),
           // The pool finding a connection the server ended (a restart, a failover) and opening
           // another, once per pooled connection, with advice about maxLifetime that does not apply.
           // Its failing to open one is logged, and the health monitor says STOP. A connection that

@@ -11,7 +11,9 @@ import ch.qos.logback.classic.spi.LoggingEvent;
 import ch.qos.logback.core.Appender;
 import ch.qos.logback.core.spi.FilterReply;
 import java.util.concurrent.CompletionException;
+import org.apache.kafka.common.errors.KafkaStorageException;
 import org.apache.kafka.common.errors.NotControllerException;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
 import org.junit.jupiter.api.Test;
 
 class BenignWarningFilterTest {
@@ -63,6 +65,53 @@ class BenignWarningFilterTest {
                         + " left). Error: NOT_LEADER_OR_FOLLOWER")))
         .as("the producer's other warnings")
         .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
+  void should_drop_only_the_brokers_refusal_of_a_transactions_request_ahead_of_its_first() {
+    String append =
+        "[ReplicaManager broker=1] Error processing append operation on partition"
+            + " gCJeVtkaStKwKH6Y5WAuxw:spillway.lfk.cleanup-batches-1";
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.REPLICA_MANAGER,
+                    append,
+                    new OutOfOrderSequenceException(
+                        "Invalid sequence number for producer 0 at offset 2 in partition"
+                            + " spillway.lfk.cleanup-batches-1: 1 (incoming seq. number). Expected"
+                            + " sequence 0 for transactions v2 idempotent producer with no"
+                            + " existing state."))))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.REPLICA_MANAGER,
+                    append,
+                    new OutOfOrderSequenceException(
+                        "Out of order sequence number for producer 1674 at offset 548171 in"
+                            + " partition t-0: 51 (incoming seq. number), 49 (current end sequence"
+                            + " number)"))))
+        .as("a sequence gap in a producer's known state")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.REPLICA_MANAGER,
+                    append,
+                    new KafkaStorageException("Error while appending records to t-0"))))
+        .as("another failure of an append")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.SENDER,
+                    "[Producer clientId=spillway.lfk.batcher-1-StreamThread-1-producer,"
+                        + " transactionalId=spillway.lfk.batcher-1] Got error produce response with"
+                        + " correlation id 137 on topic-partition spillway.lfk.cleanup-batches-1,"
+                        + " retrying (2147483646 attempts left). Error:"
+                        + " OUT_OF_ORDER_SEQUENCE_NUMBER")))
+        .isEqualTo(FilterReply.DENY);
   }
 
   @Test
