@@ -41,6 +41,12 @@ public final class Capture implements AutoCloseable {
   /** How often each replication slot is asked whether the server has invalidated it. */
   static final Duration SLOT_CHECK_INTERVAL = Duration.ofSeconds(5);
 
+  /**
+   * How often an instance standing by asks whether the slot still streams: a slot its instance let
+   * go is taken over at the next look.
+   */
+  static final Duration TAKE_OVER_CHECK_INTERVAL = Duration.ofSeconds(1);
+
   /** The engines streaming in this process; one takes a standing-by database's place. */
   private final List<CaptureEngine> engines = new CopyOnWriteArrayList<>();
 
@@ -75,6 +81,9 @@ public final class Capture implements AutoCloseable {
    * so that one keeps it.
    */
   static final Duration TAKE_OVER_AFTER = CaptureEngine.RECONNECT_WAIT.plusSeconds(5);
+
+  /** How long closing waits for the server to let its slots go before marking them so. */
+  private static final Duration RELEASE_WAIT = Duration.ofSeconds(5);
 
   /** Take-overs failing in a row before capture stops. */
   static final int TAKE_OVER_TRIES = 3;
@@ -164,8 +173,9 @@ public final class Capture implements AutoCloseable {
           every,
           every,
           TimeUnit.MILLISECONDS);
+      long look = Math.min(every, TAKE_OVER_CHECK_INTERVAL.toMillis());
       capture.takeOvers.scheduleWithFixedDelay(
-          capture::takeOver, every, every, TimeUnit.MILLISECONDS);
+          capture::takeOver, look, look, TimeUnit.MILLISECONDS);
       return capture;
     } catch (SQLException e) {
       capture.close();
@@ -208,6 +218,16 @@ public final class Capture implements AutoCloseable {
       throw e;
     }
     stats.standingBy(db, false);
+    try {
+      SourcePreparation.clearReleased(databases.dataSource(db), settings.slotName(db));
+    } catch (SQLException e) {
+      log.warn(
+          "Capture of database {} streams, but could not take back the mark its last process left"
+              + " when it let the slot go ({}): an instance standing by may take capture over"
+              + " while this one reconnects",
+          db,
+          e.getMessage());
+    }
     return true;
   }
 
@@ -222,11 +242,13 @@ public final class Capture implements AutoCloseable {
   }
 
   /**
-   * Takes over each standing-by database whose slot no process has streamed from for {@link
-   * #TAKE_OVER_AFTER} (and a few seconds of this instance's own, so instances standing by for one
-   * database do not all start at once). A database out of reach is asked again at the next turn;
-   * another instance taking the slot first leaves this one standing by; a take-over that starts and
-   * fails {@link #TAKE_OVER_TRIES} times in a row stops capture, as a failing start-up does.
+   * Takes over each standing-by database whose slot its last process let go when it stopped, at
+   * once (claiming the mark that process left, which only one instance finds); or that no process
+   * has streamed from for {@link #TAKE_OVER_AFTER} (and a few seconds of this instance's own, so
+   * instances standing by for one database do not all start at once), for a process that died
+   * leaves no mark. A database out of reach is asked again at the next turn; another instance
+   * taking the slot first leaves this one standing by; a take-over that starts and fails {@link
+   * #TAKE_OVER_TRIES} times in a row stops capture, as a failing start-up does.
    */
   private void takeOver() {
     for (String db : standingBy.keySet()) {
@@ -234,17 +256,20 @@ public final class Capture implements AutoCloseable {
         return;
       }
       DataSource ds = databases.dataSource(db);
+      boolean released;
       try {
         if (SourcePreparation.slotActive(ds, settings.slotName(db))) {
           idleSince.remove(db);
           continue;
         }
+        released = SourcePreparation.clearReleased(ds, settings.slotName(db));
       } catch (SQLException e) {
         idleSince.remove(db); // the database out of reach: idle is not known, asked again later
         continue;
       }
       Instant idle = idleSince.computeIfAbsent(db, d -> clock.instant());
-      if (Duration.between(idle, clock.instant()).compareTo(TAKE_OVER_AFTER.plus(stagger)) < 0) {
+      if (!released
+          && Duration.between(idle, clock.instant()).compareTo(TAKE_OVER_AFTER.plus(stagger)) < 0) {
         continue;
       }
       idleSince.remove(db);
@@ -252,7 +277,10 @@ public final class Capture implements AutoCloseable {
         if (startOrStandBy(db)) {
           standingBy.remove(db);
           failedTakeOvers.remove(db);
-          log.info("Capture of database {} taken over: its slot streams to this process", db);
+          log.info(
+              "Capture of database {} taken over ({}): its slot streams to this process",
+              db,
+              released ? "its instance stopped and let the slot go" : "its slot was left idle");
         }
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt(); // closing: the engine being started is closed too
@@ -400,9 +428,26 @@ public final class Capture implements AutoCloseable {
     // All at once: with Kafka away each engine waits its bounded close for positions it cannot
     // store, and one after another those waits would add up per database.
     AllAtOnce.run(engines, e -> "spillway-capture-close-" + e.database(), Capture::closeEngine);
+    List<String> letGo = engines.stream().map(CaptureEngine::database).toList();
     engines.clear();
     // What it still holds belongs to a batch no engine acknowledged (each waits for its sends
     // first): the slot hands it over again, so Kafka out of reach is not waited for long.
     producer.close(PRODUCER_CLOSE_WAIT);
+    letGo.forEach(this::markReleased);
+  }
+
+  /**
+   * Tells instances standing by that this process let the database's slot go, so one takes capture
+   * over at its next look. Not done when the server still shows the slot streaming after {@link
+   * #RELEASE_WAIT}; they then take over once it has been idle long enough.
+   */
+  private void markReleased(String db) {
+    try {
+      SourcePreparation.markReleased(databases.dataSource(db), settings.slotName(db), RELEASE_WAIT);
+    } catch (SQLException e) {
+      log.debug("Could not mark the slot of database {} let go: {}", db, e.getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

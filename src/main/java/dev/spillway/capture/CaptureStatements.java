@@ -40,6 +40,24 @@ final class CaptureStatements {
   static final String HEARTBEAT_TABLE = "spillway.capture_heartbeat";
 
   /**
+   * The slots whose last process stopped and let them go for good: a standing-by instance takes
+   * such a slot over at once, not after the wait that leaves a reconnecting process its slot. Not
+   * published; a row is written by the stopping process and deleted by the instance taking over.
+   */
+  static final String CREATE_RELEASES =
+      "CREATE TABLE IF NOT EXISTS spillway.capture_release"
+          + " (slot text PRIMARY KEY, released_at timestamptz NOT NULL)";
+
+  /** 1 and 2: slot name. Marks the slot let go, unless a process streams from it already. */
+  static final String MARK_RELEASED =
+      "INSERT INTO spillway.capture_release (slot, released_at) SELECT ?, now()"
+          + " WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = ? AND active)"
+          + " ON CONFLICT (slot) DO UPDATE SET released_at = excluded.released_at";
+
+  /** 1: slot name. */
+  static final String CLEAR_RELEASED = "DELETE FROM spillway.capture_release WHERE slot = ?";
+
+  /**
    * Debezium's signal table of a slot: a row of type {@code execute-snapshot} here starts an
    * incremental snapshot (read from the stream, so it must be published), and Debezium writes the
    * watermarks that bound each chunk of it here too. One per slot: a connector runs every signal

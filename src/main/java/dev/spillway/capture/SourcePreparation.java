@@ -118,6 +118,7 @@ final class SourcePreparation {
         Statement s = c.createStatement()) {
       s.execute(CaptureStatements.CREATE_SCHEMA);
       s.execute(CaptureStatements.CREATE_HEARTBEAT);
+      s.execute(CaptureStatements.CREATE_RELEASES);
       String signals = CaptureStatements.signalTable(publication);
       s.execute(CaptureStatements.createSignal(signals));
       List<String> published = new ArrayList<>();
@@ -424,6 +425,47 @@ final class SourcePreparation {
       Thread.sleep(50);
     }
     return true;
+  }
+
+  /**
+   * Marks the slot let go for good by this process, once the server shows no process streaming from
+   * it (waiting up to {@code within} for the one that just ended): a standing-by instance then
+   * takes it over at once. Nothing is marked while a process streams from it.
+   *
+   * @return whether it was marked
+   */
+  static boolean markReleased(DataSource ds, String slot, Duration within)
+      throws SQLException, InterruptedException {
+    if (!slotReleased(ds, slot, within)) {
+      return false;
+    }
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.MARK_RELEASED)) {
+      ps.setString(1, slot);
+      ps.setString(2, slot);
+      return ps.executeUpdate() > 0;
+    }
+  }
+
+  private static final String UNDEFINED_TABLE = "42P01";
+
+  /**
+   * Takes back the mark of {@link #markReleased}: by the instance taking the slot over, which thus
+   * claims it (of several standing by, one finds the mark), and by each process once it streams, so
+   * an older mark does not hand its slot over while it reconnects. False where there was none, or
+   * no process of this version has streamed from the database yet.
+   */
+  static boolean clearReleased(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.CLEAR_RELEASED)) {
+      ps.setString(1, slot);
+      return ps.executeUpdate() > 0;
+    } catch (SQLException e) {
+      if (UNDEFINED_TABLE.equals(e.getSQLState())) {
+        return false;
+      }
+      throw e;
+    }
   }
 
   static boolean slotActive(DataSource ds, String slot) throws SQLException {

@@ -17,6 +17,7 @@ import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.Infra;
+import dev.spillway.testing.SettableClock;
 import dev.spillway.testing.TcpProxy;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
@@ -27,6 +28,7 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -100,12 +102,19 @@ abstract class CaptureContract {
   /** With the slot checked every {@code slotChecks}, and metrics in {@code metrics}. */
   private Capture start(Duration slotChecks, SimpleMeterRegistry metrics, CaptureRoute... routes)
       throws InterruptedException {
+    return start(slotChecks, metrics, Clock.systemUTC(), routes);
+  }
+
+  /** As {@link #start(Duration, SimpleMeterRegistry, CaptureRoute...)}, on {@code clock}. */
+  private Capture start(
+      Duration slotChecks, SimpleMeterRegistry metrics, Clock clock, CaptureRoute... routes)
+      throws InterruptedException {
     return Capture.start(
         new CapturePlan(List.of(routes)),
         databases,
         settings,
         new CaptureStats(metrics),
-        Clock.systemUTC(),
+        clock,
         slotChecks);
   }
 
@@ -616,6 +625,48 @@ abstract class CaptureContract {
                   infra().bootstrapServers(), topics.deletedRecords(), 1, TIMEOUT))
           .as("captured by the second")
           .hasSize(1);
+    } finally {
+      first.close();
+    }
+  }
+
+  @Test
+  void should_take_over_at_once_from_an_instance_that_stopped_but_not_from_one_reconnecting()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String topic = topics.bufferEvents("events");
+    // An instance stops with none standing by: the mark it leaves is the next one's to take back.
+    start(inserts("events")).close();
+    // The others' clock never moves: a slot idle for 15 s, the sign of an instance that died,
+    // never is.
+    Clock frozen = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
+    Capture first = start(inserts("events"));
+    try (Capture second =
+            start(Duration.ofMillis(200), new SimpleMeterRegistry(), frozen, inserts("events"));
+        Capture third =
+            start(Duration.ofMillis(200), new SimpleMeterRegistry(), frozen, inserts("events"))) {
+      assertThat(second.standingBy()).containsOnlyKeys(DB);
+      assertThat(third.standingBy()).containsOnlyKeys(DB);
+
+      // The server ends the first one's stream: it reconnects 10 s later and keeps its slot.
+      endSender(settings.slotName(DB));
+      insertRange(1, 1);
+      TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
+      assertThat(first.failure()).isEmpty();
+      assertThat(second.standingBy()).as("still standing by").containsOnlyKeys(DB);
+      assertThat(third.standingBy()).as("still standing by").containsOnlyKeys(DB);
+
+      first.close(); // stops and lets the slot go: one of the others takes over at its next look
+
+      await()
+          .atMost(TIMEOUT)
+          .until(() -> second.standingBy().isEmpty() || third.standingBy().isEmpty());
+      Capture other = second.standingBy().isEmpty() ? third : second;
+      insertRange(2, 2);
+      TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
+      assertThat(other.standingBy()).as("the other stands by on").containsOnlyKeys(DB);
+      assertThat(second.failure()).isEmpty();
+      assertThat(third.failure()).isEmpty();
     } finally {
       first.close();
     }
