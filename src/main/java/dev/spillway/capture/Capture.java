@@ -218,16 +218,6 @@ public final class Capture implements AutoCloseable {
       throw e;
     }
     stats.standingBy(db, false);
-    try {
-      SourcePreparation.clearReleased(databases.dataSource(db), settings.slotName(db));
-    } catch (SQLException e) {
-      log.warn(
-          "Capture of database {} streams, but could not take back the mark its last process left"
-              + " when it let the slot go ({}): an instance standing by may take capture over"
-              + " while this one reconnects",
-          db,
-          e.getMessage());
-    }
     return true;
   }
 
@@ -262,10 +252,14 @@ public final class Capture implements AutoCloseable {
           idleSince.remove(db);
           continue;
         }
-        released = SourcePreparation.clearReleased(ds, settings.slotName(db));
       } catch (SQLException e) {
         idleSince.remove(db); // the database out of reach: idle is not known, asked again later
         continue;
+      }
+      try {
+        released = SourcePreparation.clearReleased(ds, settings.slotName(db));
+      } catch (SQLException e) {
+        released = false; // as if no mark: the slot is still taken over once idle long enough
       }
       Instant idle = idleSince.computeIfAbsent(db, d -> clock.instant());
       if (!released
@@ -428,12 +422,14 @@ public final class Capture implements AutoCloseable {
     // All at once: with Kafka away each engine waits its bounded close for positions it cannot
     // store, and one after another those waits would add up per database.
     AllAtOnce.run(engines, e -> "spillway-capture-close-" + e.database(), Capture::closeEngine);
-    List<String> letGo = engines.stream().map(CaptureEngine::database).toList();
+    // Only what streamed: an engine whose start was cut short may have found the slot taken.
+    List<String> letGo =
+        engines.stream().filter(CaptureEngine::started).map(CaptureEngine::database).toList();
     engines.clear();
     // What it still holds belongs to a batch no engine acknowledged (each waits for its sends
     // first): the slot hands it over again, so Kafka out of reach is not waited for long.
     producer.close(PRODUCER_CLOSE_WAIT);
-    letGo.forEach(this::markReleased);
+    AllAtOnce.run(letGo, db -> "spillway-capture-release-" + db, this::markReleased);
   }
 
   /**

@@ -293,6 +293,16 @@ final class CaptureEngine implements AutoCloseable {
       Thread.sleep(20);
     }
     started = true;
+    try {
+      SourcePreparation.clearReleased(dataSource, slot);
+    } catch (SQLException e) {
+      log.warn(
+          "Capture of database {} streams, but could not take back the mark its last process left"
+              + " when it let the slot go ({}): an instance standing by may take capture over"
+              + " while this one reconnects; it tries again at each slot check",
+          endpoint.name(),
+          e.getMessage());
+    }
     log.info(
         "Capturing {} from database {} (slot {})",
         plan.routes(endpoint.name()).stream()
@@ -323,12 +333,31 @@ final class CaptureEngine implements AutoCloseable {
     if (loss == null) {
       goneReadings = 0;
       checkPublished();
+      clearReleaseMark();
       return;
     }
     if (loss.gone() && ++goneReadings < 2) {
       return;
     }
     stop(new SlotUnavailableException(loss.sentence()));
+  }
+
+  /**
+   * Takes back a mark that the slot was let go, should a process that stopped have written it late
+   * (after this one began to stream): left, it would hand the slot to an instance standing by the
+   * next time this one reconnects.
+   */
+  private void clearReleaseMark() {
+    try {
+      SourcePreparation.clearReleased(dataSource, slot);
+    } catch (SQLException e) {
+      // Looked at again at the next check.
+    }
+  }
+
+  /** Whether the engine streamed: its start returned. */
+  boolean started() {
+    return started;
   }
 
   /**

@@ -647,6 +647,17 @@ abstract class CaptureContract {
             start(Duration.ofMillis(200), new SimpleMeterRegistry(), frozen, inserts("events"))) {
       assertThat(second.standingBy()).containsOnlyKeys(DB);
       assertThat(third.standingBy()).containsOnlyKeys(DB);
+      // A mark written late, after the first began to stream, by an instance that stopped: the
+      // first takes it back at its next slot check.
+      TestSql.exec(
+          ds,
+          "INSERT INTO spillway.capture_release VALUES ('" + settings.slotName(DB) + "', now())");
+      await()
+          .atMost(TIMEOUT)
+          .until(
+              () ->
+                  TestSql.text(ds, "SELECT count(*)::text FROM spillway.capture_release")
+                      .equals("0"));
 
       // The server ends the first one's stream: it reconnects 10 s later and keeps its slot.
       endSender(settings.slotName(DB));
@@ -667,6 +678,42 @@ abstract class CaptureContract {
       assertThat(other.standingBy()).as("the other stands by on").containsOnlyKeys(DB);
       assertThat(second.failure()).isEmpty();
       assertThat(third.failure()).isEmpty();
+    } finally {
+      first.close();
+    }
+  }
+
+  @Test
+  void should_take_over_a_slot_left_idle_though_its_mark_cannot_be_read() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
+    Capture first = start(inserts("events"));
+    try (Capture second =
+            start(Duration.ofMillis(200), new SimpleMeterRegistry(), clock, inserts("events"));
+        Connection locker = ds.getConnection()) {
+      assertThat(second.standingBy()).containsOnlyKeys(DB);
+      // The marks' table locked: the first cannot leave a mark, the second's look for one fails
+      // at its lock timeout, and the slot must still be taken over once idle long enough.
+      locker.setAutoCommit(false);
+      try (Statement st = locker.createStatement()) {
+        st.execute("LOCK TABLE spillway.capture_release IN ACCESS EXCLUSIVE MODE");
+      }
+      first.close();
+      await()
+          .atMost(TIMEOUT)
+          .until(
+              () -> {
+                clock.advance(Duration.ofSeconds(1));
+                return second.standingBy().isEmpty();
+              });
+      locker.rollback();
+      insertRange(1, 1);
+      TopicReader.readUntil(
+          infra().bootstrapServers(),
+          topics.bufferEvents("events"),
+          r -> ids(r).contains(1L),
+          TIMEOUT);
+      assertThat(second.failure()).isEmpty();
     } finally {
       first.close();
     }
