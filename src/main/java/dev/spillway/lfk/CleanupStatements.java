@@ -228,8 +228,13 @@ final class CleanupStatements {
         + ")";
   }
 
+  /**
+   * On a standby (a pool that reached one after a failover) every value counts as missing: a
+   * lagging one may still show a deleted parent, and its children would be left for good.
+   */
   private static String missingParents(CheckedKey key) {
-    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE " + noParent(key);
+    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE pg_is_in_recovery() OR "
+        + noParent(key);
   }
 
   /**

@@ -7,7 +7,7 @@ import ch.qos.logback.core.spi.FilterReply;
 import java.util.List;
 
 /**
- * Drops the warnings (and the one error) Kafka and HikariCP log while nothing is wrong; everything
+ * Drops the warnings (and the two errors) Kafka and HikariCP log while nothing is wrong; everything
  * else of the same loggers passes. Named in {@code logback.xml}.
  */
 public final class BenignWarningFilter extends Filter<ILoggingEvent> {
@@ -18,24 +18,32 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String REPLICA_MANAGER = "kafka.server.ReplicaManager";
 
   /**
-   * A logger and words of the one message of it that is dropped, and the exception it must carry
-   * (its class name anywhere in the chain, with {@code causeWords} in its message when not null),
-   * or null for none.
+   * A logger and words (all of them) of the one message of it that is dropped, and the exception it
+   * must carry (its class name anywhere in the chain, with {@code causeWords} in its message when
+   * not null), or null for none.
    */
-  private record Benign(String logger, String words, String cause, String causeWords) {
+  private record Benign(String logger, List<String> words, String cause, String causeWords) {
     Benign(String logger, String words) {
+      this(logger, List.of(words), null, null);
+    }
+
+    Benign(String logger, List<String> words) {
       this(logger, words, null, null);
     }
 
     Benign(String logger, String words, String cause) {
-      this(logger, words, cause, null);
+      this(logger, List.of(words), cause, null);
+    }
+
+    Benign(String logger, String words, String cause, String causeWords) {
+      this(logger, List.of(words), cause, causeWords);
     }
 
     boolean matches(ILoggingEvent event) {
       String message = event.getFormattedMessage();
       return logger.equals(event.getLoggerName())
           && message != null
-          && message.contains(words)
+          && words.stream().allMatch(message::contains)
           && (cause == null || carries(event.getThrowableProxy()));
     }
 
@@ -62,7 +70,7 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           // before its first: the broker (transactions v2) refuses it until the first is in, and
           // the producer sends it again; one that never goes in fails its transaction, an error of
           // its own. The embedded broker logs the refusal as an error.
-          new Benign(SENDER, "Error: OUT_OF_ORDER_SEQUENCE_NUMBER"),
+          new Benign(SENDER, List.of("transactionalId=", "Error: OUT_OF_ORDER_SEQUENCE_NUMBER")),
           new Benign(
               REPLICA_MANAGER,
               "Error processing append operation on partition",

@@ -112,6 +112,15 @@ class BenignWarningFilterTest {
                         + " retrying (2147483646 attempts left). Error:"
                         + " OUT_OF_ORDER_SEQUENCE_NUMBER")))
         .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.SENDER,
+                    "[Producer clientId=spillway-capture] Got error produce response with"
+                        + " correlation id 9 on topic-partition t-0, retrying (2147483646 attempts"
+                        + " left). Error: OUT_OF_ORDER_SEQUENCE_NUMBER")))
+        .as("a producer outside transactions: shown")
+        .isEqualTo(FilterReply.NEUTRAL);
   }
 
   @Test
