@@ -656,7 +656,11 @@ abstract class CaptureContract {
           .atMost(TIMEOUT)
           .until(
               () ->
-                  TestSql.text(ds, "SELECT count(*)::text FROM spillway.capture_release")
+                  TestSql.text(
+                          ds,
+                          "SELECT count(*)::text FROM spillway.capture_release WHERE slot = '"
+                              + settings.slotName(DB)
+                              + "'")
                       .equals("0"));
 
       // The server ends the first one's stream: it reconnects 10 s later and keeps its slot.
