@@ -293,16 +293,7 @@ final class CaptureEngine implements AutoCloseable {
       Thread.sleep(20);
     }
     started = true;
-    try {
-      SourcePreparation.clearReleased(dataSource, slot);
-    } catch (SQLException e) {
-      log.warn(
-          "Capture of database {} streams, but could not take back the mark its last process left"
-              + " when it let the slot go ({}): an instance standing by may take capture over"
-              + " while this one reconnects; it tries again at each slot check",
-          endpoint.name(),
-          e.getMessage());
-    }
+    clearReleaseMark();
     log.info(
         "Capturing {} from database {} (slot {})",
         plan.routes(endpoint.name()).stream()
@@ -343,15 +334,19 @@ final class CaptureEngine implements AutoCloseable {
   }
 
   /**
-   * Takes back a mark that the slot was let go, should a process that stopped have written it late
-   * (after this one began to stream): left, it would hand the slot to an instance standing by the
-   * next time this one reconnects.
+   * Takes back a mark that the slot was let go, left by the process that streamed before this one
+   * or written late (after this one began to stream) by a process that stopped: left, it would hand
+   * the slot to an instance standing by the next time this one reconnects. Done once streaming and
+   * at each slot check, which also tries again after a failure here.
    */
   private void clearReleaseMark() {
     try {
       SourcePreparation.clearReleased(dataSource, slot);
     } catch (SQLException e) {
-      // Looked at again at the next check.
+      log.debug(
+          "Capture of database {} could not take back a release mark: {}",
+          endpoint.name(),
+          e.getMessage());
     }
   }
 
