@@ -197,6 +197,7 @@ public final class Capture implements AutoCloseable {
         new CaptureEngine(
             databases.endpoint(db),
             databases.dataSource(db),
+            databases.unpooledSource(db),
             plan,
             settings,
             producer,

@@ -10,6 +10,7 @@ import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
 import java.io.IOException;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
@@ -92,6 +93,7 @@ final class CaptureEngine implements AutoCloseable {
 
   private final DatabaseEndpoint endpoint;
   private final DataSource dataSource;
+  private final DataSource direct;
   private final CapturePlan plan;
   private final CaptureSettings settings;
   private final Producer<byte[], byte[]> producer;
@@ -122,6 +124,7 @@ final class CaptureEngine implements AutoCloseable {
   CaptureEngine(
       DatabaseEndpoint endpoint,
       DataSource dataSource,
+      DataSource direct,
       CapturePlan plan,
       CaptureSettings settings,
       Producer<byte[], byte[]> producer,
@@ -129,6 +132,7 @@ final class CaptureEngine implements AutoCloseable {
       Clock clock) {
     this.endpoint = endpoint;
     this.dataSource = dataSource;
+    this.direct = direct;
     this.plan = plan;
     this.settings = settings;
     this.producer = producer;
@@ -156,9 +160,28 @@ final class CaptureEngine implements AutoCloseable {
    * Prepares the source, starts the engine and returns once the replication slot streams to it, so
    * every change committed after this returns is captured.
    *
-   * @throws SlotBusyException when the slot streams to another process, before anything is changed
+   * @throws SlotBusyException when the slot streams to another process, or another process is
+   *     starting capture from it, before anything is changed
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
+    // Held until the slot streams here, so another instance starting now finds it streaming.
+    try (Connection lock = SourcePreparation.lockStart(direct, slot, timeout)) {
+      if (lock == null) {
+        throw new SlotBusyException(
+            "Another process (another instance of this installation) has been starting capture"
+                + " from replication slot "
+                + slot
+                + " of database "
+                + endpoint.name()
+                + " for "
+                + timeout.toSeconds()
+                + " s; nothing was changed");
+      }
+      startLocked(timeout);
+    }
+  }
+
+  private void startLocked(Duration timeout) throws SQLException, InterruptedException {
     if (!SourcePreparation.slotReleased(dataSource, slot, SLOT_RELEASE_WAIT)) {
       // Another process streams from it; changing the publication under it would change what it
       // captures, and the slot would not stream to this one anyway.

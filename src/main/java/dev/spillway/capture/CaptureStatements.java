@@ -112,6 +112,13 @@ final class CaptureStatements {
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
 
+  /**
+   * 1: slot name. Takes, when free, the lock one process at a time holds while it starts capture
+   * from the slot (a session's advisory lock, let go when its connection closes): true when taken.
+   */
+  static final String TRY_START_LOCK =
+      "SELECT pg_try_advisory_lock(hashtext('spillway capture start'), hashtext(?))";
+
   /** 1: slot name. A row with true while a client streams from it. */
   static final String SLOT_ACTIVE =
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";

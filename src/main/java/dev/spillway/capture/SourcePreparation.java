@@ -428,6 +428,42 @@ final class SourcePreparation {
   }
 
   /**
+   * Takes the slot's start lock, which one process at a time holds from before it looks whether the
+   * slot streams until its engine streams from it: instances starting together (deployed at once,
+   * or taking over at once) would otherwise all find the slot free, all make or start it, and all
+   * count its stream as their own. Waits up to {@code within} for a start under way elsewhere.
+   *
+   * @param direct connections of their own, not the pool's: the lock is held while the start uses
+   *     the pool, which may have one connection
+   * @return the connection holding the lock, which closing lets go; null when it was not free
+   *     within {@code within}
+   */
+  static Connection lockStart(DataSource direct, String slot, Duration within)
+      throws SQLException, InterruptedException {
+    long deadline = System.nanoTime() + within.toNanos();
+    Connection c = direct.getConnection();
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.TRY_START_LOCK)) {
+      ps.setString(1, slot);
+      while (true) {
+        try (ResultSet rs = ps.executeQuery()) {
+          rs.next();
+          if (rs.getBoolean(1)) {
+            return c;
+          }
+        }
+        if (System.nanoTime() > deadline) {
+          c.close();
+          return null;
+        }
+        Thread.sleep(50);
+      }
+    } catch (SQLException | InterruptedException | RuntimeException e) {
+      c.close();
+      throw e;
+    }
+  }
+
+  /**
    * Marks the slot let go for good by this process, once the server shows no process streaming from
    * it (waiting up to {@code within} for the one that just ended): a standing-by instance then
    * takes it over at once. Nothing is marked while a process streams from it.

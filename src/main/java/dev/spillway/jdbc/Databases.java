@@ -51,11 +51,12 @@ public final class Databases implements AutoCloseable {
   }
 
   /**
-   * Unpooled connections to the database for the health monitor, which keeps one open: whether it
-   * can connect says whether the database is reachable, whatever the pool's workers hold, and it
-   * learns so within {@value #MONITOR_CONNECT_SECONDS} s rather than the pool's 30.
+   * Unpooled connections to the database. The health monitor keeps one open: whether it can connect
+   * says whether the database is reachable, whatever the pool's workers hold, and it learns so
+   * within {@value #MONITOR_CONNECT_SECONDS} s rather than the pool's 30. Capture holds one while
+   * it starts, for a lock it keeps while using the pool.
    */
-  public DataSource monitorSource(String name) {
+  public DataSource unpooledSource(String name) {
     DatabaseEndpoint e = endpoint(name);
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setURL(e.url());

@@ -190,7 +190,7 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   private void startHealth(List<DatabaseEndpoint> endpoints) {
     Map<String, DataSource> sources = new LinkedHashMap<>();
-    endpoints.forEach(e -> sources.put(e.name(), databases.monitorSource(e.name())));
+    endpoints.forEach(e -> sources.put(e.name(), databases.unpooledSource(e.name())));
     health = new HealthMonitor(config.health(), sources, clock, registry);
     for (DatabaseEndpoint e : endpoints) {
       health.addIndicators(

@@ -29,6 +29,7 @@ import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -36,6 +37,13 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -684,6 +692,66 @@ abstract class CaptureContract {
       assertThat(third.failure()).isEmpty();
     } finally {
       first.close();
+    }
+  }
+
+  @Test
+  void should_let_one_of_two_instances_starting_at_once_stream_and_the_other_stand_by()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    // Twice: both find no slot (the installation's first start), then both find it made.
+    for (long round = 1; round <= 2; round++) {
+      List<Capture> both = startedAtOnce(2, inserts("events"));
+      try {
+        assertThat(both).filteredOn(c -> c.standingBy().isEmpty()).as("streaming").hasSize(1);
+        assertThat(both)
+            .filteredOn(c -> c.standingBy().containsKey(DB))
+            .as("standing by")
+            .hasSize(1);
+        insertRange((int) round, (int) round);
+        long id = round;
+        TopicReader.readUntil(
+            infra().bootstrapServers(),
+            topics.bufferEvents("events"),
+            r -> ids(r).contains(id),
+            TIMEOUT);
+        assertThat(both).allSatisfy(c -> assertThat(c.failure()).isEmpty());
+      } finally {
+        both.forEach(Capture::close);
+      }
+    }
+  }
+
+  /** Starts {@code n} instances of the same plan at the same moment; all are closed on failure. */
+  private List<Capture> startedAtOnce(int n, CaptureRoute... routes) throws Exception {
+    ExecutorService starting = Executors.newFixedThreadPool(n);
+    try {
+      CyclicBarrier together = new CyclicBarrier(n);
+      List<Future<Capture>> starts = new ArrayList<>();
+      for (int i = 0; i < n; i++) {
+        starts.add(
+            starting.submit(
+                () -> {
+                  together.await();
+                  return start(Duration.ofMillis(200), new SimpleMeterRegistry(), routes);
+                }));
+      }
+      List<Capture> started = new ArrayList<>();
+      Exception failed = null;
+      for (Future<Capture> s : starts) {
+        try {
+          started.add(s.get(2, TimeUnit.MINUTES));
+        } catch (ExecutionException | TimeoutException e) {
+          failed = failed == null ? e : failed;
+        }
+      }
+      if (failed != null) {
+        started.forEach(Capture::close);
+        throw failed;
+      }
+      return started;
+    } finally {
+      starting.shutdownNow();
     }
   }
 

@@ -33,7 +33,7 @@ class HealthMonitorIT {
             new HealthMonitor(
                 new HealthMonitor.Settings(
                     Duration.ofSeconds(1), Duration.ofSeconds(30), HealthThresholds.defaults()),
-                Map.of(DB, databases.monitorSource(DB)),
+                Map.of(DB, databases.unpooledSource(DB)),
                 Clock.systemUTC(),
                 new SimpleMeterRegistry())) {
       DataSource ds = checks(databases);
@@ -162,7 +162,7 @@ class HealthMonitorIT {
     stalls.setSocketTimeout(10);
     Map<String, DataSource> all = new LinkedHashMap<>();
     all.put("silent", stalls);
-    all.put(DB, databases.monitorSource(DB));
+    all.put(DB, databases.unpooledSource(DB));
     return all;
   }
 

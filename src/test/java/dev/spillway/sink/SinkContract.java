@@ -302,7 +302,7 @@ abstract class SinkContract {
             new HealthMonitor(
                 new HealthMonitor.Settings(
                     Duration.ofMillis(100), Duration.ofSeconds(1), HealthThresholds.defaults()),
-                Map.of(DB, through.monitorSource(DB)),
+                Map.of(DB, through.unpooledSource(DB)),
                 Clock.systemUTC(),
                 registry)) {
       monitor.state(DB, table); // watch the table from the first sample on
