@@ -7,8 +7,8 @@ import ch.qos.logback.core.spi.FilterReply;
 import java.util.List;
 
 /**
- * Drops the warnings (and the two errors) Kafka and HikariCP log while nothing is wrong; everything
- * else of the same loggers passes. Named in {@code logback.xml}.
+ * Drops the warnings (and the errors) Kafka, HikariCP and Debezium log while nothing is wrong;
+ * everything else of the same loggers passes. Named in {@code logback.xml}.
  */
 public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String CONTROLLER = "org.apache.kafka.controller.QuorumController";
@@ -16,6 +16,7 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String POOL = "com.zaxxer.hikari.pool.PoolBase";
   static final String CONTROLLER_APIS = "kafka.server.ControllerApis";
   static final String REPLICA_MANAGER = "kafka.server.ReplicaManager";
+  static final String DEBEZIUM_ERRORS = "io.debezium.pipeline.ErrorHandler";
 
   /**
    * A logger and words (all of them) of the one message of it that is dropped, and the exception it
@@ -76,6 +77,9 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
               "Error processing append operation on partition",
               "org.apache.kafka.common.errors.OutOfOrderSequenceException",
               "for transactions v2 idempotent producer with no existing state"),
+          // A capture engine closed while Debezium waits to ask again for its slot (one another
+          // instance took over): the wait is interrupted as the engine stops, nothing failed.
+          new Benign(DEBEZIUM_ERRORS, "Producer failure", "java.lang.InterruptedException"),
           // The pool finding a connection the server ended (a restart, a failover) and opening
           // another, once per pooled connection, with advice about maxLifetime that does not apply.
           // Its failing to open one is logged, and the health monitor says STOP. A connection that

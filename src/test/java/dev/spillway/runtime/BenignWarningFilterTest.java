@@ -183,6 +183,25 @@ class BenignWarningFilterTest {
   }
 
   @Test
+  void should_drop_only_debeziums_failure_of_a_wait_its_engine_closing_interrupted() {
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.DEBEZIUM_ERRORS,
+                    "Producer failure",
+                    new InterruptedException("sleep interrupted"))))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                error(
+                    BenignWarningFilter.DEBEZIUM_ERRORS,
+                    "Producer failure",
+                    new IllegalStateException("publication does not exist"))))
+        .as("another failure: shown")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
   void should_be_on_the_shipped_console_while_the_controller_logs_its_warnings() throws Exception {
     JoranConfigurator configurator = new JoranConfigurator();
     configurator.setContext(context);
