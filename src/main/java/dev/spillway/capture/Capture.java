@@ -24,6 +24,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -46,6 +47,15 @@ public final class Capture implements AutoCloseable {
    * go is taken over at the next look.
    */
   static final Duration TAKE_OVER_CHECK_INTERVAL = Duration.ofSeconds(1);
+
+  /** Captures started in this process so far. */
+  private static final AtomicInteger STARTED = new AtomicInteger();
+
+  /**
+   * This capture's number among them, in its engines' JMX names: Debezium's are per database
+   * otherwise, and one engine waits two minutes for another's of the same name to go.
+   */
+  private final int number = STARTED.incrementAndGet();
 
   /** The engines streaming in this process; one takes a standing-by database's place. */
   private final List<CaptureEngine> engines = new CopyOnWriteArrayList<>();
@@ -168,6 +178,9 @@ public final class Capture implements AutoCloseable {
                     engine.database(),
                     e.toString());
               }
+              if (engine.slotTaken()) {
+                capture.standByAgain(engine);
+              }
             }
           },
           every,
@@ -198,6 +211,7 @@ public final class Capture implements AutoCloseable {
             databases.endpoint(db),
             databases.dataSource(db),
             databases.unpooledSource(db),
+            number,
             plan,
             settings,
             producer,
@@ -220,6 +234,16 @@ public final class Capture implements AutoCloseable {
     }
     stats.standingBy(db, false);
     return true;
+  }
+
+  /**
+   * Stands by for a database whose slot another process took over while this one's engine
+   * reconnected: that one captures now, and this one takes over again once it lets the slot go.
+   */
+  private void standByAgain(CaptureEngine engine) {
+    engines.remove(engine); // it no longer streams: nothing of it is let go when this one closes
+    closeEngine(engine);
+    standBy(engine.database(), "another process took its replication slot over");
   }
 
   private void standBy(String db, String why) {

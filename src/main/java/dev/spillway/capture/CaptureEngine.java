@@ -93,7 +93,13 @@ final class CaptureEngine implements AutoCloseable {
 
   private final DatabaseEndpoint endpoint;
   private final DataSource dataSource;
+
+  /** Connections outside the pool, for the start lock. */
   private final DataSource direct;
+
+  /** The number of the {@link Capture} it belongs to, among those of this process. */
+  private final int capture;
+
   private final CapturePlan plan;
   private final CaptureSettings settings;
   private final Producer<byte[], byte[]> producer;
@@ -112,8 +118,14 @@ final class CaptureEngine implements AutoCloseable {
   /** Checks in a row that did not find the slot; only {@link #checkSlot} touches it. */
   private int goneReadings;
 
+  /** {@link System#nanoTime()} when the engine last had a batch, or began to stream. */
+  private volatile long lastBatch;
+
   /** Set once {@link #start} has returned with the slot streaming. */
   private volatile boolean started;
+
+  /** Set once the slot streams and this engine has had nothing from it for {@link #quiet}. */
+  private volatile boolean slotTaken;
 
   /** Set once the engine has ended, on its own or closed. */
   private volatile boolean completed;
@@ -125,6 +137,7 @@ final class CaptureEngine implements AutoCloseable {
       DatabaseEndpoint endpoint,
       DataSource dataSource,
       DataSource direct,
+      int capture,
       CapturePlan plan,
       CaptureSettings settings,
       Producer<byte[], byte[]> producer,
@@ -133,6 +146,7 @@ final class CaptureEngine implements AutoCloseable {
     this.endpoint = endpoint;
     this.dataSource = dataSource;
     this.direct = direct;
+    this.capture = capture;
     this.plan = plan;
     this.settings = settings;
     this.producer = producer;
@@ -315,6 +329,7 @@ final class CaptureEngine implements AutoCloseable {
       }
       Thread.sleep(20);
     }
+    lastBatch = System.nanoTime();
     started = true;
     clearReleaseMark();
     log.info(
@@ -346,6 +361,17 @@ final class CaptureEngine implements AutoCloseable {
     }
     if (loss == null) {
       goneReadings = 0;
+      if (streamsElsewhere()) {
+        slotTaken = true;
+        log.info(
+            "Capture of database {}: replication slot {} streams, and not to this process, which"
+                + " has had nothing from it for {} s: another process (another instance of this"
+                + " installation) took it over while this one reconnected",
+            endpoint.name(),
+            slot,
+            quiet().toSeconds());
+        return;
+      }
       checkPublished();
       clearReleaseMark();
       return;
@@ -354,6 +380,38 @@ final class CaptureEngine implements AutoCloseable {
       return;
     }
     stop(new SlotUnavailableException(loss.sentence()));
+  }
+
+  /**
+   * Whether the slot streams to another process: it streams, and this engine, which while it
+   * streams gets at least a heartbeat every {@code heartbeat-interval}, has had nothing from it for
+   * {@link #quiet()} and is not waiting on Kafka with a batch in hand. A slot the server still
+   * holds for this process's own lost connection (until {@code wal_sender_timeout}) looks the same;
+   * the process then stands by, and it or another takes the slot over once it has been idle long
+   * enough.
+   */
+  private boolean streamsElsewhere() {
+    if (handOver.current() != null || System.nanoTime() - lastBatch < quiet().toNanos()) {
+      return false;
+    }
+    try {
+      return SourcePreparation.slotActive(dataSource, slot);
+    } catch (SQLException e) {
+      return false; // asked again at the next check
+    }
+  }
+
+  private Duration quiet() {
+    return quiet(settings.heartbeatInterval());
+  }
+
+  /**
+   * How long an engine whose slot streams goes without a batch at most while the stream is its own:
+   * its last heartbeat before losing its connection, the wait before it reconnects, a few seconds
+   * for Debezium to start streaming again, and the first heartbeat after.
+   */
+  static Duration quiet(Duration heartbeat) {
+    return heartbeat.multipliedBy(2).plus(RECONNECT_WAIT).plusSeconds(5);
   }
 
   /**
@@ -371,6 +429,17 @@ final class CaptureEngine implements AutoCloseable {
           endpoint.name(),
           e.getMessage());
     }
+  }
+
+  /**
+   * Whether the engine found that another process took its slot over: it streamed, lost its
+   * connection, and while it reconnected an instance standing by found the slot idle long enough
+   * and took it (the network between this process and the server cut for longer than the other's
+   * wait, say). Debezium would ask for the slot again and again; {@link Capture} closes the engine
+   * and stands by instead.
+   */
+  boolean slotTaken() {
+    return slotTaken;
   }
 
   /** Whether the engine streamed: its start returned. */
@@ -536,6 +605,7 @@ final class CaptureEngine implements AutoCloseable {
       List<RecordChangeEvent<SourceRecord>> batch,
       DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer)
       throws InterruptedException {
+    lastBatch = System.nanoTime();
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>(batch.size());
     List<CaptureRoute> routes = new ArrayList<>(batch.size());
     for (RecordChangeEvent<SourceRecord> change : batch) {
@@ -556,6 +626,7 @@ final class CaptureEngine implements AutoCloseable {
         committer.markProcessed(change);
       }
       committer.markBatchFinished();
+      lastBatch = System.nanoTime();
     } finally {
       if (interrupted) {
         Thread.currentThread().interrupt();
@@ -688,6 +759,7 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("name", engineName());
     p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
     p.setProperty("topic.prefix", serverName());
+    p.setProperty("custom.metric.tags", "capture=" + capture);
     p.setProperty("database.hostname", endpoint.host());
     p.setProperty("database.port", String.valueOf(endpoint.port()));
     p.setProperty("database.dbname", endpoint.databaseName());

@@ -722,6 +722,62 @@ abstract class CaptureContract {
     }
   }
 
+  @Test
+  void should_stand_by_once_another_instance_took_its_slot_while_it_reconnected() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String topic = topics.bufferEvents("events");
+    // A heartbeat every second: an engine that has had nothing for 17 s does not stream.
+    settings =
+        new CaptureSettings(
+            settings.bootstrapServers(),
+            topics,
+            settings.partitions(),
+            settings.replicationFactor(),
+            settings.kafkaProperties(),
+            settings.pollInterval(),
+            Duration.ofSeconds(1),
+            settings.maxBatchSize(),
+            settings.offsetFlushInterval());
+    SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
+    Capture first = start(Duration.ofMillis(200), new SimpleMeterRegistry(), inserts("events"));
+    try (Capture second =
+        start(Duration.ofMillis(200), new SimpleMeterRegistry(), clock, inserts("events"))) {
+      assertThat(second.standingBy()).containsOnlyKeys(DB);
+      // Nothing inserted for longer than that: the first's heartbeats say it streams.
+      await()
+          .during(CaptureEngine.quiet(settings.heartbeatInterval()).plusSeconds(5))
+          .atMost(CaptureEngine.quiet(settings.heartbeatInterval()).plusSeconds(10))
+          .until(() -> first.standingBy().isEmpty() && second.standingBy().containsKey(DB));
+
+      // The server ends the first one's stream, and the second finds the slot idle long enough
+      // before the first reconnects, 10 s later: as when only the first's network is cut.
+      endSender(settings.slotName(DB));
+      await()
+          .atMost(TIMEOUT)
+          .until(
+              () -> {
+                clock.advance(Duration.ofSeconds(1));
+                return second.standingBy().isEmpty();
+              });
+      insertRange(1, 1);
+      TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
+
+      // The first one's engine is refused the slot: once it has had nothing for 17 s, it stands
+      // by, not failed.
+      await().atMost(TIMEOUT).until(() -> first.standingBy().containsKey(DB));
+      assertThat(first.failure()).isEmpty();
+      assertThat(second.failure()).isEmpty();
+
+      second.close(); // lets the slot go: the first takes it over again
+      await().atMost(TIMEOUT).until(() -> first.standingBy().isEmpty());
+      insertRange(2, 2);
+      TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
+      assertThat(first.failure()).isEmpty();
+    } finally {
+      first.close();
+    }
+  }
+
   /** Starts {@code n} instances of the same plan at the same moment; all are closed on failure. */
   private List<Capture> startedAtOnce(int n, CaptureRoute... routes) throws Exception {
     ExecutorService starting = Executors.newFixedThreadPool(n);
