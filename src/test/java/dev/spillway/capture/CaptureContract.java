@@ -752,13 +752,7 @@ abstract class CaptureContract {
       // The server ends the first one's stream, and the second finds the slot idle long enough
       // before the first reconnects, 10 s later: as when only the first's network is cut.
       endSender(settings.slotName(DB));
-      await()
-          .atMost(TIMEOUT)
-          .until(
-              () -> {
-                clock.advance(Duration.ofSeconds(1));
-                return second.standingBy().isEmpty();
-              });
+      tookOver(second, clock);
       insertRange(1, 1);
       TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
 
@@ -776,6 +770,20 @@ abstract class CaptureContract {
     } finally {
       first.close();
     }
+  }
+
+  /**
+   * Waits until {@code capture} has taken its database over, its clock moved a second on at each
+   * look, so the slot's idle time counts.
+   */
+  private static void tookOver(Capture capture, SettableClock clock) {
+    await()
+        .atMost(TIMEOUT)
+        .until(
+            () -> {
+              clock.advance(Duration.ofSeconds(1));
+              return capture.standingBy().isEmpty();
+            });
   }
 
   /** Starts {@code n} instances of the same plan at the same moment; all are closed on failure. */
@@ -827,13 +835,7 @@ abstract class CaptureContract {
         st.execute("LOCK TABLE spillway.capture_release IN ACCESS EXCLUSIVE MODE");
       }
       first.close();
-      await()
-          .atMost(TIMEOUT)
-          .until(
-              () -> {
-                clock.advance(Duration.ofSeconds(1));
-                return second.standingBy().isEmpty();
-              });
+      tookOver(second, clock);
       locker.rollback();
       insertRange(1, 1);
       TopicReader.readUntil(
