@@ -118,8 +118,25 @@ final class CaptureEngine implements AutoCloseable {
   /** Checks in a row that did not find the slot; only {@link #checkSlot} touches it. */
   private int goneReadings;
 
-  /** {@link System#nanoTime()} when the engine last had a batch, or began to stream. */
-  private volatile long lastBatch;
+  /**
+   * {@link System#nanoTime()} when the engine last had a batch or began to stream, or a check found
+   * its slot idle or could not read it: how long its slot has streamed without a batch here counts
+   * from this.
+   */
+  private volatile long quietSince;
+
+  /** {@link System#nanoTime()} when {@link #start} found the slot streaming. */
+  private volatile long streamingSince;
+
+  /** Whether Debezium is handing the engine a batch (waiting on Kafka, perhaps). */
+  private volatile boolean inBatch;
+
+  /**
+   * The connection holding the start lock, from the start until the engine's first batch: Debezium,
+   * going on from a stored position, ends its first stream once it has found its place and starts
+   * another, and another instance starting in between would find the slot idle.
+   */
+  private final AtomicReference<Connection> startLock = new AtomicReference<>();
 
   /** Set once {@link #start} has returned with the slot streaming. */
   private volatile boolean started;
@@ -178,20 +195,43 @@ final class CaptureEngine implements AutoCloseable {
    *     starting capture from it, before anything is changed
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
-    // Held until the slot streams here, so another instance starting now finds it streaming.
-    try (Connection lock = SourcePreparation.lockStart(direct, slot, timeout)) {
-      if (lock == null) {
-        throw new SlotBusyException(
-            "Another process (another instance of this installation) has been starting capture"
-                + " from replication slot "
-                + slot
-                + " of database "
-                + endpoint.name()
-                + " for "
-                + timeout.toSeconds()
-                + " s; nothing was changed");
-      }
+    // Held until the engine's first batch, so another instance starting finds the slot streaming.
+    Connection lock = SourcePreparation.lockStart(direct, slot, timeout);
+    if (lock == null) {
+      throw new SlotBusyException(
+          "Another process (another instance of this installation) has been starting capture"
+              + " from replication slot "
+              + slot
+              + " of database "
+              + endpoint.name()
+              + " for "
+              + timeout.toSeconds()
+              + " s; nothing was changed");
+    }
+    startLock.set(lock);
+    boolean streaming = false;
+    try {
       startLocked(timeout);
+      streaming = true;
+    } finally {
+      if (!streaming) {
+        releaseStartLock();
+      }
+    }
+  }
+
+  /** Lets the start lock go, if this engine still holds it. */
+  private void releaseStartLock() {
+    Connection lock = startLock.getAndSet(null);
+    if (lock != null) {
+      try {
+        lock.close(); // the server lets a session's advisory locks go with it
+      } catch (SQLException e) {
+        log.debug(
+            "Capture of database {} could not close its start lock's connection: {}",
+            endpoint.name(),
+            e.getMessage());
+      }
     }
   }
 
@@ -329,7 +369,8 @@ final class CaptureEngine implements AutoCloseable {
       }
       Thread.sleep(20);
     }
-    lastBatch = System.nanoTime();
+    streamingSince = System.nanoTime();
+    quietSince = streamingSince;
     started = true;
     clearReleaseMark();
     log.info(
@@ -352,16 +393,20 @@ final class CaptureEngine implements AutoCloseable {
     if (!started || stopping || failure.get() != null) {
       return; // a start under way makes the slot, or waits for it: it is not checked meanwhile
     }
+    if (System.nanoTime() - streamingSince >= quiet().toNanos()) {
+      releaseStartLock(); // no batch yet, as no stream would go this long without: not held on
+    }
     SourcePreparation.SlotLoss loss;
     try {
       loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot, slotWal);
     } catch (SQLException e) {
       slotWal.set(null, null);
+      quietSince = System.nanoTime(); // out of reach: Debezium too reconnects once it is back
       return;
     }
     if (loss == null) {
       goneReadings = 0;
-      if (streamsElsewhere()) {
+      if (lostToAnother()) {
         slotTaken = true;
         log.info(
             "Capture of database {}: replication slot {} streams, and not to this process, which"
@@ -384,21 +429,24 @@ final class CaptureEngine implements AutoCloseable {
 
   /**
    * Whether the slot streams to another process: it streams, and this engine, which while it
-   * streams gets at least a heartbeat every {@code heartbeat-interval}, has had nothing from it for
-   * {@link #quiet()} and is not waiting on Kafka with a batch in hand. A slot the server still
-   * holds for this process's own lost connection (until {@code wal_sender_timeout}) looks the same;
-   * the process then stands by, and it or another takes the slot over once it has been idle long
-   * enough.
+   * streams gets at least a heartbeat every {@code heartbeat-interval}, has had nothing for {@link
+   * #quiet()} since its last batch or since a check last found the slot idle or out of reach, and
+   * has no batch in hand (waiting on Kafka, say). A slot the server still holds for this process's
+   * own lost connection (until {@code wal_sender_timeout}) looks the same; the process then stands
+   * by, and it or another takes the slot over once it has been idle long enough.
    */
-  private boolean streamsElsewhere() {
-    if (handOver.current() != null || System.nanoTime() - lastBatch < quiet().toNanos()) {
+  private boolean lostToAnother() {
+    try {
+      if (!SourcePreparation.slotActive(dataSource, slot)) {
+        quietSince = System.nanoTime(); // Debezium reconnects: its next stream is counted from now
+        return false;
+      }
+    } catch (SQLException e) {
+      quietSince = System.nanoTime();
       return false;
     }
-    try {
-      return SourcePreparation.slotActive(dataSource, slot);
-    } catch (SQLException e) {
-      return false; // asked again at the next check
-    }
+    // In this order: a batch ends by setting quietSince, then inBatch.
+    return !inBatch && System.nanoTime() - quietSince >= quiet().toNanos();
   }
 
   private Duration quiet() {
@@ -487,6 +535,7 @@ final class CaptureEngine implements AutoCloseable {
   /** Ends the engine with a failure of capture's own, not one of the engine's. */
   private void stop(RuntimeException why) {
     stopping = true; // the engine's end is this, not an error of its own
+    releaseStartLock();
     failure.compareAndSet(null, why);
     log.error("Capture of database {} stopped: {}", endpoint.name(), why.getMessage());
     try {
@@ -605,7 +654,20 @@ final class CaptureEngine implements AutoCloseable {
       List<RecordChangeEvent<SourceRecord>> batch,
       DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer)
       throws InterruptedException {
-    lastBatch = System.nanoTime();
+    inBatch = true;
+    try {
+      releaseStartLock(); // the engine streams: an instance starting now finds the slot streaming
+      handle(batch, committer);
+    } finally {
+      quietSince = System.nanoTime();
+      inBatch = false;
+    }
+  }
+
+  private void handle(
+      List<RecordChangeEvent<SourceRecord>> batch,
+      DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer)
+      throws InterruptedException {
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>(batch.size());
     List<CaptureRoute> routes = new ArrayList<>(batch.size());
     for (RecordChangeEvent<SourceRecord> change : batch) {
@@ -626,7 +688,6 @@ final class CaptureEngine implements AutoCloseable {
         committer.markProcessed(change);
       }
       committer.markBatchFinished();
-      lastBatch = System.nanoTime();
     } finally {
       if (interrupted) {
         Thread.currentThread().interrupt();
@@ -865,6 +926,7 @@ final class CaptureEngine implements AutoCloseable {
   @Override
   public void close() throws IOException {
     stopping = true;
+    releaseStartLock();
     boolean closed = false;
     try {
       // The executor is shut down whatever closing did, so its threads do not outlive the capture.

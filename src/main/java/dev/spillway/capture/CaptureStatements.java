@@ -119,6 +119,14 @@ final class CaptureStatements {
   static final String TRY_START_LOCK =
       "SELECT pg_try_advisory_lock(hashtext('spillway capture start'), hashtext(?))";
 
+  /**
+   * The start lock's session asks its client every few seconds once it has been silent for 10 s: a
+   * host that died holding it lets it go within about 25 s, not the system's two hours.
+   */
+  static final String START_LOCK_KEEPALIVES =
+      "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5;"
+          + " SET tcp_keepalives_count = 3";
+
   /** 1: slot name. A row with true while a client streams from it. */
   static final String SLOT_ACTIVE =
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";

@@ -429,9 +429,9 @@ final class SourcePreparation {
 
   /**
    * Takes the slot's start lock, which one process at a time holds from before it looks whether the
-   * slot streams until its engine streams from it: instances starting together (deployed at once,
-   * or taking over at once) would otherwise all find the slot free, all make or start it, and all
-   * count its stream as their own. Waits up to {@code within} for a start under way elsewhere.
+   * slot streams until its engine has had a batch from it: instances starting together (deployed at
+   * once, or taking over at once) would otherwise all find the slot free, all make or start it, and
+   * all count its stream as their own. Waits up to {@code within} for a start under way elsewhere.
    *
    * @param direct connections of their own, not the pool's: the lock is held while the start uses
    *     the pool, which may have one connection
@@ -442,7 +442,9 @@ final class SourcePreparation {
       throws SQLException, InterruptedException {
     long deadline = System.nanoTime() + within.toNanos();
     Connection c = direct.getConnection();
-    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.TRY_START_LOCK)) {
+    try (Statement keepalives = c.createStatement();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.TRY_START_LOCK)) {
+      keepalives.execute(CaptureStatements.START_LOCK_KEEPALIVES);
       ps.setString(1, slot);
       while (true) {
         try (ResultSet rs = ps.executeQuery()) {

@@ -726,50 +726,104 @@ abstract class CaptureContract {
   void should_stand_by_once_another_instance_took_its_slot_while_it_reconnected() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String topic = topics.bufferEvents("events");
-    // A heartbeat every second: an engine that has had nothing for 17 s does not stream.
-    settings =
-        new CaptureSettings(
-            settings.bootstrapServers(),
-            topics,
-            settings.partitions(),
-            settings.replicationFactor(),
-            settings.kafkaProperties(),
-            settings.pollInterval(),
-            Duration.ofSeconds(1),
-            settings.maxBatchSize(),
-            settings.offsetFlushInterval());
+    settings = withHeartbeat(Duration.ofSeconds(1)); // nothing for 17 s: the stream is not its own
+    Duration quiet = CaptureEngine.quiet(settings.heartbeatInterval());
     SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
-    Capture first = start(Duration.ofMillis(200), new SimpleMeterRegistry(), inserts("events"));
-    try (Capture second =
-        start(Duration.ofMillis(200), new SimpleMeterRegistry(), clock, inserts("events"))) {
-      assertThat(second.standingBy()).containsOnlyKeys(DB);
-      // Nothing inserted for longer than that: the first's heartbeats say it streams.
-      await()
-          .during(CaptureEngine.quiet(settings.heartbeatInterval()).plusSeconds(5))
-          .atMost(CaptureEngine.quiet(settings.heartbeatInterval()).plusSeconds(10))
-          .until(() -> first.standingBy().isEmpty() && second.standingBy().containsKey(DB));
+    DatabaseEndpoint direct = databases.endpoint(DB);
+    try (TcpProxy relay = new TcpProxy(direct.host(), direct.port());
+        Databases relayed =
+            new Databases(List.of(relay.relaying(direct, 2)), new SimpleMeterRegistry())) {
+      Capture first = start(relayed, Clock.systemUTC(), inserts("events"));
+      try (Capture second =
+          start(Duration.ofMillis(200), new SimpleMeterRegistry(), clock, inserts("events"))) {
+        assertThat(second.standingBy()).containsOnlyKeys(DB);
+        // Nothing inserted for longer than that: the first's heartbeats say it streams.
+        await()
+            .during(quiet.plusSeconds(5))
+            .atMost(quiet.plusSeconds(10))
+            .until(() -> first.standingBy().isEmpty() && second.standingBy().containsKey(DB));
 
-      // The server ends the first one's stream, and the second finds the slot idle long enough
-      // before the first reconnects, 10 s later: as when only the first's network is cut.
-      endSender(settings.slotName(DB));
-      tookOver(second, clock);
+        // The first one's network cut: the server ends its stream, and the second takes over.
+        relay.cut();
+        tookOver(second, clock);
+        insertRange(1, 1);
+        TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
+
+        // Back, the first one's engine is refused the slot: once it has had nothing for 17 s, it
+        // stands by, not failed.
+        relay.open();
+        await().atMost(TIMEOUT).until(() -> first.standingBy().containsKey(DB));
+        assertThat(first.failure()).isEmpty();
+        assertThat(second.failure()).isEmpty();
+
+        second.close(); // lets the slot go: the first takes it over again
+        await().atMost(TIMEOUT).until(() -> first.standingBy().isEmpty());
+        insertRange(2, 2);
+        TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
+        assertThat(first.failure()).isEmpty();
+      } finally {
+        first.close();
+      }
+    }
+  }
+
+  @Test
+  void should_keep_streaming_after_its_database_was_out_of_reach_longer_than_a_silent_stream_lasts()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String topic = topics.bufferEvents("events");
+    // A heartbeat every 4 s, the first one 4 s after Debezium reconnects: nothing for 23 s.
+    settings = withHeartbeat(Duration.ofSeconds(4));
+    Duration quiet = CaptureEngine.quiet(settings.heartbeatInterval());
+    DatabaseEndpoint direct = databases.endpoint(DB);
+    try (TcpProxy relay = new TcpProxy(direct.host(), direct.port());
+        Databases relayed =
+            new Databases(List.of(relay.relaying(direct, 2)), new SimpleMeterRegistry());
+        Capture capture = start(relayed, Clock.systemUTC(), inserts("events"))) {
       insertRange(1, 1);
       TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
 
-      // The first one's engine is refused the slot: once it has had nothing for 17 s, it stands
-      // by, not failed.
-      await().atMost(TIMEOUT).until(() -> first.standingBy().containsKey(DB));
-      assertThat(first.failure()).isEmpty();
-      assertThat(second.failure()).isEmpty();
+      relay.cut(); // a server restart, say, longer than a stream goes without a batch
+      await()
+          .during(quiet.plusSeconds(8))
+          .atMost(quiet.plusSeconds(10))
+          .until(() -> capture.failure().isEmpty());
+      relay.open();
 
-      second.close(); // lets the slot go: the first takes it over again
-      await().atMost(TIMEOUT).until(() -> first.standingBy().isEmpty());
+      // It reconnects within 10 s, and its own stream is silent until the first heartbeat: it
+      // does not stand by for it.
+      await()
+          .during(CaptureEngine.RECONNECT_WAIT.plus(quiet))
+          .atMost(CaptureEngine.RECONNECT_WAIT.plus(quiet).plusSeconds(5))
+          .until(() -> capture.standingBy().isEmpty() && capture.failure().isEmpty());
       insertRange(2, 2);
       TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(2L), TIMEOUT);
-      assertThat(first.failure()).isEmpty();
-    } finally {
-      first.close();
     }
+  }
+
+  private CaptureSettings withHeartbeat(Duration heartbeat) {
+    return new CaptureSettings(
+        settings.bootstrapServers(),
+        topics,
+        settings.partitions(),
+        settings.replicationFactor(),
+        settings.kafkaProperties(),
+        settings.pollInterval(),
+        heartbeat,
+        settings.maxBatchSize(),
+        settings.offsetFlushInterval());
+  }
+
+  /** A capture of its own of {@code routes} through {@code through}, slots checked every 200 ms. */
+  private Capture start(Databases through, Clock clock, CaptureRoute... routes)
+      throws InterruptedException {
+    return Capture.start(
+        new CapturePlan(List.of(routes)),
+        through,
+        settings,
+        new CaptureStats(new SimpleMeterRegistry()),
+        clock,
+        Duration.ofMillis(200));
   }
 
   /**
@@ -858,14 +912,7 @@ abstract class CaptureContract {
         Databases relayed =
             new Databases(List.of(relay.relaying(direct, 2)), new SimpleMeterRegistry())) {
       Capture first = start(inserts("events"));
-      try (Capture second =
-          Capture.start(
-              new CapturePlan(List.of(inserts("events"))),
-              relayed,
-              settings,
-              new CaptureStats(new SimpleMeterRegistry()),
-              Clock.systemUTC(),
-              Duration.ofMillis(200))) {
+      try (Capture second = start(relayed, Clock.systemUTC(), inserts("events"))) {
         assertThat(second.standingBy()).containsOnlyKeys(DB);
 
         // Its database out of reach for longer than a connection's 30 s wait in the pool.
