@@ -132,11 +132,20 @@ final class CaptureEngine implements AutoCloseable {
   private volatile boolean inBatch;
 
   /**
-   * The connection holding the start lock, from the start until the engine's first batch: Debezium,
-   * going on from a stored position, ends its first stream once it has found its place and starts
-   * another, and another instance starting in between would find the slot idle.
+   * The connection holding the start lock, from the start until the engine streams for good:
+   * Debezium, going on from a stored position, ends its first stream once it has found its place
+   * and starts another, and another instance starting in between would find the slot idle. Let go
+   * once the slot streams to another WAL sender than the one {@link #start} found (that second
+   * stream), at the first batch from a slot this start made (no stored position, one stream), or
+   * after {@link #quiet()}.
    */
   private final AtomicReference<Connection> startLock = new AtomicReference<>();
+
+  /** The WAL sender {@link #start} found streaming from the slot, or null. */
+  private volatile Integer firstSender;
+
+  /** Whether {@link #start} made the slot: Debezium then streams from it without a restart. */
+  private volatile boolean slotMade;
 
   /** Set once {@link #start} has returned with the slot streaming. */
   private volatile boolean started;
@@ -253,6 +262,7 @@ final class CaptureEngine implements AutoCloseable {
       throw new SlotUnavailableException(loss.sentence());
     }
     boolean created = loss != null; // gone (check() has refused a standby, which cannot tell)
+    slotMade = created;
     // Rows already in a buffer table when capture first reads it were inserted before the slot
     // or the publication could keep them: a snapshot reads them once. A new slot starts at the
     // present, so then every buffer table's rows are unread.
@@ -369,6 +379,7 @@ final class CaptureEngine implements AutoCloseable {
       }
       Thread.sleep(20);
     }
+    firstSender = SourcePreparation.streamedBy(dataSource, slot);
     streamingSince = System.nanoTime();
     quietSince = streamingSince;
     started = true;
@@ -394,7 +405,7 @@ final class CaptureEngine implements AutoCloseable {
       return; // a start under way makes the slot, or waits for it: it is not checked meanwhile
     }
     if (System.nanoTime() - streamingSince >= quiet().toNanos()) {
-      releaseStartLock(); // no batch yet, as no stream would go this long without: not held on
+      releaseStartLock(); // not held on: any stream of Debezium's would have had a batch by now
     }
     SourcePreparation.SlotLoss loss;
     try {
@@ -406,7 +417,7 @@ final class CaptureEngine implements AutoCloseable {
     }
     if (loss == null) {
       goneReadings = 0;
-      if (lostToAnother()) {
+      if (streamsElsewhere()) {
         slotTaken = true;
         log.info(
             "Capture of database {}: replication slot {} streams, and not to this process, which"
@@ -435,15 +446,20 @@ final class CaptureEngine implements AutoCloseable {
    * own lost connection (until {@code wal_sender_timeout}) looks the same; the process then stands
    * by, and it or another takes the slot over once it has been idle long enough.
    */
-  private boolean lostToAnother() {
+  private boolean streamsElsewhere() {
+    Integer sender;
     try {
-      if (!SourcePreparation.slotActive(dataSource, slot)) {
-        quietSince = System.nanoTime(); // Debezium reconnects: its next stream is counted from now
-        return false;
-      }
+      sender = SourcePreparation.streamedBy(dataSource, slot);
     } catch (SQLException e) {
       quietSince = System.nanoTime();
       return false;
+    }
+    if (sender == null) {
+      quietSince = System.nanoTime(); // Debezium reconnects: its next stream is counted from now
+      return false;
+    }
+    if (!sender.equals(firstSender)) {
+      releaseStartLock(); // the stream Debezium starts once it has found its place
     }
     // In this order: a batch ends by setting quietSince, then inBatch.
     return !inBatch && System.nanoTime() - quietSince >= quiet().toNanos();
@@ -656,7 +672,9 @@ final class CaptureEngine implements AutoCloseable {
       throws InterruptedException {
     inBatch = true;
     try {
-      releaseStartLock(); // the engine streams: an instance starting now finds the slot streaming
+      if (slotMade) {
+        releaseStartLock(); // streams for good: an instance starting now finds the slot streaming
+      }
       handle(batch, committer);
     } finally {
       quietSince = System.nanoTime();

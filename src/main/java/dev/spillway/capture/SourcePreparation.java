@@ -21,6 +21,8 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Checks a source database before capture starts and prepares what capture owns there: the {@code
@@ -28,6 +30,8 @@ import javax.sql.DataSource;
  * each failure is one sentence.
  */
 final class SourcePreparation {
+  private static final Logger log = LoggerFactory.getLogger(SourcePreparation.class);
+
   private static final ObjectMapper JSON = new ObjectMapper();
 
   /** How long start-up waits to lock a newly published table against inserts. */
@@ -442,9 +446,13 @@ final class SourcePreparation {
       throws SQLException, InterruptedException {
     long deadline = System.nanoTime() + within.toNanos();
     Connection c = direct.getConnection();
-    try (Statement keepalives = c.createStatement();
-        PreparedStatement ps = c.prepareStatement(CaptureStatements.TRY_START_LOCK)) {
+    try (Statement keepalives = c.createStatement()) {
       keepalives.execute(CaptureStatements.START_LOCK_KEEPALIVES);
+    } catch (SQLException e) {
+      // Best effort: a server (or something between) that refuses them leaves the system's own.
+      log.debug("The start lock's session keeps the system's keepalives: {}", e.getMessage());
+    }
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.TRY_START_LOCK)) {
       ps.setString(1, slot);
       while (true) {
         try (ResultSet rs = ps.executeQuery()) {
@@ -503,6 +511,21 @@ final class SourcePreparation {
         return false;
       }
       throw e;
+    }
+  }
+
+  /** The process id of the WAL sender streaming from the slot, or null while none does. */
+  static Integer streamedBy(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_STREAMED_BY)) {
+      ps.setString(1, slot);
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        int pid = rs.getInt(1);
+        return rs.wasNull() ? null : pid;
+      }
     }
   }
 
