@@ -204,8 +204,11 @@ final class CaptureEngine implements AutoCloseable {
    *     starting capture from it, before anything is changed
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
-    // Held until the engine's first batch, so another instance starting finds the slot streaming.
-    Connection lock = SourcePreparation.lockStart(direct, slot, timeout);
+    // Held until the engine streams for good, so another instance starting finds it streaming.
+    Connection lock = SourcePreparation.lockStart(direct, dataSource, slot, timeout);
+    if (lock == null && SourcePreparation.slotActive(dataSource, slot)) {
+      throw streamsToAnother();
+    }
     if (lock == null) {
       throw new SlotBusyException(
           "Another process (another instance of this installation) has been starting capture"
@@ -229,6 +232,16 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
+  private SlotBusyException streamsToAnother() {
+    return new SlotBusyException(
+        "Replication slot "
+            + slot
+            + " of database "
+            + endpoint.name()
+            + " streams to another process (another instance of this installation);"
+            + " nothing was changed");
+  }
+
   /** Lets the start lock go, if this engine still holds it. */
   private void releaseStartLock() {
     Connection lock = startLock.getAndSet(null);
@@ -248,13 +261,7 @@ final class CaptureEngine implements AutoCloseable {
     if (!SourcePreparation.slotReleased(dataSource, slot, SLOT_RELEASE_WAIT)) {
       // Another process streams from it; changing the publication under it would change what it
       // captures, and the slot would not stream to this one anyway.
-      throw new SlotBusyException(
-          "Replication slot "
-              + slot
-              + " of database "
-              + endpoint.name()
-              + " streams to another process (another instance of this installation);"
-              + " nothing was changed");
+      throw streamsToAnother();
     }
     // A slot that is gone is made anew below; one the server invalidated is the operator's to drop.
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(dataSource, endpoint.name(), slot);

@@ -433,16 +433,18 @@ final class SourcePreparation {
 
   /**
    * Takes the slot's start lock, which one process at a time holds from before it looks whether the
-   * slot streams until its engine has had a batch from it: instances starting together (deployed at
-   * once, or taking over at once) would otherwise all find the slot free, all make or start it, and
-   * all count its stream as their own. Waits up to {@code within} for a start under way elsewhere.
+   * slot streams until its engine streams from it for good: instances starting together (deployed
+   * at once, or taking over at once) would otherwise all find the slot free, all make or start it,
+   * and all count its stream as their own. Waits up to {@code within} for a start under way
+   * elsewhere, and no longer than until the slot streams: standing by needs no lock.
    *
    * @param direct connections of their own, not the pool's: the lock is held while the start uses
    *     the pool, which may have one connection
-   * @return the connection holding the lock, which closing lets go; null when it was not free
-   *     within {@code within}
+   * @param ds the pool, to see whether the slot streams
+   * @return the connection holding the lock, which closing lets go; null when the slot streams to
+   *     another process, or the lock was not free within {@code within}
    */
-  static Connection lockStart(DataSource direct, String slot, Duration within)
+  static Connection lockStart(DataSource direct, DataSource ds, String slot, Duration within)
       throws SQLException, InterruptedException {
     long deadline = System.nanoTime() + within.toNanos();
     Connection c = direct.getConnection();
@@ -461,7 +463,7 @@ final class SourcePreparation {
             return c;
           }
         }
-        if (System.nanoTime() > deadline) {
+        if (System.nanoTime() > deadline || slotActive(ds, slot)) {
           c.close();
           return null;
         }
