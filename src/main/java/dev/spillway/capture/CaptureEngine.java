@@ -132,20 +132,13 @@ final class CaptureEngine implements AutoCloseable {
   private volatile boolean inBatch;
 
   /**
-   * The connection holding the start lock, from the start until the engine streams for good:
-   * Debezium, going on from a stored position, ends its first stream once it has found its place
-   * and starts another, and another instance starting in between would find the slot idle. Let go
-   * once the slot streams to another WAL sender than the one {@link #start} found (that second
-   * stream), at the first batch from a slot this start made (no stored position, one stream), or
-   * after {@link #quiet()}.
+   * The connection holding the start lock, from the start until {@link #quiet()} after the slot
+   * streamed: Debezium, going on from a stored position, ends its first stream once it has found
+   * its place and starts another, and another instance starting in between would find the slot
+   * idle. Held that long it delays no one: an instance waiting for it stands by once the slot
+   * streams.
    */
   private final AtomicReference<Connection> startLock = new AtomicReference<>();
-
-  /** The WAL sender {@link #start} found streaming from the slot, or null. */
-  private volatile Integer firstSender;
-
-  /** Whether {@link #start} made the slot: Debezium then streams from it without a restart. */
-  private volatile boolean slotMade;
 
   /** Set once {@link #start} has returned with the slot streaming. */
   private volatile boolean started;
@@ -206,19 +199,18 @@ final class CaptureEngine implements AutoCloseable {
   void start(Duration timeout) throws SQLException, InterruptedException {
     // Held until the engine streams for good, so another instance starting finds it streaming.
     Connection lock = SourcePreparation.lockStart(direct, dataSource, slot, timeout);
-    if (lock == null && SourcePreparation.slotActive(dataSource, slot)) {
-      throw streamsToAnother();
-    }
     if (lock == null) {
-      throw new SlotBusyException(
-          "Another process (another instance of this installation) has been starting capture"
-              + " from replication slot "
-              + slot
-              + " of database "
-              + endpoint.name()
-              + " for "
-              + timeout.toSeconds()
-              + " s; nothing was changed");
+      throw SourcePreparation.slotActive(dataSource, slot)
+          ? streamsToAnother()
+          : new SlotBusyException(
+              "Another process (another instance of this installation) has been starting capture"
+                  + " from replication slot "
+                  + slot
+                  + " of database "
+                  + endpoint.name()
+                  + " for "
+                  + timeout.toSeconds()
+                  + " s; nothing was changed");
     }
     startLock.set(lock);
     boolean streaming = false;
@@ -269,7 +261,6 @@ final class CaptureEngine implements AutoCloseable {
       throw new SlotUnavailableException(loss.sentence());
     }
     boolean created = loss != null; // gone (check() has refused a standby, which cannot tell)
-    slotMade = created;
     // Rows already in a buffer table when capture first reads it were inserted before the slot
     // or the publication could keep them: a snapshot reads them once. A new slot starts at the
     // present, so then every buffer table's rows are unread.
@@ -386,7 +377,6 @@ final class CaptureEngine implements AutoCloseable {
       }
       Thread.sleep(20);
     }
-    firstSender = SourcePreparation.streamedBy(dataSource, slot);
     streamingSince = System.nanoTime();
     quietSince = streamingSince;
     started = true;
@@ -412,7 +402,7 @@ final class CaptureEngine implements AutoCloseable {
       return; // a start under way makes the slot, or waits for it: it is not checked meanwhile
     }
     if (System.nanoTime() - streamingSince >= quiet().toNanos()) {
-      releaseStartLock(); // not held on: any stream of Debezium's would have had a batch by now
+      releaseStartLock(); // Debezium's first stream and the one after it are long under way
     }
     SourcePreparation.SlotLoss loss;
     try {
@@ -424,7 +414,7 @@ final class CaptureEngine implements AutoCloseable {
     }
     if (loss == null) {
       goneReadings = 0;
-      if (streamsElsewhere()) {
+      if (takenOver()) {
         slotTaken = true;
         log.info(
             "Capture of database {}: replication slot {} streams, and not to this process, which"
@@ -453,20 +443,15 @@ final class CaptureEngine implements AutoCloseable {
    * own lost connection (until {@code wal_sender_timeout}) looks the same; the process then stands
    * by, and it or another takes the slot over once it has been idle long enough.
    */
-  private boolean streamsElsewhere() {
-    Integer sender;
+  private boolean takenOver() {
     try {
-      sender = SourcePreparation.streamedBy(dataSource, slot);
+      if (!SourcePreparation.slotActive(dataSource, slot)) {
+        quietSince = System.nanoTime(); // Debezium reconnects: its next stream is counted from now
+        return false;
+      }
     } catch (SQLException e) {
       quietSince = System.nanoTime();
       return false;
-    }
-    if (sender == null) {
-      quietSince = System.nanoTime(); // Debezium reconnects: its next stream is counted from now
-      return false;
-    }
-    if (!sender.equals(firstSender)) {
-      releaseStartLock(); // the stream Debezium starts once it has found its place
     }
     // In this order: a batch ends by setting quietSince, then inBatch.
     return !inBatch && System.nanoTime() - quietSince >= quiet().toNanos();
@@ -679,9 +664,6 @@ final class CaptureEngine implements AutoCloseable {
       throws InterruptedException {
     inBatch = true;
     try {
-      if (slotMade) {
-        releaseStartLock(); // streams for good: an instance starting now finds the slot streaming
-      }
       handle(batch, committer);
     } finally {
       quietSince = System.nanoTime();

@@ -127,11 +127,6 @@ final class CaptureStatements {
       "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5;"
           + " SET tcp_keepalives_count = 3";
 
-  /** 1: slot name. The process id of the WAL sender streaming from it, null while none does. */
-  static final String SLOT_STREAMED_BY =
-      "SELECT active_pid FROM pg_replication_slots WHERE slot_name = ?"
-          + " AND database = current_database()";
-
   /** 1: slot name. A row with true while a client streams from it. */
   static final String SLOT_ACTIVE =
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";

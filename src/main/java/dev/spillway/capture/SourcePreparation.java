@@ -433,7 +433,7 @@ final class SourcePreparation {
 
   /**
    * Takes the slot's start lock, which one process at a time holds from before it looks whether the
-   * slot streams until its engine streams from it for good: instances starting together (deployed
+   * slot streams until its engine has streamed for a while: instances starting together (deployed
    * at once, or taking over at once) would otherwise all find the slot free, all make or start it,
    * and all count its stream as their own. Waits up to {@code within} for a start under way
    * elsewhere, and no longer than until the slot streams: standing by needs no lock.
@@ -513,21 +513,6 @@ final class SourcePreparation {
         return false;
       }
       throw e;
-    }
-  }
-
-  /** The process id of the WAL sender streaming from the slot, or null while none does. */
-  static Integer streamedBy(DataSource ds, String slot) throws SQLException {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(CaptureStatements.SLOT_STREAMED_BY)) {
-      ps.setString(1, slot);
-      try (ResultSet rs = ps.executeQuery()) {
-        if (!rs.next()) {
-          return null;
-        }
-        int pid = rs.getInt(1);
-        return rs.wasNull() ? null : pid;
-      }
     }
   }
 
