@@ -2,7 +2,6 @@ package dev.spillway.jdbc;
 
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
 
 /**
  * Work on a pooled connection in one transaction without the pool's lock timeout: for statements
@@ -20,18 +19,12 @@ public final class WithoutLockTimeout {
   }
 
   public static void run(Connection c, Work work) throws SQLException {
-    c.setAutoCommit(false);
-    try {
-      try (Statement s = c.createStatement()) {
-        s.execute("SET LOCAL lock_timeout = 0");
-      }
-      work.run();
-      c.commit();
-    } catch (SQLException | RuntimeException e) {
-      c.rollback(); // turning auto-commit back on would commit what is half done
-      throw e;
-    } finally {
-      c.setAutoCommit(true);
-    }
+    Transactions.under(
+        c,
+        Transactions.NO_LOCK_TIMEOUT,
+        () -> {
+          work.run();
+          return null;
+        });
   }
 }

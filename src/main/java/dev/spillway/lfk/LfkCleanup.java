@@ -3,6 +3,7 @@ package dev.spillway.lfk;
 import dev.spillway.event.CleanupBatch;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
+import dev.spillway.jdbc.Transactions;
 import dev.spillway.sink.BatchHandler;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.RunContext;
@@ -31,7 +32,9 @@ import org.slf4j.LoggerFactory;
  * <p>Ids whose key the parent table holds again are left out: their children are the live row's.
  * The batch's ids are looked up in the parent table once, to count those ({@code
  * spillway_lfk_reinserted_parents}), and each statement passes over any inserted since (see {@link
- * CleanupStatements}).
+ * CleanupStatements}). Both run with row security off: a policy hiding parent rows from Spillway's
+ * role fails the batch (it runs again later) rather than making a live parent look deleted; a
+ * policy on a child table fails it rather than leaving rows behind unseen.
  */
 final class LfkCleanup implements BatchHandler {
   private final Map<TableName, List<Child>> byParent = new LinkedHashMap<>();
@@ -124,7 +127,10 @@ final class LfkCleanup implements BatchHandler {
     CheckedKey key = child.key();
     Target parent = new Target(key.parentDatabase(), key.key().parent());
     try (Connection c = context.forTarget(parent).dataSource().getConnection()) {
-      return child.sql().missingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS);
+      return Transactions.under(
+          c,
+          Transactions.ROW_SECURITY_OFF,
+          () -> child.sql().missingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS));
     }
   }
 
@@ -190,10 +196,9 @@ final class LfkCleanup implements BatchHandler {
       throws SQLException {
     try (Connection c = context.dataSource().getConnection();
         PreparedStatement ps = c.prepareStatement(child.sql().sql(skipLocked))) {
-      c.setAutoCommit(true);
       Array array = c.createArrayOf("text", ids.toArray());
       child.sql().bind(ps, array, limit);
-      return ps.executeUpdate();
+      return Transactions.under(c, Transactions.ROW_SECURITY_OFF, ps::executeUpdate);
     }
   }
 }

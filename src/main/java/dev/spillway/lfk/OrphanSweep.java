@@ -3,6 +3,7 @@ package dev.spillway.lfk;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
+import dev.spillway.jdbc.Transactions;
 import dev.spillway.sink.SqlErrors;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
@@ -426,7 +427,7 @@ public final class OrphanSweep {
       c.setAutoCommit(false);
       try {
         try (Statement s = c.createStatement()) {
-          s.execute("SET LOCAL row_security = off");
+          s.execute(Transactions.ROW_SECURITY_OFF);
         }
         try {
           return new Missing(sql.missingParents(c, values, STATEMENT_TIMEOUT_SECONDS), 0);
@@ -440,7 +441,7 @@ public final class OrphanSweep {
         long unreadable = 0;
         for (String v : values) {
           try (Statement s = c.createStatement()) {
-            s.execute("SET LOCAL row_security = off");
+            s.execute(Transactions.ROW_SECURITY_OFF);
           }
           try {
             out.addAll(sql.missingParents(c, List.of(v), STATEMENT_TIMEOUT_SECONDS));

@@ -4,6 +4,7 @@ import static dev.spillway.lfk.LfkHarness.key;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.spillway.config.DatabaseConfig;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.KafkaClients;
@@ -11,10 +12,15 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.health.Health;
 import dev.spillway.health.ManualIndicator;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.jdbc.Databases;
 import dev.spillway.sink.Sink;
+import dev.spillway.sink.SinkHeaders;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -28,6 +34,7 @@ import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -289,6 +296,88 @@ abstract class LfkContract {
               "spillway_lfk_reinserted_parents_total{database=\"main\",table=\"r.projects\"} 1.0");
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk13");
+    }
+  }
+
+  @Test
+  void should_dead_letter_rather_than_clean_children_of_parents_row_security_hides()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    String role = "lfk_cleaner";
+    seed(
+        "lfk_main",
+        "h",
+        "DROP ROLE IF EXISTS " + role,
+        "CREATE TABLE h.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE h.issues (id bigserial PRIMARY KEY, project_id bigint)",
+        "INSERT INTO h.projects VALUES (150)",
+        "INSERT INTO h.issues (project_id) SELECT 150 FROM generate_series(1, 5)",
+        "ALTER TABLE h.projects ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY small ON h.projects USING (id < 100)",
+        "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'",
+        "GRANT USAGE ON SCHEMA h TO " + role,
+        "GRANT SELECT ON h.projects TO " + role,
+        "GRANT SELECT, UPDATE, DELETE ON h.issues TO " + role);
+    CheckedKey k =
+        key(
+            "h.issues",
+            "project_id",
+            "h.projects",
+            OnDelete.ASYNC_DELETE,
+            "main",
+            "main",
+            "bigint");
+    LfkSettings s = defaults();
+    DatabaseEndpoint e = infra.database("lfk_main");
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk15", dbs, Map.of(), s, List.of(k));
+        Databases asRole =
+            new Databases(
+                List.of(
+                    new DatabaseEndpoint(
+                        "main", e.url(), role, "pw", 2, DatabaseConfig.DEFAULT_LOCK_TIMEOUT)),
+                new SimpleMeterRegistry())) {
+      // Cleanup runs as a role the policy hides project 150 from.
+      h.runtime.sink(Pipeline.LFK).orElseThrow().close(Duration.ZERO);
+      Sink.Wiring w = h.runtime.sinkWiring();
+      try (Sink cleaner =
+          Sink.start(
+              Pipeline.LFK,
+              h.runtime.topics().cleanupBatches(),
+              new LfkCleanup(List.of(k), s, new LfkMetrics(new SimpleMeterRegistry())),
+              s.sink(),
+              new Sink.Wiring(
+                  w.bootstrapServers(),
+                  w.kafkaProperties(),
+                  w.topics(),
+                  w.partitions(),
+                  w.replicationFactor(),
+                  w.gate(),
+                  asRole::dataSource,
+                  w.latency(),
+                  w.registry(),
+                  w.clock()))) {
+        // Project 150 is replaced (deleted and inserted again in one transaction).
+        try (Connection c = h.db("main").getConnection()) {
+          c.setAutoCommit(false);
+          try (Statement st = c.createStatement()) {
+            st.execute("DELETE FROM h.projects WHERE id = 150");
+            st.execute("INSERT INTO h.projects VALUES (150)");
+          }
+          c.commit();
+        }
+        ConsumerRecord<byte[], byte[]> dead =
+            TopicReader.readAtLeast(
+                    infra.bootstrapServers(), h.runtime.topics().dlq(Pipeline.LFK), 1, WAIT)
+                .get(0);
+        assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+            .contains("row-level security");
+        assertThat(cleaner.metrics().deadLetteredCount()).isOne();
+      }
+      assertThat(h.count("main", "SELECT count(*) FROM h.issues WHERE project_id = 150"))
+          .isEqualTo(5);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk15");
+      seed("lfk_main", "h", "DROP OWNED BY " + role, "DROP ROLE " + role);
     }
   }
 
