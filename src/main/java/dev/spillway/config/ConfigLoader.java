@@ -127,12 +127,13 @@ public final class ConfigLoader {
       // "yes", and each section decides what a value means.
       root = new Yaml(options).compose(new StringReader(yaml));
     } catch (MarkedYAMLException e) {
-      Integer line = e.getProblemMark() == null ? null : e.getProblemMark().getLine() + 1;
+      YamlSyntax.Problem p = YamlSyntax.of(e);
       throw ConfigException.sentence(
-          sourceName, line, null, "invalid YAML: " + problem(e.getProblem(), e), e);
+          sourceName, p.line(), null, "invalid YAML: " + p.sentence(), e);
     } catch (YAMLException e) {
+      String text = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
       throw ConfigException.sentence(
-          sourceName, null, null, "invalid YAML: " + problem(e.getMessage(), e), e);
+          sourceName, null, null, "invalid YAML: " + YamlSyntax.oneLine(text), e);
     }
     if (root == null || Tag.NULL.equals(root.getTag())) {
       return ConfigNode.root(sourceName, null, env);
@@ -147,16 +148,5 @@ public final class ConfigLoader {
           null);
     }
     return ConfigNode.root(sourceName, mapping, env);
-  }
-
-  /** SnakeYAML's problem text on one line, without its own full stop. */
-  private static String problem(String text, YAMLException e) {
-    String s = text == null ? e.getClass().getSimpleName() : text;
-    if (s.contains("(TAB)")) {
-      // SnakeYAML's own text is two sentences that both show the tab as an escape.
-      return "a tab cannot start a token, indent with spaces";
-    }
-    s = s.strip().replaceAll("\\s+", " ");
-    return s.endsWith(".") ? s.substring(0, s.length() - 1) : s;
   }
 }

@@ -215,15 +215,48 @@ class ConfigLoaderTest {
   }
 
   @Test
-  void should_reject_bad_yaml_syntax_with_its_line() {
+  void should_reject_bad_yaml_syntax_in_plain_words_at_the_line_to_look_at() {
     assertThat(error("http:\n  port: 1\n bad: [\n"))
         .isEqualTo(
-            "spillway.yml:3: invalid YAML: expected <block end>, but found '<block mapping"
-                + " start>'.");
-    assertThat(error("http:\n  port: 1\n  tables: [a\n"))
-        .isEqualTo("spillway.yml:4: invalid YAML: expected ',' or ']', but got <stream end>.");
+            "spillway.yml:3: invalid YAML: the line's indentation matches no level above it:"
+                + " indent it as the other settings of its section.");
+    assertThat(error("http:\n  port: 1\n   bad: 2\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: a ':' where no setting can begin: indent the line as the"
+                + " settings beside it, or put a value that holds ': ' in quotes.");
+    assertThat(error("databases:\n  main:\n    url: jdbc:postgresql://h: 5432/db\n"))
+        .startsWith("spillway.yml:3: invalid YAML: a ':' where no setting can begin");
+    assertThat(error("http:\n  port: 1\n  - a\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: a list item among settings: a list is a setting's"
+                + " value, each '- ' indented under that setting.");
+    assertThat(error("tables:\n  - a\n  b: 1\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: a setting where the list above it expects its next item"
+                + " (an item starts with '- ').");
+    // Never closed: the line it was opened on, not the end of the file.
+    assertThat(error("http:\n  port: 1\n  tables: [a\n\n\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: the '[' opened on this line is not closed with ']', or"
+                + " its entries lack a ',' between them.");
+    assertThat(error("http: {port: 1\nkafka: {}\n"))
+        .isEqualTo(
+            "spillway.yml:1: invalid YAML: the '{' opened on this line is not closed with '}', or"
+                + " its entries lack a ',' between them.");
+    assertThat(error("kafka:\n  topic-prefix: \"abc\n  partitions: 3\n"))
+        .isEqualTo("spillway.yml:2: invalid YAML: the quote opened on this line is never closed.");
+    assertThat(error("kafka:\n  topic-prefix: @abc\n"))
+        .isEqualTo(
+            "spillway.yml:2: invalid YAML: '@' cannot begin a value: put the value in quotes.");
+    assertThat(error("kafka: *defaults\n"))
+        .isEqualTo(
+            "spillway.yml:1: invalid YAML: '*defaults' refers to no anchor '&defaults' above it.");
     assertThat(error("kafka:\n\tport: 1\n"))
         .isEqualTo("spillway.yml:2: invalid YAML: a tab cannot start a token, indent with spaces.");
+    // What has no plainer words keeps the parser's.
+    assertThat(error("kafka: !!foo x\n"))
+        .isEqualTo(
+            "spillway.yml:1: invalid YAML: Global tag is not allowed: tag:yaml.org,2002:foo.");
   }
 
   @Test

@@ -1,0 +1,95 @@
+package dev.spillway.config;
+
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.yaml.snakeyaml.error.Mark;
+import org.yaml.snakeyaml.error.MarkedYAMLException;
+
+/**
+ * A YAML syntax error in words a configuration's author knows, at the line to look at: the parser
+ * speaks of block ends and tokens, and for something never closed it names the end of the file
+ * rather than where the quote or bracket was opened. What has no plainer words keeps the parser's.
+ */
+final class YamlSyntax {
+  private YamlSyntax() {}
+
+  /** The sentence (without a full stop) and its 1-based line, or null when not known. */
+  record Problem(Integer line, String sentence) {}
+
+  private static final Pattern CANNOT_START =
+      Pattern.compile("found character '(.)' that cannot start any token.*", Pattern.DOTALL);
+  private static final Pattern UNDEFINED_ALIAS = Pattern.compile("found undefined alias (.+)");
+
+  static Problem of(MarkedYAMLException e) {
+    String problem = e.getProblem() == null ? "" : e.getProblem().strip();
+    String context = e.getContext() == null ? "" : e.getContext();
+    Integer at = line(e.getProblemMark());
+    Integer opened = line(e.getContextMark());
+    if (problem.contains("(TAB)")) {
+      return new Problem(at, "a tab cannot start a token, indent with spaces");
+    }
+    if (problem.equals("mapping values are not allowed here")) {
+      return new Problem(
+          at,
+          "a ':' where no setting can begin: indent the line as the settings beside it, or put"
+              + " a value that holds ': ' in quotes");
+    }
+    if (problem.startsWith("expected <block end>")) {
+      if (problem.endsWith("'<block mapping start>'")) {
+        return new Problem(
+            at,
+            "the line's indentation matches no level above it: indent it as the other settings of"
+                + " its section");
+      }
+      if (problem.endsWith("'-'")) {
+        return new Problem(
+            at,
+            "a list item among settings: a list is a setting's value, each '- ' indented under"
+                + " that setting");
+      }
+      if (context.contains("block collection")) {
+        return new Problem(
+            at,
+            "a setting where the list above it expects its next item (an item starts with '- ')");
+      }
+    }
+    if (context.contains("quoted scalar") && problem.contains("end of stream")) {
+      return new Problem(opened, "the quote opened on this line is never closed");
+    }
+    if (context.contains("flow mapping") || context.contains("flow sequence")) {
+      String open = context.contains("mapping") ? "{" : "[";
+      String close = context.contains("mapping") ? "}" : "]";
+      return new Problem(
+          opened,
+          "the '"
+              + open
+              + "' opened on this line is not closed with '"
+              + close
+              + "', or its entries lack a ',' between them");
+    }
+    Matcher cannot = CANNOT_START.matcher(problem);
+    if (cannot.matches()) {
+      return new Problem(
+          at, "'" + cannot.group(1) + "' cannot begin a value: put the value in quotes");
+    }
+    Matcher alias = UNDEFINED_ALIAS.matcher(problem);
+    if (alias.matches()) {
+      String name = alias.group(1);
+      return new Problem(at, "'*" + name + "' refers to no anchor '&" + name + "' above it");
+    }
+    return new Problem(at, oneLine(problem.isEmpty() ? e.getClass().getSimpleName() : problem));
+  }
+
+  /** The parser's text on one line, without its own full stop. */
+  static String oneLine(String text) {
+    if (text.contains("(TAB)")) {
+      return "a tab cannot start a token, indent with spaces";
+    }
+    String s = text.strip().replaceAll("\\s+", " ");
+    return s.endsWith(".") ? s.substring(0, s.length() - 1) : s;
+  }
+
+  private static Integer line(Mark mark) {
+    return mark == null ? null : mark.getLine() + 1;
+  }
+}
