@@ -8,6 +8,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.TopicTail;
 import dev.spillway.runtime.SpillwayRuntime;
 import java.io.PrintWriter;
@@ -48,13 +49,21 @@ final class QuickstartCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayConfig config = Launch.config(root).embedded();
+    int port = config.http().port();
+    if (!HttpEndpoint.available(port)) {
+      // A demo need not fail for a port a running Spillway holds: `status` finds it either way.
+      out.printf("HTTP port %d is in use: the quickstart takes a free one.%n", port);
+      config = config.withHttpPort(0);
+    }
     long t0 = System.nanoTime();
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
     out.flush();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(LfkDemo.CI), Clock.systemUTC());
     DemoBulkEndpoint endpoint = DemoBulkEndpoint.start();
     try {
-      out.printf("  ready in %.1f s: Kafka at %s%n", seconds(t0), runtime.bootstrapServers());
+      out.printf(
+          "  ready in %.1f s: Kafka at %s, status at http://localhost:%d/api/status%n",
+          seconds(t0), runtime.bootstrapServers(), runtime.httpPort());
       Demo demo = new Demo(runtime.databases().dataSource(SpillwayRuntime.MAIN));
       demo.createSchema();
       LfkDemo lfkDemo =

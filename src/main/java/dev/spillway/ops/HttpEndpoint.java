@@ -48,6 +48,16 @@ public final class HttpEndpoint implements AutoCloseable {
     return http;
   }
 
+  /** Whether nothing listens on the port now (0, a free port, always is). */
+  public static boolean available(int port) {
+    try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+      probe.bind(new InetSocketAddress(port));
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
   /**
    * Takes the port and serves nothing yet: a start finds a port in use before it starts anything
    * else (a broker, capture), and serves once what it reports on runs ({@link #serve}).

@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.testing.Cli;
+import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -32,12 +33,21 @@ class QuickstartIT {
                 + " in 3 bulk calls \\(rows per call: 4, 4, 2; 3 distinct Idempotency-Keys\\); 0 rows"
                 + " left in the table");
 
-    // A second run continues on the same data: the captured tables and slot are reused.
-    Cli.Result second = Cli.run("quickstart", "-c", config.toString());
-    assertThat(second.exitCode()).as(second.err()).isZero();
-    assertThat(second.out())
-        .contains(
-            "300 merge requests, 60 pipelines and 3000 builds deleted, 100 head pipelines"
-                + " nullified, 30 packages set to status 4");
+    // A second run continues on the same data: the captured tables and slot are reused. Its HTTP
+    // port is held by another process (a running Spillway, say): it takes a free one.
+    try (ServerSocket taken = new ServerSocket(0)) {
+      int port = taken.getLocalPort();
+      Files.writeString(config, "working-dir: wd\nhttp:\n  port: " + port + "\n");
+      Cli.Result second = Cli.run("quickstart", "-c", config.toString());
+      assertThat(second.exitCode()).as(second.err()).isZero();
+      assertThat(second.out())
+          .contains("HTTP port " + port + " is in use: the quickstart takes a free one.")
+          .containsPattern(
+              "ready in [0-9.]+ s: Kafka at \\S+, status at http://localhost:\\d+/api/status")
+          .doesNotContain("status at http://localhost:" + port + "/")
+          .contains(
+              "300 merge requests, 60 pipelines and 3000 builds deleted, 100 head pipelines"
+                  + " nullified, 30 packages set to status 4");
+    }
   }
 }
