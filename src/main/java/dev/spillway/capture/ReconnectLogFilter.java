@@ -30,12 +30,18 @@ import org.slf4j.Marker;
  * holds for another stream (a stream Debezium itself just ended, whose WAL sender has not exited
  * yet) becomes a line of Spillway's at the first attempt and one every 10 s after. Named in {@code
  * logback.xml}.
+ *
+ * <p>Debezium's other ERRORs with a stack trace when a connection is lost — its heartbeat's query
+ * failing, closing the dead connections failing — are dropped: the loss itself is said above, and
+ * the heartbeat's connection is opened again at its next beat.
  */
 public final class ReconnectLogFilter extends TurboFilter {
   static final String ERROR_HANDLER = "io.debezium.pipeline.ErrorHandler";
   static final String SOURCE_TASK = "io.debezium.connector.common.BaseSourceTask";
   static final String REPLICATION_CONNECTION =
       "io.debezium.connector.postgresql.connection.PostgresReplicationConnection";
+  static final String HEARTBEAT = "io.debezium.heartbeat.DatabaseHeartbeatImpl";
+  static final String THREADS = "io.debezium.util.Threads";
 
   /** Debezium's warning at each attempt on a slot held for another stream. */
   static final String SLOT_BUSY = "Failed to start replication stream at ";
@@ -115,6 +121,9 @@ public final class ReconnectLogFilter extends TurboFilter {
       lost.put(database, nanos.getAsLong());
       return FilterReply.DENY;
     }
+    if (level == Level.ERROR && aroundLostConnection(name, format, params)) {
+      return communication(thrown(params, t)) ? FilterReply.DENY : FilterReply.NEUTRAL;
+    }
     if (REPLICATION_CONNECTION.equals(name)
         && level == Level.WARN
         && format.startsWith(SLOT_BUSY)) {
@@ -137,6 +146,35 @@ public final class ReconnectLogFilter extends TurboFilter {
       }
     }
     return FilterReply.NEUTRAL;
+  }
+
+  /**
+   * Whether the line is one of Debezium's ERRORs that a lost connection brings beside the failure
+   * of its task: the heartbeat's query, or the closing of a connection, failing.
+   */
+  private static boolean aroundLostConnection(String logger, String format, Object[] params) {
+    return HEARTBEAT.equals(logger)
+            && (format.startsWith("Could not execute heartbeat action")
+                || format.startsWith("Exception while closing"))
+        || REPLICATION_CONNECTION.equals(logger)
+            && format.startsWith("Unexpected error while closing")
+        || THREADS.equals(logger)
+            && format.equals("Operation {} failed")
+            && params != null
+            && params.length > 0
+            && String.valueOf(params[0]).endsWith("-close");
+  }
+
+  /** The line's throwable: given apart, or as its last argument, as SLF4J takes it. */
+  private static Throwable thrown(Object[] params, Throwable t) {
+    if (t != null) {
+      return t;
+    }
+    return params != null
+            && params.length > 0
+            && params[params.length - 1] instanceof Throwable last
+        ? last
+        : null;
   }
 
   /**

@@ -99,6 +99,56 @@ class ReconnectLogFilterTest {
         .isEqualTo(FilterReply.NEUTRAL);
   }
 
+  private FilterReply debeziumError(String logger, String format, Object... params) {
+    return filter.decide(null, context.getLogger(logger), Level.ERROR, format, params, null);
+  }
+
+  @Test
+  void should_drop_debeziums_heartbeat_and_closing_errors_of_a_lost_connection_only() {
+    SQLException refused = new SQLException("Connection to localhost:5432 refused", "08001");
+    SQLException broken = new SQLException("An I/O error occurred while sending to the backend");
+    broken.initCause(new EOFException());
+    String heartbeat = "Could not execute heartbeat action (Error: {})";
+    assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08001", refused))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08006", broken))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            debeziumError(
+                ReconnectLogFilter.HEARTBEAT,
+                heartbeat,
+                "42501",
+                new SQLException("permission denied for table spillway_heartbeat", "42501")))
+        .as("a heartbeat that fails for a reason that stays")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            debeziumError(
+                ReconnectLogFilter.THREADS, "Operation {} failed", "jdbc-connection-close", broken))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            debeziumError(
+                ReconnectLogFilter.THREADS, "Operation {} failed", "snapshot-read", broken))
+        .as("another operation of Debezium's")
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(
+            decide(
+                ReconnectLogFilter.REPLICATION_CONNECTION,
+                Level.ERROR,
+                "Unexpected error while closing Postgres connection",
+                broken))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            decide(
+                ReconnectLogFilter.REPLICATION_CONNECTION,
+                Level.ERROR,
+                "Unexpected error while closing Postgres connection",
+                new IllegalStateException("decoder")))
+        .isEqualTo(FilterReply.NEUTRAL);
+    assertThat(debeziumError("io.debezium.Other", heartbeat, "08001", refused))
+        .as("the same words from another logger")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
   /** Debezium's warning at attempt {@code attempt} of 60, a second apart, failing so. */
   private FilterReply slotAttempt(int attempt, SQLException failure) {
     return slotBusyWarning(
