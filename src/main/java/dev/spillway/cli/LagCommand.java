@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.ops.ConsumerLag;
 import dev.spillway.ops.ConsumerLag.Lag;
+import dev.spillway.ops.StatusText;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.PrintWriter;
 import java.time.Instant;
@@ -56,45 +57,13 @@ final class LagCommand implements Callable<Integer> {
                               l.topic(),
                               l.partitions(),
                               l.lag(),
-                              ageSeconds(l, now),
+                              l.waitedSeconds(now),
                               l.members()))
                   .toList()));
     } else {
-      out.print(render(lags, now));
+      out.print(StatusText.lag(lags, now));
     }
     out.flush();
     return ErrorHandler.OK;
-  }
-
-  private static Long ageSeconds(Lag l, Instant now) {
-    Long waited = l.waitedMillis(now.toEpochMilli());
-    return waited == null ? null : waited / 1000;
-  }
-
-  static String render(List<Lag> lags, Instant now) {
-    if (lags.isEmpty()) {
-      return "No consumer groups of Spillway's in Kafka yet.\n";
-    }
-    int group = "GROUP".length();
-    int topic = "TOPIC".length();
-    for (Lag l : lags) {
-      group = Math.max(group, l.group().length());
-      topic = Math.max(topic, l.topic().length());
-    }
-    String row = "%-" + group + "s  %-" + topic + "s  %10s  %14s  %7s%n";
-    StringBuilder s = new StringBuilder();
-    s.append(String.format(row, "GROUP", "TOPIC", "LAG", "OLDEST WAITING", "MEMBERS"));
-    for (Lag l : lags) {
-      Long age = ageSeconds(l, now);
-      s.append(
-          String.format(
-              row,
-              l.group(),
-              l.topic(),
-              l.lag(),
-              age == null ? "-" : LfkStatusCommand.age(age),
-              l.members()));
-    }
-    return s.toString();
   }
 }

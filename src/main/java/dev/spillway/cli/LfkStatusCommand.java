@@ -4,6 +4,7 @@ import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkBacklog;
 import dev.spillway.lfk.LfkConfig;
+import dev.spillway.ops.StatusText;
 import dev.spillway.runtime.RuntimeInfo;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.IOException;
@@ -93,7 +94,7 @@ final class LfkStatusCommand implements Callable<Integer> {
               p.database(),
               p.table(),
               p.pending(),
-              age == null ? "-" : age(age),
+              age == null ? "-" : StatusText.age(age),
               age,
               p.rescheduled(),
               processed.get(p.database() + "/" + p.table())));
@@ -142,20 +143,6 @@ final class LfkStatusCommand implements Callable<Integer> {
       b.append("PROCESSED counts since the running process started.\n");
     }
     return b.toString();
-  }
-
-  /** {@code 45s}, {@code 3m 12s}, {@code 2h 05m}, {@code 3d 04h}. */
-  static String age(long seconds) {
-    if (seconds < 60) {
-      return seconds + "s";
-    }
-    if (seconds < 3600) {
-      return String.format("%dm %02ds", seconds / 60, seconds % 60);
-    }
-    if (seconds < 86_400) {
-      return String.format("%dh %02dm", seconds / 3600, seconds % 3600 / 60);
-    }
-    return String.format("%dd %02dh", seconds / 86_400, seconds % 86_400 / 3600);
   }
 
   /** The processed counters from the running process's metrics, by database/table. */

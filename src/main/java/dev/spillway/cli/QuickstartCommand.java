@@ -62,7 +62,7 @@ final class QuickstartCommand implements Callable<Integer> {
     DemoBulkEndpoint endpoint = DemoBulkEndpoint.start();
     try {
       out.printf(
-          "  ready in %.1f s: Kafka at %s, status at http://localhost:%d/api/status%n",
+          "  ready in %.1f s: Kafka at %s, dashboard at http://localhost:%d/%n",
           seconds(t0), runtime.bootstrapServers(), runtime.httpPort());
       Demo demo = new Demo(runtime.databases().dataSource(SpillwayRuntime.MAIN));
       demo.createSchema();

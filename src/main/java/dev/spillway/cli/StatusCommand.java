@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusReport;
+import dev.spillway.ops.StatusText;
 import dev.spillway.runtime.RuntimeInfo;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.PrintWriter;
@@ -37,7 +38,7 @@ final class StatusCommand implements Callable<Integer> {
     StatusReport report = StatusClient.fetch(info.httpPort());
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
-      out.println(StatusText.json(report));
+      out.println(JsonOut.of(report));
     } else {
       out.print(StatusText.render(report, Instant.now()));
     }

@@ -18,8 +18,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The HTTP port: Prometheus text at {@code /metrics}, the status report as JSON at {@code
- * /api/status}. Read-only; each request is served on a small pool so a slow scrape does not block
- * the status API.
+ * /api/status}, and, for a browser, the same as a page at {@code /} ({@link Dashboard}). Read-only;
+ * each request is served on a small pool so a slow scrape does not block the status API.
  */
 public final class HttpEndpoint implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HttpEndpoint.class);
@@ -113,16 +113,30 @@ public final class HttpEndpoint implements AutoCloseable {
         });
     server.createContext(
         "/",
-        ex ->
+        ex -> {
+          boolean root = "/".equals(ex.getRequestURI().getPath());
+          String accept = ex.getRequestHeaders().getFirst("Accept");
+          if (root && accept != null && accept.contains("text/html")) {
+            // A browser: the dashboard.
             respond(
                 ex,
-                "/".equals(ex.getRequestURI().getPath()) ? 200 : 404,
-                "text/plain; charset=utf-8",
-                "Spillway\n  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"
-                    + "  /livez       200 while it runs, 503 once a part of it has failed\n"));
+                200,
+                "text/html; charset=utf-8",
+                Dashboard.page(status.get(), java.time.Instant.now()));
+            return;
+          }
+          respond(
+              ex,
+              root ? 200 : 404,
+              "text/plain; charset=utf-8",
+              "Spillway\n  /            the dashboard, in a browser\n"
+                  + "  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"
+                  + "  /livez       200 while it runs, 503 once a part of it has failed\n");
+        });
     server.start();
     log.info(
-        "HTTP endpoint on port {} (/metrics, /api/status, /livez)", server.getAddress().getPort());
+        "HTTP endpoint on port {} (the dashboard at /, /metrics, /api/status, /livez)",
+        server.getAddress().getPort());
   }
 
   public int port() {

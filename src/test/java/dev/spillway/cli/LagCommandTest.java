@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.ops.ConsumerLag.Lag;
+import dev.spillway.ops.StatusText;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -24,14 +25,14 @@ class LagCommandTest {
                 now.minusSeconds(125).toEpochMilli(),
                 2));
 
-    assertThat(LagCommand.render(lags, now))
+    assertThat(StatusText.lag(lags, now))
         .isEqualTo(
             """
             GROUP               TOPIC                                LAG  OLDEST WAITING  MEMBERS
             spillway.buffers.a  spillway.buffers.a.events              0               -        1
             spillway.lfk.sink   spillway.lfk.cleanup-batches        1200          2m 05s        2
             """);
-    assertThat(LagCommand.render(List.of(), now))
+    assertThat(StatusText.lag(List.of(), now))
         .isEqualTo("No consumer groups of Spillway's in Kafka yet.\n");
   }
 }

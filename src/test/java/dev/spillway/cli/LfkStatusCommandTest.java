@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.lfk.LfkBacklog;
+import dev.spillway.ops.StatusText;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -40,9 +41,9 @@ class LfkStatusCommandTest {
 
   @Test
   void should_format_ages_from_seconds_to_days() {
-    assertThat(LfkStatusCommand.age(45)).isEqualTo("45s");
-    assertThat(LfkStatusCommand.age(3 * 3600 + 5 * 60)).isEqualTo("3h 05m");
-    assertThat(LfkStatusCommand.age(2 * 86_400 + 3600)).isEqualTo("2d 01h");
+    assertThat(StatusText.age(45)).isEqualTo("45s");
+    assertThat(StatusText.age(3 * 3600 + 5 * 60)).isEqualTo("3h 05m");
+    assertThat(StatusText.age(2 * 86_400 + 3600)).isEqualTo("2d 01h");
   }
 
   @Test

@@ -42,9 +42,8 @@ class QuickstartIT {
       assertThat(second.exitCode()).as(second.err()).isZero();
       assertThat(second.out())
           .contains("HTTP port " + port + " is in use: the quickstart takes a free one.")
-          .containsPattern(
-              "ready in [0-9.]+ s: Kafka at \\S+, status at http://localhost:\\d+/api/status")
-          .doesNotContain("status at http://localhost:" + port + "/")
+          .containsPattern("ready in [0-9.]+ s: Kafka at \\S+, dashboard at http://localhost:\\d+/")
+          .doesNotContain("dashboard at http://localhost:" + port + "/")
           .contains(
               "300 merge requests, 60 pipelines and 3000 builds deleted, 100 head pipelines"
                   + " nullified, 30 packages set to status 4");

@@ -8,6 +8,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -36,6 +37,63 @@ class HttpEndpointTest {
       assertThat(failed.body())
           .isEqualTo("failed: Streams application spillway.lfk.batcher failed: boom\n");
     }
+  }
+
+  @Test
+  void should_show_a_browser_the_status_as_a_page_that_reads_it_again_and_curl_the_index()
+      throws Exception {
+    AtomicReference<String> failure = new AtomicReference<>();
+    java.util.function.Supplier<StatusReport> status =
+        () ->
+            new StatusReport(
+                42,
+                "2026-11-24T09:00:00Z",
+                new StatusReport.KafkaStatus("localhost:9092", false),
+                List.of(),
+                List.of(),
+                List.of(
+                    new StatusReport.HealthStatus(
+                        "main", "public.events", "THROTTLE", "autovacuum <running> & busy")),
+                List.of(),
+                List.of(),
+                null,
+                List.of(),
+                failure.get());
+    try (HttpEndpoint http =
+        HttpEndpoint.start(
+            0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), status, Optional::empty)) {
+      HttpResponse<String> page = get(http.port(), "/", "text/html,application/xhtml+xml");
+      assertThat(page.statusCode()).isEqualTo(200);
+      assertThat(page.headers().firstValue("Content-Type")).contains("text/html; charset=utf-8");
+      assertThat(page.body())
+          .startsWith("<!doctype html>")
+          .contains("<meta http-equiv=\"refresh\" content=\"5\">")
+          .contains("Spillway pid 42, running since 2026-11-24T09:00:00Z")
+          .contains("main public.events")
+          .contains("THROTTLE autovacuum &lt;running&gt; &amp; busy")
+          .contains("<a href=\"/api/status\">")
+          .doesNotContain("FAILED");
+
+      failure.set("Streams application spillway.lfk.batcher failed: boom");
+      assertThat(get(http.port(), "/", "text/html").body())
+          .contains(
+              "<p class=\"failed\">FAILED: Streams application spillway.lfk.batcher failed:"
+                  + " boom</p>");
+
+      HttpResponse<String> index = get(http.port(), "/", "*/*");
+      assertThat(index.headers().firstValue("Content-Type")).contains("text/plain; charset=utf-8");
+      assertThat(index.body()).startsWith("Spillway\n  /            the dashboard, in a browser\n");
+      assertThat(get(http.port(), "/nothing", "text/html").statusCode()).isEqualTo(404);
+    }
+  }
+
+  private static HttpResponse<String> get(int port, String path, String accept) throws Exception {
+    return HttpClient.newHttpClient()
+        .send(
+            HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+                .header("Accept", accept)
+                .build(),
+            HttpResponse.BodyHandlers.ofString());
   }
 
   private static HttpResponse<String> get(int port, String path) throws Exception {

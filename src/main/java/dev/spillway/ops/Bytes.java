@@ -1,4 +1,4 @@
-package dev.spillway.cli;
+package dev.spillway.ops;
 
 final class Bytes {
   private Bytes() {}

@@ -1,9 +1,8 @@
-package dev.spillway.cli;
+package dev.spillway.ops;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.ops.ConsumerLag.Lag;
-import dev.spillway.ops.StatusReport;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;

@@ -1,19 +1,15 @@
-package dev.spillway.cli;
+package dev.spillway.ops;
 
-import dev.spillway.ops.StatusReport;
+import dev.spillway.ops.ConsumerLag.Lag;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 
-/** Renders a status report for people, or as JSON for scripts. */
-final class StatusText {
+/** A status report for people: what {@code status} prints and the dashboard shows. */
+public final class StatusText {
   private StatusText() {}
 
-  static String json(StatusReport report) {
-    return JsonOut.of(report);
-  }
-
-  static String render(StatusReport r, Instant now) {
+  public static String render(StatusReport r, Instant now) {
     StringBuilder b = new StringBuilder();
     b.append(String.format("Spillway pid %d, running since %s%n", r.pid(), r.startedAt()));
     if (r.failure() != null) {
@@ -111,8 +107,7 @@ final class StatusText {
           .append(System.lineSeparator());
     } else {
       b.append("Lag       read at ").append(r.lagReadAt()).append(System.lineSeparator());
-      for (String line :
-          LagCommand.render(r.lag() == null ? List.of() : r.lag(), now).split("\\R")) {
+      for (String line : lag(r.lag() == null ? List.of() : r.lag(), now).split("\\R")) {
         b.append("  ").append(line).append(System.lineSeparator());
       }
     }
@@ -133,8 +128,45 @@ final class StatusText {
     return b.toString();
   }
 
+  /** Each consumer group's lag per topic, as a table ({@code lag} and {@code status}). */
+  public static String lag(List<Lag> lags, Instant now) {
+    if (lags.isEmpty()) {
+      return "No consumer groups of Spillway's in Kafka yet.\n";
+    }
+    int group = "GROUP".length();
+    int topic = "TOPIC".length();
+    for (Lag l : lags) {
+      group = Math.max(group, l.group().length());
+      topic = Math.max(topic, l.topic().length());
+    }
+    String row = "%-" + group + "s  %-" + topic + "s  %10s  %14s  %7s%n";
+    StringBuilder s = new StringBuilder();
+    s.append(String.format(row, "GROUP", "TOPIC", "LAG", "OLDEST WAITING", "MEMBERS"));
+    for (Lag l : lags) {
+      Long age = l.waitedSeconds(now);
+      s.append(
+          String.format(
+              row, l.group(), l.topic(), l.lag(), age == null ? "-" : age(age), l.members()));
+    }
+    return s.toString();
+  }
+
+  /** {@code 45s}, {@code 3m 12s}, {@code 2h 05m}, {@code 3d 04h}. */
+  public static String age(long seconds) {
+    if (seconds < 60) {
+      return seconds + "s";
+    }
+    if (seconds < 3600) {
+      return String.format("%dm %02ds", seconds / 60, seconds % 60);
+    }
+    if (seconds < 86_400) {
+      return String.format("%dh %02dm", seconds / 3600, seconds % 3600 / 60);
+    }
+    return String.format("%dd %02dh", seconds / 86_400, seconds % 86_400 / 3600);
+  }
+
   private static String ago(Instant since, Instant now) {
-    return LfkStatusCommand.age(Math.max(0, Duration.between(since, now).toSeconds()));
+    return age(Math.max(0, Duration.between(since, now).toSeconds()));
   }
 
   /** Milliseconds rounded, or "-" when there is no figure. */
