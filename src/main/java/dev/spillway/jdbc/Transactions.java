@@ -11,9 +11,9 @@ import java.sql.Statement;
  */
 public final class Transactions {
   /**
-   * Row security off: a policy that would hide rows from Spillway's role fails the statement
-   * ({@code query would be affected by row-level security policy}) rather than making its rows look
-   * absent, which for a parent row means deleted.
+   * Row security off: a statement on a table whose row-level security applies to Spillway's role
+   * fails ({@code query would be affected by row-level security policy}), whatever its policies,
+   * rather than a policy making rows look absent, which for a parent row means deleted.
    */
   public static final String ROW_SECURITY_OFF = "SET LOCAL row_security = off";
 
@@ -28,21 +28,32 @@ public final class Transactions {
     T run() throws SQLException;
   }
 
-  /** Runs {@code work} in a transaction that first runs {@code setting}, a {@code SET LOCAL}. */
+  /**
+   * Runs {@code work} in a transaction that first runs {@code setting}, a {@code SET LOCAL}. A
+   * failure to roll back or to turn auto-commit on again after {@code work} failed is added to its
+   * failure as suppressed, never in its place.
+   */
   public static <T> T under(Connection c, String setting, Work<T> work) throws SQLException {
     c.setAutoCommit(false);
+    T result;
     try {
       try (Statement s = c.createStatement()) {
         s.execute(setting);
       }
-      T result = work.run();
+      result = work.run();
       c.commit();
-      return result;
-    } catch (SQLException | RuntimeException e) {
-      c.rollback(); // turning auto-commit back on would commit what is half done
-      throw e;
-    } finally {
-      c.setAutoCommit(true);
+    } catch (Throwable failed) {
+      // Turning auto-commit back on would commit what is half done: roll back first, whatever
+      // failed (an Error included).
+      try {
+        c.rollback();
+        c.setAutoCommit(true);
+      } catch (SQLException | RuntimeException also) {
+        failed.addSuppressed(also);
+      }
+      throw failed;
     }
+    c.setAutoCommit(true);
+    return result;
   }
 }
