@@ -28,7 +28,12 @@ public final class DefinitionCheck {
   /** The checked definitions, and warnings to show. */
   public record Result(List<CheckedKey> keys, List<String> warnings) {}
 
-  private record Table(long oid, boolean partitioned, List<String> primaryKey) {}
+  /**
+   * @param rowSecurity whether row-level security applies to Spillway's role on it (see {@link
+   *     #rowSecurity})
+   */
+  private record Table(
+      long oid, boolean partitioned, List<String> primaryKey, boolean rowSecurity) {}
 
   /**
    * @param type as {@code format_type} gives it, with its modifier: {@code character varying(64)}
@@ -103,6 +108,8 @@ public final class DefinitionCheck {
       throw problem(
           k, "needs a child with a primary key, but " + k.child().displayName() + " has none");
     }
+    rowSecurity(k, "parent", k.parent(), parent);
+    rowSecurity(k, "child", k.child(), child);
     DataSource ds = dataSource(childDb, k);
     Column column = column(ds, child, k.child(), k.column(), k);
     if (k.onDelete() == OnDelete.ASYNC_NULLIFY && column.notNull()) {
@@ -216,18 +223,40 @@ public final class DefinitionCheck {
     try (Connection c = dataSource(database, k).getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT c.oid, c.relkind FROM pg_class c"
+                "SELECT c.oid, c.relkind, row_security_active(c.oid) FROM pg_class c"
                     + " WHERE c.oid = to_regclass(?) AND c.relkind IN ('r', 'p')")) {
       ps.setString(1, name.quoted());
       try (ResultSet rs = ps.executeQuery()) {
         if (rs.next()) {
           long oid = rs.getLong(1);
-          found = Optional.of(new Table(oid, "p".equals(rs.getString(2)), primaryKey(c, oid)));
+          found =
+              Optional.of(
+                  new Table(
+                      oid, "p".equals(rs.getString(2)), primaryKey(c, oid), rs.getBoolean(3)));
         }
       }
     }
     tables.put(key, found);
     return found;
+  }
+
+  /**
+   * Refuses a table whose row-level security applies to Spillway's role: cleanup runs with row
+   * security off, so that a policy hiding a live parent fails rather than makes it look deleted,
+   * and would fail every batch on it.
+   */
+  private static void rowSecurity(LooseForeignKey k, String which, TableName name, Table table) {
+    if (table.rowSecurity()) {
+      throw problem(
+          k,
+          "names "
+              + which
+              + " table "
+              + name.displayName()
+              + ", whose row-level security applies to Spillway's role, so cleanup would fail on"
+              + " it (it does not let a policy hide rows it reads); make the role the table's"
+              + " owner (without FORCE ROW LEVEL SECURITY) or give it BYPASSRLS");
+    }
   }
 
   private static List<String> primaryKey(Connection c, long oid) throws SQLException {

@@ -32,9 +32,10 @@ import org.slf4j.LoggerFactory;
  * <p>Ids whose key the parent table holds again are left out: their children are the live row's.
  * The batch's ids are looked up in the parent table once, to count those ({@code
  * spillway_lfk_reinserted_parents}), and each statement passes over any inserted since (see {@link
- * CleanupStatements}). Both run with row security off: a policy hiding parent rows from Spillway's
- * role fails the batch (it runs again later) rather than making a live parent look deleted; a
- * policy on a child table fails it rather than leaving rows behind unseen.
+ * CleanupStatements}). Both run with row security off: a table whose row-level security applies to
+ * Spillway's role fails the batch (a permanent failure: dead-lettered) rather than letting a policy
+ * make a live parent look deleted or hide children; start-up refuses such tables ({@link
+ * DefinitionCheck}).
  */
 final class LfkCleanup implements BatchHandler {
   private final Map<TableName, List<Child>> byParent = new LinkedHashMap<>();

@@ -256,4 +256,69 @@ class DefinitionCheckIT {
                     + "    conditions: { archived: true }\n"))
         .endsWith("names column archived, which k.merge_requests does not have.");
   }
+
+  @Test
+  void should_refuse_a_table_whose_row_security_applies_to_spillways_role() throws Exception {
+    String role = "chk_cleaner";
+    javax.sql.DataSource admin = dbs.dataSource("chk_main");
+    TestSql.exec(
+        admin,
+        "DROP SCHEMA IF EXISTS r CASCADE",
+        "DROP ROLE IF EXISTS " + role,
+        "CREATE SCHEMA r",
+        "CREATE TABLE r.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE r.issues (id bigint PRIMARY KEY, project_id bigint)",
+        "CREATE INDEX ON r.issues (project_id)",
+        "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'",
+        "GRANT USAGE ON SCHEMA r TO " + role,
+        "GRANT SELECT ON ALL TABLES IN SCHEMA r TO " + role);
+    dev.spillway.jdbc.DatabaseEndpoint e = EmbeddedInfra.get().database("chk_main");
+    Path file = dir.resolve("lfk.yml");
+    Files.writeString(
+        file,
+        "r.issues:\n  - table: r.projects\n    column: project_id\n    on_delete: async_delete\n");
+    try (Databases asRole =
+        new Databases(
+            java.util.List.of(
+                new dev.spillway.jdbc.DatabaseEndpoint(
+                    "main",
+                    e.url(),
+                    role,
+                    "pw",
+                    2,
+                    dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT)),
+            new io.micrometer.core.instrument.simple.SimpleMeterRegistry())) {
+      java.util.function.Function<javax.sql.DataSource, DefinitionCheck.Result> checkAs =
+          ds -> {
+            try {
+              return DefinitionCheck.check(DefinitionsFile.read(file), t -> "main", n -> ds);
+            } catch (java.sql.SQLException ex) {
+              throw new IllegalStateException(ex);
+            }
+          };
+      assertThat(checkAs.apply(asRole.dataSource("main")).keys()).hasSize(1);
+
+      TestSql.exec(admin, "ALTER TABLE r.projects ENABLE ROW LEVEL SECURITY");
+      assertThatThrownBy(() -> checkAs.apply(asRole.dataSource("main")))
+          .isInstanceOf(ConfigException.class)
+          .hasMessageEndingWith(
+              "r.issues.project_id → r.projects (async_delete) names parent table r.projects,"
+                  + " whose row-level security applies to Spillway's role, so cleanup would fail"
+                  + " on it (it does not let a policy hide rows it reads); make the role the"
+                  + " table's owner (without FORCE ROW LEVEL SECURITY) or give it BYPASSRLS.");
+      assertThat(checkAs.apply(admin).keys())
+          .as("a role that bypasses row security, as a superuser does")
+          .hasSize(1);
+
+      TestSql.exec(
+          admin,
+          "ALTER TABLE r.projects DISABLE ROW LEVEL SECURITY",
+          "ALTER TABLE r.issues ENABLE ROW LEVEL SECURITY");
+      assertThatThrownBy(() -> checkAs.apply(asRole.dataSource("main")))
+          .isInstanceOf(ConfigException.class)
+          .hasMessageContaining("names child table r.issues, whose row-level security applies");
+    } finally {
+      TestSql.exec(admin, "DROP SCHEMA r CASCADE", "DROP OWNED BY " + role, "DROP ROLE " + role);
+    }
+  }
 }
