@@ -102,7 +102,9 @@ final class QuickstartCommand implements Callable<Integer> {
       if (keepRunning) {
         return UntilStopped.await(runtime, out);
       }
-      out.println("Done. 'bin/spillway quickstart --keep-running' keeps it up for 'status'.");
+      out.println(
+          "Done. 'bin/spillway quickstart --keep-running' keeps it up for 'status' and the"
+              + " dashboard.");
       return ErrorHandler.OK;
     } finally {
       if (!keepRunning) {
