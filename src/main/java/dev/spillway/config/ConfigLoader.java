@@ -127,7 +127,7 @@ public final class ConfigLoader {
       // "yes", and each section decides what a value means.
       root = new Yaml(options).compose(new StringReader(yaml));
     } catch (MarkedYAMLException e) {
-      YamlSyntax.Problem p = YamlSyntax.of(e);
+      YamlSyntax.Problem p = YamlSyntax.of(e, yaml);
       throw ConfigException.sentence(
           sourceName, p.line(), null, "invalid YAML: " + p.sentence(), e);
     } catch (YAMLException e) {

@@ -20,7 +20,10 @@ final class YamlSyntax {
       Pattern.compile("found character '(.)' that cannot start any token.*", Pattern.DOTALL);
   private static final Pattern UNDEFINED_ALIAS = Pattern.compile("found undefined alias (.+)");
 
-  static Problem of(MarkedYAMLException e) {
+  /**
+   * @param text the YAML text the error is about
+   */
+  static Problem of(MarkedYAMLException e, String text) {
     String problem = e.getProblem() == null ? "" : e.getProblem().strip();
     String context = e.getContext() == null ? "" : e.getContext();
     Integer at = line(e.getProblemMark());
@@ -29,6 +32,10 @@ final class YamlSyntax {
       return new Problem(at, "a tab cannot start a token, indent with spaces");
     }
     if (problem.equals("mapping values are not allowed here")) {
+      Problem keyWithoutColon = keyWithoutColon(text, at);
+      if (keyWithoutColon != null) {
+        return keyWithoutColon;
+      }
       return new Problem(
           at,
           "a ':' where no setting can begin: indent the line as the settings beside it, or put"
@@ -65,7 +72,10 @@ final class YamlSyntax {
               + open
               + "' opened on this line is not closed with '"
               + close
-              + "', or its entries lack a ',' between them");
+              + "', or its entries lack a ',' between them"
+              + (at != null && !at.equals(opened) && !problem.contains("<stream end>")
+                  ? " (read up to line " + at + ")"
+                  : ""));
     }
     Matcher cannot = CANNOT_START.matcher(problem);
     if (cannot.matches()) {
@@ -78,6 +88,31 @@ final class YamlSyntax {
       return new Problem(at, "'*" + name + "' refers to no anchor '&" + name + "' above it");
     }
     return new Problem(at, oneLine(problem.isEmpty() ? e.getClass().getSimpleName() : problem));
+  }
+
+  /**
+   * A key written without its ':' on the line above {@code line}: the parser reads it and the next
+   * line as one value, then finds that line's ':' where no setting can begin. Null when the line
+   * above is not such a key.
+   */
+  private static Problem keyWithoutColon(String text, Integer line) {
+    if (text == null || line == null) {
+      return null;
+    }
+    String[] lines = text.split("\\R", -1);
+    for (int i = line - 2; i >= 0 && i < lines.length; i--) {
+      String above = lines[i].strip();
+      if (above.isEmpty() || above.startsWith("#")) {
+        continue;
+      }
+      if (above.contains(":") || above.startsWith("-") || above.contains(" ")) {
+        return null;
+      }
+      return new Problem(
+          i + 1,
+          "'" + above + "' lacks the ':' after it, so the setting on the next line cannot begin");
+    }
+    return null;
   }
 
   /** The parser's text on one line, without its own full stop. */

@@ -226,6 +226,11 @@ class ConfigLoaderTest {
                 + " settings beside it, or put a value that holds ': ' in quotes.");
     assertThat(error("databases:\n  main:\n    url: jdbc:postgresql://h: 5432/db\n"))
         .startsWith("spillway.yml:3: invalid YAML: a ':' where no setting can begin");
+    // A key without its ':': the parser stops on the next line; the key's line is named.
+    assertThat(error("kafka:\n  bootstrap-servers\n\n  topic-prefix: x\n"))
+        .isEqualTo(
+            "spillway.yml:2: invalid YAML: 'bootstrap-servers' lacks the ':' after it, so the"
+                + " setting on the next line cannot begin.");
     assertThat(error("http:\n  port: 1\n  - a\n"))
         .isEqualTo(
             "spillway.yml:3: invalid YAML: a list item among settings: a list is a setting's"
@@ -239,10 +244,14 @@ class ConfigLoaderTest {
         .isEqualTo(
             "spillway.yml:3: invalid YAML: the '[' opened on this line is not closed with ']', or"
                 + " its entries lack a ',' between them.");
+    assertThat(error("kafka:\n  properties: {\n    a: 1\n    b: 2 }\n"))
+        .isEqualTo(
+            "spillway.yml:2: invalid YAML: the '{' opened on this line is not closed with '}', or"
+                + " its entries lack a ',' between them (read up to line 4).");
     assertThat(error("http: {port: 1\nkafka: {}\n"))
         .isEqualTo(
             "spillway.yml:1: invalid YAML: the '{' opened on this line is not closed with '}', or"
-                + " its entries lack a ',' between them.");
+                + " its entries lack a ',' between them (read up to line 2).");
     assertThat(error("kafka:\n  topic-prefix: \"abc\n  partitions: 3\n"))
         .isEqualTo("spillway.yml:2: invalid YAML: the quote opened on this line is never closed.");
     assertThat(error("kafka:\n  topic-prefix: @abc\n"))
