@@ -31,9 +31,9 @@ import org.slf4j.Marker;
  * yet) becomes a line of Spillway's at the first attempt and one every 10 s after. Named in {@code
  * logback.xml}.
  *
- * <p>Debezium's other ERRORs with a stack trace when a connection is lost — its heartbeat's query
- * failing, closing the dead connections failing — are dropped: the loss itself is said above, and
- * the heartbeat's connection is opened again at its next beat.
+ * <p>Debezium's other ERRORs with a stack trace when a connection is lost are dropped: closing the
+ * dead connections failing, and its heartbeat's query failing, which becomes a line of Spillway's
+ * once a minute at most unless the database's loss is being said.
  */
 public final class ReconnectLogFilter extends TurboFilter {
   static final String ERROR_HANDLER = "io.debezium.pipeline.ErrorHandler";
@@ -69,6 +69,9 @@ public final class ReconnectLogFilter extends TurboFilter {
 
   /** Per database whose lost connection was announced and not yet regained: when. */
   private final Map<String, Long> lost = new ConcurrentHashMap<>();
+
+  /** Per database, when a heartbeat lost its connection was last said. */
+  private final Map<String, Long> heartbeatSaid = new ConcurrentHashMap<>();
 
   /** Per database, when capture last failed for a lost connection, said or not. */
   private final Map<String, Long> failed = new ConcurrentHashMap<>();
@@ -121,7 +124,10 @@ public final class ReconnectLogFilter extends TurboFilter {
       lost.put(database, nanos.getAsLong());
       return FilterReply.DENY;
     }
-    if (level == Level.ERROR && aroundLostConnection(name, format, params)) {
+    if (level == Level.ERROR && heartbeatFailed(name, format)) {
+      return heartbeat(thrown(params, t));
+    }
+    if (level == Level.ERROR && closingFailed(name, format, params)) {
       return communication(thrown(params, t)) ? FilterReply.DENY : FilterReply.NEUTRAL;
     }
     if (REPLICATION_CONNECTION.equals(name)
@@ -148,14 +154,13 @@ public final class ReconnectLogFilter extends TurboFilter {
     return FilterReply.NEUTRAL;
   }
 
-  /**
-   * Whether the line is one of Debezium's ERRORs that a lost connection brings beside the failure
-   * of its task: the heartbeat's query, or the closing of a connection, failing.
-   */
-  private static boolean aroundLostConnection(String logger, String format, Object[] params) {
-    return HEARTBEAT.equals(logger)
-            && (format.startsWith("Could not execute heartbeat action")
-                || format.startsWith("Exception while closing"))
+  private static boolean heartbeatFailed(String logger, String format) {
+    return HEARTBEAT.equals(logger) && format.startsWith("Could not execute heartbeat action");
+  }
+
+  /** Debezium's ERROR as it closes a connection, or its heartbeat's, that failed. */
+  private static boolean closingFailed(String logger, String format, Object[] params) {
+    return HEARTBEAT.equals(logger) && format.startsWith("Exception while closing")
         || REPLICATION_CONNECTION.equals(logger)
             && format.startsWith("Unexpected error while closing")
         || THREADS.equals(logger)
@@ -163,6 +168,30 @@ public final class ReconnectLogFilter extends TurboFilter {
             && params != null
             && params.length > 0
             && String.valueOf(params[0]).endsWith("-close");
+  }
+
+  /**
+   * The heartbeat's query failing for a lost connection: nothing while a loss of this database is
+   * said, else a line of Spillway's, once a minute at most, so a heartbeat connection cut again and
+   * again while the stream goes on is still seen (it opens again at the next beat). Any other
+   * failure is left as Debezium logs it.
+   */
+  private FilterReply heartbeat(Throwable failure) {
+    if (!communication(failure)) {
+      return FilterReply.NEUTRAL;
+    }
+    String database = database();
+    long now = nanos.getAsLong();
+    Long said = heartbeatSaid.get(database);
+    if (!lost.containsKey(database) && (said == null || now - said >= REPEAT_NANOS)) {
+      heartbeatSaid.put(database, now);
+      log.warn(
+          "Capture of database {} could not run its heartbeat query ({}); it tries again at the"
+              + " next heartbeat.",
+          database,
+          rootMessage(failure));
+    }
+    return FilterReply.DENY;
   }
 
   /** The line's throwable: given apart, or as its last argument, as SLF4J takes it. */
@@ -231,6 +260,7 @@ public final class ReconnectLogFilter extends TurboFilter {
   void forget(String database) {
     lost.remove(database);
     failed.remove(database);
+    heartbeatSaid.remove(database);
   }
 
   /**

@@ -104,15 +104,38 @@ class ReconnectLogFilterTest {
   }
 
   @Test
-  void should_drop_debeziums_heartbeat_and_closing_errors_of_a_lost_connection_only() {
+  void should_drop_debeziums_closing_errors_of_a_lost_connection_and_say_its_heartbeats_briefly() {
     SQLException refused = new SQLException("Connection to localhost:5432 refused", "08001");
     SQLException broken = new SQLException("An I/O error occurred while sending to the backend");
     broken.initCause(new EOFException());
     String heartbeat = "Could not execute heartbeat action (Error: {})";
-    assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08001", refused))
-        .isEqualTo(FilterReply.DENY);
-    assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08006", broken))
-        .isEqualTo(FilterReply.DENY);
+    List<String> lines =
+        said(
+            () -> {
+              MDC.put("dbz.connectorLogicalName", "spillway-main");
+              // The heartbeat's own connection cut while the stream goes on: said once a minute.
+              assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08006", broken))
+                  .isEqualTo(FilterReply.DENY);
+              nanos.addAndGet(10_000_000_000L);
+              assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08006", broken))
+                  .isEqualTo(FilterReply.DENY);
+              nanos.addAndGet(60_000_000_000L);
+              assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08001", refused))
+                  .isEqualTo(FilterReply.DENY);
+              // The database gone: its loss is said, and the heartbeats not beside it.
+              producerFailure(new SQLException("gone", "08006"));
+              nanos.addAndGet(60_000_000_000L);
+              assertThat(debeziumError(ReconnectLogFilter.HEARTBEAT, heartbeat, "08001", refused))
+                  .isEqualTo(FilterReply.DENY);
+            });
+    assertThat(lines)
+        .containsExactly(
+            "Capture of database main could not run its heartbeat query (An I/O error occurred"
+                + " while sending to the backend); it tries again at the next heartbeat.",
+            "Capture of database main could not run its heartbeat query (Connection to"
+                + " localhost:5432 refused); it tries again at the next heartbeat.",
+            "Capture of database main lost its connection to the server (gone); it reconnects,"
+                + " trying every 10 s, and goes on from the last change it stored.");
     assertThat(
             debeziumError(
                 ReconnectLogFilter.HEARTBEAT,
