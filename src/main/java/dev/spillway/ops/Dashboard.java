@@ -26,9 +26,9 @@ final class Dashboard {
     if (report.failure() != null) {
       b.append("<p class=\"failed\">FAILED: ").append(escape(report.failure())).append("</p>\n");
     }
-    b.append("<p>Read at ")
+    b.append("<p>Shown at ")
         .append(escape(now.truncatedTo(java.time.temporal.ChronoUnit.SECONDS).toString()))
-        .append(", again every ")
+        .append("; the page reloads every ")
         .append(REFRESH_SECONDS)
         .append(" s. For machines: <a href=\"/metrics\">/metrics</a>,")
         .append(" <a href=\"/api/status\">/api/status</a>, <a href=\"/livez\">/livez</a>.</p>\n")

@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Optional;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -75,7 +76,7 @@ public final class HttpEndpoint implements AutoCloseable {
     }
     ExecutorService executor =
         Executors.newFixedThreadPool(
-            2,
+            4,
             r -> {
               Thread t = new Thread(r, "spillway-http");
               t.setDaemon(true);
@@ -92,8 +93,9 @@ public final class HttpEndpoint implements AutoCloseable {
    */
   public void serve(
       PrometheusMeterRegistry registry,
-      Supplier<StatusReport> status,
+      Supplier<StatusReport> reports,
       Supplier<Optional<String>> failure) {
+    LatestStatus status = new LatestStatus(reports);
     server.createContext(
         "/metrics",
         ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
@@ -137,6 +139,47 @@ public final class HttpEndpoint implements AutoCloseable {
     log.info(
         "HTTP endpoint on port {} (the dashboard at /, /metrics, /api/status, /livez)",
         server.getAddress().getPort());
+  }
+
+  /**
+   * The status report, made by one request at a time (it asks each database, which may be slow to
+   * answer or out of reach): requests meanwhile get the last one made, so dashboards refreshing and
+   * scripts polling never hold every thread of the endpoint, and {@code /livez} answers.
+   */
+  private static final class LatestStatus {
+    private final Supplier<StatusReport> reports;
+    private final ReentrantLock making = new ReentrantLock();
+    private volatile StatusReport last;
+
+    LatestStatus(Supplier<StatusReport> reports) {
+      this.reports = reports;
+    }
+
+    StatusReport get() {
+      if (!making.tryLock()) {
+        StatusReport known = last;
+        if (known != null) {
+          return known;
+        }
+        making.lock(); // none made yet: wait for the one being made
+        try {
+          return last != null ? last : make();
+        } finally {
+          making.unlock();
+        }
+      }
+      try {
+        return make();
+      } finally {
+        making.unlock();
+      }
+    }
+
+    private StatusReport make() {
+      StatusReport made = reports.get();
+      last = made;
+      return made;
+    }
   }
 
   public int port() {

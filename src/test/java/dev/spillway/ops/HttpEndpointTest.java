@@ -87,6 +87,71 @@ class HttpEndpointTest {
     }
   }
 
+  @Test
+  void should_answer_while_a_status_report_is_slow_to_make_with_the_last_one_made()
+      throws Exception {
+    java.util.concurrent.atomic.AtomicInteger made =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+    java.util.function.Supplier<StatusReport> reports =
+        () -> {
+          int n = made.incrementAndGet();
+          if (n > 1) {
+            // A database slow to answer: every report after the first waits.
+            entered.countDown();
+            try {
+              slow.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+          return new StatusReport(
+              n,
+              "2026-11-24T09:00:00Z",
+              new StatusReport.KafkaStatus("localhost:9092", false),
+              List.of(),
+              List.of(),
+              List.of(),
+              List.of(),
+              List.of(),
+              null,
+              List.of(),
+              null);
+        };
+    try (HttpEndpoint http =
+        HttpEndpoint.start(
+            0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), reports, Optional::empty)) {
+      HttpClient client =
+          HttpClient.newBuilder().connectTimeout(java.time.Duration.ofSeconds(5)).build();
+      java.util.function.Function<String, HttpRequest> request =
+          path ->
+              HttpRequest.newBuilder(URI.create("http://localhost:" + http.port() + path))
+                  .header("Accept", "text/html")
+                  .timeout(java.time.Duration.ofSeconds(5))
+                  .build();
+      assertThat(
+              client
+                  .send(request.apply("/api/status"), HttpResponse.BodyHandlers.ofString())
+                  .body())
+          .contains("\"pid\" : 1");
+      var waiting =
+          client.sendAsync(request.apply("/api/status"), HttpResponse.BodyHandlers.ofString());
+      assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      // Meanwhile: the last report made, and the probe, each at once, however many ask.
+      for (int i = 0; i < 4; i++) {
+        assertThat(client.send(request.apply("/"), HttpResponse.BodyHandlers.ofString()).body())
+            .contains("Spillway pid 1, running since");
+      }
+      assertThat(client.send(request.apply("/livez"), HttpResponse.BodyHandlers.ofString()).body())
+          .isEqualTo("running\n");
+      slow.countDown();
+      assertThat(waiting.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
+          .contains("\"pid\" : 2");
+      assertThat(made.get()).isEqualTo(2);
+    }
+  }
+
   private static HttpResponse<String> get(int port, String path, String accept) throws Exception {
     return HttpClient.newHttpClient()
         .send(
