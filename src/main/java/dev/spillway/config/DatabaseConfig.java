@@ -100,6 +100,11 @@ public record DatabaseConfig(
     return d;
   }
 
+  /** The URL with any password in it shown as {@code ****}: for logs, status and pages. */
+  public static String redacted(String url) {
+    return URL_PASSWORD.matcher(url).replaceAll(m -> m.group(1) != null ? "$1****" : "$2****@");
+  }
+
   /**
    * {@code main (jdbc:postgresql://db1/app as spillway, password ****, pool 10)}, and the lock
    * timeout when it is not the default.
@@ -108,7 +113,7 @@ public record DatabaseConfig(
   public String toString() {
     return name
         + " ("
-        + URL_PASSWORD.matcher(url).replaceAll(m -> m.group(1) != null ? "$1****" : "$2****@")
+        + redacted(url)
         + " as "
         + username
         + (password == null ? "" : ", password ****")

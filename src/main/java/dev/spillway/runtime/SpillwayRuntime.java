@@ -415,7 +415,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       dbs.add(
           new StatusReport.DatabaseStatus(
               e.name(),
-              e.url(),
+              DatabaseConfig.redacted(e.url()),
               config.embeddedDatabases(),
               slots,
               error,

@@ -223,6 +223,9 @@ class SpillwayConfigTest {
         .isEqualTo("main (jdbc:postgresql://db1/app as app, password ****, pool 10)");
     assertThat(c.databases().get("ci").toString())
         .isEqualTo("ci (jdbc:postgresql://db2/ci?user=ci&password=****&ssl=true as ci, pool 10)");
+    assertThat(DatabaseConfig.redacted("jdbc:postgresql://app:s3cret@db1/app?PASSWORD=x;ssl=true"))
+        .as("as status and the dashboard show it")
+        .isEqualTo("jdbc:postgresql://app:****@db1/app?PASSWORD=****;ssl=true");
     assertThat(c.describe())
         .doesNotContain("hunter2", "swordfish", "opensesame")
         .contains("properties sasl.jaas.config");
