@@ -302,6 +302,37 @@ abstract class LfkContract {
   @Test
   void should_dead_letter_rather_than_clean_children_of_parents_row_security_hides()
       throws Exception {
+    // Project 150 is replaced (deleted and inserted again in one transaction); the policy hides it
+    // from the role cleanup runs as.
+    RoleCleanup run =
+        cleanUpAsRole(
+            "lfk15",
+            "h.projects",
+            "id < 100",
+            "DELETE FROM h.projects WHERE id = 150",
+            "INSERT INTO h.projects VALUES (150)");
+    assertThat(run.reason()).contains("row-level security policy for table \"projects\"");
+    assertThat(run.childrenLeft()).isEqualTo(5);
+  }
+
+  @Test
+  void should_dead_letter_rather_than_leave_children_row_security_hides() throws Exception {
+    // Project 150 is deleted; the policy hides three of its five children from the role.
+    RoleCleanup run =
+        cleanUpAsRole("lfk16", "h.issues", "id <= 2", "DELETE FROM h.projects WHERE id = 150");
+    assertThat(run.reason()).contains("row-level security policy for table \"issues\"");
+    assertThat(run.childrenLeft()).as("the statement failed as a whole").isEqualTo(5);
+  }
+
+  /** Why the batch was dead-lettered, and the children of project 150 then left. */
+  private record RoleCleanup(String reason, long childrenLeft) {}
+
+  /**
+   * Cleans up after {@code change} (one transaction) as a role that owns nothing, with row-level
+   * security on {@code table} under {@code policy}; the batch must be dead-lettered.
+   */
+  private RoleCleanup cleanUpAsRole(String prefix, String table, String policy, String... change)
+      throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
     String role = "lfk_cleaner";
     seed(
@@ -312,8 +343,8 @@ abstract class LfkContract {
         "CREATE TABLE h.issues (id bigserial PRIMARY KEY, project_id bigint)",
         "INSERT INTO h.projects VALUES (150)",
         "INSERT INTO h.issues (project_id) SELECT 150 FROM generate_series(1, 5)",
-        "ALTER TABLE h.projects ENABLE ROW LEVEL SECURITY",
-        "CREATE POLICY small ON h.projects USING (id < 100)",
+        "ALTER TABLE " + table + " ENABLE ROW LEVEL SECURITY",
+        "CREATE POLICY hides ON " + table + " USING (" + policy + ")",
         "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'",
         "GRANT USAGE ON SCHEMA h TO " + role,
         "GRANT SELECT ON h.projects TO " + role,
@@ -329,14 +360,13 @@ abstract class LfkContract {
             "bigint");
     LfkSettings s = defaults();
     DatabaseEndpoint e = infra.database("lfk_main");
-    try (LfkHarness h = new LfkHarness(infra, dir, "lfk15", dbs, Map.of(), s, List.of(k));
+    try (LfkHarness h = new LfkHarness(infra, dir, prefix, dbs, Map.of(), s, List.of(k));
         Databases asRole =
             new Databases(
                 List.of(
                     new DatabaseEndpoint(
                         "main", e.url(), role, "pw", 2, DatabaseConfig.DEFAULT_LOCK_TIMEOUT)),
                 new SimpleMeterRegistry())) {
-      // Cleanup runs as a role the policy hides project 150 from.
       h.runtime.sink(Pipeline.LFK).orElseThrow().close(Duration.ZERO);
       Sink.Wiring w = h.runtime.sinkWiring();
       try (Sink cleaner =
@@ -356,12 +386,12 @@ abstract class LfkContract {
                   w.latency(),
                   w.registry(),
                   w.clock()))) {
-        // Project 150 is replaced (deleted and inserted again in one transaction).
         try (Connection c = h.db("main").getConnection()) {
           c.setAutoCommit(false);
           try (Statement st = c.createStatement()) {
-            st.execute("DELETE FROM h.projects WHERE id = 150");
-            st.execute("INSERT INTO h.projects VALUES (150)");
+            for (String sql : change) {
+              st.execute(sql);
+            }
           }
           c.commit();
         }
@@ -369,14 +399,13 @@ abstract class LfkContract {
             TopicReader.readAtLeast(
                     infra.bootstrapServers(), h.runtime.topics().dlq(Pipeline.LFK), 1, WAIT)
                 .get(0);
-        assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
-            .contains("row-level security");
         assertThat(cleaner.metrics().deadLetteredCount()).isOne();
+        return new RoleCleanup(
+            SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()),
+            h.count("main", "SELECT count(*) FROM h.issues WHERE project_id = 150"));
       }
-      assertThat(h.count("main", "SELECT count(*) FROM h.issues WHERE project_id = 150"))
-          .isEqualTo(5);
     } finally {
-      LfkHarness.dropSlots(infra, dbs, "lfk15");
+      LfkHarness.dropSlots(infra, dbs, prefix);
       seed("lfk_main", "h", "DROP OWNED BY " + role, "DROP ROLE " + role);
     }
   }
