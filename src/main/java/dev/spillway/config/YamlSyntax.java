@@ -32,7 +32,9 @@ final class YamlSyntax {
       return new Problem(at, "a tab cannot start a token, indent with spaces");
     }
     if (problem.equals("mapping values are not allowed here")) {
-      Problem keyWithoutColon = keyWithoutColon(text, at);
+      Problem keyWithoutColon =
+          keyWithoutColon(
+              text, at, e.getProblemMark() == null ? -1 : e.getProblemMark().getColumn());
       if (keyWithoutColon != null) {
         return keyWithoutColon;
       }
@@ -92,20 +94,30 @@ final class YamlSyntax {
 
   /**
    * A key written without its ':' on the line above {@code line}: the parser reads it and the next
-   * line as one value, then finds that line's ':' where no setting can begin. Null when the line
-   * above is not such a key.
+   * line as one value, then finds that line's ':' where no setting can begin. Only when the line
+   * above is one word at the same indentation and the ':' found is that line's first (a value on a
+   * line of its own, or one holding ': ', is not this); null otherwise.
+   *
+   * @param column 0-based column of the ':' the parser stopped at
    */
-  private static Problem keyWithoutColon(String text, Integer line) {
+  private static Problem keyWithoutColon(String text, Integer line, int column) {
     if (text == null || line == null) {
       return null;
     }
     String[] lines = text.split("\\R", -1);
-    for (int i = line - 2; i >= 0 && i < lines.length; i--) {
+    if (line - 1 >= lines.length || lines[line - 1].indexOf(':') != column) {
+      return null;
+    }
+    int indent = indent(lines[line - 1]);
+    for (int i = line - 2; i >= 0; i--) {
       String above = lines[i].strip();
       if (above.isEmpty() || above.startsWith("#")) {
         continue;
       }
-      if (above.contains(":") || above.startsWith("-") || above.contains(" ")) {
+      if (indent(lines[i]) != indent
+          || above.contains(":")
+          || above.startsWith("-")
+          || above.contains(" ")) {
         return null;
       }
       return new Problem(
@@ -113,6 +125,14 @@ final class YamlSyntax {
           "'" + above + "' lacks the ':' after it, so the setting on the next line cannot begin");
     }
     return null;
+  }
+
+  private static int indent(String line) {
+    int n = 0;
+    while (n < line.length() && line.charAt(n) == ' ') {
+      n++;
+    }
+    return n;
   }
 
   /** The parser's text on one line, without its own full stop. */

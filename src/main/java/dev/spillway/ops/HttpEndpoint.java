@@ -101,7 +101,14 @@ public final class HttpEndpoint implements AutoCloseable {
         ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
     server.createContext(
         "/api/status",
-        ex -> respond(ex, 200, "application/json", JSON.writeValueAsString(status.get())));
+        ex -> {
+          Optional<StatusReport> report = status.get();
+          if (report.isEmpty()) {
+            notYet(ex);
+            return;
+          }
+          respond(ex, 200, "application/json", JSON.writeValueAsString(report.get()));
+        });
     // For a service manager or an orchestrator's probe: cheap, no database asked.
     server.createContext(
         "/livez",
@@ -120,11 +127,16 @@ public final class HttpEndpoint implements AutoCloseable {
           String accept = ex.getRequestHeaders().getFirst("Accept");
           if (root && accept != null && accept.contains("text/html")) {
             // A browser: the dashboard.
+            Optional<StatusReport> report = status.get();
+            if (report.isEmpty()) {
+              notYet(ex);
+              return;
+            }
             respond(
                 ex,
                 200,
                 "text/html; charset=utf-8",
-                Dashboard.page(status.get(), java.time.Instant.now()));
+                Dashboard.page(report.get(), java.time.Instant.now()));
             return;
           }
           respond(
@@ -143,8 +155,9 @@ public final class HttpEndpoint implements AutoCloseable {
 
   /**
    * The status report, made by one request at a time (it asks each database, which may be slow to
-   * answer or out of reach): requests meanwhile get the last one made, so dashboards refreshing and
-   * scripts polling never hold every thread of the endpoint, and {@code /livez} answers.
+   * answer or out of reach): requests meanwhile get the last one made, or none before the first, so
+   * dashboards reloading and scripts polling never hold the endpoint's threads, and {@code /livez}
+   * and {@code /metrics} answer.
    */
   private static final class LatestStatus {
     private final Supplier<StatusReport> reports;
@@ -155,31 +168,29 @@ public final class HttpEndpoint implements AutoCloseable {
       this.reports = reports;
     }
 
-    StatusReport get() {
+    /** A new report, or while one is being made the last one; empty before the first. */
+    Optional<StatusReport> get() {
       if (!making.tryLock()) {
-        StatusReport known = last;
-        if (known != null) {
-          return known;
-        }
-        making.lock(); // none made yet: wait for the one being made
-        try {
-          return last != null ? last : make();
-        } finally {
-          making.unlock();
-        }
+        return Optional.ofNullable(last);
       }
       try {
-        return make();
+        StatusReport made = reports.get();
+        last = made;
+        return Optional.of(made);
       } finally {
         making.unlock();
       }
     }
+  }
 
-    private StatusReport make() {
-      StatusReport made = reports.get();
-      last = made;
-      return made;
-    }
+  /** Answers a status request whose report is not made yet. */
+  private static void notYet(HttpExchange ex) throws IOException {
+    respond(
+        ex,
+        503,
+        "text/plain; charset=utf-8",
+        "The first status report is still being made (a database slow to answer?); ask again in a"
+            + " moment.\n");
   }
 
   public int port() {

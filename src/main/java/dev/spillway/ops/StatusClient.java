@@ -19,8 +19,13 @@ public final class StatusClient {
             .build();
     HttpResponse<String> response = client.send(request, HttpResponse.BodyHandlers.ofString());
     if (response.statusCode() != 200) {
+      String body = response.body() == null ? "" : response.body().strip();
       throw new IOException(
-          "The status API on port " + port + " answered HTTP " + response.statusCode() + ".");
+          "The status API on port "
+              + port
+              + " answered HTTP "
+              + response.statusCode()
+              + (body.isEmpty() || body.contains("\n") ? "." : ": " + body));
     }
     return HttpEndpoint.JSON.readValue(response.body(), StatusReport.class);
   }

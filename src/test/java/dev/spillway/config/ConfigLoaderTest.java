@@ -231,6 +231,9 @@ class ConfigLoaderTest {
         .isEqualTo(
             "spillway.yml:2: invalid YAML: 'bootstrap-servers' lacks the ':' after it, so the"
                 + " setting on the next line cannot begin.");
+    // A value on a line of its own is not a key without its ':'.
+    assertThat(error("kafka:\n  topic-prefix:\n    spillway\n  bootstrap-servers: a: b\n"))
+        .startsWith("spillway.yml:4: invalid YAML: a ':' where no setting can begin");
     assertThat(error("http:\n  port: 1\n  - a\n"))
         .isEqualTo(
             "spillway.yml:3: invalid YAML: a list item among settings: a list is a setting's"

@@ -45,19 +45,11 @@ class HttpEndpointTest {
     AtomicReference<String> failure = new AtomicReference<>();
     java.util.function.Supplier<StatusReport> status =
         () ->
-            new StatusReport(
+            report(
                 42,
-                "2026-11-24T09:00:00Z",
-                new StatusReport.KafkaStatus("localhost:9092", false),
-                List.of(),
-                List.of(),
                 List.of(
                     new StatusReport.HealthStatus(
                         "main", "public.events", "THROTTLE", "autovacuum <running> & busy")),
-                List.of(),
-                List.of(),
-                null,
-                List.of(),
                 failure.get());
     try (HttpEndpoint http =
         HttpEndpoint.start(
@@ -106,18 +98,7 @@ class HttpEndpointTest {
               Thread.currentThread().interrupt();
             }
           }
-          return new StatusReport(
-              n,
-              "2026-11-24T09:00:00Z",
-              new StatusReport.KafkaStatus("localhost:9092", false),
-              List.of(),
-              List.of(),
-              List.of(),
-              List.of(),
-              List.of(),
-              null,
-              List.of(),
-              null);
+          return report(n, List.of(), null);
         };
     try (HttpEndpoint http =
         HttpEndpoint.start(
@@ -152,11 +133,70 @@ class HttpEndpointTest {
     }
   }
 
+  @Test
+  void should_say_the_first_report_is_not_made_yet_while_it_is_and_keep_answering_the_probe()
+      throws Exception {
+    java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+    java.util.function.Supplier<StatusReport> reports =
+        () -> {
+          entered.countDown();
+          try {
+            slow.await();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+          }
+          return report(7, List.of(), null);
+        };
+    try (HttpEndpoint http =
+        HttpEndpoint.start(
+            0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), reports, Optional::empty)) {
+      var making =
+          HttpClient.newHttpClient()
+              .sendAsync(
+                  HttpRequest.newBuilder(
+                          URI.create("http://localhost:" + http.port() + "/api/status"))
+                      .build(),
+                  HttpResponse.BodyHandlers.ofString());
+      assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      for (int i = 0; i < 4; i++) {
+        HttpResponse<String> notYet =
+            get(http.port(), i % 2 == 0 ? "/api/status" : "/", "text/html");
+        assertThat(notYet.statusCode()).isEqualTo(503);
+        assertThat(notYet.body())
+            .isEqualTo(
+                "The first status report is still being made (a database slow to answer?); ask"
+                    + " again in a moment.\n");
+      }
+      assertThat(get(http.port(), "/livez").statusCode()).isEqualTo(200);
+      slow.countDown();
+      assertThat(making.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
+          .contains("\"pid\" : 7");
+    }
+  }
+
+  private static StatusReport report(
+      long pid, List<StatusReport.HealthStatus> health, String failure) {
+    return new StatusReport(
+        pid,
+        "2026-11-24T09:00:00Z",
+        new StatusReport.KafkaStatus("localhost:9092", false),
+        List.of(),
+        List.of(),
+        health,
+        List.of(),
+        List.of(),
+        null,
+        List.of(),
+        failure);
+  }
+
   private static HttpResponse<String> get(int port, String path, String accept) throws Exception {
     return HttpClient.newHttpClient()
         .send(
             HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
                 .header("Accept", accept)
+                .timeout(java.time.Duration.ofSeconds(5))
                 .build(),
             HttpResponse.BodyHandlers.ofString());
   }
@@ -164,7 +204,9 @@ class HttpEndpointTest {
   private static HttpResponse<String> get(int port, String path) throws Exception {
     return HttpClient.newHttpClient()
         .send(
-            HttpRequest.newBuilder(URI.create("http://localhost:" + port + path)).build(),
+            HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+                .timeout(java.time.Duration.ofSeconds(5))
+                .build(),
             HttpResponse.BodyHandlers.ofString());
   }
 }
