@@ -14,6 +14,7 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String CONTROLLER = "org.apache.kafka.controller.QuorumController";
   static final String SENDER = "org.apache.kafka.clients.producer.internals.Sender";
   static final String POOL = "com.zaxxer.hikari.pool.PoolBase";
+  static final String POOL_CONNECTION = "com.zaxxer.hikari.pool.ProxyConnection";
   static final String CONTROLLER_APIS = "kafka.server.ControllerApis";
   static final String REPLICA_MANAGER = "kafka.server.ReplicaManager";
   static final String DEBEZIUM_ERRORS = "io.debezium.pipeline.ErrorHandler";
@@ -85,6 +86,12 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           // Its failing to open one is logged, and the health monitor says STOP. A connection that
           // did not answer in time (a network dropping it) is still shown.
           new Benign(POOL, "(This connection has been closed.)"),
+          // The pool putting away, with a stack trace, a connection whose server or network went
+          // away (SQLSTATE class 08) or that the server ended (57P01..57P03): the statement's own
+          // failure reaches the code that ran it, which retries or reports it, and the health
+          // monitor says the database is unreachable.
+          new Benign(POOL_CONNECTION, "marked as broken because of SQLSTATE(08"),
+          new Benign(POOL_CONNECTION, "marked as broken because of SQLSTATE(57P0"),
           // The embedded broker registering with its own controller before that has taken office,
           // on about one start in three: it asks again, and an error would stop the start.
           new Benign(

@@ -45,6 +45,30 @@ class BenignWarningFilterTest {
   }
 
   @Test
+  void should_drop_the_pools_broken_connection_warning_only_for_a_connection_gone() {
+    for (String state : new String[] {"08006", "08001", "57P01"}) {
+      assertThat(
+              filter.decide(
+                  warn(
+                      BenignWarningFilter.POOL_CONNECTION,
+                      "spillway-capture - Connection org.postgresql.jdbc.PgConnection@4bade509"
+                          + " marked as broken because of SQLSTATE("
+                          + state
+                          + "), ErrorCode(0)")))
+          .as(state)
+          .isEqualTo(FilterReply.DENY);
+    }
+    assertThat(
+            filter.decide(
+                warn(
+                    BenignWarningFilter.POOL_CONNECTION,
+                    "spillway-main - Connection org.postgresql.jdbc.PgConnection@1 marked as broken"
+                        + " because of SQLSTATE(0A000), ErrorCode(0)")))
+        .as("a connection broken for another reason")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
   void should_drop_only_the_producers_retry_of_a_transaction_the_broker_still_completes() {
     assertThat(
             filter.decide(
