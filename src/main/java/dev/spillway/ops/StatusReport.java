@@ -4,7 +4,8 @@ import java.util.List;
 
 /**
  * What a running Spillway process reports at {@code GET /api/status} and {@code status --json}.
- * Field names are part of the contract scripts rely on.
+ * Field names are part of the contract scripts rely on. {@code madeAt} is when the report was made:
+ * the endpoint answers with the last one made while another is being made.
  */
 public record StatusReport(
     long pid,
@@ -17,7 +18,8 @@ public record StatusReport(
     List<BufferStatus> buffers,
     String lagReadAt,
     List<ConsumerLag.Lag> lag,
-    String failure) {
+    String failure,
+    String madeAt) {
 
   public record KafkaStatus(String bootstrapServers, boolean embedded) {}
 

@@ -7,11 +7,24 @@ import java.util.List;
 
 /** A status report for people: what {@code status} prints and the dashboard shows. */
 public final class StatusText {
+  /** A report older than this is said to be: a newer one is late. */
+  private static final Duration LATE = Duration.ofSeconds(5);
+
   private StatusText() {}
 
   public static String render(StatusReport r, Instant now) {
     StringBuilder b = new StringBuilder();
     b.append(String.format("Spillway pid %d, running since %s%n", r.pid(), r.startedAt()));
+    if (r.madeAt() != null) {
+      Instant made = Instant.parse(r.madeAt());
+      if (Duration.between(made, now).compareTo(LATE) >= 0) {
+        b.append(
+            String.format(
+                "Report    made at %s (%s ago); a newer one is still being made (a database slow to"
+                    + " answer?)%n",
+                made, ago(made, now)));
+      }
+    }
     if (r.failure() != null) {
       b.append("FAILED: ").append(r.failure()).append(System.lineSeparator());
     }

@@ -466,7 +466,8 @@ public final class SpillwayRuntime implements AutoCloseable {
         bufferStatus.get(),
         lag.map(l -> l.at().toString()).orElse(null),
         lag.map(ConsumerLagGauges.Reading::lags).orElse(List.of()),
-        failure().orElse(null));
+        failure().orElse(null),
+        clock.instant().toString());
   }
 
   /** SIGINT/SIGTERM: the log says the stop began and ended, so a clean stop shows as one. */

@@ -131,9 +131,13 @@ class RunCommandIT {
     SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
     StringWriter said = new StringWriter();
     try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
-      assertThat(runtime.status().databases().get(0).url())
+      java.time.Instant before = java.time.Instant.now();
+      StatusReport report = runtime.status();
+      assertThat(report.databases().get(0).url())
           .endsWith("sslpassword=****")
           .doesNotContain("s3cret");
+      assertThat(java.time.Instant.parse(report.madeAt()))
+          .isBetween(before, java.time.Instant.now());
       assertThat(
               RunCommand.start(
                   runtime,

@@ -188,7 +188,8 @@ class HttpEndpointTest {
         List.of(),
         null,
         List.of(),
-        failure);
+        failure,
+        null);
   }
 
   private static HttpResponse<String> get(int port, String path, String accept) throws Exception {

@@ -29,6 +29,15 @@ class StatusTextTest {
       List<StatusReport.BufferStatus> buffers,
       String lagReadAt,
       List<Lag> lag) {
+    return report(databases, buffers, lagReadAt, lag, NOW.toString());
+  }
+
+  private static StatusReport report(
+      List<StatusReport.DatabaseStatus> databases,
+      List<StatusReport.BufferStatus> buffers,
+      String lagReadAt,
+      List<Lag> lag,
+      String madeAt) {
     return new StatusReport(
         42,
         "2026-11-24T09:00:00Z",
@@ -40,7 +49,26 @@ class StatusTextTest {
         buffers,
         lagReadAt,
         lag,
-        null);
+        null,
+        madeAt);
+  }
+
+  @Test
+  void should_say_how_old_a_report_is_only_when_a_newer_one_is_late() {
+    assertThat(
+            StatusText.render(
+                report(List.of(), List.of(), null, List.of(), "2026-11-24T09:59:57Z"), NOW))
+        .doesNotContain("Report");
+    assertThat(StatusText.render(report(List.of(), List.of(), null, List.of(), null), NOW))
+        .as("a report from a process that does not say")
+        .doesNotContain("Report");
+    assertThat(
+            StatusText.render(
+                report(List.of(), List.of(), null, List.of(), "2026-11-24T09:58:55Z"), NOW))
+        .contains(
+            "Report    made at 2026-11-24T09:58:55Z (1m 05s ago); a newer one is still being made"
+                + " (a database slow to answer?)"
+                + System.lineSeparator());
   }
 
   @Test
