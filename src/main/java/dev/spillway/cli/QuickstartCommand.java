@@ -49,16 +49,20 @@ final class QuickstartCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayConfig config = Launch.config(root).embedded();
-    int port = config.http().port();
-    if (!HttpEndpoint.available(port)) {
-      // A demo need not fail for a port a running Spillway holds: `status` finds it either way.
-      out.printf("HTTP port %d is in use: the quickstart takes a free one.%n", port);
-      config = config.withHttpPort(0);
-    }
     long t0 = System.nanoTime();
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
     out.flush();
-    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(LfkDemo.CI), Clock.systemUTC());
+    SpillwayRuntime runtime;
+    try {
+      runtime = SpillwayRuntime.start(config, Set.of(LfkDemo.CI), Clock.systemUTC());
+    } catch (HttpEndpoint.PortInUseException e) {
+      // Taking the port comes first, so nothing was started. A demo need not fail for a port a
+      // running Spillway holds: `status` finds this process through its working directory.
+      out.printf(
+          "  HTTP port %d is in use: the quickstart takes a free one.%n", config.http().port());
+      runtime =
+          SpillwayRuntime.start(config.withHttpPort(0), Set.of(LfkDemo.CI), Clock.systemUTC());
+    }
     DemoBulkEndpoint endpoint = DemoBulkEndpoint.start();
     try {
       out.printf(

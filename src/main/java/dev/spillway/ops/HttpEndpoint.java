@@ -49,13 +49,12 @@ public final class HttpEndpoint implements AutoCloseable {
     return http;
   }
 
-  /** Whether nothing listens on the port now (0, a free port, always is). */
-  public static boolean available(int port) {
-    try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
-      probe.bind(new InetSocketAddress(port));
-      return true;
-    } catch (IOException e) {
-      return false;
+  /** The port asked for is held by another process. */
+  public static final class PortInUseException extends IllegalStateException {
+    PortInUseException(int port, Throwable cause) {
+      super(
+          "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one).",
+          cause);
     }
   }
 
@@ -64,15 +63,14 @@ public final class HttpEndpoint implements AutoCloseable {
    * else (a broker, capture), and serves once what it reports on runs ({@link #serve}).
    *
    * @param port 0 for a free port
+   * @throws PortInUseException when another process holds it
    */
   public static HttpEndpoint bind(int port) throws IOException {
     HttpServer server;
     try {
       server = HttpServer.create(new InetSocketAddress(port), 0);
     } catch (java.net.BindException e) {
-      throw new IllegalStateException(
-          "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one).",
-          e);
+      throw new PortInUseException(port, e);
     }
     ExecutorService executor =
         Executors.newFixedThreadPool(

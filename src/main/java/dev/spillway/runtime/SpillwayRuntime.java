@@ -127,10 +127,10 @@ public final class SpillwayRuntime implements AutoCloseable {
       throws IOException, InterruptedException {
     workingDir = WorkingDirectory.acquire(config.workingDir());
     own(workingDir);
-    log.info("Configuration: {}", config.describe());
     // A port in use stops the start before a broker or a database is started for nothing.
     http = HttpEndpoint.bind(config.http().port());
     own(http);
+    log.info("Configuration: {}", config.describe());
 
     List<DatabaseEndpoint> endpoints = new ArrayList<>();
     if (config.embeddedDatabases()) {

@@ -41,7 +41,7 @@ class QuickstartIT {
       Cli.Result second = Cli.run("quickstart", "-c", config.toString());
       assertThat(second.exitCode()).as(second.err()).isZero();
       assertThat(second.out())
-          .contains("HTTP port " + port + " is in use: the quickstart takes a free one.")
+          .contains("  HTTP port " + port + " is in use: the quickstart takes a free one.")
           .containsPattern("ready in [0-9.]+ s: Kafka at \\S+, dashboard at http://localhost:\\d+/")
           .doesNotContain("dashboard at http://localhost:" + port + "/")
           .contains(
