@@ -198,9 +198,10 @@ final class CaptureEngine implements AutoCloseable {
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
     // Held until the engine streams for good, so another instance starting finds it streaming.
-    Connection lock = SourcePreparation.lockStart(direct, dataSource, slot, timeout);
-    if (lock == null) {
-      throw SourcePreparation.slotActive(dataSource, slot)
+    SourcePreparation.StartLock lock =
+        SourcePreparation.lockStart(direct, dataSource, slot, timeout);
+    if (lock.held() == null) {
+      throw lock.slotStreams()
           ? streamsToAnother()
           : new SlotBusyException(
               "Another process (another instance of this installation) has been starting capture"
@@ -212,7 +213,7 @@ final class CaptureEngine implements AutoCloseable {
                   + timeout.toSeconds()
                   + " s; nothing was changed");
     }
-    startLock.set(lock);
+    startLock.set(lock.held());
     boolean streaming = false;
     try {
       startLocked(timeout);

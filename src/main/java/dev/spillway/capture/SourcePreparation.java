@@ -432,6 +432,15 @@ final class SourcePreparation {
   }
 
   /**
+   * What {@link #lockStart} got.
+   *
+   * @param held the connection holding the lock, or null when it was not taken
+   * @param slotStreams when not taken: whether it gave up because the slot streams to another
+   *     process, rather than waiting its time
+   */
+  record StartLock(Connection held, boolean slotStreams) {}
+
+  /**
    * Takes the slot's start lock, which one process at a time holds from before it looks whether the
    * slot streams until its engine has streamed for a while: instances starting together (deployed
    * at once, or taking over at once) would otherwise all find the slot free, all make or start it,
@@ -441,10 +450,9 @@ final class SourcePreparation {
    * @param direct connections of their own, not the pool's: the lock is held while the start uses
    *     the pool, which may have one connection
    * @param ds the pool, to see whether the slot streams
-   * @return the connection holding the lock, which closing lets go; null when the slot streams to
-   *     another process, or the lock was not free within {@code within}
+   * @return the connection holding the lock, which closing lets go, or why there is none
    */
-  static Connection lockStart(DataSource direct, DataSource ds, String slot, Duration within)
+  static StartLock lockStart(DataSource direct, DataSource ds, String slot, Duration within)
       throws SQLException, InterruptedException {
     long deadline = System.nanoTime() + within.toNanos();
     Connection c = direct.getConnection();
@@ -460,12 +468,13 @@ final class SourcePreparation {
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           if (rs.getBoolean(1)) {
-            return c;
+            return new StartLock(c, false);
           }
         }
-        if (System.nanoTime() > deadline || slotActive(ds, slot)) {
+        boolean streams = slotActive(ds, slot);
+        if (streams || System.nanoTime() > deadline) {
           c.close();
-          return null;
+          return new StartLock(null, streams);
         }
         Thread.sleep(50);
       }
