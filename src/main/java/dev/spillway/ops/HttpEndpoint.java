@@ -99,14 +99,7 @@ public final class HttpEndpoint implements AutoCloseable {
         ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
     server.createContext(
         "/api/status",
-        ex -> {
-          Optional<StatusReport> report = status.get();
-          if (report.isEmpty()) {
-            notYet(ex);
-            return;
-          }
-          respond(ex, 200, "application/json", JSON.writeValueAsString(report.get()));
-        });
+        ex -> respondWithReport(ex, status, "application/json", JSON::writeValueAsString));
     // For a service manager or an orchestrator's probe: cheap, no database asked.
     server.createContext(
         "/livez",
@@ -125,16 +118,11 @@ public final class HttpEndpoint implements AutoCloseable {
           String accept = ex.getRequestHeaders().getFirst("Accept");
           if (root && accept != null && accept.contains("text/html")) {
             // A browser: the dashboard.
-            Optional<StatusReport> report = status.get();
-            if (report.isEmpty()) {
-              notYet(ex);
-              return;
-            }
-            respond(
+            respondWithReport(
                 ex,
-                200,
+                status,
                 "text/html; charset=utf-8",
-                Dashboard.page(report.get(), java.time.Instant.now()));
+                r -> Dashboard.page(r, java.time.Instant.now()));
             return;
           }
           respond(
@@ -181,14 +169,26 @@ public final class HttpEndpoint implements AutoCloseable {
     }
   }
 
-  /** Answers a status request whose report is not made yet. */
-  private static void notYet(HttpExchange ex) throws IOException {
-    respond(
-        ex,
-        503,
-        "text/plain; charset=utf-8",
-        "The first status report is still being made (a database slow to answer?); ask again in a"
-            + " moment.\n");
+  /** How a status report is written out. */
+  @FunctionalInterface
+  private interface Render {
+    String apply(StatusReport report) throws IOException;
+  }
+
+  /** Answers with the status report rendered, or, before the first is made, says so (503). */
+  private static void respondWithReport(
+      HttpExchange ex, LatestStatus status, String type, Render render) throws IOException {
+    Optional<StatusReport> report = status.get();
+    if (report.isEmpty()) {
+      respond(
+          ex,
+          503,
+          "text/plain; charset=utf-8",
+          "The first status report is still being made (a database slow to answer?); ask again"
+              + " in a moment.\n");
+      return;
+    }
+    respond(ex, 200, type, render.apply(report.get()));
   }
 
   public int port() {
