@@ -151,15 +151,20 @@ public final class Capture implements AutoCloseable {
     plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));
     boolean inserts =
         plan.databases().stream().anyMatch(db -> plan.kinds(db).contains(ChangeKind.INSERT));
-    if (inserts) {
-      topics.add(settings.topics().dlq(Pipeline.BUFFERS)); // where a row too large goes
-    }
     TopicProvisioner.ensure(
         settings.bootstrapServers(),
         settings.kafkaProperties(),
         topics,
         settings.partitions(),
         settings.replicationFactor());
+    if (inserts) {
+      TopicProvisioner.ensureKept( // where a row too large goes
+          settings.bootstrapServers(),
+          settings.kafkaProperties(),
+          List.of(settings.topics().dlq(Pipeline.BUFFERS)),
+          settings.partitions(),
+          settings.replicationFactor());
+    }
     Capture capture = new Capture(newProducer(settings), stats, plan, databases, settings, clock);
     try {
       for (String db : plan.databases()) {

@@ -15,17 +15,23 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Creates the topics Spillway needs when they are missing; existing topics are left as they are.
+ * Creates the topics Spillway needs when they are missing; existing topics are left as they are,
+ * their settings too.
  */
 public final class TopicProvisioner {
   private static final Logger log = LoggerFactory.getLogger(TopicProvisioner.class);
 
   private static final long LEADER_WAIT_MILLIS = 30_000;
+
+  /** Neither time nor size deletes a record. */
+  private static final Map<String, String> KEPT =
+      Map.of(TopicConfig.RETENTION_MS_CONFIG, "-1", TopicConfig.RETENTION_BYTES_CONFIG, "-1");
 
   /** How long Kafka may take to answer before the log says it is waited for. */
   private static final Duration PATIENCE = Duration.ofSeconds(5);
@@ -106,6 +112,8 @@ public final class TopicProvisioner {
   }
 
   /**
+   * Creates the missing topics with the broker's default retention.
+   *
    * @param clientProperties passed to the admin client as is (security settings and the like)
    */
   public static void ensure(
@@ -115,12 +123,43 @@ public final class TopicProvisioner {
       int partitions,
       short replicationFactor)
       throws InterruptedException {
+    ensure(bootstrapServers, clientProperties, topics, partitions, replicationFactor, Map.of());
+  }
+
+  /**
+   * Creates the missing topics keeping every record until an operator deletes it, whatever the
+   * broker's default retention: for dead letters, which may be the only record left of what a
+   * pipeline gave up on (a buffer's rows deleted per {@code on-exhausted}), and for the record of
+   * their replays, without which a replay would hand them over again.
+   *
+   * @param clientProperties passed to the admin client as is (security settings and the like)
+   */
+  public static void ensureKept(
+      String bootstrapServers,
+      Map<String, String> clientProperties,
+      Collection<String> topics,
+      int partitions,
+      short replicationFactor)
+      throws InterruptedException {
+    ensure(bootstrapServers, clientProperties, topics, partitions, replicationFactor, KEPT);
+  }
+
+  private static void ensure(
+      String bootstrapServers,
+      Map<String, String> clientProperties,
+      Collection<String> topics,
+      int partitions,
+      short replicationFactor,
+      Map<String, String> topicConfigs)
+      throws InterruptedException {
     try (Admin admin = admin(bootstrapServers, clientProperties)) {
       Set<String> existing = topics(admin, bootstrapServers);
       List<NewTopic> missing = new ArrayList<>();
       for (String t : Set.copyOf(topics)) {
         if (!existing.contains(t)) {
-          missing.add(new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)));
+          missing.add(
+              new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor))
+                  .configs(topicConfigs));
         }
       }
       if (missing.isEmpty()) {

@@ -310,7 +310,7 @@ public final class DeadLetterReplay {
 
     void send(ProducerRecord<byte[], byte[]> batch) throws InterruptedException {
       if (producer == null) {
-        TopicProvisioner.ensure(
+        TopicProvisioner.ensureKept(
             bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
         producer = producer();
       }

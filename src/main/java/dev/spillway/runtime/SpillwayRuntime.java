@@ -166,7 +166,7 @@ public final class SpillwayRuntime implements AutoCloseable {
     databases = new Databases(endpoints, registry);
     own(databases);
     startHealth(endpoints);
-    TopicProvisioner.ensure(
+    TopicProvisioner.ensureKept(
         bootstrapServers,
         config.kafka().properties(),
         topics().deadLetterTopics(),

@@ -117,9 +117,15 @@ public final class Sink implements AutoCloseable {
     List<String> names = new ArrayList<>();
     batchesTopics.forEach(t -> names.add(t.name()));
     List<String> needed = new ArrayList<>(names);
-    needed.addAll(List.of(topics.delayed(pipeline), topics.dlq(pipeline)));
+    needed.add(topics.delayed(pipeline));
     TopicProvisioner.ensure(
         w.bootstrapServers(), w.kafkaProperties(), needed, w.partitions(), w.replicationFactor());
+    TopicProvisioner.ensureKept(
+        w.bootstrapServers(),
+        w.kafkaProperties(),
+        List.of(topics.dlq(pipeline)),
+        w.partitions(),
+        w.replicationFactor());
     String batchesTopic = names.get(0);
     Producer<byte[], byte[]> producer = producer(w, pipeline);
     SinkMetrics metrics = new SinkMetrics(w.registry(), pipeline);

@@ -465,6 +465,26 @@ class BufferPipelineIT {
                 .during(Duration.ofSeconds(2))
                 .atMost(Duration.ofSeconds(10))
                 .until(() -> receiver.calls().size() == 2);
+
+            // The dead letters, the only record left of those rows, and the record of their
+            // replays are kept whatever the broker's default retention.
+            List<ConfigResource> kept =
+                Stream.of(
+                        runtime.topics().dlq(Pipeline.BUFFERS),
+                        runtime.topics().dlq(Pipeline.LFK),
+                        runtime.topics().replays(Pipeline.BUFFERS))
+                    .map(t -> new ConfigResource(ConfigResource.Type.TOPIC, t))
+                    .toList();
+            try (Admin admin =
+                Admin.create(Map.of("bootstrap.servers", runtime.bootstrapServers()))) {
+              assertThat(admin.describeConfigs(kept).all().get().values())
+                  .hasSize(3)
+                  .allSatisfy(
+                      topic -> {
+                        assertThat(topic.get("retention.ms").value()).isEqualTo("-1");
+                        assertThat(topic.get("retention.bytes").value()).isEqualTo("-1");
+                      });
+            }
           });
     }
   }
