@@ -4,6 +4,7 @@ import dev.spillway.config.ConfigNode;
 import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
 import java.lang.reflect.Modifier;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -48,6 +49,14 @@ public final class BuffersSection {
               .orElseThrow(() -> section.error(name, "must be a mapping of the buffer's settings"));
       if (!NAME.matcher(name).matches()) {
         throw section.error(name, "is not a usable buffer name (letters, digits, '.', '_', '-')");
+      }
+      if (Topics.namesOwnGroup(name)) {
+        throw section.error(
+            name,
+            "is not a usable buffer name: its batching stage would join the buffers' own consumer"
+                + " group <prefix>.buffers."
+                + name
+                + " in Kafka; name the buffer otherwise");
       }
       BufferSettings b = buffer(name, n, config);
       String other = tables.putIfAbsent(b.table(), name);

@@ -56,21 +56,38 @@ public final class Topics {
     return name(pipeline, "delayed");
   }
 
+  private static final String SINK_GROUP = "sink";
+  private static final String DELAY_GROUP = "delay";
+
   /** The consumer group of a pipeline's sink workers. */
   public String sinkGroup(Pipeline pipeline) {
-    return name(pipeline, "sink");
+    return name(pipeline, SINK_GROUP);
   }
 
   /** The consumer group releasing a pipeline's delayed batches. */
   public String delayGroup(Pipeline pipeline) {
-    return name(pipeline, "delay");
+    return name(pipeline, DELAY_GROUP);
+  }
+
+  /**
+   * Whether a Kafka Streams application of this name would have the id of one of its pipeline's own
+   * consumer groups, and so join it.
+   */
+  public static boolean namesOwnGroup(String name) {
+    return name.equals(SINK_GROUP) || name.equals(DELAY_GROUP);
   }
 
   /**
    * The application id of a pipeline's Kafka Streams application: its consumer group, and the
    * prefix of its changelog and repartition topics.
+   *
+   * @throws IllegalArgumentException for a name one of the pipeline's own consumer groups has
    */
   public String streamsApplication(Pipeline pipeline, String name) {
+    if (namesOwnGroup(name)) {
+      throw new IllegalArgumentException(
+          "A Streams application named '" + name + "' would join " + name(pipeline, name));
+    }
     return name(pipeline, checked(name));
   }
 

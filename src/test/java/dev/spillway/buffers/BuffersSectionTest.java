@@ -312,6 +312,19 @@ class BuffersSectionTest {
         "buffers:\n  events:\n    rate-limit: -1\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.rate-limit must be between 0.001 and 1000000, not -1.");
     refused(
+        "buffers:\n  sink:\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:2: buffers.sink is not a usable buffer name: its batching stage would join"
+            + " the buffers' own consumer group <prefix>.buffers.sink in Kafka; name the buffer"
+            + " otherwise.");
+    refused(
+        "buffers:\n  delay:\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:2: buffers.delay is not a usable buffer name: its batching stage would join"
+            + " the buffers' own consumer group <prefix>.buffers.delay in Kafka; name the buffer"
+            + " otherwise.");
+    refused(
+        "buffers:\n  e v:\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:2: buffers.e v is not a usable buffer name (letters, digits, '.', '_', '-').");
+    refused(
         "buffers:\n  events:\n    database: ci\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.database names database 'ci', which is not configured"
             + " (known: main).");

@@ -1,6 +1,7 @@
 package dev.spillway.event;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import org.junit.jupiter.api.Test;
 
@@ -15,5 +16,17 @@ class TopicsTest {
     assertThat(topics.owns(new Topics("spillway.staging").sinkGroup(Pipeline.LFK))).isFalse();
     assertThat(topics.owns("spillway.capture.offsets")).isFalse();
     assertThat(topics.owns("other.spillway.lfk.sink")).isFalse();
+  }
+
+  @Test
+  void should_give_no_streams_application_the_id_of_a_consumer_group_of_its_own() {
+    assertThat(topics.streamsApplication(Pipeline.BUFFERS, "activity"))
+        .isNotIn(topics.sinkGroup(Pipeline.BUFFERS), topics.delayGroup(Pipeline.BUFFERS));
+    for (String group : new String[] {"sink", "delay"}) {
+      assertThat(Topics.namesOwnGroup(group)).isTrue();
+      assertThatThrownBy(() -> topics.streamsApplication(Pipeline.BUFFERS, group))
+          .isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("spillway.buffers." + group);
+    }
   }
 }
