@@ -56,7 +56,9 @@ final class ReplayCommand implements Runnable {
                 + " time ago (30m, 2h, 1d). Default: everything still in the dead-letter topic.")
     Instant since;
 
-    @Option(names = "--dry-run", description = "List what would be replayed; send nothing.")
+    @Option(
+        names = {"-n", "--dry-run"},
+        description = "List what would be replayed; send nothing.")
     boolean dryRun;
 
     @Option(
