@@ -24,9 +24,17 @@ public record BufferBatch(String groupId, String buffer, List<BufferEvent> event
     }
   }
 
-  /** A batch whose group id is derived from its events' source, table and WAL positions. */
+  /**
+   * A batch with the group id the batching stage gives these events once encoded ({@link
+   * EventSerdes#encode(BufferEvent)}): from their source, table, WAL positions and commit times,
+   * and for inserts read from the WAL a hash of each encoded event (the rows of one {@code COPY}
+   * share a WAL record's position and commit time).
+   */
   public static BufferBatch of(String buffer, List<BufferEvent> events) {
-    return new BufferBatch(groupId(events), buffer, events);
+    String groupId =
+        EventSerdes.encodeBufferBatch(buffer, events.stream().map(EventSerdes::encode).toList())
+            .groupId();
+    return new BufferBatch(groupId, buffer, events);
   }
 
   /** The same batch with fewer events (what is left after a partial success). */
@@ -34,27 +42,17 @@ public record BufferBatch(String groupId, String buffer, List<BufferEvent> event
     return new BufferBatch(groupId, buffer, remaining);
   }
 
-  private static String groupId(List<BufferEvent> events) {
-    BufferEvent first = events.get(0);
-    long[] positions = new long[events.size() * 2];
-    for (int i = 0; i < events.size(); i++) {
-      positions[2 * i] = events.get(i).lsn();
-      positions[2 * i + 1] = events.get(i).commitTimeMicros();
-    }
-    return groupId(first.database(), first.table().toString(), positions);
-  }
-
   /**
-   * The group id of a batch from this source database and table whose events have these WAL
-   * positions and commit times: {@code positions} holds each event's LSN then its commit time in
-   * microseconds, in the batch's order.
+   * The group id of a batch from this source database and table whose events are told apart by the
+   * first {@code count} of {@code identities}: per event, in the batch's order, its LSN, its commit
+   * time in microseconds and, for an insert read from the WAL, its hash.
    */
-  static String groupId(String database, String table, long[] positions) {
+  static String groupId(String database, String table, long[] identities, int count) {
     byte[] source = (database + "/" + table).getBytes(StandardCharsets.UTF_8);
-    ByteBuffer b = ByteBuffer.allocate(source.length + positions.length * Long.BYTES);
+    ByteBuffer b = ByteBuffer.allocate(source.length + count * Long.BYTES);
     b.put(source);
-    for (long p : positions) {
-      b.putLong(p);
+    for (int i = 0; i < count; i++) {
+      b.putLong(identities[i]);
     }
     return UUID.nameUUIDFromBytes(b.array()).toString();
   }

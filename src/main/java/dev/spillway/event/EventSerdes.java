@@ -168,14 +168,18 @@ public final class EventSerdes {
     if (tail.txId() == 0) {
       return Optional.empty();
     }
+    return Optional.of(new InsertIdentity(tail.lsn(), tail.commitMicros(), hash(event, tail)));
+  }
+
+  /** The 64-bit hash of a buffer event's body up to its capture time. */
+  private static long hash(byte[] event, EventTail tail) {
     int length =
         bodyLength(event) - varLongLength(tail.capturedAtMillis()) - varLongLength(tail.txId());
     CRC32C c = new CRC32C();
     c.update(event, EVENT_HEADER.length, length);
     CRC32 d = new CRC32();
     d.update(event, EVENT_HEADER.length, length);
-    return Optional.of(
-        new InsertIdentity(tail.lsn(), tail.commitMicros(), c.getValue() << 32 | d.getValue()));
+    return c.getValue() << 32 | d.getValue();
   }
 
   /**
@@ -295,7 +299,10 @@ public final class EventSerdes {
     if (events.isEmpty()) {
       throw new IllegalArgumentException("A batch of " + buffer + " without events");
     }
-    long[] positions = new long[events.size() * 2];
+    // Per event its position and commit time, and for one read from the WAL its hash: the rows of
+    // one WAL record (a COPY) share the first two, so batches of different rows would share an id.
+    long[] identities = new long[events.size() * 3];
+    int parts = 0;
     String database = null; // and table: the first event's
     String table = null;
     int size = BATCH_HEADER.length + 2 * MAX_VARINT + buffer.length() * 3 + GROUP_ID_LENGTH + 1;
@@ -320,11 +327,14 @@ public final class EventSerdes {
         database = tail.database();
         table = tail.table();
       }
-      positions[2 * i] = tail.lsn();
-      positions[2 * i + 1] = tail.commitMicros();
+      identities[parts++] = tail.lsn();
+      identities[parts++] = tail.commitMicros();
+      if (tail.txId() != 0) {
+        identities[parts++] = hash(e, tail);
+      }
       size += bodyLength(e);
     }
-    String groupId = BufferBatch.groupId(database, table, positions);
+    String groupId = BufferBatch.groupId(database, table, identities, parts);
     ByteArrayOutputStream bytes = new ByteArrayOutputStream(size);
     bytes.writeBytes(BATCH_HEADER);
     BinaryEncoder out = EncoderFactory.get().directBinaryEncoder(bytes, null);

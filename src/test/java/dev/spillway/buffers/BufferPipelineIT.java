@@ -18,6 +18,7 @@ import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import java.io.StringReader;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -46,6 +47,7 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.postgresql.PGConnection;
 
 /**
  * The whole pipeline on the shared embedded PostgreSQL and Kafka: single-row inserts into a buffer
@@ -240,6 +242,66 @@ class BufferPipelineIT {
   }
 
   /** The buffer table most tests use, in {@code schema}. */
+  @Test
+  void should_give_each_batch_of_rows_one_copy_wrote_a_group_id_of_its_own(@TempDir Path dir)
+      throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    activity:
+                      table: %s.contact_activity_events
+                      batch-size: 4
+                      max-wait: 3s
+                      handler:
+                        http: { url: "%s" }
+                  """,
+                  schema, receiver.url()),
+          schema -> activityTable(schema),
+          (runtime, ds, schema) -> {
+            // COPY writes rows of one page in one WAL record: they share its position and commit.
+            StringBuilder rows = new StringBuilder();
+            for (int i = 0; i < 12; i++) {
+              rows.append(200 + i).append("\tcall\n");
+            }
+            try (Connection c = ds.getConnection()) {
+              long copied =
+                  c.unwrap(PGConnection.class)
+                      .getCopyAPI()
+                      .copyIn(
+                          "COPY "
+                              + schema
+                              + ".contact_activity_events (contact_id, activity) FROM STDIN",
+                          new StringReader(rows.toString()));
+              assertThat(copied).isEqualTo(12);
+            }
+
+            await().atMost(TIMEOUT).until(() -> receiver.rows() >= 12);
+            List<BulkReceiver.Call> calls = receiver.calls();
+            assertThat(calls).hasSize(3);
+            assertThat(calls)
+                .as("a receiver keeping one answer per Idempotency-Key would drop two batches")
+                .extracting(BulkReceiver.Call::idempotencyKey)
+                .doesNotHaveDuplicates();
+            assertThat(
+                    calls.stream()
+                        .flatMap(c -> c.rows().stream())
+                        .map(r -> ((Number) r.get("contact_id")).longValue()))
+                .containsExactlyInAnyOrderElementsOf(
+                    Stream.iterate(200L, i -> i + 1).limit(12).toList());
+            await()
+                .atMost(TIMEOUT)
+                .until(
+                    () ->
+                        TestSql.count(
+                                ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
+                            == 0);
+          });
+    }
+  }
+
   private static List<String> activityTable(String schema) {
     return List.of(
         "CREATE TABLE "

@@ -48,6 +48,30 @@ class EventSerdesTest {
   }
 
   @Test
+  void should_give_batches_of_different_rows_of_one_wal_record_different_group_ids() {
+    // A COPY's rows of one page: one WAL record, so one position and commit time, one transaction.
+    List<BufferEvent> events = new ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      Map<String, Object> row = new LinkedHashMap<>();
+      row.put("id", (long) i);
+      row.put("activity", "call");
+      events.add(
+          new BufferEvent(
+              "main", TABLE, row, 1_700_000_000_000_000L, 0x1000_0040L, 1_700_000_000_000L, 777L));
+    }
+    List<byte[]> copied = events.stream().map(EventSerdes::encode).toList();
+
+    String first = EventSerdes.encodeBufferBatch("activity", copied.subList(0, 4)).groupId();
+    String second = EventSerdes.encodeBufferBatch("activity", copied.subList(4, 8)).groupId();
+
+    assertThat(first).isNotEqualTo(second);
+    assertThat(EventSerdes.encodeBufferBatch("activity", copied.subList(0, 4)).groupId())
+        .as("the same events again")
+        .isEqualTo(first);
+    assertThat(BufferBatch.of("activity", events.subList(4, 8)).groupId()).isEqualTo(second);
+  }
+
+  @Test
   void should_refuse_to_batch_what_is_not_a_buffer_event() {
     byte[] event = EventSerdes.encode(event(new Random(1), 1));
     byte[] deleted =
