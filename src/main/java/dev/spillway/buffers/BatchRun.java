@@ -98,13 +98,16 @@ final class BatchRun {
         return new Outcome.Paused(
             "a database error after part of the batch was handled: " + e.getMessage(), rest());
       }
-      // Dead-lettered for good, a batch some of whose rows are gone (handled by this run or an
-      // earlier one) leaves just the rest: a replay would hand the others over again.
+      // Dead-lettered, now or once its retries are spent, a batch some of whose rows are gone
+      // (handled by this run or an earlier one) leaves just the rest: a replay would hand the
+      // others over again. A lock given up at the lock timeout is no failure of the batch's.
       if (!replayed
           && pending != null
           && pending.size() < batch.events().size()
-          && SqlErrors.classify(e) instanceof Outcome.PermanentFailure) {
-        return new Outcome.PermanentFailure(e, rest());
+          && !SqlErrors.lockNotAvailable(e)) {
+        return SqlErrors.classify(e) instanceof Outcome.PermanentFailure
+            ? new Outcome.PermanentFailure(e, rest())
+            : new Outcome.RetryableFailure(e, rest());
       }
       throw e;
     }

@@ -48,10 +48,20 @@ public sealed interface Outcome {
     }
   }
 
-  /** Worth trying again after a pause (a deadlock, a lost connection, a timeout). */
-  record RetryableFailure(Throwable error) implements Outcome {
+  /**
+   * Worth trying again after a pause (a deadlock, a lost connection, a timeout); once the retries
+   * are spent, the record goes to the dead-letter topic.
+   *
+   * @param deadLetter the value to dead-letter then instead of the record as received (what is left
+   *     of the batch), or null for the record as received
+   */
+  record RetryableFailure(Throwable error, byte[] deadLetter) implements Outcome {
     public RetryableFailure {
       Objects.requireNonNull(error);
+    }
+
+    public RetryableFailure(Throwable error) {
+      this(error, null);
     }
   }
 

@@ -239,7 +239,7 @@ final class UnitOfWork {
       return new Result(record, outcome, true);
     }
     if (outcome instanceof Outcome.RetryableFailure f) {
-      return deadLetter(record, outcome, f.error(), null);
+      return deadLetter(record, outcome, f.error(), f.deadLetter());
     }
     Outcome.PermanentFailure p = (Outcome.PermanentFailure) outcome;
     return deadLetter(record, outcome, p.error(), p.deadLetter());

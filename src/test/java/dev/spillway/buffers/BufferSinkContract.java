@@ -871,6 +871,41 @@ abstract class BufferSinkContract {
     assertOneBatchDeadLetteredWith(3, "the events dead-lettered, not the batch's");
   }
 
+  @Test
+  void should_dead_letter_only_the_events_whose_rows_are_left_when_retries_are_spent()
+      throws Exception {
+    List<List<Object>> calls = new CopyOnWriteArrayList<>();
+    start(
+        settings(),
+        b -> {
+          calls.add(b.ids());
+          return BulkHandler.Result.success();
+        });
+    // Rows 1 and 2 were handled and deleted by an earlier run, which then crashed; now every
+    // deletion fails with an error worth retrying (a serialization failure), again and again.
+    TestSql.exec(
+        ds,
+        "DELETE FROM " + table.quoted() + " WHERE id IN (1, 2)",
+        "CREATE FUNCTION "
+            + schema
+            + ".conflicting() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RAISE EXCEPTION"
+            + " 'could not serialize access' USING ERRCODE = '40001'; END$$",
+        "CREATE TRIGGER conflicting BEFORE DELETE ON "
+            + table.quoted()
+            + " FOR EACH ROW EXECUTE FUNCTION "
+            + schema
+            + ".conflicting()");
+    BufferBatch b = batch(1, 5);
+    produce(b);
+
+    deadLetteredRest(b, 3L, 4L, 5L); // a replay hands over these, not the two handled already
+    assertOneBatchDeadLetteredWith(3, "the events dead-lettered, not the batch's");
+    assertThat(calls)
+        .as("handed over once: the retries delete what that call took")
+        .containsExactly(List.of(3L, 4L, 5L));
+    assertThat(rows(3, 5)).isEqualTo(3);
+  }
+
   @ParameterizedTest(name = "{0} {1}")
   @CsvSource({
     "table, ADD COLUMN note text, lacks the column(s) note",
