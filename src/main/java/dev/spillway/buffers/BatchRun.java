@@ -37,7 +37,6 @@ import org.slf4j.LoggerFactory;
  */
 final class BatchRun {
   private static final Logger log = LoggerFactory.getLogger(BatchRun.class);
-  private static final Duration CHECK_EVERY = Duration.ofMillis(100);
 
   /** How many times one deletion reads the buffer table's columns again when they change. */
   private static final int COLUMN_CHANGES_FOLLOWED = 3;
@@ -247,15 +246,7 @@ final class BatchRun {
 
   /** Sleeps in short slices, with a checkpoint before each. */
   private void sleep(Duration wait) throws InterruptedException, RunningBuffer.RunEnded {
-    long until = System.nanoTime() + wait.toNanos();
-    while (true) {
-      checkpoint();
-      long left = until - System.nanoTime();
-      if (left <= 0) {
-        return;
-      }
-      Thread.sleep(Math.max(1, Math.min(CHECK_EVERY.toMillis(), left / 1_000_000)));
-    }
+    RunningBuffer.sleep(wait, this::checkpoint);
   }
 
   /**

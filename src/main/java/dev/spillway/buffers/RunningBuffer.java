@@ -26,7 +26,7 @@ import org.slf4j.LoggerFactory;
 final class RunningBuffer {
   private static final Logger log = LoggerFactory.getLogger(RunningBuffer.class);
 
-  /** How long a wait for a permit goes between two checkpoints. */
+  /** How long a wait goes between two checkpoints. */
   private static final Duration PERMIT_SLICE = Duration.ofMillis(100);
 
   /** The most batches whose retries are remembered between runs; past it, one is forgotten. */
@@ -224,7 +224,9 @@ final class RunningBuffer {
     BulkHandler.Result result;
     try {
       if (rate.isPresent()) {
-        await(rate.get()::tryAcquirePermit, checkpoint);
+        // Reserved, then waited for: trying for a permit due later than the try's wait returns at
+        // once, so waiting by tries would spin. A run that ends meanwhile leaves its slot unused.
+        sleep(rate.get().reservePermit(), checkpoint);
       }
       try {
         result = handler.handle(batch);
@@ -256,6 +258,19 @@ final class RunningBuffer {
       throws InterruptedException, RunEnded {
     while (!permit.tryAcquire(PERMIT_SLICE)) {
       checkpoint.check();
+    }
+  }
+
+  /** Sleeps for {@code wait}, asking {@code checkpoint} first and at least every 100 ms. */
+  static void sleep(Duration wait, Checkpoint checkpoint) throws InterruptedException, RunEnded {
+    long until = System.nanoTime() + wait.toNanos();
+    while (true) {
+      checkpoint.check();
+      long left = until - System.nanoTime();
+      if (left <= 0) {
+        return;
+      }
+      Thread.sleep(Math.max(1, Math.min(PERMIT_SLICE.toMillis(), left / 1_000_000)));
     }
   }
 }

@@ -31,7 +31,10 @@ class RunningBufferTest {
       new BulkHandler.Batch("events", "g-1", 1, "id", List.of(Map.of("id", 1)));
 
   private static RunningBuffer buffer(BulkHandler handler) {
-    BufferSettings s = BufferSettings.of("events", TABLE, "main", new HandlerSpec.Sql(":ids"));
+    return buffer(BufferSettings.of("events", TABLE, "main", new HandlerSpec.Sql(":ids")), handler);
+  }
+
+  private static RunningBuffer buffer(BufferSettings s, BulkHandler handler) {
     return new RunningBuffer(
         s,
         new BufferTable(TABLE, "id", "int8", List.of("id"), Optional.empty()),
@@ -95,6 +98,22 @@ class RunningBufferTest {
       go.get().countDown();
       pool.shutdownNow();
     }
+  }
+
+  @Test
+  void should_sleep_through_a_rate_wait_asking_the_checkpoint_now_and_then() throws Exception {
+    RunningBuffer b =
+        buffer(
+            BufferSettings.of("events", TABLE, "main", new HandlerSpec.Sql(":ids"))
+                .withConcurrency(1, 2.0),
+            batch -> BulkHandler.Result.success());
+    AtomicInteger asked = new AtomicInteger();
+
+    b.call(BATCH, asked::incrementAndGet);
+    b.call(BATCH, asked::incrementAndGet); // its permit is due half a second after the first
+
+    // Asked every 100 ms at most while it sleeps, not again and again in a spin.
+    assertThat(asked.get()).isBetween(1, 20);
   }
 
   @ParameterizedTest
