@@ -31,6 +31,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.regex.Pattern;
 
 /**
  * The HTTP bulk handler: {@code POST} of a JSON array, one object per row (column names as keys,
@@ -41,6 +42,7 @@ import java.util.concurrent.TimeoutException;
 final class HttpBulkHandler implements BulkHandler {
   static final String IDEMPOTENCY_KEY = "Idempotency-Key";
   private static final ObjectMapper JSON = new ObjectMapper();
+  private static final Pattern DIGITS = Pattern.compile("[0-9]+");
   private static final int MAX_BODY_IN_REASON = 200;
 
   /** Bytes of a response body kept for its reason: room for the shown part after blank runs. */
@@ -99,6 +101,14 @@ final class HttpBulkHandler implements BulkHandler {
       return Result.success();
     }
     String reason = "POST " + spec.url() + " answered " + status + snippet(response.body());
+    Optional<String> location = response.headers().firstValue("Location");
+    if (status >= 300 && status < 400 && location.isPresent()) {
+      // Not followed: a 301, 302 or 303 turns a POST into a GET without its rows.
+      reason +=
+          " (a redirect to "
+              + resolved(location.get().strip())
+              + ", which Spillway does not follow: set the buffer's url to where it points)";
+    }
     if (status == 429 || status >= 500) {
       return new Result.Retry(
           reason, retryAfter(response.headers().firstValue("Retry-After")).orElse(null));
@@ -127,6 +137,15 @@ final class HttpBulkHandler implements BulkHandler {
     return (message == null ? "no answer" : message) + kind;
   }
 
+  /** A {@code Location} against the url, or as it is when it is no URI. */
+  private String resolved(String location) {
+    try {
+      return spec.url().resolve(location).toString();
+    } catch (IllegalArgumentException e) {
+      return location;
+    }
+  }
+
   /** A call that got no answer: retried. */
   private Result failed(String why) {
     return Result.retry("POST " + spec.url() + " failed: " + why);
@@ -145,15 +164,14 @@ final class HttpBulkHandler implements BulkHandler {
       return Optional.empty();
     }
     String v = header.get().trim();
-    try {
-      long seconds = Long.parseLong(v);
-      return seconds < 0 ? Optional.empty() : Optional.of(Duration.ofSeconds(seconds));
-    } catch (NumberFormatException e) {
-      Instant now = clock.instant();
-      return httpDate(v, now)
-          .map(at -> Duration.between(now, at))
-          .map(d -> d.isNegative() ? Duration.ZERO : d);
+    if (DIGITS.matcher(v).matches()) {
+      // More seconds than a long holds is as long as a wait gets (the buffer's bound applies).
+      return Optional.of(Duration.ofSeconds(v.length() > 18 ? Long.MAX_VALUE : Long.parseLong(v)));
     }
+    Instant now = clock.instant(); // a date, or nothing readable (negative seconds among them)
+    return httpDate(v, now)
+        .map(at -> Duration.between(now, at))
+        .map(d -> d.isNegative() ? Duration.ZERO : d);
   }
 
   /**

@@ -120,6 +120,9 @@ class HttpBulkHandlerTest {
         .as("the obsolete asctime form")
         .contains(Duration.ofSeconds(90));
     assertThat(h.retryAfter(Optional.of("-5"))).as("not a valid value: the backoff then").isEmpty();
+    assertThat(h.retryAfter(Optional.of("99999999999999999999")))
+        .as("more than a long holds: the longest wait, which the buffer bounds")
+        .contains(Duration.ofSeconds(Long.MAX_VALUE));
     assertThat(h.retryAfter(Optional.of("soon"))).isEmpty();
     assertThat(h.retryAfter(Optional.of("Tue, 25 Nov 2026 08:01:30 GMT")))
         .as("a weekday that is not the date's")
@@ -185,6 +188,41 @@ class HttpBulkHandlerTest {
 
     // Past the first 8 KiB, kept: only blanks, so the reason shows none of the body.
     assertThat(reasonOf503(body)).endsWith(" answered 503");
+  }
+
+  @Test
+  void should_reject_a_redirect_naming_where_it_points() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext(
+        "/",
+        exchange -> {
+          exchange.getRequestBody().readAllBytes();
+          String to =
+              exchange.getRequestURI().getPath().equals("/old")
+                  ? "/v2/bulk"
+                  : "https://crm.example/bulk";
+          exchange.getResponseHeaders().add("Location", to);
+          exchange.sendResponseHeaders(301, -1);
+          exchange.close();
+        });
+    server.start();
+    String base = "http://127.0.0.1:" + server.getAddress().getPort();
+    try {
+      for (String path : new String[] {"/old", "/bulk"}) {
+        BulkHandler.Result r = handler(base + path, Duration.ofSeconds(10)).handle(BATCH);
+        assertThat(r).isInstanceOf(BulkHandler.Result.Reject.class);
+        assertThat(((BulkHandler.Result.Reject) r).reason())
+            .isEqualTo(
+                "POST "
+                    + base
+                    + path
+                    + " answered 301 (a redirect to "
+                    + (path.equals("/old") ? base + "/v2/bulk" : "https://crm.example/bulk")
+                    + ", which Spillway does not follow: set the buffer's url to where it points)");
+      }
+    } finally {
+      server.stop(0);
+    }
   }
 
   /** The reason of a call a receiver answers with 503 and this body. */
