@@ -138,13 +138,7 @@ class BufferPipelineIT {
             }
 
             await().atMost(TIMEOUT).until(() -> receiver.rows() >= 12);
-            await()
-                .atMost(TIMEOUT)
-                .until(
-                    () ->
-                        TestSql.count(
-                                ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
-                            == 0);
+            awaitEmptied(ds, schema);
             List<BulkReceiver.Call> calls = receiver.calls();
             assertThat(calls.stream().map(c -> c.rows().size()).sorted().toList())
                 .as("two batches closed by size, the rest by wait")
@@ -291,15 +285,19 @@ class BufferPipelineIT {
                         .map(r -> ((Number) r.get("contact_id")).longValue()))
                 .containsExactlyInAnyOrderElementsOf(
                     Stream.iterate(200L, i -> i + 1).limit(12).toList());
-            await()
-                .atMost(TIMEOUT)
-                .until(
-                    () ->
-                        TestSql.count(
-                                ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
-                            == 0);
+            awaitEmptied(ds, schema);
           });
     }
+  }
+
+  /** Waits until the schema's buffer table has no row left. */
+  private static void awaitEmptied(DataSource ds, String schema) {
+    await()
+        .atMost(TIMEOUT)
+        .until(
+            () ->
+                TestSql.count(ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
+                    == 0);
   }
 
   private static List<String> activityTable(String schema) {
@@ -397,13 +395,7 @@ class BufferPipelineIT {
                 .atMost(TIMEOUT)
                 .until(() -> receiver.rows() >= 600 || runtime.failure().isPresent());
             assertThat(runtime.failure()).isEmpty();
-            await()
-                .atMost(TIMEOUT)
-                .until(
-                    () ->
-                        TestSql.count(
-                                ds, "SELECT count(*) FROM " + schema + ".contact_activity_events")
-                            == 0);
+            awaitEmptied(ds, schema);
             List<BulkReceiver.Call> calls = receiver.calls();
             assertThat(calls).hasSizeGreaterThanOrEqualTo(3);
             assertThat(calls).allSatisfy(c -> assertThat(c.rows()).hasSizeLessThan(250));
