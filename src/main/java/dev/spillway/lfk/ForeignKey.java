@@ -19,6 +19,9 @@ import javax.sql.DataSource;
  * @param onDelete PostgreSQL's action: {@code cascade}, {@code nullify}, {@code restrict}, {@code
  *     no action} or {@code set default}
  * @param definition {@code pg_get_constraintdef}, to restore the key
+ * @param referenced the parent's columns the key refers to
+ * @param toPrimaryKey whether those are the parent's primary key, which a loose foreign key refers
+ *     to; a key to another unique column cannot become one
  */
 public record ForeignKey(
     String database,
@@ -27,10 +30,13 @@ public record ForeignKey(
     List<String> columns,
     String onDelete,
     String name,
-    String definition) {
+    String definition,
+    List<String> referenced,
+    boolean toPrimaryKey) {
   public ForeignKey {
     Objects.requireNonNull(database, "database");
     columns = List.copyOf(columns);
+    referenced = List.copyOf(referenced);
   }
 
   /** The action a loose foreign key takes instead, when there is one. */
@@ -57,7 +63,12 @@ public record ForeignKey(
             + " pg_get_constraintdef(con.oid), con.confdeltype,"
             + " ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(attnum, i)"
             + "   JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum"
-            + "   ORDER BY k.i)::text[]"
+            + "   ORDER BY k.i)::text[],"
+            + " ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(attnum, i)"
+            + "   JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum"
+            + "   ORDER BY k.i)::text[],"
+            + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.confrelid"
+            + "   AND pk.contype = 'p' AND pk.conkey = con.confkey)"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -72,6 +83,7 @@ public record ForeignKey(
         ResultSet rs = s.executeQuery(sql)) {
       while (rs.next()) {
         String[] columns = (String[]) rs.getArray(8).getArray();
+        String[] referenced = (String[]) rs.getArray(9).getArray();
         out.add(
             new ForeignKey(
                 database,
@@ -80,7 +92,9 @@ public record ForeignKey(
                 List.of(columns),
                 action(rs.getString(7)),
                 rs.getString(5),
-                rs.getString(6)));
+                rs.getString(6),
+                List.of(referenced),
+                rs.getBoolean(10)));
       }
     }
     return out;

@@ -132,6 +132,16 @@ public final class LfkGenerator {
       return java.util.Optional.of(
           "ON DELETE " + r.key().onDelete().toUpperCase() + " has no loose equivalent");
     }
+    if (!r.key().toPrimaryKey()) {
+      // Cleanup matches the column against the parent's primary key: converted, this key would
+      // clean the children of other parents and leave its own.
+      return java.util.Optional.of(
+          "refers to "
+              + r.key().to().displayName()
+              + "."
+              + String.join(",", r.key().referenced())
+              + ", not its primary key, which a loose foreign key refers to");
+    }
     return java.util.Optional.empty();
   }
 

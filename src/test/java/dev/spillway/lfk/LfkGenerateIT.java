@@ -25,8 +25,10 @@ class LfkGenerateIT {
     try (Databases dbs = EmbeddedInfra.get().databases("gen_main")) {
       TestSql.exec(
           dbs.dataSource("gen_main"),
-          "DROP TABLE IF EXISTS timeline_events, events, merge_requests, projects CASCADE",
-          "CREATE TABLE projects (id bigint PRIMARY KEY)",
+          "DROP TABLE IF EXISTS timeline_events, events, merge_requests, forks, projects CASCADE",
+          "CREATE TABLE projects (id bigint PRIMARY KEY, path text UNIQUE)",
+          "CREATE TABLE forks (id bigint PRIMARY KEY,"
+              + " project_path text REFERENCES projects (path) ON DELETE CASCADE)",
           "CREATE TABLE merge_requests (id bigint PRIMARY KEY,"
               + " project_id bigint REFERENCES projects ON DELETE CASCADE)",
           "CREATE INDEX ON merge_requests (project_id)",
@@ -46,14 +48,24 @@ class LfkGenerateIT {
       Cli.Result dry = Cli.run("lfk", "generate", "-c", config.toString(), "--dry-run", "^events$");
       assertThat(dry.exitCode()).as(dry.err()).isZero();
       assertThat(dry.out())
-          .contains("Showing foreign keys (3):")
-          .contains("  ID | HAS_LFK |            FROM |       TO |     COLUMN | ON_DELETE")
-          .contains("   1 |       N |  merge_requests | projects | project_id |   cascade")
-          .contains("Skipping 2 (timeline_events.event_id): ON DELETE RESTRICT has no loose")
+          .contains("Showing foreign keys (4):")
+          .contains("  ID | HAS_LFK |            FROM |       TO |       COLUMN | ON_DELETE")
+          .contains("   2 |       N |  merge_requests | projects |   project_id |   cascade")
+          .contains("Skipping 3 (timeline_events.event_id): ON DELETE RESTRICT has no loose")
           .contains(
               "events:\n  - table: projects\n    column: project_id\n    on_delete: async_nullify");
       assertThat(dir.resolve("lfk.yml")).doesNotExist();
       assertThat(dir.resolve("db")).doesNotExist();
+
+      // A key to a unique column other than the primary key, which cleanup would match instead.
+      Cli.Result toPath = Cli.run("lfk", "generate", "-c", config.toString(), "^forks$");
+      assertThat(toPath.exitCode()).as(toPath.err()).isZero();
+      assertThat(toPath.out())
+          .contains(
+              "Skipping 1 (forks.project_path): refers to projects.path, not its primary key,"
+                  + " which a loose foreign key refers to")
+          .contains("Nothing to convert.");
+      assertThat(dir.resolve("lfk.yml")).doesNotExist();
 
       Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "project_id");
       assertThat(run.exitCode()).as(run.err()).isZero();
@@ -78,13 +90,13 @@ class LfkGenerateIT {
           .contains("CREATE INDEX CONCURRENTLY \"index_events_on_project_id\"");
 
       Cli.Result again = Cli.run("lfk", "generate", "-c", config.toString());
-      assertThat(again.out()).contains("Showing foreign keys (1):");
+      assertThat(again.out()).contains("Showing foreign keys (2):"); // RESTRICT and forks
 
       TestSql.exec(dbs.dataSource("gen_main"), Files.readString(down));
       assertThat(foreignKeys(dbs)).isEqualTo(3);
       Cli.Result restored = Cli.run("lfk", "generate", "-c", config.toString());
       assertThat(restored.out())
-          .contains("   1 |       Y |  merge_requests | projects | project_id |   cascade");
+          .contains("   2 |       Y |  merge_requests | projects |   project_id |   cascade");
     }
   }
 

@@ -21,7 +21,9 @@ class LfkGeneratorTest {
         List.of(column),
         onDelete,
         from + "_" + column + "_fkey",
-        "FOREIGN KEY (" + column + ") REFERENCES " + to + "(id) ON DELETE CASCADE");
+        "FOREIGN KEY (" + column + ") REFERENCES " + to + "(id) ON DELETE CASCADE",
+        List.of("id"),
+        true);
   }
 
   private static final List<ForeignKey> KEYS =
