@@ -1,8 +1,10 @@
 package dev.spillway.lfk;
 
+import java.math.BigInteger;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.regex.Pattern;
 
 /**
  * A loose foreign key after its tables were found in the catalogs of the databases that hold them:
@@ -43,4 +45,30 @@ public record CheckedKey(
       throw new IllegalArgumentException("child without primary key: " + key.describe());
     }
   }
+
+  /**
+   * Whether the child column can hold this parent id, so a child may refer to it: for an integer
+   * column, an integer within its range (an {@code integer} column may refer to a {@code bigint}
+   * key; a larger id, or a {@code numeric} one with a fraction, which the cast would round onto
+   * another parent's, is no child's); for other types, any id.
+   */
+  public boolean columnHolds(String id) {
+    BigInteger max =
+        switch (columnType) {
+          case "smallint" -> BigInteger.valueOf(Short.MAX_VALUE);
+          case "integer" -> BigInteger.valueOf(Integer.MAX_VALUE);
+          case "bigint" -> BigInteger.valueOf(Long.MAX_VALUE);
+          default -> null;
+        };
+    if (max == null) {
+      return true;
+    }
+    if (!INTEGER.matcher(id).matches()) {
+      return false;
+    }
+    BigInteger v = new BigInteger(id);
+    return v.compareTo(max) <= 0 && v.compareTo(max.negate().subtract(BigInteger.ONE)) >= 0;
+  }
+
+  private static final Pattern INTEGER = Pattern.compile("-?[0-9]+");
 }

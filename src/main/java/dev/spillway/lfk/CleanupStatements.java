@@ -23,8 +23,10 @@ import java.util.stream.Collectors;
  * <p>A deleted id whose key the parent table holds again (a row inserted anew under it, or deleted
  * and inserted back in one transaction) has no children to clean: they belong to the live row. When
  * the parent lives in the child's database, each cleanup statement itself passes over such ids in
- * its own snapshot, so a parent inserted while a batch runs keeps every child its transaction
- * wrote; for a parent in another database, {@link #missingParents} asks before each statement.
+ * its own snapshot, so a parent inserted while a batch runs keeps every child its transaction wrote
+ * (rows others hold are locked by {@link #lockSql} before a statement cleans them, which then sees
+ * what those sessions committed); for a parent in another database, {@link #missingParents} asks
+ * before each statement.
  */
 final class CleanupStatements {
   private final CheckedKey key;
@@ -36,7 +38,7 @@ final class CleanupStatements {
   private final String cleanable;
 
   private final String skipLocked;
-  private final String blocking;
+  private final String lock;
   private final String firstReferences;
   private final String nextReferences;
   private final String missingParents;
@@ -47,14 +49,26 @@ final class CleanupStatements {
     this.checksParent = key.childDatabase().equals(key.parentDatabase());
     this.cleanable = cleanable(key.key());
     this.skipLocked = build(true);
-    this.blocking = build(false);
+    this.lock = lock();
     this.firstReferences = references(false);
     this.nextReferences = references(true);
     this.missingParents = missingParents(key);
   }
 
-  String sql(boolean skipLockedPass) {
-    return skipLockedPass ? skipLocked : blocking;
+  /** The statement that cleans at most {@code LIMIT} rows, passing over rows others hold. */
+  String sql() {
+    return skipLocked;
+  }
+
+  /**
+   * The blocking pass's first step: locks at most {@code LIMIT} rows {@link #sql} would clean,
+   * waiting for those others hold, and counts them; {@link #sql}, run next in the same transaction,
+   * cleans them. Done in one statement, a row waited for would be taken back as its new version
+   * with the ids the statement computed before the wait, so a parent inserted by the transaction it
+   * waited for would not be seen; the next statement sees it.
+   */
+  String lockSql() {
+    return lock;
   }
 
   /**
@@ -76,6 +90,17 @@ final class CleanupStatements {
     if (k.onDelete() == OnDelete.UPDATE_COLUMN_TO && k.targetValue() != null) {
       ps.setObject(i++, String.valueOf(k.targetValue()), Types.OTHER);
     }
+    bindSelect(ps, i, ids, limit);
+  }
+
+  /** Binds {@link #lockSql}: the ids, condition values, then the limit. */
+  void bindLock(PreparedStatement ps, Array ids, int limit) throws SQLException {
+    bindSelect(ps, 1, ids, limit);
+  }
+
+  private void bindSelect(PreparedStatement ps, int first, Array ids, int limit)
+      throws SQLException {
+    int i = first;
     ps.setArray(i++, ids);
     i = bindCleanable(ps, i);
     ps.setInt(i, limit);
@@ -160,6 +185,26 @@ final class CleanupStatements {
     return where.toString();
   }
 
+  /** The child rows to clean, at most {@code LIMIT}, locked: {@code SELECT <what> FROM … }. */
+  private String select(String what, boolean skipLockedPass) {
+    return "SELECT "
+        + what
+        + " FROM "
+        + key.key().child().quoted()
+        + " WHERE "
+        + TableName.quote(key.key().column())
+        + " = ANY ("
+        + (checksParent ? idsWithoutParent() : "CAST(? AS " + key.columnType() + "[])")
+        + ")"
+        + cleanable
+        + " LIMIT ? FOR UPDATE"
+        + (skipLockedPass ? " SKIP LOCKED" : "");
+  }
+
+  private String lock() {
+    return "SELECT count(*) FROM (" + select("1", false) + ") AS locked";
+  }
+
   private String build(boolean skipLockedPass) {
     LooseForeignKey k = key.key();
     String child = k.child().quoted();
@@ -174,20 +219,7 @@ final class CleanupStatements {
                   + (k.targetValue() == null ? " = NULL" : " = ?");
           default -> null;
         };
-    String select =
-        "SELECT "
-            + pk
-            + " FROM "
-            + child
-            + " WHERE "
-            + column
-            + " = ANY ("
-            + (checksParent ? idsWithoutParent() : "CAST(? AS " + key.columnType() + "[])")
-            + ")"
-            + cleanable
-            + " LIMIT ? FOR UPDATE"
-            + (skipLockedPass ? " SKIP LOCKED" : "");
-    String rows = "(" + pk + ") IN (" + select + ")";
+    String rows = "(" + pk + ") IN (" + select(pk, skipLockedPass) + ")";
     if (set == null) {
       return "DELETE FROM " + child + " WHERE " + rows;
     }

@@ -12,6 +12,7 @@ import dev.spillway.sink.Target;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -141,7 +142,9 @@ final class LfkCleanup implements BatchHandler {
       throws SQLException, InterruptedException {
     RunContext context = batchContext.forTarget(child.target());
     boolean updates = child.key().key().onDelete().updates();
-    List<String> ids = deleted;
+    // Cast to the column's type in the statement, an id the column cannot hold would fail the
+    // whole batch; no child refers to it.
+    List<String> ids = deleted.stream().filter(child.key()::columnHolds).toList();
     for (boolean skipLocked : new boolean[] {true, false}) {
       while (true) {
         Optional<Outcome> end = context.checkpoint();
@@ -161,7 +164,8 @@ final class LfkCleanup implements BatchHandler {
         }
         int n = context.subBatchSize(child.limit());
         long started = System.nanoTime();
-        int modified = run(context, child, ids, skipLocked, n);
+        Statement done = run(context, child, ids, skipLocked, n);
+        int modified = done.modified();
         context.subBatchDone(modified, System.nanoTime() - started);
         if (updates) {
           counts.updates += modified;
@@ -170,7 +174,7 @@ final class LfkCleanup implements BatchHandler {
           counts.deletes += modified;
           metrics.deletions(child.target().database(), child.target().table(), modified);
         }
-        if (modified < n) {
+        if (done.taken() < n) {
           break;
         }
       }
@@ -192,14 +196,43 @@ final class LfkCleanup implements BatchHandler {
     return Optional.empty();
   }
 
-  private static int run(
+  /**
+   * What one cleanup statement did: the rows it took to clean (locked; the pass goes on while a
+   * statement takes its limit) and those it modified.
+   */
+  private record Statement(int taken, int modified) {}
+
+  /**
+   * One cleanup statement, and in the blocking pass the locking of its rows before it: the rows
+   * others held are waited for first, so the statement that cleans them, in the same transaction,
+   * sees what those sessions committed (a parent inserted again) and leaves their rows.
+   */
+  private static Statement run(
       RunContext context, Child child, List<String> ids, boolean skipLocked, int limit)
       throws SQLException {
+    CleanupStatements sql = child.sql();
     try (Connection c = context.dataSource().getConnection();
-        PreparedStatement ps = c.prepareStatement(child.sql().sql(skipLocked))) {
+        PreparedStatement clean = c.prepareStatement(sql.sql())) {
       Array array = c.createArrayOf("text", ids.toArray());
-      child.sql().bind(ps, array, limit);
-      return Transactions.under(c, Transactions.ROW_SECURITY_OFF, ps::executeUpdate);
+      sql.bind(clean, array, limit);
+      return Transactions.under(
+          c,
+          Transactions.ROW_SECURITY_OFF,
+          () -> {
+            if (skipLocked) {
+              int modified = clean.executeUpdate();
+              return new Statement(modified, modified);
+            }
+            int locked;
+            try (PreparedStatement lock = c.prepareStatement(sql.lockSql())) {
+              sql.bindLock(lock, array, limit);
+              try (ResultSet rs = lock.executeQuery()) {
+                rs.next();
+                locked = rs.getInt(1);
+              }
+            }
+            return new Statement(locked, locked == 0 ? 0 : clean.executeUpdate());
+          });
     }
   }
 }

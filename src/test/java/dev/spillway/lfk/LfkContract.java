@@ -472,6 +472,54 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_leave_a_child_whose_parent_the_transaction_it_waited_for_inserted_again()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "n",
+        "CREATE TABLE n.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE n.issues (id bigint PRIMARY KEY, project_id bigint, title text)",
+        "CREATE INDEX ON n.issues (project_id)",
+        "INSERT INTO n.projects VALUES (1)",
+        "INSERT INTO n.issues SELECT g, 1, 'old' FROM generate_series(1, 5) g");
+    List<CheckedKey> keys =
+        checked(
+            "lfk_main",
+            key("n.issues", "project_id", "n.projects", OnDelete.ASYNC_DELETE, "main", "main", ""));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk18", dbs, Map.of(), defaults(), keys);
+        Connection app = h.db("main").getConnection();
+        Statement st = app.createStatement()) {
+      app.setAutoCommit(false);
+      st.execute("UPDATE n.issues SET title = 'kept' WHERE id = 3"); // the application holds it
+      TestSql.exec(h.db("main"), "DELETE FROM n.projects WHERE id = 1");
+      // Cleanup took the four others and waits for issue 3.
+      await()
+          .atMost(WAIT)
+          .pollInterval(Duration.ofMillis(10))
+          .until(
+              () ->
+                  h.count(
+                          "main",
+                          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                              + " AND datname = current_database()")
+                      == 1);
+      // The application puts project 1 back and commits: issue 3 is its child again.
+      st.execute("INSERT INTO n.projects VALUES (1)");
+      app.commit();
+
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/n.projects")).isOne());
+      assertThat(h.count("main", "SELECT count(*) FROM n.issues WHERE title = 'kept'")).isOne();
+      assertThat(h.count("main", "SELECT count(*) FROM n.issues")).isOne();
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk18");
+    }
+  }
+
+  @Test
   void should_report_the_backlog_per_parent_while_cleanup_is_stopped() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
@@ -896,6 +944,35 @@ abstract class LfkContract {
       assertThat(h.count("main", "SELECT count(*) FROM v.labels")).isEqualTo(2);
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk12");
+    }
+  }
+
+  @Test
+  void should_clean_an_integer_column_referring_to_a_bigint_key_past_its_range() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "k",
+        "CREATE TABLE k.accounts (id bigint PRIMARY KEY)",
+        "CREATE TABLE k.logins (id bigserial PRIMARY KEY, account_id integer)",
+        "CREATE INDEX ON k.logins (account_id)",
+        "INSERT INTO k.accounts VALUES (5), (6), (3000000000)",
+        "INSERT INTO k.logins (account_id) VALUES (5), (5), (6)");
+    List<CheckedKey> keys =
+        checked(
+            "lfk_main",
+            key("k.logins", "account_id", "k.accounts", OnDelete.ASYNC_DELETE, "main", "main", ""));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk17", dbs, Map.of(), defaults(), keys)) {
+      // One statement: the two ids are one batch, and no login can refer to the larger one.
+      TestSql.exec(h.db("main"), "DELETE FROM k.accounts WHERE id IN (5, 3000000000)");
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/k.accounts")).isEqualTo(2));
+      assertThat(h.count("main", "SELECT count(*) FROM k.logins WHERE account_id = 5")).isZero();
+      assertThat(h.count("main", "SELECT count(*) FROM k.logins")).isOne();
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk17");
     }
   }
 
