@@ -56,20 +56,28 @@ final class BufferStatements {
 
   /**
    * The table's columns whose values capture cannot pass on as text PostgreSQL reads back, with
-   * their types, in table order: composite, multirange and geometric types (and domains over them)
-   * are left out of Debezium's events or come as its own structures, and bit strings come as bytes.
+   * their types, in table order: composite, multirange, geometric and PostGIS types (and domains
+   * over them) are left out of Debezium's events or come as its own structures, bit strings come as
+   * bytes; and arrays of those, or of intervals, money, xml or names, are left out.
    */
   static List<String[]> uncapturable(Connection c, TableName table) throws SQLException {
     List<String[]> out = new ArrayList<>();
+    // s: the column's type, its domain's base type resolved; e: an array's element type, resolved.
     try (PreparedStatement ps =
         c.prepareStatement(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
                 + " JOIN pg_type t ON t.oid = a.atttypid"
-                + " LEFT JOIN pg_type b ON b.oid = t.typbasetype"
+                + " JOIN pg_type s ON s.oid = CASE t.typtype WHEN 'd' THEN t.typbasetype"
+                + "   ELSE t.oid END"
+                + " LEFT JOIN pg_type e0 ON e0.oid = s.typelem AND s.typcategory = 'A'"
+                + " LEFT JOIN pg_type e ON e.oid = CASE e0.typtype WHEN 'd' THEN e0.typbasetype"
+                + "   ELSE e0.oid END"
                 + " WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " AND (COALESCE(b.typtype, t.typtype) IN ('c', 'm')"
-                + " OR COALESCE(b.typname, t.typname) IN"
-                + " ('point', 'line', 'lseg', 'box', 'path', 'polygon', 'circle', 'bit', 'varbit'))"
+                + " AND (s.typtype IN ('c', 'm') OR s.typname IN ("
+                + UNCAPTURED
+                + ") OR e.typtype IN ('c', 'm') OR e.typname IN ("
+                + UNCAPTURED
+                + ", 'interval', 'money', 'xml', 'name'))"
                 + " ORDER BY a.attnum")) {
       ps.setString(1, table.quoted()); // the table, quoted
       try (ResultSet rs = ps.executeQuery()) {
@@ -80,6 +88,11 @@ final class BufferStatements {
     }
     return out;
   }
+
+  /** Types capture passes on neither alone nor in arrays, by {@code pg_type.typname}. */
+  private static final String UNCAPTURED =
+      "'point', 'line', 'lseg', 'box', 'path', 'polygon', 'circle', 'bit', 'varbit', 'geometry',"
+          + " 'geography'";
 
   /** The rows of {@code pg_attribute} of the columns of the table in the next parameter. */
   private static final String COLUMNS_OF =

@@ -535,18 +535,29 @@ abstract class BufferSinkContract {
             + ".odd_archive (id bigint, contact_id bigint, activity jsonb, at timestamptz)",
         "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)",
         "CREATE TYPE " + schema + ".pair AS (a int, b text)",
+        "CREATE DOMAIN " + schema + ".span AS interval",
         "CREATE TABLE "
             + schema
             + ".odd_columns (id bigint PRIMARY KEY, at point, note text, p "
             + schema
-            + ".pair, spans int4multirange, flags bit(3))");
+            + ".pair, spans int4multirange, flags bit(3), waits interval[], tags text[], costs"
+            + " money[], docs xml[], pairs "
+            + schema
+            + ".pair[], holds "
+            + schema
+            + ".span[], days date[])");
     assertThat(refusal(new TableName(schema, "odd_columns")))
         .contains(
             "names table "
                 + schema
                 + ".odd_columns, whose column(s) at (point), p ("
                 + schema
-                + ".pair), spans (int4multirange), flags (bit(3)) capture cannot pass on as values"
+                + ".pair), spans (int4multirange), flags (bit(3)), waits (interval[]), costs"
+                + " (money[]), docs (xml[]), pairs ("
+                + schema
+                + ".pair[]), holds ("
+                + schema
+                + ".span[]) capture cannot pass on as values"
                 + " PostgreSQL reads back (they would reach the handler missing or garbled); store"
                 + " them as text, or keep them out of the buffer table.");
     assertThat(refusal(new TableName(schema, "array_key")))
