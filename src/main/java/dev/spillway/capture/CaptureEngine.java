@@ -853,6 +853,9 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("skipped.operations", "u,t");
     p.setProperty("tombstones.on.delete", "false");
     p.setProperty("decimal.handling.mode", "string");
+    // Each column's PostgreSQL type in its schema's parameters: numeric's NaN and infinities come
+    // as Debezium's words, put back as PostgreSQL writes them by the mapper.
+    p.setProperty("column.propagate.source.type", ".*");
     p.setProperty("time.precision.mode", "adaptive_time_microseconds");
     // ISO-8601 text (P1Y2M3DT4H), exact and castable back; the default is approximate microseconds.
     p.setProperty("interval.handling.mode", "string");

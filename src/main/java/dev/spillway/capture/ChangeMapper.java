@@ -290,7 +290,39 @@ final class ChangeMapper {
       return arrayText(schema.valueSchema(), elements);
     }
     String time = isoText(schema.name(), v);
-    return time != null ? time : value(v);
+    if (time != null) {
+      return time;
+    }
+    if (v instanceof String text) {
+      String special = numericSpecial(schema, text);
+      if (special != null) {
+        return special;
+      }
+    }
+    return value(v);
+  }
+
+  /** The schema parameter in which Debezium gives a column's PostgreSQL type. */
+  static final String SOURCE_TYPE = "__debezium.source.column.type";
+
+  /**
+   * A numeric {@code NaN}, {@code Infinity} or {@code -Infinity} as PostgreSQL writes it, when
+   * Debezium gave it as its own word ({@code NAN}, {@code POSITIVE_INFINITY}, {@code
+   * NEGATIVE_INFINITY}) for a numeric column; null for any other value.
+   */
+  static String numericSpecial(Schema schema, String text) {
+    String special =
+        switch (text) {
+          case "NAN" -> "NaN";
+          case "POSITIVE_INFINITY" -> "Infinity";
+          case "NEGATIVE_INFINITY" -> "-Infinity";
+          default -> null;
+        };
+    if (special == null || schema.parameters() == null) {
+      return null;
+    }
+    String type = schema.parameters().get(SOURCE_TYPE);
+    return "NUMERIC".equalsIgnoreCase(type) || "DECIMAL".equalsIgnoreCase(type) ? special : null;
   }
 
   /**

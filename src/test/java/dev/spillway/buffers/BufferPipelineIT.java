@@ -548,7 +548,7 @@ class BufferPipelineIT {
       throws Exception {
     String columns =
         "id, note, payload, doc, at, local_at, day, amount, ratio, score, flag, span, ref, n,"
-            + " small, t, tags, nums, days";
+            + " small, t, tags, nums, days, odd";
     List<String> rows =
         List.of(
             "1, 'say \"hi\", (then) \\ leave', '\\x0001ff', '{\"a\": [1, \"x\"], \"b\": null}',"
@@ -556,16 +556,16 @@ class BufferPipelineIT {
                 + " 0.30000000000000004, 1.1, true, '1 year 2 mons 3 days 04:05:06.5',"
                 + " 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 42, -7, '24:00:00',"
                 + " ARRAY['plain', 'a, b', 'say \"hi\"', 'back\\slash', '', 'null', NULL, '{x}'],"
-                + " '{1,-2,NULL}', '{2026-01-02,1969-12-31,NULL}'",
+                + " '{1,-2,NULL}', '{2026-01-02,1969-12-31,NULL}', 'NaN'",
             "2, '', '\\x', '[]', 'infinity', '-infinity', '0045-03-15 BC', -0.01, 'NaN',"
                 + " '-Infinity', false, '-1 days', '00000000-0000-0000-0000-000000000000', 0, 0,"
-                + " '00:00:00', '{}', '{}', '{}'",
+                + " '00:00:00', '{}', '{}', '{}', 'Infinity'",
             "3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
-                + " NULL, NULL, NULL, NULL",
+                + " NULL, NULL, NULL, NULL, NULL",
             "4, E'two\\nlines, one ''quoted''', '\\x5c22', '\"text\"',"
                 + " '1969-12-31 23:59:59.999999+00', '0045-03-15 12:00:00 BC', 'infinity', 1e20,"
                 + " 1e-300, 3.4e38, true, '-1 year +2 days -00:00:01',"
-                + " 'ffffffff-ffff-ffff-ffff-ffffffffffff', -2147483648, 32767, '23:59:59.999999', '{\"\"}', '{0}', NULL");
+                + " 'ffffffff-ffff-ffff-ffff-ffffffffffff', -2147483648, 32767, '23:59:59.999999', '{\"\"}', '{0}', NULL, '-Infinity'");
     AtomicBoolean accept = new AtomicBoolean();
     try (BulkReceiver receiver =
         new BulkReceiver()
@@ -594,7 +594,7 @@ class BufferPipelineIT {
                       + " at timestamptz, local_at timestamp, day date, amount numeric(30,2),"
                       + " ratio double precision, score real, flag boolean, span interval,"
                       + " ref uuid, n int, small smallint, t time, tags text[], nums int[],"
-                      + " days date[])",
+                      + " days date[], odd numeric)",
                   "CREATE TABLE " + schema + ".typed_as_inserted (LIKE " + schema + ".typed)",
                   "CREATE TABLE "
                       + schema
@@ -637,6 +637,11 @@ class BufferPipelineIT {
                     org.assertj.core.groups.Tuple.tuple(
                         "{plain,\"a, b\",\"say \\\"hi\\\"\",\"back\\\\slash\",\"\",\"null\",NULL,\"{x}\"}",
                         "{1,-2,NULL}"));
+            assertThat(receiver.calls().get(0).rows())
+                .filteredOn(r -> ((Number) r.get("id")).longValue() != 3)
+                .extracting(r -> r.get("odd"))
+                .as("numeric's NaN and infinities as PostgreSQL writes them")
+                .containsExactlyInAnyOrder("NaN", "Infinity", "-Infinity");
             accept.set(true);
             Cli.Result replayed =
                 Cli.run("replay", "buffers", "-c", dir.resolve("spillway.yml").toString());

@@ -30,6 +30,20 @@ import org.apache.kafka.connect.source.SourceRecord;
 import org.junit.jupiter.api.Test;
 
 class ChangeMapperTest {
+  @Test
+  void should_write_numerics_nan_and_infinities_as_postgresql_does_and_leave_text_alone() {
+    Schema numeric =
+        SchemaBuilder.string().parameter(ChangeMapper.SOURCE_TYPE, "NUMERIC").optional().build();
+    Schema text =
+        SchemaBuilder.string().parameter(ChangeMapper.SOURCE_TYPE, "TEXT").optional().build();
+
+    assertThat(ChangeMapper.numericSpecial(numeric, "NAN")).isEqualTo("NaN");
+    assertThat(ChangeMapper.numericSpecial(numeric, "POSITIVE_INFINITY")).isEqualTo("Infinity");
+    assertThat(ChangeMapper.numericSpecial(numeric, "NEGATIVE_INFINITY")).isEqualTo("-Infinity");
+    assertThat(ChangeMapper.numericSpecial(numeric, "1.5")).isNull();
+    assertThat(ChangeMapper.numericSpecial(text, "NAN")).as("a text column's own word").isNull();
+    assertThat(ChangeMapper.numericSpecial(Schema.OPTIONAL_STRING_SCHEMA, "NAN")).isNull();
+  }
 
   @Test
   void should_write_dates_as_iso_days_on_both_sides_of_the_epoch() {
