@@ -311,6 +311,9 @@ final class ChangeMapper {
    * NEGATIVE_INFINITY}) for a numeric column; null for any other value.
    */
   static String numericSpecial(Schema schema, String text) {
+    if (text.length() != 3 && text.length() != 17) {
+      return null; // neither word: no hash of a long text computed for the switch
+    }
     String special =
         switch (text) {
           case "NAN" -> "NaN";
