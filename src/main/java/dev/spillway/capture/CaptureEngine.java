@@ -523,9 +523,12 @@ final class CaptureEngine implements AutoCloseable {
                   + left.stream().map(TableName::displayName).collect(Collectors.joining(", "))
                   + " left publication "
                   + slot
-                  + " while capture ran (dropped, or dropped and made again), so its changes are"
-                  + " no longer captured; start Spillway again to capture it (a buffer table's"
-                  + " rows are then read once)."));
+                  + " while capture ran (dropped, dropped and made again, or renamed), so its"
+                  + " changes are no longer captured; start Spillway again to capture it (a"
+                  + " buffer table's rows are then read once; a table renamed stays published"
+                  + " under its new name, so once that name is configured, run `bin/spillway"
+                  + " buffers reread NAME` for a buffer's rows, or `bin/spillway lfk sweep` for"
+                  + " a parent's deletes, made since the rename)."));
     }
   }
 

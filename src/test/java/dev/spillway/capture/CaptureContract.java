@@ -1200,9 +1200,12 @@ abstract class CaptureContract {
                   + schema
                   + ".events left publication "
                   + settings.slotName(DB)
-                  + " while capture ran (dropped, or dropped and made again), so its changes are"
-                  + " no longer captured; start Spillway again to capture it (a buffer table's"
-                  + " rows are then read once).");
+                  + " while capture ran (dropped, dropped and made again, or renamed), so its"
+                  + " changes are no longer captured; start Spillway again to capture it (a"
+                  + " buffer table's rows are then read once; a table renamed stays published"
+                  + " under its new name, so once that name is configured, run `bin/spillway"
+                  + " buffers reread NAME` for a buffer's rows, or `bin/spillway lfk sweep` for"
+                  + " a parent's deletes, made since the rename).");
     }
     insertRange(2, 3); // while capture is stopped
     try (Capture again = start(inserts("events"))) {
@@ -1213,6 +1216,23 @@ abstract class CaptureContract {
               r -> ids(r).containsAll(Set.of(2L, 3L)),
               TIMEOUT);
       assertThat(ids(read)).as("the new table's rows, read at the next start").contains(2L, 3L);
+    }
+  }
+
+  @Test
+  void should_stop_saying_what_to_do_when_a_table_it_reads_is_renamed() throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    try (Capture capture =
+        start(Duration.ofMillis(200), new SimpleMeterRegistry(), inserts("events"))) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(
+          infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+      TestSql.exec(ds, "ALTER TABLE " + schema + ".events RENAME TO activity");
+      await().atMost(TIMEOUT).alias("capture stopped").until(() -> capture.failure().isPresent());
+      assertThat(capture.failure().orElseThrow())
+          .contains(".events left publication")
+          .contains("or renamed")
+          .contains("run `bin/spillway buffers reread NAME`");
     }
   }
 
