@@ -1,5 +1,6 @@
 package dev.spillway.lfk;
 
+import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.util.List;
 import java.util.Objects;
@@ -47,12 +48,13 @@ public record CheckedKey(
   }
 
   /**
-   * Whether the child column can hold this parent id, so a child may refer to it: for an integer
-   * column, an integer within its range (an {@code integer} column may refer to a {@code bigint}
-   * key; a larger id, or a {@code numeric} one with a fraction, which the cast would round onto
-   * another parent's, is no child's); for other types, any id.
+   * A parent id as the child column's value, or empty when the column cannot hold it, so no child
+   * refers to it: for an integer column, an integer within its range, written without a fraction
+   * (an {@code integer} column may refer to a {@code bigint} key past its range, or to a {@code
+   * numeric(10,2)} key, whose {@code 5.00} the statement's cast to {@code integer} would refuse,
+   * failing the whole batch); for other types, the id as it is.
    */
-  public boolean columnHolds(String id) {
+  public Optional<String> asColumnValue(String id) {
     BigInteger max =
         switch (columnType) {
           case "smallint" -> BigInteger.valueOf(Short.MAX_VALUE);
@@ -61,14 +63,21 @@ public record CheckedKey(
           default -> null;
         };
     if (max == null) {
-      return true;
+      return Optional.of(id);
     }
-    if (!INTEGER.matcher(id).matches()) {
-      return false;
+    if (!NUMBER.matcher(id).matches()) {
+      return Optional.empty();
     }
-    BigInteger v = new BigInteger(id);
-    return v.compareTo(max) <= 0 && v.compareTo(max.negate().subtract(BigInteger.ONE)) >= 0;
+    BigInteger v;
+    try {
+      v = new BigDecimal(id).toBigIntegerExact();
+    } catch (ArithmeticException e) {
+      return Optional.empty(); // a fraction: no integer equals it
+    }
+    boolean fits = v.compareTo(max) <= 0 && v.compareTo(max.negate().subtract(BigInteger.ONE)) >= 0;
+    return fits ? Optional.of(v.toString()) : Optional.empty();
   }
 
-  private static final Pattern INTEGER = Pattern.compile("-?[0-9]+");
+  /** A number as a numeric key's text gives it; nothing NaN or infinite. */
+  private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
 }

@@ -144,7 +144,8 @@ final class LfkCleanup implements BatchHandler {
     boolean updates = child.key().key().onDelete().updates();
     // Cast to the column's type in the statement, an id the column cannot hold would fail the
     // whole batch; no child refers to it.
-    List<String> ids = deleted.stream().filter(child.key()::columnHolds).toList();
+    List<String> ids =
+        deleted.stream().flatMap(id -> child.key().asColumnValue(id).stream()).toList();
     for (boolean skipLocked : new boolean[] {true, false}) {
       while (true) {
         Optional<Outcome> end = context.checkpoint();
@@ -174,8 +175,8 @@ final class LfkCleanup implements BatchHandler {
           counts.deletes += modified;
           metrics.deletions(child.target().database(), child.target().table(), modified);
         }
-        if (done.taken() < n) {
-          break;
+        if (done.taken() < n || done.modified() == 0) {
+          break; // none left, or those left are not changed (a trigger or rule keeps them)
         }
       }
     }
@@ -198,7 +199,7 @@ final class LfkCleanup implements BatchHandler {
 
   /**
    * What one cleanup statement did: the rows it took to clean (locked; the pass goes on while a
-   * statement takes its limit) and those it modified.
+   * statement takes its limit and modifies some) and those it modified.
    */
   private record Statement(int taken, int modified) {}
 

@@ -11,22 +11,27 @@ class CheckedKeyTest {
   }
 
   @Test
-  void should_tell_the_ids_an_integer_column_can_hold() {
+  void should_give_the_ids_an_integer_column_can_hold_as_its_values() {
     CheckedKey integer = child("integer");
-    assertThat(integer.columnHolds("5")).isTrue();
-    assertThat(integer.columnHolds("-2147483648")).isTrue();
-    assertThat(integer.columnHolds("2147483647")).isTrue();
-    assertThat(integer.columnHolds("2147483648")).as("a bigint key past integer's range").isFalse();
-    assertThat(integer.columnHolds("-2147483649")).isFalse();
-    assertThat(integer.columnHolds("1.5")).as("a numeric key the cast would round").isFalse();
-    assertThat(child("smallint").columnHolds("32768")).isFalse();
-    assertThat(child("bigint").columnHolds("9223372036854775807")).isTrue();
-    assertThat(child("bigint").columnHolds("9223372036854775808")).isFalse();
+    assertThat(integer.asColumnValue("5")).contains("5");
+    assertThat(integer.asColumnValue("-2147483648")).contains("-2147483648");
+    assertThat(integer.asColumnValue("2147483647")).contains("2147483647");
+    assertThat(integer.asColumnValue("5.00")).as("a numeric(10,2) key's 5").contains("5");
+    assertThat(integer.asColumnValue("2147483648")).as("a bigint key past its range").isEmpty();
+    assertThat(integer.asColumnValue("-2147483649")).isEmpty();
+    assertThat(integer.asColumnValue("1.5")).as("no integer equals it").isEmpty();
+    assertThat(integer.asColumnValue("NaN")).isEmpty();
+    assertThat(child("smallint").asColumnValue("32768")).isEmpty();
+    assertThat(child("bigint").asColumnValue("9223372036854775807"))
+        .contains("9223372036854775807");
+    assertThat(child("bigint").asColumnValue("9223372036854775808")).isEmpty();
   }
 
   @Test
-  void should_take_any_id_for_a_column_of_another_type() {
-    assertThat(child("text").columnHolds("2147483648")).isTrue();
-    assertThat(child("uuid").columnHolds("0b6e3f0e-0000-4000-8000-000000000001")).isTrue();
+  void should_take_any_id_as_it_is_for_a_column_of_another_type() {
+    assertThat(child("text").asColumnValue("2147483648")).contains("2147483648");
+    assertThat(child("numeric").asColumnValue("5.00")).contains("5.00");
+    assertThat(child("uuid").asColumnValue("0b6e3f0e-0000-4000-8000-000000000001"))
+        .contains("0b6e3f0e-0000-4000-8000-000000000001");
   }
 }

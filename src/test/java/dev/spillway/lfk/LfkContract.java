@@ -520,6 +520,37 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_finish_a_batch_whose_children_a_trigger_keeps() throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "g",
+        "CREATE TABLE g.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE g.issues (id bigint PRIMARY KEY, project_id bigint)",
+        "CREATE INDEX ON g.issues (project_id)",
+        "INSERT INTO g.projects VALUES (1)",
+        "INSERT INTO g.issues SELECT g, 1 FROM generate_series(1, 1500) g",
+        "CREATE FUNCTION g.keep() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$",
+        "CREATE TRIGGER keep BEFORE DELETE ON g.issues FOR EACH ROW EXECUTE FUNCTION g.keep()");
+    List<CheckedKey> keys =
+        checked(
+            "lfk_main",
+            key("g.issues", "project_id", "g.projects", OnDelete.ASYNC_DELETE, "main", "main", ""));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk19", dbs, Map.of(), defaults(), keys)) {
+      TestSql.exec(h.db("main"), "DELETE FROM g.projects");
+      // Each pass ends once its statement deletes none of what it takes, rather than take the
+      // same rows until the run's time is up, again and again.
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/g.projects")).isOne());
+      assertThat(h.count("main", "SELECT count(*) FROM g.issues")).isEqualTo(1500);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk19");
+    }
+  }
+
+  @Test
   void should_report_the_backlog_per_parent_while_cleanup_is_stopped() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
