@@ -106,7 +106,7 @@ final class HttpBulkHandler implements BulkHandler {
       // Not followed: a 301, 302 or 303 turns a POST into a GET without its rows.
       reason +=
           " (a redirect to "
-              + resolved(location.get().strip())
+              + shortened(resolved(location.get().strip()))
               + ", which Spillway does not follow: set the buffer's url to where it points)";
     }
     if (status == 429 || status >= 500) {
@@ -166,7 +166,9 @@ final class HttpBulkHandler implements BulkHandler {
     String v = header.get().trim();
     if (DIGITS.matcher(v).matches()) {
       // More seconds than a long holds is as long as a wait gets (the buffer's bound applies).
-      return Optional.of(Duration.ofSeconds(v.length() > 18 ? Long.MAX_VALUE : Long.parseLong(v)));
+      String digits = v.replaceFirst("^0+(?=[0-9])", "");
+      return Optional.of(
+          Duration.ofSeconds(digits.length() > 18 ? Long.MAX_VALUE : Long.parseLong(digits)));
     }
     Instant now = clock.instant(); // a date, or nothing readable (negative seconds among them)
     return httpDate(v, now)
@@ -203,9 +205,12 @@ final class HttpBulkHandler implements BulkHandler {
     if (body == null || body.isBlank()) {
       return "";
     }
-    String s = body.strip().replaceAll("\\s+", " ");
-    return ": "
-        + (s.length() > MAX_BODY_IN_REASON ? s.substring(0, MAX_BODY_IN_REASON) + "..." : s);
+    return ": " + shortened(body.strip().replaceAll("\\s+", " "));
+  }
+
+  /** A receiver's text as a reason shows it: its first 200 characters. */
+  private static String shortened(String s) {
+    return s.length() > MAX_BODY_IN_REASON ? s.substring(0, MAX_BODY_IN_REASON) + "..." : s;
   }
 
   /**

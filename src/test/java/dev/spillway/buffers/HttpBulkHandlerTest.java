@@ -123,6 +123,9 @@ class HttpBulkHandlerTest {
     assertThat(h.retryAfter(Optional.of("99999999999999999999")))
         .as("more than a long holds: the longest wait, which the buffer bounds")
         .contains(Duration.ofSeconds(Long.MAX_VALUE));
+    assertThat(h.retryAfter(Optional.of("0000000000000000000120")))
+        .as("leading zeros")
+        .contains(Duration.ofSeconds(120));
     assertThat(h.retryAfter(Optional.of("soon"))).isEmpty();
     assertThat(h.retryAfter(Optional.of("Tue, 25 Nov 2026 08:01:30 GMT")))
         .as("a weekday that is not the date's")
@@ -197,10 +200,11 @@ class HttpBulkHandlerTest {
         "/",
         exchange -> {
           exchange.getRequestBody().readAllBytes();
+          String path = exchange.getRequestURI().getPath();
           String to =
-              exchange.getRequestURI().getPath().equals("/old")
+              path.equals("/old")
                   ? "/v2/bulk"
-                  : "https://crm.example/bulk";
+                  : path.equals("/long") ? LONG_LOCATION : "https://crm.example/bulk";
           exchange.getResponseHeaders().add("Location", to);
           exchange.sendResponseHeaders(301, -1);
           exchange.close();
@@ -220,10 +224,16 @@ class HttpBulkHandlerTest {
                     + (path.equals("/old") ? base + "/v2/bulk" : "https://crm.example/bulk")
                     + ", which Spillway does not follow: set the buffer's url to where it points)");
       }
+      BulkHandler.Result r = handler(base + "/long", Duration.ofSeconds(10)).handle(BATCH);
+      assertThat(((BulkHandler.Result.Reject) r).reason())
+          .as("a location kept to its first 200 characters, as a body is")
+          .contains("(a redirect to " + LONG_LOCATION.substring(0, 200) + "..., which");
     } finally {
       server.stop(0);
     }
   }
+
+  private static final String LONG_LOCATION = "https://crm.example/" + "x".repeat(300);
 
   /** The reason of a call a receiver answers with 503 and this body. */
   private static String reasonOf503(byte[] body) throws Exception {
