@@ -286,10 +286,10 @@ public final class EventSerdes {
   /**
    * The batch of these encoded buffer events, byte for byte as {@link #encode(BufferBatch)} writes
    * it, built from their encodings: each event's body is copied as it is. Of each event only the
-   * source, WAL position and commit time are decoded, for the group id; its row is stepped over
-   * (which also finds an event cut short or running past its end). This is how the batcher builds
-   * every batch. An event an earlier version wrote is read and written again in this version's
-   * schema first.
+   * source, WAL position, commit time and transaction id are decoded, for the group id (with a hash
+   * of the body for an insert read from the WAL); its row is stepped over (which also finds an
+   * event cut short or running past its end). This is how the batcher builds every batch. An event
+   * an earlier version wrote is read and written again in this version's schema first.
    *
    * @param events at least one, each written by {@link #encode(BufferEvent)}, in this version or an
    *     earlier one

@@ -93,7 +93,10 @@ final class CleanupStatements {
     bindSelect(ps, i, ids, limit);
   }
 
-  /** Binds {@link #lockSql}: the ids, condition values, then the limit. */
+  /**
+   * Binds {@link #lockSql}: the ids, what else a row must match (update_column_to's value, the
+   * condition values), then the limit.
+   */
   void bindLock(PreparedStatement ps, Array ids, int limit) throws SQLException {
     bindSelect(ps, 1, ids, limit);
   }
