@@ -16,6 +16,8 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.config.TopicConfig;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.PolicyViolationException;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -165,17 +167,56 @@ public final class TopicProvisioner {
       if (missing.isEmpty()) {
         return;
       }
-      try {
-        admin.createTopics(missing).all().get();
-      } catch (ExecutionException e) {
-        // Another instance may have created them in between; that is fine.
-        if (!(e.getCause() instanceof TopicExistsException)) {
-          throw new IllegalStateException(
-              "Could not create topics " + missing + ": " + e.getCause().getMessage(),
-              e.getCause());
-        }
+      List<String> refused = create(admin, missing, !topicConfigs.isEmpty());
+      if (!refused.isEmpty()) {
+        // A managed service capping retention: its topics without Spillway's settings still work.
+        log.warn(
+            "Kafka refused topics {} with {}; they are created with the broker's retention"
+                + " instead, so their records are deleted once it has passed: keep them longer"
+                + " where the broker allows",
+            refused,
+            topicConfigs);
+        create(
+            admin,
+            refused.stream()
+                .map(t -> new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)))
+                .toList(),
+            false);
       }
       awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
     }
+  }
+
+  /**
+   * Creates the topics, one another instance made in between counting as made.
+   *
+   * @param settingsMayBeRefused whether a topic the broker refuses for its settings (a create-topic
+   *     policy, a configuration it does not allow) is returned rather than a failure
+   * @return the topics refused for their settings
+   */
+  private static List<String> create(
+      Admin admin, List<NewTopic> topics, boolean settingsMayBeRefused)
+      throws InterruptedException {
+    List<String> refused = new ArrayList<>();
+    for (Map.Entry<String, KafkaFuture<Void>> made :
+        admin.createTopics(topics).values().entrySet()) {
+      try {
+        made.getValue().get();
+      } catch (ExecutionException e) {
+        Throwable cause = e.getCause();
+        if (cause instanceof TopicExistsException) {
+          continue;
+        }
+        if (settingsMayBeRefused
+            && (cause instanceof PolicyViolationException
+                || cause instanceof InvalidConfigurationException)) {
+          refused.add(made.getKey());
+          continue;
+        }
+        throw new IllegalStateException(
+            "Could not create topic " + made.getKey() + ": " + cause.getMessage(), cause);
+      }
+    }
+    return refused;
   }
 }

@@ -45,10 +45,22 @@ public final class EmbeddedKafka implements AutoCloseable {
    * @param port the client port, or 0 for a free one
    */
   public static EmbeddedKafka start(Path dataDir, int port) throws IOException {
+    return start(dataDir, port, Map.of());
+  }
+
+  /**
+   * Formats {@code dataDir} on first use and starts the broker, with these broker settings over
+   * Spillway's (a create-topic policy, say).
+   *
+   * @param port the client port, or 0 for a free one
+   */
+  public static EmbeddedKafka start(Path dataDir, int port, Map<String, String> settings)
+      throws IOException {
     Files.createDirectories(dataDir);
     int brokerPort = port == 0 ? freePort() : port;
     int controllerPort = freePort();
     Properties props = brokerProperties(dataDir, brokerPort, controllerPort);
+    props.putAll(settings);
     KafkaConfig config = KafkaConfig.fromProps(props, false);
     if (!Files.exists(dataDir.resolve("meta.properties"))) {
       format(dataDir);
