@@ -57,29 +57,32 @@ final class BufferStatements {
   /**
    * The table's columns whose values capture cannot pass on as text PostgreSQL reads back, with
    * their types, in table order: composite, multirange, geometric and PostGIS types (and domains
-   * over them) are left out of Debezium's events or come as its own structures, bit strings come as
-   * bytes; and arrays of those, or of intervals, money, xml or names, are left out.
+   * over them, at any depth) are left out of Debezium's events or come as its own structures, bit
+   * strings come as bytes; and arrays of those, or of intervals, money, xml or names, are left out.
    */
   static List<String[]> uncapturable(Connection c, TableName table) throws SQLException {
     List<String[]> out = new ArrayList<>();
-    // s: the column's type, its domain's base type resolved; e: an array's element type, resolved.
+    // Every type a column's type leads to, through domains (their base types, a domain over a
+    // domain included) and arrays (their element types), and whether it is within an array.
     try (PreparedStatement ps =
         c.prepareStatement(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
-                + " JOIN pg_type t ON t.oid = a.atttypid"
-                + " JOIN pg_type s ON s.oid = CASE t.typtype WHEN 'd' THEN t.typbasetype"
-                + "   ELSE t.oid END"
-                + " LEFT JOIN pg_type e0 ON e0.oid = s.typelem AND s.typcategory = 'A'"
-                + " LEFT JOIN pg_type e ON e.oid = CASE e0.typtype WHEN 'd' THEN e0.typbasetype"
-                + "   ELSE e0.oid END"
+            "WITH RECURSIVE reach (attnum, oid, in_array) AS ("
+                + " SELECT a.attnum, a.atttypid, false FROM pg_attribute a"
                 + " WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " AND (s.typtype IN ('c', 'm') OR s.typname IN ("
+                + " UNION ALL SELECT r.attnum,"
+                + " CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.typelem END,"
+                + " r.in_array OR t.typtype <> 'd'"
+                + " FROM reach r JOIN pg_type t ON t.oid = r.oid"
+                + " WHERE t.typtype = 'd' OR (t.typcategory = 'A' AND t.typelem <> 0))"
+                + " SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+                + " WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped"
+                + " AND EXISTS (SELECT 1 FROM reach r JOIN pg_type t ON t.oid = r.oid"
+                + " WHERE r.attnum = a.attnum AND (t.typtype IN ('c', 'm') OR t.typname IN ("
                 + UNCAPTURED
-                + ") OR e.typtype IN ('c', 'm') OR e.typname IN ("
-                + UNCAPTURED
-                + ", 'interval', 'money', 'xml', 'name'))"
+                + ") OR (r.in_array AND t.typname IN ('interval', 'money', 'xml', 'name'))))"
                 + " ORDER BY a.attnum")) {
-      ps.setString(1, table.quoted()); // the table, quoted
+      ps.setString(1, table.quoted()); // the table, quoted, for the types and for the names
+      ps.setString(2, table.quoted());
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
           out.add(new String[] {rs.getString(1), rs.getString(2)});

@@ -536,6 +536,8 @@ abstract class BufferSinkContract {
         "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)",
         "CREATE TYPE " + schema + ".pair AS (a int, b text)",
         "CREATE DOMAIN " + schema + ".span AS interval",
+        "CREATE DOMAIN " + schema + ".spot AS point",
+        "CREATE DOMAIN " + schema + ".place AS " + schema + ".spot",
         "CREATE TABLE "
             + schema
             + ".odd_columns (id bigint PRIMARY KEY, at point, note text, p "
@@ -545,7 +547,9 @@ abstract class BufferSinkContract {
             + schema
             + ".pair[], holds "
             + schema
-            + ".span[], days date[])");
+            + ".span[], days date[], at_place "
+            + schema
+            + ".place)");
     assertThat(refusal(new TableName(schema, "odd_columns")))
         .contains(
             "names table "
@@ -557,7 +561,9 @@ abstract class BufferSinkContract {
                 + schema
                 + ".pair[]), holds ("
                 + schema
-                + ".span[]) capture cannot pass on as values"
+                + ".span[]), at_place ("
+                + schema
+                + ".place) capture cannot pass on as values"
                 + " PostgreSQL reads back (they would reach the handler missing or garbled); store"
                 + " them as text, or keep them out of the buffer table.");
     assertThat(refusal(new TableName(schema, "array_key")))
