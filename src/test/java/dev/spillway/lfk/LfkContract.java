@@ -521,7 +521,6 @@ abstract class LfkContract {
 
   @Test
   void should_finish_a_batch_whose_children_a_trigger_keeps() throws Exception {
-    Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
         "lfk_main",
         "g",
@@ -532,22 +531,14 @@ abstract class LfkContract {
         "INSERT INTO g.issues SELECT g, 1 FROM generate_series(1, 1500) g",
         "CREATE FUNCTION g.keep() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NULL; END$$",
         "CREATE TRIGGER keep BEFORE DELETE ON g.issues FOR EACH ROW EXECUTE FUNCTION g.keep()");
-    List<CheckedKey> keys =
-        checked(
-            "lfk_main",
-            key("g.issues", "project_id", "g.projects", OnDelete.ASYNC_DELETE, "main", "main", ""));
-    try (LfkHarness h = new LfkHarness(infra, dir, "lfk19", dbs, Map.of(), defaults(), keys)) {
-      TestSql.exec(h.db("main"), "DELETE FROM g.projects");
-      // Each pass ends once its statement deletes none of what it takes, rather than take the
-      // same rows until the run's time is up, again and again.
-      await()
-          .atMost(WAIT)
-          .untilAsserted(
-              () -> assertThat(processed(h.pipeline.metrics(), "main/g.projects")).isOne());
-      assertThat(h.count("main", "SELECT count(*) FROM g.issues")).isEqualTo(1500);
-    } finally {
-      LfkHarness.dropSlots(infra, dbs, "lfk19");
-    }
+    // Each pass ends once its statement deletes none of what it takes, rather than take the
+    // same rows until the run's time is up, again and again.
+    afterCleanup(
+        "lfk19",
+        key("g.issues", "project_id", "g.projects", OnDelete.ASYNC_DELETE, "main", "main", ""),
+        "DELETE FROM g.projects",
+        1,
+        h -> assertThat(h.count("main", "SELECT count(*) FROM g.issues")).isEqualTo(1500));
   }
 
   @Test
@@ -620,6 +611,33 @@ abstract class LfkContract {
               t -> "main",
               name -> dbs.dataSource(database))
           .keys();
+    }
+  }
+
+  /** What a test checks once a cleanup finished. */
+  @FunctionalInterface
+  private interface Cleaned {
+    void check(LfkHarness h) throws Exception;
+  }
+
+  /**
+   * Cleans up after {@code delete} in lfk_main with the one definition {@code key} (checked against
+   * the catalog), under slots of {@code prefix}: waits until the parent's batches processed {@code
+   * ids} deleted ids, then runs {@code then}.
+   */
+  private void afterCleanup(String prefix, CheckedKey key, String delete, long ids, Cleaned then)
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    List<CheckedKey> keys = checked("lfk_main", key);
+    String parent = "main/" + key.key().parent();
+    try (LfkHarness h = new LfkHarness(infra, dir, prefix, dbs, Map.of(), defaults(), keys)) {
+      TestSql.exec(h.db("main"), delete);
+      await()
+          .atMost(WAIT)
+          .untilAsserted(() -> assertThat(processed(h.pipeline.metrics(), parent)).isEqualTo(ids));
+      then.check(h);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, prefix);
     }
   }
 
@@ -953,7 +971,6 @@ abstract class LfkContract {
   @Test
   void should_not_clean_children_of_a_live_parent_whose_key_a_deleted_ones_begins_with()
       throws Exception {
-    Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
         "lfk_main",
         "v",
@@ -962,25 +979,17 @@ abstract class LfkContract {
         "CREATE INDEX ON v.labels (tag)",
         "INSERT INTO v.tags VALUES ('abc'), ('abcdef')",
         "INSERT INTO v.labels (tag) VALUES ('abc'), ('abc')");
-    List<CheckedKey> keys =
-        checked(
-            "lfk_main",
-            key("v.labels", "tag", "v.tags", OnDelete.ASYNC_DELETE, "main", "main", ""));
-    try (LfkHarness h = new LfkHarness(infra, dir, "lfk12", dbs, Map.of(), defaults(), keys)) {
-      TestSql.exec(h.db("main"), "DELETE FROM v.tags WHERE name = 'abcdef'");
-      await()
-          .atMost(WAIT)
-          .untilAsserted(() -> assertThat(processed(h.pipeline.metrics(), "main/v.tags")).isOne());
-      // Cast to varchar(3), the deleted abcdef would have been abc, the live parent's key.
-      assertThat(h.count("main", "SELECT count(*) FROM v.labels")).isEqualTo(2);
-    } finally {
-      LfkHarness.dropSlots(infra, dbs, "lfk12");
-    }
+    afterCleanup(
+        "lfk12",
+        key("v.labels", "tag", "v.tags", OnDelete.ASYNC_DELETE, "main", "main", ""),
+        "DELETE FROM v.tags WHERE name = 'abcdef'",
+        1,
+        // Cast to varchar(3), the deleted abcdef would have been abc, the live parent's key.
+        h -> assertThat(h.count("main", "SELECT count(*) FROM v.labels")).isEqualTo(2));
   }
 
   @Test
   void should_clean_an_integer_column_referring_to_a_bigint_key_past_its_range() throws Exception {
-    Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
         "lfk_main",
         "k",
@@ -989,22 +998,17 @@ abstract class LfkContract {
         "CREATE INDEX ON k.logins (account_id)",
         "INSERT INTO k.accounts VALUES (5), (6), (3000000000)",
         "INSERT INTO k.logins (account_id) VALUES (5), (5), (6)");
-    List<CheckedKey> keys =
-        checked(
-            "lfk_main",
-            key("k.logins", "account_id", "k.accounts", OnDelete.ASYNC_DELETE, "main", "main", ""));
-    try (LfkHarness h = new LfkHarness(infra, dir, "lfk17", dbs, Map.of(), defaults(), keys)) {
-      // One statement: the two ids are one batch, and no login can refer to the larger one.
-      TestSql.exec(h.db("main"), "DELETE FROM k.accounts WHERE id IN (5, 3000000000)");
-      await()
-          .atMost(WAIT)
-          .untilAsserted(
-              () -> assertThat(processed(h.pipeline.metrics(), "main/k.accounts")).isEqualTo(2));
-      assertThat(h.count("main", "SELECT count(*) FROM k.logins WHERE account_id = 5")).isZero();
-      assertThat(h.count("main", "SELECT count(*) FROM k.logins")).isOne();
-    } finally {
-      LfkHarness.dropSlots(infra, dbs, "lfk17");
-    }
+    // One statement: the two ids are one batch, and no login can refer to the larger one.
+    afterCleanup(
+        "lfk17",
+        key("k.logins", "account_id", "k.accounts", OnDelete.ASYNC_DELETE, "main", "main", ""),
+        "DELETE FROM k.accounts WHERE id IN (5, 3000000000)",
+        2,
+        h -> {
+          assertThat(h.count("main", "SELECT count(*) FROM k.logins WHERE account_id = 5"))
+              .isZero();
+          assertThat(h.count("main", "SELECT count(*) FROM k.logins")).isOne();
+        });
   }
 
   @Test
