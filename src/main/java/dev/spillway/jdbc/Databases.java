@@ -78,9 +78,6 @@ public final class Databases implements AutoCloseable {
     c.setMaximumPoolSize(e.poolSize());
     c.setMinimumIdle(1);
     c.addDataSourceProperty("ApplicationName", "spillway");
-    // Whatever the role's or database's default: a statement that waited for a row must see, in
-    // the next one, what the session it waited for committed (loose-foreign-key cleanup's locks).
-    c.setTransactionIsolation("TRANSACTION_READ_COMMITTED");
     if (!e.lockTimeout().isZero()) {
       // Every statement of Spillway's gives up a lock wait after this (SQLSTATE 55P03): the sink
       // ends such a run unfinished and puts its batch back, behind other work.

@@ -17,6 +17,14 @@ public final class Transactions {
    */
   public static final String ROW_SECURITY_OFF = "SET LOCAL row_security = off";
 
+  /**
+   * Row security off ({@link #ROW_SECURITY_OFF}) at {@code READ COMMITTED}, whatever the role's or
+   * database's default (and, being the transaction's own, through a pooler sharing server
+   * connections per transaction too): each statement sees what sessions it waited for committed.
+   */
+  public static final String ROW_SECURITY_OFF_READ_COMMITTED =
+      "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; " + ROW_SECURITY_OFF;
+
   /** No lock timeout: the statements wait for their locks as they would anywhere else. */
   public static final String NO_LOCK_TIMEOUT = "SET LOCAL lock_timeout = 0";
 
@@ -29,9 +37,9 @@ public final class Transactions {
   }
 
   /**
-   * Runs {@code work} in a transaction that first runs {@code setting}, a {@code SET LOCAL}. A
-   * failure to roll back or to turn auto-commit on again after {@code work} failed is added to its
-   * failure as suppressed, never in its place.
+   * Runs {@code work} in a transaction that first runs {@code setting} ({@code SET LOCAL}, or
+   * several {@code SET} statements). A failure to roll back or to turn auto-commit on again after
+   * {@code work} failed is added to its failure as suppressed, never in its place.
    */
   public static <T> T under(Connection c, String setting, Work<T> work) throws SQLException {
     c.setAutoCommit(false);

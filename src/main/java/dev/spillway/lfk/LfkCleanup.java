@@ -147,6 +147,7 @@ final class LfkCleanup implements BatchHandler {
     List<String> ids =
         deleted.stream().flatMap(id -> child.key().asColumnValue(id).stream()).toList();
     for (boolean skipLocked : new boolean[] {true, false}) {
+      boolean cleanedNone = false; // the last statement of the pass
       while (true) {
         Optional<Outcome> end = context.checkpoint();
         if (end.isPresent()) {
@@ -175,9 +176,13 @@ final class LfkCleanup implements BatchHandler {
           counts.deletes += modified;
           metrics.deletions(child.target().database(), child.target().table(), modified);
         }
-        if (done.taken() < n || done.modified() == 0) {
-          break; // none left, or those left are not changed (a trigger or rule keeps them)
+        // The pass ends when none are left, or when two statements in a row cleaned none of
+        // what they took: a trigger or rule keeps those rows. (One alone may have found the
+        // parents of all it waited for inserted again; the next takes other ids' rows.)
+        if (done.taken() < n || (done.modified() == 0 && (skipLocked || cleanedNone))) {
+          break;
         }
+        cleanedNone = done.modified() == 0;
       }
     }
     return Optional.empty();
@@ -218,7 +223,7 @@ final class LfkCleanup implements BatchHandler {
       sql.bind(clean, array, limit);
       return Transactions.under(
           c,
-          Transactions.ROW_SECURITY_OFF,
+          Transactions.ROW_SECURITY_OFF_READ_COMMITTED,
           () -> {
             if (skipLocked) {
               int modified = clean.executeUpdate();

@@ -64,6 +64,36 @@ class TransactionsIT {
   }
 
   @Test
+  void should_read_committed_under_cleanups_setting_whatever_the_databases_default()
+      throws Exception {
+    try (Databases admin = EmbeddedInfra.get().databases("iso_default")) {
+      TestSql.exec(
+          admin.dataSource("iso_default"),
+          "ALTER DATABASE iso_default SET default_transaction_isolation = 'repeatable read'");
+    }
+    try (Databases other = EmbeddedInfra.get().databases("iso_default");
+        Connection c = other.dataSource("iso_default").getConnection()) {
+      String inside =
+          Transactions.under(
+              c,
+              Transactions.ROW_SECURITY_OFF_READ_COMMITTED,
+              () -> show(c, "transaction_isolation") + ", " + rowSecurity(c));
+      assertThat(inside).isEqualTo("read committed, off");
+      assertThat(show(c, "transaction_isolation"))
+          .as("the database's default again after it")
+          .isEqualTo("repeatable read");
+    }
+  }
+
+  private static String show(Connection c, String setting) throws SQLException {
+    try (Statement s = c.createStatement();
+        ResultSet rs = s.executeQuery("SHOW " + setting)) {
+      rs.next();
+      return rs.getString(1);
+    }
+  }
+
+  @Test
   void should_roll_back_whatever_the_work_throws_an_error_included() throws Exception {
     try (Connection c = ds.getConnection()) {
       assertThatThrownBy(

@@ -30,6 +30,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -517,6 +518,83 @@ abstract class LfkContract {
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk18");
     }
+  }
+
+  @Test
+  void should_go_on_to_other_ids_when_the_rows_it_waited_for_got_their_parent_back()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "o",
+        "CREATE TABLE o.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE o.issues (id bigint PRIMARY KEY, project_id bigint, title text)",
+        "CREATE INDEX ON o.issues (project_id)",
+        "INSERT INTO o.projects VALUES (1), (2)",
+        "INSERT INTO o.issues VALUES (1, 1, 'old'), (2, 1, 'old'), (3, 1, 'old'),"
+            + " (11, 2, 'old'), (12, 2, 'old')");
+    // Statements of two rows.
+    LooseForeignKey k =
+        new LooseForeignKey(
+            TableName.parse("o.issues"),
+            TableName.parse("o.projects"),
+            "project_id",
+            OnDelete.ASYNC_DELETE,
+            Optional.empty(),
+            null,
+            List.of(),
+            OptionalInt.of(2),
+            "test");
+    List<CheckedKey> keys =
+        checked(
+            "lfk_main",
+            new CheckedKey(k, "main", "main", List.of("id"), "", "id", "", Optional.empty()));
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk20", dbs, Map.of(), defaults(), keys);
+        Connection restoring = h.db("main").getConnection();
+        Statement s = restoring.createStatement();
+        Connection editing = h.db("main").getConnection();
+        Statement t = editing.createStatement()) {
+      restoring.setAutoCommit(false);
+      editing.setAutoCommit(false);
+      // One session holds project 1's issues, another one issue of project 2.
+      s.execute("UPDATE o.issues SET title = 'restored' WHERE project_id = 1");
+      t.execute("UPDATE o.issues SET title = 'edited' WHERE id = 11");
+      TestSql.exec(h.db("main"), "DELETE FROM o.projects WHERE id IN (1, 2)");
+      // Cleanup deleted issue 12 and waits for project 1's issues, the first it asks for.
+      awaitWaitingFor(h, restoring);
+      s.execute("INSERT INTO o.projects VALUES (1)");
+      restoring.commit();
+      // The two it locked have their parent back and stay; it goes on to issue 11.
+      awaitWaitingFor(h, editing);
+      editing.commit();
+
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/o.projects")).isEqualTo(2));
+      assertThat(h.count("main", "SELECT count(*) FROM o.issues WHERE project_id = 2")).isZero();
+      assertThat(h.count("main", "SELECT count(*) FROM o.issues WHERE title = 'restored'"))
+          .isEqualTo(3);
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk20");
+    }
+  }
+
+  /** Waits until a session of Spillway's waits for a lock this connection's session holds. */
+  private static void awaitWaitingFor(LfkHarness h, Connection holder) throws SQLException {
+    int pid = holder.unwrap(org.postgresql.PGConnection.class).getBackendPID();
+    await()
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(10))
+        .until(
+            () ->
+                h.count(
+                        "main",
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                            + " AND "
+                            + pid
+                            + " = ANY (pg_blocking_pids(pid))")
+                    == 1);
   }
 
   @Test
