@@ -170,18 +170,18 @@ public final class TopicProvisioner {
       List<String> refused = create(admin, missing, !topicConfigs.isEmpty());
       if (!refused.isEmpty()) {
         // A managed service capping retention: its topics without Spillway's settings still work.
-        log.warn(
-            "Kafka refused topics {} with {}; they are created with the broker's retention"
-                + " instead, so their records are deleted once it has passed: keep them longer"
-                + " where the broker allows",
-            refused,
-            topicConfigs);
         create(
             admin,
             refused.stream()
                 .map(t -> new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)))
                 .toList(),
             false);
+        log.warn(
+            "Kafka refused topics {} with {}; they are created with the broker's retention"
+                + " instead, so their records are deleted once it has passed: keep them longer"
+                + " where the broker allows",
+            refused,
+            topicConfigs);
       }
       awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
     }
