@@ -332,7 +332,8 @@ public final class BufferPipeline {
       return new HttpBulkHandler(http, clock);
     }
     if (spec instanceof HandlerSpec.Sql sql) {
-      SqlBulkHandler handler = new SqlBulkHandler(ds, sql.statement(), table.idType());
+      SqlBulkHandler handler =
+          new SqlBulkHandler(ds, sql.statement(), table.idType(), sql.timeout());
       Optional<String> refusal;
       try {
         refusal = handler.refusal();

@@ -188,12 +188,26 @@ public final class BuffersSection {
     if (h.has("http")) {
       spec = http(h.child("http").orElseThrow());
     } else if (h.has("sql")) {
-      String sql = h.requiredString("sql");
-      if (!SqlParameters.parse(sql).uses("ids")) {
-        throw h.error(
-            "sql", "must use :ids, the array of the batch's ids, outside literals and comments");
+      // The statement alone, or with its settings: { statement: "…", timeout: 30s }.
+      ConfigNode at = h;
+      String key = "sql";
+      Optional<Duration> timeout = Optional.empty();
+      if (h.isMapping("sql")) {
+        at = h.child("sql").orElseThrow();
+        key = "statement";
+        if (at.has("timeout")) {
+          timeout = Optional.of(at.positiveDuration("timeout", Duration.ZERO));
+        }
       }
-      spec = new HandlerSpec.Sql(sql);
+      String sql = at.requiredString(key);
+      if (!SqlParameters.parse(sql).uses("ids")) {
+        throw at.error(
+            key, "must use :ids, the array of the batch's ids, outside literals and comments");
+      }
+      if (at != h) {
+        at.finish();
+      }
+      spec = new HandlerSpec.Sql(sql, timeout);
     } else {
       spec = javaClass(h, h.requiredString("class"));
     }

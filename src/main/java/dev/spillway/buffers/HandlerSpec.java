@@ -4,6 +4,7 @@ import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
 /** Which bulk handler a buffer runs, as configured: exactly one of these. */
 public sealed interface HandlerSpec {
@@ -33,15 +34,25 @@ public sealed interface HandlerSpec {
   /**
    * One statement per batch in the buffer's database, with {@code :ids} bound to the array of the
    * batch's ids and {@code :group_id} (optional) to its group id.
+   *
+   * @param timeout how long the statement may run, lock waits included, before PostgreSQL cancels
+   *     it (a failed call, retried); empty for no limit
    */
-  record Sql(String statement) implements HandlerSpec {
+  record Sql(String statement, Optional<Duration> timeout) implements HandlerSpec {
     public Sql {
       Objects.requireNonNull(statement, "statement");
+      Objects.requireNonNull(timeout, "timeout");
+    }
+
+    public Sql(String statement) {
+      this(statement, Optional.empty());
     }
 
     @Override
     public String toString() {
-      return "sql " + statement.strip().replaceAll("\\s+", " ");
+      return "sql "
+          + statement.strip().replaceAll("\\s+", " ")
+          + timeout.map(t -> " (timeout " + t + ")").orElse("");
     }
   }
 

@@ -1,12 +1,13 @@
 package dev.spillway.buffers;
 
-import dev.spillway.jdbc.WithoutLockTimeout;
+import dev.spillway.jdbc.Transactions;
 import dev.spillway.sink.Outcome;
 import dev.spillway.sink.SqlErrors;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
 import javax.sql.DataSource;
@@ -25,13 +26,23 @@ final class SqlBulkHandler implements BulkHandler {
   private final SqlParameters statement;
   private final String idType;
 
+  /** What the statement's transaction sets first: no lock timeout, and its own timeout if any. */
+  private final String settings;
+
   /**
    * @param idType the primary key's type as {@code pg_type.typname}, for the array parameter
+   * @param timeout how long the statement may run before PostgreSQL cancels it; empty for no limit
    */
-  SqlBulkHandler(DataSource dataSource, String statement, String idType) {
+  SqlBulkHandler(
+      DataSource dataSource, String statement, String idType, Optional<Duration> timeout) {
     this.dataSource = dataSource;
     this.idType = idType;
     this.statement = SqlParameters.parse(statement);
+    this.settings =
+        Transactions.NO_LOCK_TIMEOUT
+            + timeout
+                .map(t -> "; SET LOCAL statement_timeout = " + Math.max(1, t.toMillis()))
+                .orElse("");
   }
 
   /**
@@ -78,12 +89,14 @@ final class SqlBulkHandler implements BulkHandler {
     try (Connection c = dataSource.getConnection();
         PreparedStatement ps = c.prepareStatement(statement.sql())) {
       // The statement is the user's work, as a call to a receiver is: it waits for the locks it
-      // needs, as it would anywhere else, rather than fail at Spillway's own lock timeout.
-      WithoutLockTimeout.run(
+      // needs, as it would anywhere else, rather than fail at Spillway's own lock timeout; only
+      // the handler's own timeout, when set, bounds it (canceled: a failed call, retried).
+      Transactions.under(
           c,
+          settings,
           () -> {
             bind(c, ps, batch.ids(), batch.groupId());
-            ps.execute();
+            return ps.execute();
           });
       return Result.success();
     } catch (SQLException e) {

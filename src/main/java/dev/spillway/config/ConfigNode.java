@@ -121,6 +121,11 @@ public final class ConfigNode {
     return t != null && !isNull(t.getValueNode());
   }
 
+  /** Whether the key is present and holds a mapping. */
+  public boolean isMapping(String key) {
+    return value(key) instanceof MappingNode;
+  }
+
   /** Whether the key holds a list; does not count as reading it. */
   public boolean isList(String key) {
     NodeTuple t = entries.get(key);

@@ -39,6 +39,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -297,7 +298,8 @@ abstract class BufferSinkContract {
         new SqlBulkHandler(
             ds,
             "INSERT INTO " + copied.quoted() + " SELECT unnest(CAST(:ids AS bytea[]))",
-            "bytea");
+            "bytea",
+            Optional.empty());
     List<Object> keys = List.of(new byte[] {1}, new byte[] {2, 3});
     assertKeyedRowsHandled("bytea", "decode(k, 'hex')", List.of("01", "0203"), keys, sql);
     assertThat(
@@ -1439,6 +1441,30 @@ abstract class BufferSinkContract {
     assertThat(sink.metrics().deadLetteredCount())
         .as("one attempt, not spent on the lock")
         .isZero();
+  }
+
+  @Test
+  void should_cancel_an_sql_handler_statement_past_its_timeout_and_count_it_a_failed_call()
+      throws Exception {
+    BufferSettings s =
+        BufferSettings.of(
+                NAME,
+                table,
+                DB,
+                new HandlerSpec.Sql(
+                    "SELECT pg_sleep(30) WHERE cardinality(:ids) > 0",
+                    Optional.of(Duration.ofMillis(300))))
+            .withAttempts(2, Duration.ofMillis(20), OnExhausted.KEEP);
+    start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+    produce(batch(1, 3));
+
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains("3 event(s) left after 2 attempt(s)")
+        .contains("canceling statement due to statement timeout");
+    assertThat(rows(1, 3)).as("kept, per on-exhausted").isEqualTo(3);
   }
 
   @Test

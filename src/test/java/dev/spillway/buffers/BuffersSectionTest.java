@@ -297,6 +297,41 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_read_an_sql_handler_with_its_timeout() {
+    HandlerSpec.Sql plain =
+        (HandlerSpec.Sql)
+            read("buffers:\n  events:\n    handler: { sql: \"SELECT :ids\" }\n").get(0).handler();
+    assertThat(plain.timeout()).isEmpty();
+    HandlerSpec.Sql timed =
+        (HandlerSpec.Sql)
+            read("""
+                    buffers:
+                      events:
+                        handler:
+                          sql:
+                            statement: "INSERT INTO synced SELECT unnest(:ids)"
+                            timeout: 30s
+                    """)
+                .get(0)
+                .handler();
+    assertThat(timed.statement()).isEqualTo("INSERT INTO synced SELECT unnest(:ids)");
+    assertThat(timed.timeout()).contains(Duration.ofSeconds(30));
+    refused(
+        "buffers:\n  events:\n    handler:\n      sql: { statement: \"SELECT 1\" }\n",
+        "spillway.yml:4: buffers.events.handler.sql.statement must use :ids, the array of the"
+            + " batch's ids, outside literals and comments.");
+    refused(
+        "buffers:\n  events:\n    handler:\n      sql: { statement: \"SELECT :ids\", timeout: 0s }\n",
+        "spillway.yml:4: buffers.events.handler.sql.timeout must be longer than zero.");
+    assertThatThrownBy(
+            () ->
+                read(
+                    "buffers:\n  events:\n    handler:\n      sql: { statment: \"SELECT :ids\" }\n"))
+        .hasMessageContaining(
+            "unknown key buffers.events.handler.sql.statment (did you mean statement?)");
+  }
+
+  @Test
   void should_refuse_other_bad_values_naming_their_key() {
     refused(
         "buffers:\n  events:\n    on-exhausted: drop\n    handler: { sql: \"SELECT :ids\" }\n",
