@@ -402,7 +402,14 @@ class BuffersSectionTest {
     Map<String, String> env =
         Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c", "CRM_TOKEN", "t");
     SpillwayConfig c = ConfigLoader.load(Path.of("config", "spillway.example.yml"), env::get);
-    assertThat(BuffersSection.read(c)).extracting(BufferSettings::name).isNotEmpty();
+    List<BufferSettings> buffers = BuffersSection.read(c);
+    assertThat(buffers).extracting(BufferSettings::name).isNotEmpty();
+    assertThat(buffers)
+        .extracting(BufferSettings::handler)
+        .filteredOn(h -> h instanceof HandlerSpec.Sql)
+        .singleElement()
+        .extracting(h -> ((HandlerSpec.Sql) h).timeout())
+        .isEqualTo(Optional.of(Duration.ofSeconds(30)));
   }
 
   @Test
