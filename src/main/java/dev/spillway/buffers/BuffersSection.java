@@ -191,13 +191,11 @@ public final class BuffersSection {
       // The statement alone, or with its settings: { statement: "…", timeout: 30s }.
       ConfigNode at = h;
       String key = "sql";
-      Optional<Duration> timeout = Optional.empty();
+      Duration timeout = Duration.ZERO;
       if (h.isMapping("sql")) {
         at = h.child("sql").orElseThrow();
         key = "statement";
-        if (at.has("timeout")) {
-          timeout = Optional.of(at.positiveDuration("timeout", Duration.ZERO));
-        }
+        timeout = at.postgresTimeout("timeout", Duration.ZERO);
       }
       String sql = at.requiredString(key);
       if (!SqlParameters.parse(sql).uses("ids")) {

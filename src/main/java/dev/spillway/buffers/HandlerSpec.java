@@ -1,10 +1,10 @@
 package dev.spillway.buffers;
 
+import dev.spillway.config.DurationText;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Optional;
 
 /** Which bulk handler a buffer runs, as configured: exactly one of these. */
 public sealed interface HandlerSpec {
@@ -27,7 +27,13 @@ public sealed interface HandlerSpec {
     @Override
     public String toString() {
       // Header values often carry credentials.
-      return "http " + url + " (headers " + headers.keySet() + ", timeout " + timeout + ")";
+      return "http "
+          + url
+          + " (headers "
+          + headers.keySet()
+          + ", timeout "
+          + DurationText.format(timeout)
+          + ")";
     }
   }
 
@@ -36,23 +42,23 @@ public sealed interface HandlerSpec {
    * batch's ids and {@code :group_id} (optional) to its group id.
    *
    * @param timeout how long the statement may run, lock waits included, before PostgreSQL cancels
-   *     it (a failed call, retried); empty for no limit
+   *     it (a failed call, retried); zero for no limit
    */
-  record Sql(String statement, Optional<Duration> timeout) implements HandlerSpec {
+  record Sql(String statement, Duration timeout) implements HandlerSpec {
     public Sql {
       Objects.requireNonNull(statement, "statement");
       Objects.requireNonNull(timeout, "timeout");
     }
 
     public Sql(String statement) {
-      this(statement, Optional.empty());
+      this(statement, Duration.ZERO);
     }
 
     @Override
     public String toString() {
       return "sql "
           + statement.strip().replaceAll("\\s+", " ")
-          + timeout.map(t -> " (timeout " + t + ")").orElse("");
+          + (timeout.isZero() ? "" : " (timeout " + DurationText.format(timeout) + ")");
     }
   }
 

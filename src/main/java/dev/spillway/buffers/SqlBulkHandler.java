@@ -31,18 +31,17 @@ final class SqlBulkHandler implements BulkHandler {
 
   /**
    * @param idType the primary key's type as {@code pg_type.typname}, for the array parameter
-   * @param timeout how long the statement may run before PostgreSQL cancels it; empty for no limit
+   * @param timeout how long the statement may run before PostgreSQL cancels it; zero for no limit
    */
-  SqlBulkHandler(
-      DataSource dataSource, String statement, String idType, Optional<Duration> timeout) {
+  SqlBulkHandler(DataSource dataSource, String statement, String idType, Duration timeout) {
     this.dataSource = dataSource;
     this.idType = idType;
     this.statement = SqlParameters.parse(statement);
     this.settings =
         Transactions.NO_LOCK_TIMEOUT
-            + timeout
-                .map(t -> "; SET LOCAL statement_timeout = " + Math.max(1, t.toMillis()))
-                .orElse("");
+            + (timeout.isZero()
+                ? ""
+                : "; SET LOCAL statement_timeout = " + Math.max(1, timeout.toMillis()));
   }
 
   /**

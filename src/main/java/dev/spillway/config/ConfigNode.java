@@ -303,6 +303,18 @@ public final class ConfigNode {
     return d;
   }
 
+  /**
+   * A {@link #duration} PostgreSQL takes as a millisecond setting ({@code lock_timeout}, {@code
+   * statement_timeout}): at most 2^31 - 1 ms (24 days and a bit); 0s for none.
+   */
+  public Duration postgresTimeout(String key, Duration dflt) {
+    Duration d = duration(key, dflt);
+    if (d.toMillis() > Integer.MAX_VALUE) {
+      throw error(key, "must be at most 24d (PostgreSQL's limit), or 0s for none");
+    }
+    return d;
+  }
+
   /** A {@link #duration} that must be longer than zero. */
   public Duration positiveDuration(String key, Duration dflt) {
     Duration d = duration(key, dflt);

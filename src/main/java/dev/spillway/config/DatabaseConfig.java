@@ -86,18 +86,9 @@ public record DatabaseConfig(
             n.requiredString("username"),
             n.optionalString("password").orElse(null),
             n.integer("pool-size", DEFAULT_POOL_SIZE, 1, MAX_POOL_SIZE),
-            lockTimeout(n));
+            n.postgresTimeout("lock-timeout", DEFAULT_LOCK_TIMEOUT));
     n.finish();
     return c;
-  }
-
-  /** PostgreSQL takes a lock timeout of up to 2^31 - 1 ms (24 days and a bit). */
-  private static Duration lockTimeout(ConfigNode n) {
-    Duration d = n.duration("lock-timeout", DEFAULT_LOCK_TIMEOUT);
-    if (d.toMillis() > Integer.MAX_VALUE) {
-      throw n.error("lock-timeout", "must be at most 24d (PostgreSQL's limit), or 0s for none");
-    }
-    return d;
   }
 
   /** The URL with any password in it shown as {@code ****}: for logs, status and pages. */

@@ -39,7 +39,6 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -299,7 +298,7 @@ abstract class BufferSinkContract {
             ds,
             "INSERT INTO " + copied.quoted() + " SELECT unnest(CAST(:ids AS bytea[]))",
             "bytea",
-            Optional.empty());
+            Duration.ZERO);
     List<Object> keys = List.of(new byte[] {1}, new byte[] {2, 3});
     assertKeyedRowsHandled("bytea", "decode(k, 'hex')", List.of("01", "0203"), keys, sql);
     assertThat(
@@ -1452,8 +1451,7 @@ abstract class BufferSinkContract {
                 table,
                 DB,
                 new HandlerSpec.Sql(
-                    "SELECT pg_sleep(30) WHERE cardinality(:ids) > 0",
-                    Optional.of(Duration.ofMillis(300))))
+                    "SELECT pg_sleep(30) WHERE cardinality(:ids) > 0", Duration.ofMillis(300)))
             .withAttempts(2, Duration.ofMillis(20), OnExhausted.KEEP);
     start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
     produce(batch(1, 3));

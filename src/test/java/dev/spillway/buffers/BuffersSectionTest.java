@@ -301,7 +301,7 @@ class BuffersSectionTest {
     HandlerSpec.Sql plain =
         (HandlerSpec.Sql)
             read("buffers:\n  events:\n    handler: { sql: \"SELECT :ids\" }\n").get(0).handler();
-    assertThat(plain.timeout()).isEmpty();
+    assertThat(plain.timeout()).as("none").isZero();
     HandlerSpec.Sql timed =
         (HandlerSpec.Sql)
             read("""
@@ -315,14 +315,15 @@ class BuffersSectionTest {
                 .get(0)
                 .handler();
     assertThat(timed.statement()).isEqualTo("INSERT INTO synced SELECT unnest(:ids)");
-    assertThat(timed.timeout()).contains(Duration.ofSeconds(30));
+    assertThat(timed.timeout()).isEqualTo(Duration.ofSeconds(30));
     refused(
         "buffers:\n  events:\n    handler:\n      sql: { statement: \"SELECT 1\" }\n",
         "spillway.yml:4: buffers.events.handler.sql.statement must use :ids, the array of the"
             + " batch's ids, outside literals and comments.");
     refused(
-        "buffers:\n  events:\n    handler:\n      sql: { statement: \"SELECT :ids\", timeout: 0s }\n",
-        "spillway.yml:4: buffers.events.handler.sql.timeout must be longer than zero.");
+        "buffers:\n  events:\n    handler:\n      sql: { statement: \"SELECT :ids\", timeout: 30d }\n",
+        "spillway.yml:4: buffers.events.handler.sql.timeout must be at most 24d (PostgreSQL's limit),"
+            + " or 0s for none.");
     assertThatThrownBy(
             () ->
                 read(
@@ -409,7 +410,7 @@ class BuffersSectionTest {
         .filteredOn(h -> h instanceof HandlerSpec.Sql)
         .singleElement()
         .extracting(h -> ((HandlerSpec.Sql) h).timeout())
-        .isEqualTo(Optional.of(Duration.ofSeconds(30)));
+        .isEqualTo(Duration.ofSeconds(30));
   }
 
   @Test
@@ -424,6 +425,6 @@ class BuffersSectionTest {
                     java.util.Map.of("Authorization", "Bearer secret"),
                     java.time.Duration.ofSeconds(5))
                 .toString())
-        .isEqualTo("http http://h/bulk (headers [Authorization], timeout PT5S)");
+        .isEqualTo("http http://h/bulk (headers [Authorization], timeout 5s)");
   }
 }
