@@ -48,7 +48,7 @@ final class CleanupStatements {
     this.key = key;
     this.checksParent = key.childDatabase().equals(key.parentDatabase());
     this.cleanable = cleanable(key.key());
-    this.skipLocked = build(true);
+    this.skipLocked = build();
     this.lock = lock();
     this.firstReferences = references(false);
     this.nextReferences = references(true);
@@ -189,7 +189,7 @@ final class CleanupStatements {
   }
 
   /** The child rows to clean, at most {@code LIMIT}, locked: {@code SELECT <what> FROM … }. */
-  private String select(String what, boolean skipLockedPass) {
+  private String select(String what, boolean skipLocked) {
     return "SELECT "
         + what
         + " FROM "
@@ -201,14 +201,15 @@ final class CleanupStatements {
         + ")"
         + cleanable
         + " LIMIT ? FOR UPDATE"
-        + (skipLockedPass ? " SKIP LOCKED" : "");
+        + (skipLocked ? " SKIP LOCKED" : "");
   }
 
   private String lock() {
     return "SELECT count(*) FROM (" + select("1", false) + ") AS locked";
   }
 
-  private String build(boolean skipLockedPass) {
+  /** The statement that cleans at most {@code LIMIT} rows, passing over those others hold. */
+  private String build() {
     LooseForeignKey k = key.key();
     String child = k.child().quoted();
     String pk =
@@ -222,7 +223,7 @@ final class CleanupStatements {
                   + (k.targetValue() == null ? " = NULL" : " = ?");
           default -> null;
         };
-    String rows = "(" + pk + ") IN (" + select(pk, skipLockedPass) + ")";
+    String rows = "(" + pk + ") IN (" + select(pk, true) + ")";
     if (set == null) {
       return "DELETE FROM " + child + " WHERE " + rows;
     }

@@ -178,8 +178,9 @@ final class LfkCleanup implements BatchHandler {
         }
         // The pass ends when none are left, or when two statements in a row cleaned none of
         // what they took: a trigger or rule keeps those rows. (One alone may have found the
-        // parents of all it waited for inserted again; the next takes other ids' rows.)
-        if (done.taken() < n || (done.modified() == 0 && (skipLocked || cleanedNone))) {
+        // parents of all it waited for inserted again; the next takes other ids' rows. In the
+        // skip-locked pass a statement takes what it cleans.)
+        if (done.taken() < n || (done.modified() == 0 && cleanedNone)) {
           break;
         }
         cleanedNone = done.modified() == 0;
