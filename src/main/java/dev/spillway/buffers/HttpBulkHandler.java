@@ -165,10 +165,13 @@ final class HttpBulkHandler implements BulkHandler {
     }
     String v = header.get().trim();
     if (DIGITS.matcher(v).matches()) {
-      // More seconds than a long holds is as long as a wait gets (the buffer's bound applies).
-      String digits = v.replaceFirst("^0+(?=[0-9])", "");
-      return Optional.of(
-          Duration.ofSeconds(digits.length() > 18 ? Long.MAX_VALUE : Long.parseLong(digits)));
+      try {
+        return Optional.of(Duration.ofSeconds(Long.parseLong(v)));
+      } catch (NumberFormatException e) {
+        // Only digits: more seconds than a long holds, as long as a wait gets (the buffer's
+        // bound applies).
+        return Optional.of(Duration.ofSeconds(Long.MAX_VALUE));
+      }
     }
     Instant now = clock.instant(); // a date, or nothing readable (negative seconds among them)
     return httpDate(v, now)

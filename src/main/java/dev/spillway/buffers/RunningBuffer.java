@@ -27,7 +27,7 @@ final class RunningBuffer {
   private static final Logger log = LoggerFactory.getLogger(RunningBuffer.class);
 
   /** How long a wait goes between two checkpoints. */
-  private static final Duration PERMIT_SLICE = Duration.ofMillis(100);
+  private static final Duration CHECK_EVERY = Duration.ofMillis(100);
 
   /** The most batches whose retries are remembered between runs; past it, one is forgotten. */
   static final int RETRYING_KEPT = 10_000;
@@ -220,7 +220,9 @@ final class RunningBuffer {
    */
   BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
-    await(within -> concurrency.tryAcquire(within.toNanos(), TimeUnit.NANOSECONDS), checkpoint);
+    while (!concurrency.tryAcquire(CHECK_EVERY.toNanos(), TimeUnit.NANOSECONDS)) {
+      checkpoint.check();
+    }
     BulkHandler.Result result;
     try {
       if (rate.isPresent()) {
@@ -248,19 +250,6 @@ final class RunningBuffer {
     return result;
   }
 
-  /** A permit that can be waited for within a time. */
-  @FunctionalInterface
-  private interface Permit {
-    boolean tryAcquire(Duration within) throws InterruptedException;
-  }
-
-  private static void await(Permit permit, Checkpoint checkpoint)
-      throws InterruptedException, RunEnded {
-    while (!permit.tryAcquire(PERMIT_SLICE)) {
-      checkpoint.check();
-    }
-  }
-
   /** Sleeps for {@code wait}, asking {@code checkpoint} first and at least every 100 ms. */
   static void sleep(Duration wait, Checkpoint checkpoint) throws InterruptedException, RunEnded {
     long until = System.nanoTime() + wait.toNanos();
@@ -270,7 +259,7 @@ final class RunningBuffer {
       if (left <= 0) {
         return;
       }
-      Thread.sleep(Math.max(1, Math.min(PERMIT_SLICE.toMillis(), left / 1_000_000)));
+      Thread.sleep(Math.max(1, Math.min(CHECK_EVERY.toMillis(), left / 1_000_000)));
     }
   }
 }
