@@ -151,20 +151,16 @@ public final class Capture implements AutoCloseable {
     plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));
     boolean inserts =
         plan.databases().stream().anyMatch(db -> plan.kinds(db).contains(ChangeKind.INSERT));
+    // Where a row too large goes, kept as every dead-letter topic is.
+    List<String> dlq = inserts ? List.of(settings.topics().dlq(Pipeline.BUFFERS)) : List.of();
+    topics.addAll(dlq);
     TopicProvisioner.ensure(
         settings.bootstrapServers(),
         settings.kafkaProperties(),
         topics,
+        dlq,
         settings.partitions(),
         settings.replicationFactor());
-    if (inserts) {
-      TopicProvisioner.ensureKept( // where a row too large goes
-          settings.bootstrapServers(),
-          settings.kafkaProperties(),
-          List.of(settings.topics().dlq(Pipeline.BUFFERS)),
-          settings.partitions(),
-          settings.replicationFactor());
-    }
     Capture capture = new Capture(newProducer(settings), stats, plan, databases, settings, clock);
     try {
       for (String db : plan.databases()) {

@@ -125,34 +125,26 @@ public final class TopicProvisioner {
       int partitions,
       short replicationFactor)
       throws InterruptedException {
-    ensure(bootstrapServers, clientProperties, topics, partitions, replicationFactor, Map.of());
+    ensure(bootstrapServers, clientProperties, topics, Set.of(), partitions, replicationFactor);
   }
 
   /**
-   * Creates the missing topics keeping every record until an operator deletes it, whatever the
-   * broker's default retention: for dead letters, which may be the only record left of what a
-   * pipeline gave up on (a buffer's rows deleted per {@code on-exhausted}), and for the record of
-   * their replays, without which a replay would hand them over again.
+   * Creates the missing topics, those of {@code kept} keeping every record until an operator
+   * deletes it, whatever the broker's default retention: for dead letters, which may be the only
+   * record left of what a pipeline gave up on (a buffer's rows deleted per {@code on-exhausted}),
+   * and for the record of their replays, without which a replay would hand them over again. A
+   * broker that refuses that (a policy capping retention) gets them with its own, and a warning.
    *
+   * @param kept the topics among {@code topics} to keep for ever
    * @param clientProperties passed to the admin client as is (security settings and the like)
    */
-  public static void ensureKept(
+  public static void ensure(
       String bootstrapServers,
       Map<String, String> clientProperties,
       Collection<String> topics,
+      Collection<String> kept,
       int partitions,
       short replicationFactor)
-      throws InterruptedException {
-    ensure(bootstrapServers, clientProperties, topics, partitions, replicationFactor, KEPT);
-  }
-
-  private static void ensure(
-      String bootstrapServers,
-      Map<String, String> clientProperties,
-      Collection<String> topics,
-      int partitions,
-      short replicationFactor,
-      Map<String, String> topicConfigs)
       throws InterruptedException {
     try (Admin admin = admin(bootstrapServers, clientProperties)) {
       Set<String> existing = topics(admin, bootstrapServers);
@@ -161,13 +153,13 @@ public final class TopicProvisioner {
         if (!existing.contains(t)) {
           missing.add(
               new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor))
-                  .configs(topicConfigs));
+                  .configs(kept.contains(t) ? KEPT : Map.of()));
         }
       }
       if (missing.isEmpty()) {
         return;
       }
-      List<String> refused = create(admin, missing, !topicConfigs.isEmpty());
+      List<String> refused = create(admin, missing, Set.copyOf(kept));
       if (!refused.isEmpty()) {
         // A managed service capping retention: its topics without Spillway's settings still work.
         create(
@@ -175,13 +167,13 @@ public final class TopicProvisioner {
             refused.stream()
                 .map(t -> new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)))
                 .toList(),
-            false);
+            Set.of());
         log.warn(
             "Kafka refused topics {} with {}; they are created with the broker's retention"
                 + " instead, so their records are deleted once it has passed: keep them longer"
                 + " where the broker allows",
             refused,
-            topicConfigs);
+            KEPT);
       }
       awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
     }
@@ -190,12 +182,12 @@ public final class TopicProvisioner {
   /**
    * Creates the topics, one another instance made in between counting as made.
    *
-   * @param settingsMayBeRefused whether a topic the broker refuses for its settings (a create-topic
-   *     policy, a configuration it does not allow) is returned rather than a failure
+   * @param settingsMayBeRefused the topics that, refused by the broker for their settings (a
+   *     create-topic policy, a configuration it does not allow), are returned rather than failed
    * @return the topics refused for their settings
    */
   private static List<String> create(
-      Admin admin, List<NewTopic> topics, boolean settingsMayBeRefused)
+      Admin admin, List<NewTopic> topics, Set<String> settingsMayBeRefused)
       throws InterruptedException {
     List<String> refused = new ArrayList<>();
     for (Map.Entry<String, KafkaFuture<Void>> made :
@@ -207,7 +199,7 @@ public final class TopicProvisioner {
         if (cause instanceof TopicExistsException) {
           continue;
         }
-        if (settingsMayBeRefused
+        if (settingsMayBeRefused.contains(made.getKey())
             && (cause instanceof PolicyViolationException
                 || cause instanceof InvalidConfigurationException)) {
           refused.add(made.getKey());

@@ -310,8 +310,13 @@ public final class DeadLetterReplay {
 
     void send(ProducerRecord<byte[], byte[]> batch) throws InterruptedException {
       if (producer == null) {
-        TopicProvisioner.ensureKept(
-            bootstrapServers, kafkaProperties, List.of(replays), 1, replicationFactor);
+        TopicProvisioner.ensure(
+            bootstrapServers,
+            kafkaProperties,
+            List.of(replays),
+            List.of(replays),
+            1,
+            replicationFactor);
         producer = producer();
       }
       sent.add(new Sent(producer.send(batch), replayRecord(replays, batch)));

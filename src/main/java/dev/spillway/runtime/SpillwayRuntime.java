@@ -166,9 +166,10 @@ public final class SpillwayRuntime implements AutoCloseable {
     databases = new Databases(endpoints, registry);
     own(databases);
     startHealth(endpoints);
-    TopicProvisioner.ensureKept(
+    TopicProvisioner.ensure(
         bootstrapServers,
         config.kafka().properties(),
+        topics().deadLetterTopics(),
         topics().deadLetterTopics(),
         config.kafka().partitions(),
         config.kafka().replicationFactor());

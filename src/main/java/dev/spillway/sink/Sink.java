@@ -117,12 +117,11 @@ public final class Sink implements AutoCloseable {
     List<String> names = new ArrayList<>();
     batchesTopics.forEach(t -> names.add(t.name()));
     List<String> needed = new ArrayList<>(names);
-    needed.add(topics.delayed(pipeline));
+    needed.addAll(List.of(topics.delayed(pipeline), topics.dlq(pipeline)));
     TopicProvisioner.ensure(
-        w.bootstrapServers(), w.kafkaProperties(), needed, w.partitions(), w.replicationFactor());
-    TopicProvisioner.ensureKept(
         w.bootstrapServers(),
         w.kafkaProperties(),
+        needed,
         List.of(topics.dlq(pipeline)),
         w.partitions(),
         w.replicationFactor());

@@ -48,9 +48,14 @@ class TopicProvisionerIT {
         EmbeddedKafka.start(
             dir, 0, Map.of("create.topic.policy.class.name", NoEndlessRetention.class.getName()))) {
       String bootstrap = kafka.bootstrapServers();
-      TopicProvisioner.ensureKept(
-          bootstrap, Map.of(), List.of("p.buffers.dlq", "p.lfk.dlq"), 1, (short) 1);
-      TopicProvisioner.ensure(bootstrap, Map.of(), List.of("p.lfk.delayed"), 1, (short) 1);
+      List<String> dlqs = List.of("p.buffers.dlq", "p.lfk.dlq");
+      TopicProvisioner.ensure(
+          bootstrap,
+          Map.of(),
+          List.of("p.buffers.dlq", "p.lfk.dlq", "p.lfk.delayed"),
+          dlqs,
+          1,
+          (short) 1);
 
       try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
         assertThat(admin.listTopics().names().get())
