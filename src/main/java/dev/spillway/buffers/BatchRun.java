@@ -104,9 +104,7 @@ final class BatchRun {
           && pending != null
           && pending.size() < batch.events().size()
           && !SqlErrors.lockNotAvailable(e)) {
-        return SqlErrors.classify(e) instanceof Outcome.PermanentFailure
-            ? new Outcome.PermanentFailure(e, rest())
-            : new Outcome.RetryableFailure(e, rest());
+        return SqlErrors.classify(e, rest());
       }
       throw e;
     }

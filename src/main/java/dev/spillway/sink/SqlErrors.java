@@ -59,4 +59,14 @@ public final class SqlErrors {
     }
     return new Outcome.RetryableFailure(error);
   }
+
+  /**
+   * {@link #classify(Throwable)}, naming what to dead-letter instead of the record as received
+   * should the failure end there: what is left of the batch.
+   */
+  public static Outcome classify(Throwable error, byte[] deadLetter) {
+    return classify(error) instanceof Outcome.PermanentFailure
+        ? new Outcome.PermanentFailure(error, deadLetter)
+        : new Outcome.RetryableFailure(error, deadLetter);
+  }
 }

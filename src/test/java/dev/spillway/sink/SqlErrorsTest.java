@@ -31,6 +31,19 @@ class SqlErrorsTest {
   }
 
   @Test
+  void should_carry_what_to_dead_letter_whichever_kind_the_failure_is() {
+    byte[] rest = {1, 2};
+    Outcome retried = SqlErrors.classify(new SQLException("x", "40001"), rest);
+    Outcome refused = SqlErrors.classify(new SQLException("x", "23503"), rest);
+    assertThat(retried)
+        .isInstanceOfSatisfying(
+            Outcome.RetryableFailure.class, f -> assertThat(f.deadLetter()).isSameAs(rest));
+    assertThat(refused)
+        .isInstanceOfSatisfying(
+            Outcome.PermanentFailure.class, f -> assertThat(f.deadLetter()).isSameAs(rest));
+  }
+
+  @Test
   void should_tell_a_lock_wait_given_up_from_other_failures() {
     assertThat(
             SqlErrors.lockNotAvailable(
