@@ -66,26 +66,24 @@ final class BufferStatements {
     // domain included) and arrays (their element types), and whether it is within an array.
     try (PreparedStatement ps =
         c.prepareStatement(
-            "WITH RECURSIVE reach (attnum, oid, in_array) AS ("
-                + " SELECT a.attnum, a.atttypid, false FROM pg_attribute a"
-                + " WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " UNION ALL SELECT r.attnum,"
+            "WITH RECURSIVE reach (attnum, attname, shown, oid, in_array) AS ("
+                + " SELECT attnum, attname, format_type(atttypid, atttypmod), atttypid, false "
+                + COLUMNS_OF
+                + " UNION ALL SELECT r.attnum, r.attname, r.shown,"
                 + " CASE t.typtype WHEN 'd' THEN t.typbasetype ELSE t.typelem END,"
                 + " r.in_array OR t.typtype <> 'd'"
                 + " FROM reach r JOIN pg_type t ON t.oid = r.oid"
                 + " WHERE t.typtype = 'd' OR (t.typcategory = 'A' AND t.typelem <> 0))"
-                + " SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
-                + " WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped"
-                + " AND EXISTS (SELECT 1 FROM reach r JOIN pg_type t ON t.oid = r.oid"
-                + " WHERE r.attnum = a.attnum AND (t.typtype IN ('c', 'm') OR t.typname IN ("
+                + " SELECT DISTINCT r.attnum, r.attname, r.shown FROM reach r"
+                + " JOIN pg_type t ON t.oid = r.oid"
+                + " WHERE t.typtype IN ('c', 'm') OR t.typname IN ("
                 + UNCAPTURED
-                + ") OR (r.in_array AND t.typname IN ('interval', 'money', 'xml', 'name'))))"
-                + " ORDER BY a.attnum")) {
-      ps.setString(1, table.quoted()); // the table, quoted, for the types and for the names
-      ps.setString(2, table.quoted());
+                + ") OR (r.in_array AND t.typname IN ('interval', 'money', 'xml', 'name'))"
+                + " ORDER BY r.attnum")) {
+      ps.setString(1, table.quoted()); // the table, quoted
       try (ResultSet rs = ps.executeQuery()) {
         while (rs.next()) {
-          out.add(new String[] {rs.getString(1), rs.getString(2)});
+          out.add(new String[] {rs.getString(2), rs.getString(3)});
         }
       }
     }
