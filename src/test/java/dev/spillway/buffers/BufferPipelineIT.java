@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.ops.ConsumerLag;
@@ -18,6 +19,7 @@ import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import dev.spillway.testing.TopicReader;
 import java.io.StringReader;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,7 +41,9 @@ import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.TransactionListing;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.config.ConfigResource;
@@ -235,7 +239,6 @@ class BufferPipelineIT {
     }
   }
 
-  /** The buffer table most tests use, in {@code schema}. */
   @Test
   void should_give_each_batch_of_rows_one_copy_wrote_a_group_id_of_its_own(@TempDir Path dir)
       throws Exception {
@@ -272,6 +275,16 @@ class BufferPipelineIT {
               assertThat(copied).isEqualTo(12);
             }
 
+            // The case at hand: the rows share one WAL position (one multi-insert record).
+            List<ConsumerRecord<byte[], byte[]>> events =
+                TopicReader.readAtLeast(
+                    runtime.bootstrapServers(),
+                    runtime.topics().bufferEvents("activity"),
+                    12,
+                    TIMEOUT);
+            assertThat(events)
+                .extracting(r -> EventSerdes.decodeBufferEvent(r.value()).lsn())
+                .containsOnly(EventSerdes.decodeBufferEvent(events.get(0).value()).lsn());
             await().atMost(TIMEOUT).until(() -> receiver.rows() >= 12);
             List<BulkReceiver.Call> calls = receiver.calls();
             assertThat(calls).hasSize(3);
@@ -300,6 +313,7 @@ class BufferPipelineIT {
                     == 0);
   }
 
+  /** The buffer table most tests use, in {@code schema}. */
   private static List<String> activityTable(String schema) {
     return List.of(
         "CREATE TABLE "
@@ -535,8 +549,12 @@ class BufferPipelineIT {
                   .hasSize(3)
                   .allSatisfy(
                       topic -> {
-                        assertThat(topic.get("retention.ms").value()).isEqualTo("-1");
-                        assertThat(topic.get("retention.bytes").value()).isEqualTo("-1");
+                        // Set on the topic, not the broker's default (-1 for bytes anyway).
+                        for (String setting : List.of("retention.ms", "retention.bytes")) {
+                          assertThat(topic.get(setting).value()).isEqualTo("-1");
+                          assertThat(topic.get(setting).source())
+                              .isEqualTo(ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG);
+                        }
                       });
             }
           });
