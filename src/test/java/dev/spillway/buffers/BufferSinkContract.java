@@ -1050,12 +1050,9 @@ abstract class BufferSinkContract {
     /** The same, running {@code meanwhile} before it lets the row go. */
     void cancelWhatWaitsThenLetGo(Runnable meanwhile) throws Exception {
       await().atMost(TIMEOUT).until(() -> session.get() != null);
-      String blocked =
-          "SELECT pid FROM pg_stat_activity WHERE " + pid.get() + " = ANY (pg_blocking_pids(pid))";
-      await()
-          .atMost(TIMEOUT)
-          .until(() -> TestSql.count(ds, "SELECT count(*) FROM (" + blocked + ") b") == 1);
-      TestSql.count(ds, "SELECT count(pg_cancel_backend(pid)) FROM (" + blocked + ") b");
+      TestSql.awaitBlockedBy(ds, pid.get());
+      TestSql.count(
+          ds, "SELECT count(pg_cancel_backend(pid)) FROM (" + TestSql.blockedBy(pid.get()) + ") b");
       meanwhile.run();
       try (Connection c = session.get()) {
         c.commit();

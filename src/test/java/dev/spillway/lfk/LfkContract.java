@@ -495,16 +495,8 @@ abstract class LfkContract {
       st.execute("UPDATE n.issues SET title = 'kept' WHERE id = 3"); // the application holds it
       TestSql.exec(h.db("main"), "DELETE FROM n.projects WHERE id = 1");
       // Cleanup took the four others and waits for issue 3.
-      await()
-          .atMost(WAIT)
-          .pollInterval(Duration.ofMillis(10))
-          .until(
-              () ->
-                  h.count(
-                          "main",
-                          "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                              + " AND datname = current_database()")
-                      == 1);
+      TestSql.awaitBlockedBy(h.db("main"), TestSql.pid(app));
+      assertThat(h.count("main", "SELECT count(*) FROM n.issues")).isOne();
       // The application puts project 1 back and commits: issue 3 is its child again.
       st.execute("INSERT INTO n.projects VALUES (1)");
       app.commit();
@@ -561,11 +553,11 @@ abstract class LfkContract {
       t.execute("UPDATE o.issues SET title = 'edited' WHERE id = 11");
       TestSql.exec(h.db("main"), "DELETE FROM o.projects WHERE id IN (1, 2)");
       // Cleanup deleted issue 12 and waits for project 1's issues, the first it asks for.
-      awaitWaitingFor(h, restoring);
+      TestSql.awaitBlockedBy(h.db("main"), TestSql.pid(restoring));
       s.execute("INSERT INTO o.projects VALUES (1)");
       restoring.commit();
       // The two it locked have their parent back and stay; it goes on to issue 11.
-      awaitWaitingFor(h, editing);
+      TestSql.awaitBlockedBy(h.db("main"), TestSql.pid(editing));
       editing.commit();
 
       await()
@@ -578,23 +570,6 @@ abstract class LfkContract {
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk20");
     }
-  }
-
-  /** Waits until a session of Spillway's waits for a lock this connection's session holds. */
-  private static void awaitWaitingFor(LfkHarness h, Connection holder) throws SQLException {
-    int pid = holder.unwrap(org.postgresql.PGConnection.class).getBackendPID();
-    await()
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(10))
-        .until(
-            () ->
-                h.count(
-                        "main",
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                            + " AND "
-                            + pid
-                            + " = ANY (pg_blocking_pids(pid))")
-                    == 1);
   }
 
   @Test
@@ -616,7 +591,18 @@ abstract class LfkContract {
         key("g.issues", "project_id", "g.projects", OnDelete.ASYNC_DELETE, "main", "main", ""),
         "DELETE FROM g.projects",
         1,
-        h -> assertThat(h.count("main", "SELECT count(*) FROM g.issues")).isEqualTo(1500));
+        h -> {
+          assertThat(h.count("main", "SELECT count(*) FROM g.issues")).isEqualTo(1500);
+          // One skip-locked statement, then two in the blocking pass, each cleaning none.
+          assertThat(
+                  h.runtime
+                      .registry()
+                      .get("spillway_sink_sub_batch")
+                      .tag("pipeline", "lfk")
+                      .timer()
+                      .count())
+              .isEqualTo(3);
+        });
   }
 
   @Test

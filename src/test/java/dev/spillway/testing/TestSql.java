@@ -9,6 +9,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.postgresql.PGConnection;
 
 /** Plain SQL for test set-up and checks. */
 public final class TestSql {
@@ -69,6 +70,24 @@ public final class TestSql {
     await()
         .atMost(Duration.ofSeconds(30))
         .until(() -> sessions(ds, statementStart, "wait_event_type = 'Lock'") == 1);
+  }
+
+  /** The server process of a connection's session. */
+  public static int pid(Connection c) throws SQLException {
+    return c.unwrap(PGConnection.class).getBackendPID();
+  }
+
+  /** A query of the pids of the sessions waiting for a lock that session {@code pid} holds. */
+  public static String blockedBy(long pid) {
+    return "SELECT pid FROM pg_stat_activity WHERE " + pid + " = ANY (pg_blocking_pids(pid))";
+  }
+
+  /** Waits until exactly one session waits for a lock that session {@code pid} holds. */
+  public static void awaitBlockedBy(DataSource ds, long pid) {
+    await()
+        .atMost(Duration.ofSeconds(60))
+        .pollInterval(Duration.ofMillis(10))
+        .until(() -> count(ds, "SELECT count(*) FROM (" + blockedBy(pid) + ") b") == 1);
   }
 
   /** Sessions whose (last) statement begins with this text and that meet the condition. */
