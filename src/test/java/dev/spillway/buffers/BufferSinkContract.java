@@ -118,6 +118,11 @@ abstract class BufferSinkContract {
         .withAttempts(3, Duration.ofMillis(20), OnExhausted.DELETE);
   }
 
+  /** Starts the buffer with the handler its settings name, checked as start-up checks it. */
+  private Sink startAsConfigured(BufferSettings s) throws Exception {
+    return start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+  }
+
   private Sink start(BufferSettings s, BulkHandler handler) throws Exception {
     return start(s, handler, HealthGate.ALWAYS_NORMAL);
   }
@@ -1414,8 +1419,7 @@ abstract class BufferSinkContract {
                         + synced.quoted()
                         + " SELECT unnest(:ids) ON CONFLICT DO NOTHING"))
             .withAttempts(1, Duration.ofMillis(20), OnExhausted.DELETE);
-    Sink sink =
-        start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+    Sink sink = startAsConfigured(s);
     // A schema change holds the handler's table for 3 s, past the pool's 2 s lock timeout: the
     // statement is the user's, and waits as it would anywhere else.
     try (Connection migration = TestSql.lockTable(ds, synced.quoted())) {
@@ -1450,7 +1454,7 @@ abstract class BufferSinkContract {
                 new HandlerSpec.Sql(
                     "SELECT pg_sleep(30) WHERE cardinality(:ids) > 0", Duration.ofMillis(300)))
             .withAttempts(2, Duration.ofMillis(20), OnExhausted.KEEP);
-    start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+    startAsConfigured(s);
     produce(batch(1, 3));
 
     ConsumerRecord<byte[], byte[]> dead =
@@ -1459,6 +1463,15 @@ abstract class BufferSinkContract {
     assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
         .contains("3 event(s) left after 2 attempt(s)")
         .contains("canceling statement due to statement timeout");
+    assertThat(
+            registry
+                .get("spillway_buffer_handler_calls")
+                .tag("buffer", NAME)
+                .tag("result", "retry")
+                .counter()
+                .count())
+        .as("each cancel a failed call")
+        .isEqualTo(2);
     assertThat(rows(1, 3)).as("kept, per on-exhausted").isEqualTo(3);
   }
 
@@ -1478,7 +1491,7 @@ abstract class BufferSinkContract {
     BufferSettings s =
         BufferSettings.of(NAME, table, DB, spec)
             .withAttempts(3, Duration.ofMillis(20), OnExhausted.DELETE);
-    start(s, BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC()));
+    startAsConfigured(s);
     BufferBatch b = batch(1, 7);
     produce(b);
 
