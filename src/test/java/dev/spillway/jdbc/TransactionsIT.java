@@ -31,14 +31,6 @@ class TransactionsIT {
     dbs.close();
   }
 
-  private static String rowSecurity(Connection c) throws SQLException {
-    try (Statement s = c.createStatement();
-        ResultSet rs = s.executeQuery("SHOW row_security")) {
-      rs.next();
-      return rs.getString(1);
-    }
-  }
-
   private static void insert(Connection c) throws SQLException {
     try (Statement s = c.createStatement()) {
       s.execute("INSERT INTO tx_rows VALUES (1)");
@@ -54,10 +46,10 @@ class TransactionsIT {
               Transactions.ROW_SECURITY_OFF,
               () -> {
                 insert(c);
-                return rowSecurity(c);
+                return show(c, "row_security");
               });
       assertThat(inside).isEqualTo("off");
-      assertThat(rowSecurity(c)).isEqualTo("on");
+      assertThat(show(c, "row_security")).isEqualTo("on");
       assertThat(c.getAutoCommit()).isTrue();
     }
     assertThat(TestSql.count(ds, "SELECT count(*) FROM tx_rows")).isOne();
@@ -77,7 +69,7 @@ class TransactionsIT {
           Transactions.under(
               c,
               Transactions.ROW_SECURITY_OFF_READ_COMMITTED,
-              () -> show(c, "transaction_isolation") + ", " + rowSecurity(c));
+              () -> show(c, "transaction_isolation") + ", " + show(c, "row_security"));
       assertThat(inside).isEqualTo("read committed, off");
       assertThat(show(c, "transaction_isolation"))
           .as("the database's default again after it")

@@ -103,29 +103,15 @@ class HttpEndpointTest {
     try (HttpEndpoint http =
         HttpEndpoint.start(
             0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), reports, Optional::empty)) {
-      HttpClient client =
-          HttpClient.newBuilder().connectTimeout(java.time.Duration.ofSeconds(5)).build();
-      java.util.function.Function<String, HttpRequest> request =
-          path ->
-              HttpRequest.newBuilder(URI.create("http://localhost:" + http.port() + path))
-                  .header("Accept", "text/html")
-                  .timeout(java.time.Duration.ofSeconds(5))
-                  .build();
-      assertThat(
-              client
-                  .send(request.apply("/api/status"), HttpResponse.BodyHandlers.ofString())
-                  .body())
-          .contains("\"pid\" : 1");
-      var waiting =
-          client.sendAsync(request.apply("/api/status"), HttpResponse.BodyHandlers.ofString());
+      int port = http.port();
+      assertThat(get(port, "/api/status", "text/html").body()).contains("\"pid\" : 1");
+      var waiting = getAsync(port, "/api/status", "text/html");
       assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
       // Meanwhile: the last report made, and the probe, each at once, however many ask.
       for (int i = 0; i < 4; i++) {
-        assertThat(client.send(request.apply("/"), HttpResponse.BodyHandlers.ofString()).body())
-            .contains("Spillway pid 1, running since");
+        assertThat(get(port, "/", "text/html").body()).contains("Spillway pid 1, running since");
       }
-      assertThat(client.send(request.apply("/livez"), HttpResponse.BodyHandlers.ofString()).body())
-          .isEqualTo("running\n");
+      assertThat(get(port, "/livez", "text/html").body()).isEqualTo("running\n");
       slow.countDown();
       assertThat(waiting.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
           .contains("\"pid\" : 2");
@@ -151,13 +137,7 @@ class HttpEndpointTest {
     try (HttpEndpoint http =
         HttpEndpoint.start(
             0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), reports, Optional::empty)) {
-      var making =
-          HttpClient.newHttpClient()
-              .sendAsync(
-                  HttpRequest.newBuilder(
-                          URI.create("http://localhost:" + http.port() + "/api/status"))
-                      .build(),
-                  HttpResponse.BodyHandlers.ofString());
+      var making = getAsync(http.port(), "/api/status", null);
       assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
       for (int i = 0; i < 4; i++) {
         HttpResponse<String> notYet =
@@ -192,22 +172,29 @@ class HttpEndpointTest {
         null);
   }
 
+  /** A GET of the path, with this Accept header (none when null), answered within 5 s. */
+  private static HttpRequest request(int port, String path, String accept) {
+    HttpRequest.Builder b =
+        HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+            .timeout(java.time.Duration.ofSeconds(5));
+    if (accept != null) {
+      b.header("Accept", accept);
+    }
+    return b.build();
+  }
+
   private static HttpResponse<String> get(int port, String path, String accept) throws Exception {
     return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
-                .header("Accept", accept)
-                .timeout(java.time.Duration.ofSeconds(5))
-                .build(),
-            HttpResponse.BodyHandlers.ofString());
+        .send(request(port, path, accept), HttpResponse.BodyHandlers.ofString());
   }
 
   private static HttpResponse<String> get(int port, String path) throws Exception {
+    return get(port, path, null);
+  }
+
+  private static java.util.concurrent.CompletableFuture<HttpResponse<String>> getAsync(
+      int port, String path, String accept) {
     return HttpClient.newHttpClient()
-        .send(
-            HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
-                .timeout(java.time.Duration.ofSeconds(5))
-                .build(),
-            HttpResponse.BodyHandlers.ofString());
+        .sendAsync(request(port, path, accept), HttpResponse.BodyHandlers.ofString());
   }
 }
