@@ -1403,12 +1403,7 @@ abstract class CaptureContract {
         "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'");
     try {
       var endpoint = databases.endpoint(DB);
-      try (Databases limited =
-          new Databases(
-              List.of(
-                  new dev.spillway.jdbc.DatabaseEndpoint(
-                      DB, endpoint.url(), role, "pw", 2, endpoint.lockTimeout())),
-              new SimpleMeterRegistry())) {
+      try (Databases limited = TestSql.databasesAs(endpoint, DB, role, endpoint.lockTimeout())) {
         CaptureRoute route =
             new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
         assertThatThrownBy(

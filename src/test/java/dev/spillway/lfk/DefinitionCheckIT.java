@@ -277,17 +277,7 @@ class DefinitionCheckIT {
     Files.writeString(
         file,
         "r.issues:\n  - table: r.projects\n    column: project_id\n    on_delete: async_delete\n");
-    try (Databases asRole =
-        new Databases(
-            java.util.List.of(
-                new dev.spillway.jdbc.DatabaseEndpoint(
-                    "main",
-                    e.url(),
-                    role,
-                    "pw",
-                    2,
-                    dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT)),
-            new io.micrometer.core.instrument.simple.SimpleMeterRegistry())) {
+    try (Databases asRole = TestSql.databasesAs(e, "main", role)) {
       java.util.function.Function<javax.sql.DataSource, DefinitionCheck.Result> checkAs =
           ds -> {
             try {

@@ -4,7 +4,6 @@ import static dev.spillway.lfk.LfkHarness.key;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.spillway.config.DatabaseConfig;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.KafkaClients;
@@ -362,12 +361,7 @@ abstract class LfkContract {
     LfkSettings s = defaults();
     DatabaseEndpoint e = infra.database("lfk_main");
     try (LfkHarness h = new LfkHarness(infra, dir, prefix, dbs, Map.of(), s, List.of(k));
-        Databases asRole =
-            new Databases(
-                List.of(
-                    new DatabaseEndpoint(
-                        "main", e.url(), role, "pw", 2, DatabaseConfig.DEFAULT_LOCK_TIMEOUT)),
-                new SimpleMeterRegistry())) {
+        Databases asRole = TestSql.databasesAs(e, "main", role)) {
       h.runtime.sink(Pipeline.LFK).orElseThrow().close(Duration.ZERO);
       Sink.Wiring w = h.runtime.sinkWiring();
       try (Sink cleaner =

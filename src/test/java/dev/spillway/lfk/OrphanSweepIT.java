@@ -5,11 +5,9 @@ import static dev.spillway.lfk.LfkHarness.key;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
-import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.List;
@@ -59,10 +57,7 @@ class OrphanSweepIT {
   }
 
   private Databases asReader(Duration lockTimeout) {
-    DatabaseEndpoint e = admin.endpoint(DB);
-    return new Databases(
-        List.of(new DatabaseEndpoint("main", e.url(), ROLE, "pw", 2, lockTimeout)),
-        new SimpleMeterRegistry());
+    return TestSql.databasesAs(admin.endpoint(DB), "main", ROLE, lockTimeout);
   }
 
   private static List<CheckedKey> keys() {

@@ -2,11 +2,16 @@ package dev.spillway.testing;
 
 import static org.awaitility.Awaitility.await;
 
+import dev.spillway.config.DatabaseConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.jdbc.Databases;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
 import java.util.UUID;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -70,6 +75,22 @@ public final class TestSql {
     await()
         .atMost(Duration.ofSeconds(30))
         .until(() -> sessions(ds, statementStart, "wait_event_type = 'Lock'") == 1);
+  }
+
+  /**
+   * Pools for {@code database} as {@code role}, whose password tests set to {@code pw}, under the
+   * name {@code name}: for what another role's rights or policies change.
+   */
+  public static Databases databasesAs(
+      DatabaseEndpoint database, String name, String role, Duration lockTimeout) {
+    return new Databases(
+        List.of(new DatabaseEndpoint(name, database.url(), role, "pw", 2, lockTimeout)),
+        new SimpleMeterRegistry());
+  }
+
+  /** The same, with the default lock timeout. */
+  public static Databases databasesAs(DatabaseEndpoint database, String name, String role) {
+    return databasesAs(database, name, role, DatabaseConfig.DEFAULT_LOCK_TIMEOUT);
   }
 
   /** The server process of a connection's session. */
