@@ -3,6 +3,7 @@ package dev.spillway.sink;
 import dev.failsafe.Failsafe;
 import dev.failsafe.FailsafeException;
 import dev.failsafe.RetryPolicy;
+import dev.failsafe.RetryPolicyBuilder;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
@@ -107,11 +108,18 @@ final class UnitOfWork {
     // The run's view of where it works: a batch over several tables moves from one to the next.
     AtomicReference<RunContext> run = new AtomicReference<>();
     Supplier<Target> at = () -> run.get() == null ? target.get() : run.get().at();
-    RetryPolicy<Outcome> retry =
+    RetryPolicyBuilder<Outcome> policy =
         RetryPolicy.<Outcome>builder()
             .handleResultIf(o -> o instanceof Outcome.RetryableFailure)
-            .abortIf(o -> stopping.getAsBoolean() || stoppedBy(o, at.get()).isPresent())
-            .withBackoff(settings.retryBackoff(), settings.retryBackoffMax())
+            .abortIf(o -> stopping.getAsBoolean() || stoppedBy(o, at.get()).isPresent());
+    // Failsafe's backoff needs a cap longer than its first delay; a cap equal to it is a fixed one.
+    if (settings.retryBackoffMax().compareTo(settings.retryBackoff()) > 0) {
+      policy.withBackoff(settings.retryBackoff(), settings.retryBackoffMax());
+    } else {
+      policy.withDelay(settings.retryBackoff());
+    }
+    RetryPolicy<Outcome> retry =
+        policy
             .withJitter(0.2)
             .withMaxRetries(settings.maxRetries())
             .onRetry(

@@ -2,12 +2,14 @@ package dev.spillway.sink;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.spillway.config.ConfigLoader;
 import dev.spillway.event.Pipeline;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
@@ -182,6 +184,31 @@ class UnitOfWorkTest {
         .isEqualTo(new Outcome.Paused("database ci unreachable: Connection refused"));
     assertThat(r.commit()).isFalse();
     assertThat(r.waitFor()).as("the worker holds it while ci is at STOP").isEqualTo(ci);
+    assertThat(producer.history()).isEmpty();
+  }
+
+  @Test
+  void should_retry_at_a_fixed_delay_when_retry_backoff_max_equals_retry_backoff() {
+    SinkSettings fixed =
+        ConfigLoader.parse(
+                "sink:\n  max-retries: 2\n  retry-backoff: 1ms\n  retry-backoff-max: 1ms\n",
+                "spillway.yml",
+                Path.of("."),
+                name -> null)
+            .sink();
+    AtomicInteger failing = new AtomicInteger(2);
+    UnitOfWork.Result r =
+        running(
+                context ->
+                    failing.getAndDecrement() > 0
+                        ? new Outcome.RetryableFailure(new SQLException("I/O error", "08006"))
+                        : new Outcome.Done(5),
+                HealthGate.ALWAYS_NORMAL,
+                fixed)
+            .run(record(), () -> false, () -> false);
+
+    assertThat(r.outcome()).isEqualTo(new Outcome.Done(5));
+    assertThat(runs).as("two retries, then done").hasValue(3);
     assertThat(producer.history()).isEmpty();
   }
 
