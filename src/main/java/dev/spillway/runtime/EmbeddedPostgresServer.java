@@ -3,6 +3,7 @@ package dev.spillway.runtime;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
@@ -10,6 +11,11 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Collection;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,6 +31,9 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(EmbeddedPostgresServer.class);
   public static final String SUPERUSER = "postgres";
 
+  /** How long a server left running by a killed process may take to stop. */
+  private static final Duration LEFT_RUNNING_STOP = Duration.ofSeconds(60);
+
   private final EmbeddedPostgres postgres;
 
   private EmbeddedPostgresServer(EmbeddedPostgres postgres) {
@@ -33,7 +42,9 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 
   /**
    * Starts the server with data under {@code dir}/data, creating each named database that does not
-   * exist yet.
+   * exist yet. The caller holds the directory (its working directory's lock): a server still
+   * running on that data was left by a process that ended without stopping it, and is stopped
+   * first.
    *
    * @param port the TCP port, or 0 for a free one
    */
@@ -42,6 +53,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     Path data = dir.resolve("data");
     Path binaries = dir.resolve("binaries");
     Files.createDirectories(dir);
+    stopLeftRunning(data);
     EmbeddedPostgres.Builder builder =
         EmbeddedPostgres.builder()
             .setDataDirectory(data)
@@ -72,6 +84,79 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     }
     log.info("Embedded PostgreSQL on port {} (data in {})", postgres.getPort(), data);
     return server;
+  }
+
+  /**
+   * Stops the server a killed process (SIGKILL, out of memory) left running on {@code data}: the
+   * server runs in a session of its own, so it outlives the process that started it, and its pid
+   * file would make every later start wait in vain. A pid file naming no live server of this
+   * directory is left to PostgreSQL, which starts over a stale one.
+   */
+  private static void stopLeftRunning(Path data) throws IOException {
+    Optional<ProcessHandle> server = serverOf(data);
+    if (server.isEmpty()) {
+      return;
+    }
+    long pid = server.get().pid();
+    log.warn(
+        "An embedded PostgreSQL (pid {}) still runs on {}, left by a process that ended without"
+            + " stopping it; stopping it first",
+        pid,
+        data);
+    try {
+      // SIGINT: PostgreSQL's fast shutdown, which ends its sessions and checkpoints.
+      new ProcessBuilder("kill", "-INT", Long.toString(pid)).inheritIO().start().waitFor();
+      server.get().onExit().get(LEFT_RUNNING_STOP.toSeconds(), TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("Interrupted while stopping the embedded PostgreSQL left running", e);
+    } catch (ExecutionException | TimeoutException e) {
+      throw new IOException(
+          "An embedded PostgreSQL (pid "
+              + pid
+              + ") still runs on "
+              + data
+              + " and did not stop within "
+              + LEFT_RUNNING_STOP.toSeconds()
+              + " s; stop it (kill -INT "
+              + pid
+              + ") and start again");
+    }
+  }
+
+  /** The live server whose pid file is in {@code data} and whose command line names it. */
+  static Optional<ProcessHandle> serverOf(Path data) throws IOException {
+    List<String> lines;
+    try {
+      lines = Files.readAllLines(data.resolve("postmaster.pid"));
+    } catch (NoSuchFileException e) {
+      return Optional.empty();
+    }
+    long pid;
+    try {
+      pid = lines.isEmpty() ? 0 : Long.parseLong(lines.get(0).trim());
+    } catch (NumberFormatException e) {
+      return Optional.empty();
+    }
+    if (pid <= 0) {
+      return Optional.empty(); // initdb's bootstrap backend writes its pid negated
+    }
+    Path dataDir = data.toRealPath();
+    return ProcessHandle.of(pid)
+        .filter(
+            p -> {
+              List<String> args = List.of(p.info().arguments().orElse(new String[0]));
+              int d = args.indexOf("-D");
+              return d >= 0 && d + 1 < args.size() && sameFile(Path.of(args.get(d + 1)), dataDir);
+            });
+  }
+
+  private static boolean sameFile(Path a, Path b) {
+    try {
+      return Files.isSameFile(a, b);
+    } catch (IOException e) {
+      return false;
+    }
   }
 
   public int port() {

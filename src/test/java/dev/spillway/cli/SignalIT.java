@@ -3,10 +3,14 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.spillway.runtime.EmbeddedPostgresServer;
 import dev.spillway.testing.Cli;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -83,6 +87,40 @@ class SignalIT {
           .untilAsserted(
               () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
       assertThat(postmasterPid).as("the server's pid file, removed as it stops").doesNotExist();
+    } finally {
+      spillway.destroyForcibly();
+      stopLeftServer(postgres);
+    }
+  }
+
+  @Test
+  void should_stop_a_postgresql_a_killed_process_left_running_when_it_starts_again()
+      throws Exception {
+    Path log = dir.resolve("killed.log");
+    Process spillway = benchCapture(ProcessBuilder.Redirect.to(log.toFile()));
+    Optional<ProcessHandle> postgres = Optional.empty();
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .until(() -> !spillway.isAlive() || Files.readString(log).contains("Capture benchmark:"));
+      postgres = pid(postmasterPid).flatMap(ProcessHandle::of);
+      assertThat(postgres).as("the embedded PostgreSQL runs").isPresent();
+
+      spillway.destroyForcibly(); // SIGKILL: no shutdown hook, no stop
+      assertThat(spillway.waitFor(60, TimeUnit.SECONDS)).as("Spillway was killed").isTrue();
+      assertThat(postgres.get().isAlive()).as("its server outlived it").isTrue();
+
+      Path server = postmasterPid.getParent().getParent();
+      try (EmbeddedPostgresServer again = EmbeddedPostgresServer.start(server, 0, List.of())) {
+        assertThat(postgres.get().isAlive()).as("the server left running").isFalse();
+        assertThat(pid(postmasterPid)).as("the new server's pid file").isPresent();
+        try (Connection c =
+                DriverManager.getConnection(
+                    again.jdbcUrl("postgres"), EmbeddedPostgresServer.SUPERUSER, "");
+            ResultSet rs = c.createStatement().executeQuery("SELECT pg_postmaster_start_time()")) {
+          assertThat(rs.next()).as("the new server answers").isTrue();
+        }
+      }
     } finally {
       spillway.destroyForcibly();
       stopLeftServer(postgres);
