@@ -5,6 +5,7 @@ import dev.spillway.bench.CaptureBench;
 import dev.spillway.bench.LfkBench;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.lfk.LfkSettings;
+import dev.spillway.runtime.EmbeddedPostgresServer;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.IOException;
@@ -51,11 +52,20 @@ final class BenchCommand implements Runnable {
       throws IOException, InterruptedException {
     SpillwayConfig base = Launch.config(root).embedded();
     Path dir = base.workingDir().resolve("bench").resolve(name);
-    if (WorkingDirectory.running(dir).isPresent()) {
+    WorkingDirectory held;
+    try {
+      held = WorkingDirectory.acquire(dir);
+    } catch (IllegalStateException inUse) {
       throw new IllegalStateException("Another benchmark is running in " + dir + ".");
     }
-    deleteRecursively(dir.resolve("kafka"));
-    deleteRecursively(dir.resolve("postgres").resolve("data"));
+    // Under the directory's lock, so a benchmark still starting there keeps its data; a server a
+    // killed run left on that data is stopped before its files go.
+    try (held) {
+      Path data = dir.resolve("postgres").resolve("data");
+      EmbeddedPostgresServer.stopLeftRunning(data);
+      deleteRecursively(dir.resolve("kafka"));
+      deleteRecursively(data);
+    }
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", dir);
     out.flush();
     return SpillwayRuntime.start(

@@ -92,7 +92,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
    * file would make every later start wait in vain. A pid file naming no live server of this
    * directory is left to PostgreSQL, which starts over a stale one.
    */
-  private static void stopLeftRunning(Path data) throws IOException {
+  public static void stopLeftRunning(Path data) throws IOException {
     Optional<ProcessHandle> server = serverOf(data);
     if (server.isEmpty()) {
       return;

@@ -2,6 +2,7 @@ package dev.spillway.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.spillway.runtime.WorkingDirectory;
 import dev.spillway.testing.Cli;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -184,6 +185,24 @@ class CliErrorsTest {
     Cli.Result r = Cli.run("--help");
     assertThat(r.exitCode()).isZero();
     assertThat(r.out()).contains("quickstart", "run", "status", "lfk", "bench");
+  }
+
+  @Test
+  void should_leave_the_data_of_a_benchmark_starting_in_the_same_directory(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Path bench = dir.resolve("wd/bench/capture");
+    Path data = Files.createDirectories(bench.resolve("postgres/data")).resolve("PG_VERSION");
+    Files.writeString(data, "18\n");
+    // Held as a benchmark holds it while its servers start, before it says where they listen.
+    try (WorkingDirectory starting = WorkingDirectory.acquire(bench)) {
+      Cli.Result r = Cli.run("-c", config.toString(), "bench", "capture");
+
+      assertThat(data).as("the starting benchmark's data").exists();
+      assertThat(r.exitCode()).isEqualTo(1);
+      assertThat(r.err().strip()).isEqualTo("Another benchmark is running in " + bench + ".");
+    }
   }
 
   @Test
