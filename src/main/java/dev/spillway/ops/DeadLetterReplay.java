@@ -181,6 +181,11 @@ public final class DeadLetterReplay {
       return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
     }
     Instant before = replayedBefore.get(position);
+    // A replay recorded before this letter failed was of another letter at its position: one of
+    // the topic as it was before it was deleted and made again.
+    if (before != null && before.isBefore(failedAt)) {
+      before = null;
+    }
     boolean skip = before != null && !request.again();
     Fate fate = skip ? Fate.REPLAYED_BEFORE : request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
     return new Letter(

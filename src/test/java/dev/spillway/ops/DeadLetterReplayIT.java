@@ -23,6 +23,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -249,6 +250,35 @@ class DeadLetterReplayIT {
         .extracting(Letter::fate)
         .containsExactly(Fate.REPLAYED);
     assertThat(endOffsets(batches)).isEqualTo(3);
+  }
+
+  @Test
+  void should_replay_a_letter_failing_after_the_replay_at_a_position_of_a_deleted_topic()
+      throws Exception {
+    String batches = topics.cleanupBatches();
+    String dlq = topics.dlq(Pipeline.LFK);
+    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7"));
+    assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
+    // An operator clears the dead letters by deleting the topic; Spillway makes it again.
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.deleteTopics(List.of(dlq)).all().get();
+      await()
+          .atMost(TIMEOUT)
+          .ignoreExceptionsInstanceOf(ExecutionException.class)
+          .until(
+              () -> {
+                admin.createTopics(List.of(new NewTopic(dlq, 3, (short) 1))).all().get();
+                return true;
+              });
+    }
+    now = Instant.now();
+    deadLetter(Duration.ZERO, batches + "-1@6", "groups", batch("app.groups", "3"));
+
+    assertThat(replay(null, null, false))
+        .as("a new letter at the replayed one's position")
+        .extracting(Letter::position, Letter::fate, Letter::entity)
+        .containsExactly(tuple(dlq + "-0@0", Fate.REPLAYED, "app.groups"));
+    assertThat(endOffsets(batches)).isEqualTo(2);
   }
 
   @Test
