@@ -6,6 +6,8 @@ import java.util.Deque;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,15 +23,27 @@ final class Shutdown {
   private Shutdown() {}
 
   /**
-   * Empties {@code started} (the last started on top), closing each part.
+   * Empties {@code started} (the last started on top), closing each part. A part whose close ends
+   * with an {@link Error} (out of memory, a class that no longer loads) does not keep the others
+   * from stopping, the embedded servers among them: the error is thrown once all have stopped.
    *
    * @param together the kinds whose parts close at the same time
    */
   static void inReverse(Deque<AutoCloseable> started, Set<Class<?>> together) {
+    List<Error> errors = new CopyOnWriteArrayList<>();
+    Consumer<AutoCloseable> stop =
+        part -> {
+          try {
+            stop(part);
+          } catch (Error e) {
+            log.error("Stopping {} failed", part.getClass().getSimpleName(), e);
+            errors.add(e);
+          }
+        };
     while (!started.isEmpty()) {
       AutoCloseable part = started.pop();
       if (!together.contains(part.getClass())) {
-        stop(part);
+        stop.accept(part);
         continue;
       }
       List<AutoCloseable> kind = new ArrayList<>(List.of(part));
@@ -40,7 +54,12 @@ final class Shutdown {
           i.remove();
         }
       }
-      AllAtOnce.run(kind, p -> "spillway-stop-" + p.getClass().getSimpleName(), Shutdown::stop);
+      AllAtOnce.run(kind, p -> "spillway-stop-" + p.getClass().getSimpleName(), stop);
+    }
+    if (!errors.isEmpty()) {
+      Error first = errors.get(0);
+      errors.subList(1, errors.size()).forEach(first::addSuppressed);
+      throw first;
     }
   }
 

@@ -500,15 +500,18 @@ public final class SpillwayRuntime implements AutoCloseable {
         break;
       }
     }
-    Shutdown.inReverse(started, Set.of(Sink.class, StreamsApp.class));
-    if (Thread.currentThread() != shutdownHook) {
-      try {
-        Runtime.getRuntime().removeShutdownHook(shutdownHook);
-      } catch (IllegalStateException e) {
-        // The JVM is shutting down and runs the hook, which finds nothing left to stop.
+    try {
+      Shutdown.inReverse(started, Set.of(Sink.class, StreamsApp.class));
+    } finally {
+      if (Thread.currentThread() != shutdownHook) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException e) {
+          // The JVM is shutting down and runs the hook, which finds nothing left to stop.
+        }
       }
+      closed.countDown();
     }
-    closed.countDown();
   }
 
   /**

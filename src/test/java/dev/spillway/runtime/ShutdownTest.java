@@ -1,6 +1,7 @@
 package dev.spillway.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayDeque;
 import java.util.Deque;
@@ -28,14 +29,23 @@ class ShutdownTest {
     }
   }
 
-  /** A part of a kind that closes together, which ends its close once both of its kind close. */
+  /**
+   * A part of a kind that closes together, which ends its close once both of its kind close, then
+   * throws {@code error} when there is one.
+   */
   private final class Slow implements AutoCloseable {
     private final String name;
     private final CountDownLatch closing;
+    private final Error error;
 
     Slow(String name, CountDownLatch closing) {
+      this(name, closing, null);
+    }
+
+    Slow(String name, CountDownLatch closing, Error error) {
       this.name = name;
       this.closing = closing;
+      this.error = error;
     }
 
     @Override
@@ -43,6 +53,9 @@ class ShutdownTest {
       closing.countDown();
       boolean together = closing.await(10, TimeUnit.SECONDS);
       closed.add(name + (together ? "" : " alone"));
+      if (error != null) {
+        throw error;
+      }
     }
   }
 
@@ -76,5 +89,25 @@ class ShutdownTest {
     Shutdown.inReverse(started, Set.of());
 
     assertThat(closed).containsExactly("kafka");
+  }
+
+  @Test
+  void should_stop_every_part_before_throwing_the_error_one_ended_with() {
+    CountDownLatch closing = new CountDownLatch(2);
+    Deque<AutoCloseable> started = new ArrayDeque<>();
+    started.push(new Part("postgres"));
+    started.push(new Slow("streams-lfk", closing));
+    started.push(new Slow("streams-buffer", closing, new OutOfMemoryError("Java heap space")));
+    started.push(
+        () -> {
+          throw new AssertionError("a class that no longer loads");
+        });
+
+    assertThatThrownBy(() -> Shutdown.inReverse(started, Set.of(Slow.class)))
+        .isInstanceOf(AssertionError.class)
+        .hasMessage("a class that no longer loads")
+        .satisfies(
+            e -> assertThat(e.getSuppressed()).hasExactlyElementsOfTypes(OutOfMemoryError.class));
+    assertThat(closed).containsExactly("streams-buffer", "streams-lfk", "postgres");
   }
 }
