@@ -43,8 +43,13 @@ final class HealthStatements {
       "SELECT COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint"
           + " FROM pg_replication_slots WHERE slot_name = ?";
 
+  /**
+   * Client connections, then max_connections. The server's own processes (checkpointer, WAL writer,
+   * autovacuum, WAL senders…) show in pg_stat_activity too but take none of its slots.
+   */
   static final String CONNECTIONS =
-      "SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity";
+      "SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity"
+          + " WHERE backend_type = 'client backend'";
 
   /**
    * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table, and transactions

@@ -25,6 +25,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 /** The monitor's own connection to a real PostgreSQL. */
 class HealthMonitorIT {
   private static final String DB = "health";
+  private static final TableName WATCHED = new TableName("public", "watched");
+  private static final String ACTIVITY = "SELECT count(*) FROM pg_stat_activity";
 
   @Test
   void should_keep_one_connection_and_open_another_when_it_is_ended_without_stopping_work() {
@@ -132,8 +134,33 @@ class HealthMonitorIT {
     }
   }
 
+  @Test
+  void should_count_client_connections_only_against_max_connections() {
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      TestSql.exec(ds, "CREATE TABLE IF NOT EXISTS public.watched (id bigint PRIMARY KEY)");
+      long clients = TestSql.count(ds, ACTIVITY + " WHERE backend_type = 'client backend'");
+      long others = TestSql.count(ds, ACTIVITY + " WHERE backend_type <> 'client backend'");
+      long max = TestSql.count(ds, "SELECT current_setting('max_connections')::int");
+      assertThat(others).as("the server's own processes in pg_stat_activity").isGreaterThan(4);
+
+      // Between the clients alone and with the server's processes, with room for a session or two
+      // coming or going, such as the monitor's own.
+      double throttle = (clients + others / 2.0) / max;
+
+      assertThat(sample(databases.unpooledSource(DB), WATCHED, Thresholds.connections(throttle, 1)))
+          .containsEntry("connections", Health.NORMAL);
+    }
+  }
+
   /** What a monitor with the standard indicators reads on one table, by indicator. */
   private static Map<String, Health> sample(DataSource ds, TableName table) {
+    return sample(ds, table, HealthThresholds.defaults());
+  }
+
+  /** The same with these thresholds. */
+  private static Map<String, Health> sample(
+      DataSource ds, TableName table, HealthThresholds thresholds) {
     try (HealthMonitor monitor =
         new HealthMonitor(
             HealthMonitor.Settings.defaults(),
@@ -142,8 +169,7 @@ class HealthMonitorIT {
             new SimpleMeterRegistry())) {
       monitor.addIndicators(
           DB,
-          StandardIndicators.forDatabase(
-              HealthThresholds.defaults(), null, Clock.systemUTC(), () -> Double.NaN));
+          StandardIndicators.forDatabase(thresholds, null, Clock.systemUTC(), () -> Double.NaN));
       monitor.state(DB, table); // watched from now on
       monitor.runOnce();
       Map<String, Health> out = new LinkedHashMap<>();

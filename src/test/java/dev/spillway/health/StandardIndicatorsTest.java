@@ -38,24 +38,9 @@ class StandardIndicatorsTest {
 
   @Test
   void should_grade_replay_lag_against_thresholds_below_a_second() {
-    HealthThresholds d = HealthThresholds.defaults();
     StandardIndicators.ReplicationLag lag =
         new StandardIndicators.ReplicationLag(
-            new HealthThresholds(
-                d.walArchiveThrottle(),
-                d.walArchiveStop(),
-                d.walRateThrottle(),
-                d.walRateStop(),
-                Duration.ofMillis(500),
-                Duration.ofMillis(1500),
-                d.replicationLagBytesThrottle(),
-                d.replicationLagBytesStop(),
-                d.slotWalThrottle(),
-                d.slotWalStop(),
-                d.connectionsThrottle(),
-                d.connectionsStop(),
-                d.longTransaction(),
-                d.latencyTarget()));
+            Thresholds.replicationLag(Duration.ofMillis(500), Duration.ofMillis(1500)));
 
     assertThat(lag.graded(0.2, 0)).isEqualTo(Health.NORMAL);
     assertThat(lag.graded(0.7, 0).label()).isEqualTo("THROTTLE");
