@@ -54,7 +54,8 @@ final class HealthStatements {
   /**
    * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table, and transactions
    * older than the threshold holding one, then {@link #SEES_ALL}. Spillway's own sessions are left
-   * out.
+   * out, and so are autovacuum workers: their lock is one DELETE and UPDATE do not wait for, and
+   * {@link #AUTOVACUUM} reads them.
    */
   static final String LOCKS =
       "SELECT count(*) FILTER (WHERE NOT l.granted),"
@@ -63,5 +64,5 @@ final class HealthStatements {
           + SEES_ALL
           + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
           + " WHERE l.relation = to_regclass(?) AND a.pid <> pg_backend_pid()"
-          + " AND a.application_name <> 'spillway'";
+          + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker'";
 }

@@ -43,4 +43,22 @@ final class Thresholds {
         D.longTransaction(),
         D.latencyTarget());
   }
+
+  static HealthThresholds longTransaction(Duration longTransaction) {
+    return new HealthThresholds(
+        D.walArchiveThrottle(),
+        D.walArchiveStop(),
+        D.walRateThrottle(),
+        D.walRateStop(),
+        D.replicationLagThrottle(),
+        D.replicationLagStop(),
+        D.replicationLagBytesThrottle(),
+        D.replicationLagBytesStop(),
+        D.slotWalThrottle(),
+        D.slotWalStop(),
+        D.connectionsThrottle(),
+        D.connectionsStop(),
+        longTransaction,
+        D.latencyTarget());
+  }
 }
