@@ -19,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -146,10 +147,14 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     }
     java.time.Instant now = clock.instant();
     Map<Key, Health> next = new LinkedHashMap<>();
-    next.put(new Key(db, null), stable(new Key(db, null), dbRaw, now));
+    Key dbKey = new Key(db, null);
+    next.put(dbKey, stable(dbKey, dbRaw, now, () -> new Hysteresis(settings.hold())));
+    // A table sampled for the first time starts where its database stands, in the middle of a hold
+    // too: it gets better no sooner than the database and the tables watched before it.
+    Hysteresis dbState = hysteresis.get(dbKey);
     for (TableName t : tables) {
       Health raw = Health.worst(dbRaw, tableRaw.getOrDefault(t, Health.NORMAL));
-      next.put(new Key(db, t), stable(new Key(db, t), raw, now));
+      next.put(new Key(db, t), stable(new Key(db, t), raw, now, dbState::copy));
     }
     published.putAll(next);
     readings.put(db, List.copyOf(out));
@@ -217,8 +222,9 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     }
   }
 
-  private Health stable(Key key, Health raw, java.time.Instant now) {
-    Hysteresis h = hysteresis.computeIfAbsent(key, k -> new Hysteresis(settings.hold()));
+  private Health stable(
+      Key key, Health raw, java.time.Instant now, Supplier<Hysteresis> startingState) {
+    Hysteresis h = hysteresis.computeIfAbsent(key, k -> startingState.get());
     Health before = h.current();
     Health after = h.update(raw, now);
     if (!before.label().equals(after.label())) {

@@ -43,13 +43,19 @@ final class HealthStatements {
       "SELECT COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint"
           + " FROM pg_replication_slots WHERE slot_name = ?";
 
+  /**
+   * Client connections, then max_connections. The server's own processes (checkpointer, WAL writer,
+   * autovacuum, WAL senders…) show in pg_stat_activity too but take none of its slots.
+   */
   static final String CONNECTIONS =
-      "SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity";
+      "SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity"
+          + " WHERE backend_type = 'client backend'";
 
   /**
    * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table, and transactions
    * older than the threshold holding one, then {@link #SEES_ALL}. Spillway's own sessions are left
-   * out.
+   * out, and so are autovacuum workers: their lock is one DELETE and UPDATE do not wait for, and
+   * {@link #AUTOVACUUM} reads them.
    */
   static final String LOCKS =
       "SELECT count(*) FILTER (WHERE NOT l.granted),"
@@ -58,5 +64,5 @@ final class HealthStatements {
           + SEES_ALL
           + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
           + " WHERE l.relation = to_regclass(?) AND a.pid <> pg_backend_pid()"
-          + " AND a.application_name <> 'spillway'";
+          + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker'";
 }

@@ -35,4 +35,12 @@ final class Hysteresis {
   Health current() {
     return current;
   }
+
+  /** One in the same state, the time better samples began included, that goes on on its own. */
+  Hysteresis copy() {
+    Hysteresis c = new Hysteresis(hold);
+    c.current = current;
+    c.betterSince = betterSince;
+    return c;
+  }
 }

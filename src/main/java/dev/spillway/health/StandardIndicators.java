@@ -163,17 +163,20 @@ public final class StandardIndicators {
         if (!rs.getBoolean(3)) {
           return blind("standbys' replay lag");
         }
-        double seconds = rs.getDouble(1);
-        long bytes = rs.getLong(2);
-        String why = String.format("standby replay lag %.1f s, %d MB", seconds, bytes >> 20);
-        return Health.worst(
-            grade(
-                seconds,
-                t.replicationLagThrottle().toSeconds(),
-                t.replicationLagStop().toSeconds(),
-                why),
-            grade(bytes, t.replicationLagBytesThrottle(), t.replicationLagBytesStop(), why));
+        return graded(rs.getDouble(1), rs.getLong(2));
       }
+    }
+
+    /** The slowest standby's replay lag, in seconds and in bytes, against the thresholds. */
+    Health graded(double seconds, long bytes) {
+      String why = String.format("standby replay lag %.1f s, %d MB", seconds, bytes >> 20);
+      return Health.worst(
+          grade(
+              seconds,
+              t.replicationLagThrottle().toMillis() / 1000.0,
+              t.replicationLagStop().toMillis() / 1000.0,
+              why),
+          grade(bytes, t.replicationLagBytesThrottle(), t.replicationLagBytesStop(), why));
     }
   }
 

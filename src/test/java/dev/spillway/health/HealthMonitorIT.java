@@ -25,6 +25,8 @@ import org.postgresql.ds.PGSimpleDataSource;
 /** The monitor's own connection to a real PostgreSQL. */
 class HealthMonitorIT {
   private static final String DB = "health";
+  private static final TableName WATCHED = new TableName("public", "watched");
+  private static final String ACTIVITY = "SELECT count(*) FROM pg_stat_activity";
 
   @Test
   void should_keep_one_connection_and_open_another_when_it_is_ended_without_stopping_work() {
@@ -132,8 +134,96 @@ class HealthMonitorIT {
     }
   }
 
+  @Test
+  void should_count_client_connections_only_against_max_connections() {
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      TestSql.exec(ds, "CREATE TABLE IF NOT EXISTS public.watched (id bigint PRIMARY KEY)");
+      long clients = TestSql.count(ds, ACTIVITY + " WHERE backend_type = 'client backend'");
+      long others = TestSql.count(ds, ACTIVITY + " WHERE backend_type <> 'client backend'");
+      long max = TestSql.count(ds, "SELECT current_setting('max_connections')::int");
+      assertThat(others).as("the server's own processes in pg_stat_activity").isGreaterThan(4);
+
+      // Between the clients alone and with the server's processes, with room for a session or two
+      // coming or going, such as the monitor's own.
+      double throttle = (clients + others / 2.0) / max;
+
+      assertThat(sample(databases.unpooledSource(DB), WATCHED, Thresholds.connections(throttle, 1)))
+          .containsEntry("connections", Health.NORMAL);
+    }
+  }
+
+  @Test
+  void should_leave_autovacuum_on_the_table_to_the_autovacuum_indicator() {
+    TableName table = new TableName("public", TestSql.uniqueName("vacuumed"));
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      try {
+        // Dead rows for autovacuum to clean, at its slowest: it holds its lock for minutes.
+        TestSql.exec(
+            ds,
+            "CREATE TABLE "
+                + table.quoted()
+                + " (id bigint PRIMARY KEY, pad text) WITH (autovacuum_vacuum_threshold = 0,"
+                + " autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 100,"
+                + " autovacuum_vacuum_cost_limit = 1)",
+            "INSERT INTO "
+                + table.quoted()
+                + " SELECT g, repeat('x', 200) FROM generate_series(1, 10000) g",
+            "DELETE FROM " + table.quoted() + " WHERE id % 2 = 0");
+        awaitAutovacuumHolding(ds, table, Duration.ofSeconds(1));
+
+        assertThat(
+                sample(
+                    databases.unpooledSource(DB),
+                    table,
+                    Thresholds.longTransaction(Duration.ofSeconds(1))))
+            .containsEntry("locks", Health.NORMAL)
+            .containsEntry(
+                "autovacuum", new Health.Throttle("autovacuum: autovacuum runs on " + table));
+      } finally {
+        // Cancels the autovacuum worker, which gives way to the DROP's lock.
+        TestSql.exec(ds, "DROP TABLE IF EXISTS " + table.quoted());
+      }
+    }
+  }
+
+  /**
+   * Waits until an autovacuum worker vacuums the table and has held its lock on it longer than
+   * {@code held}. The launcher visits each database once a minute by default: once a second while
+   * this waits.
+   */
+  private static void awaitAutovacuumHolding(DataSource ds, TableName table, Duration held) {
+    TestSql.exec(ds, "ALTER SYSTEM SET autovacuum_naptime = 1", "SELECT pg_reload_conf()");
+    try {
+      await()
+          .atMost(Duration.ofSeconds(60))
+          .until(
+              () ->
+                  TestSql.count(
+                          ds,
+                          "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                              + " JOIN pg_stat_progress_vacuum v ON v.pid = a.pid"
+                              + " WHERE l.relation = to_regclass('"
+                              + table.quoted()
+                              + "') AND l.granted AND a.backend_type = 'autovacuum worker'"
+                              + " AND a.xact_start < now() - interval '"
+                              + held.toMillis()
+                              + " ms'")
+                      == 1);
+    } finally {
+      TestSql.exec(ds, "ALTER SYSTEM RESET autovacuum_naptime", "SELECT pg_reload_conf()");
+    }
+  }
+
   /** What a monitor with the standard indicators reads on one table, by indicator. */
   private static Map<String, Health> sample(DataSource ds, TableName table) {
+    return sample(ds, table, HealthThresholds.defaults());
+  }
+
+  /** The same with these thresholds. */
+  private static Map<String, Health> sample(
+      DataSource ds, TableName table, HealthThresholds thresholds) {
     try (HealthMonitor monitor =
         new HealthMonitor(
             HealthMonitor.Settings.defaults(),
@@ -142,8 +232,7 @@ class HealthMonitorIT {
             new SimpleMeterRegistry())) {
       monitor.addIndicators(
           DB,
-          StandardIndicators.forDatabase(
-              HealthThresholds.defaults(), null, Clock.systemUTC(), () -> Double.NaN));
+          StandardIndicators.forDatabase(thresholds, null, Clock.systemUTC(), () -> Double.NaN));
       monitor.state(DB, table); // watched from now on
       monitor.runOnce();
       Map<String, Health> out = new LinkedHashMap<>();

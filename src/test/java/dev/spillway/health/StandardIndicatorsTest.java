@@ -3,6 +3,7 @@ package dev.spillway.health;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Clock;
+import java.time.Duration;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -33,5 +34,16 @@ class StandardIndicatorsTest {
     p95.set(4.5);
     assertThat(latency.sample(null, null))
         .isEqualTo(new Health.Stop("sub-batch p95 4500 ms against a 1000 ms target"));
+  }
+
+  @Test
+  void should_grade_replay_lag_against_thresholds_below_a_second() {
+    StandardIndicators.ReplicationLag lag =
+        new StandardIndicators.ReplicationLag(
+            Thresholds.replicationLag(Duration.ofMillis(500), Duration.ofMillis(1500)));
+
+    assertThat(lag.graded(0.2, 0)).isEqualTo(Health.NORMAL);
+    assertThat(lag.graded(0.7, 0).label()).isEqualTo("THROTTLE");
+    assertThat(lag.graded(1.6, 0).label()).isEqualTo("STOP");
   }
 }

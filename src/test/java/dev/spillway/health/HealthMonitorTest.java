@@ -1,0 +1,90 @@
+package dev.spillway.health;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.TableName;
+import dev.spillway.testing.SettableClock;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+
+class HealthMonitorTest {
+  private static final String DB = "main";
+  private static final TableName WATCHED = TableName.parse("public.merge_requests");
+  private static final TableName NEW = TableName.parse("public.ci_builds");
+
+  private final SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
+  private final ManualIndicator operator = new ManualIndicator();
+
+  @Test
+  void should_start_a_newly_watched_table_where_its_database_stands_during_a_hold() {
+    try (HealthMonitor monitor = monitor(Duration.ofSeconds(30))) {
+      monitor.state(DB, WATCHED);
+      operator.set(new Health.Stop("an operator's switch"));
+      monitor.runOnce();
+      operator.set(Health.NORMAL);
+      clock.advance(Duration.ofSeconds(1));
+      monitor.runOnce(); // better samples from here on, held for 30 s
+
+      assertThat(monitor.state(DB, NEW).label()).isEqualTo("STOP");
+      clock.advance(Duration.ofSeconds(1));
+      monitor.runOnce(); // the first sample of the new table, 2 s into the hold
+
+      assertThat(monitor.state(DB, null).label()).isEqualTo("STOP");
+      assertThat(monitor.state(DB, WATCHED).label()).isEqualTo("STOP");
+      assertThat(monitor.state(DB, NEW).label()).isEqualTo("STOP");
+
+      clock.advance(Duration.ofSeconds(29));
+      monitor.runOnce(); // the hold is over for all of them at once
+
+      assertThat(monitor.states())
+          .extracting(s -> s.table() + " " + s.health().label())
+          .containsExactly("null NORMAL", NEW + " NORMAL", WATCHED + " NORMAL");
+    }
+  }
+
+  private HealthMonitor monitor(Duration hold) {
+    HealthMonitor monitor =
+        new HealthMonitor(
+            new HealthMonitor.Settings(Duration.ofSeconds(1), hold, HealthThresholds.defaults()),
+            Map.of(DB, answering()),
+            clock,
+            new SimpleMeterRegistry());
+    monitor.addIndicators(DB, List.of(operator));
+    return monitor;
+  }
+
+  /**
+   * A database that is always there: its connection answers the monitor's checks, and the manual
+   * indicator reads nothing through it.
+   */
+  private static DataSource answering() {
+    Connection connection =
+        (Connection)
+            Proxy.newProxyInstance(
+                HealthMonitorTest.class.getClassLoader(),
+                new Class<?>[] {Connection.class},
+                (proxy, method, args) ->
+                    switch (method.getName()) {
+                      case "isValid", "getAutoCommit" -> true;
+                      case "setAutoCommit", "close" -> null;
+                      default -> throw new UnsupportedOperationException(method.getName());
+                    });
+    return (DataSource)
+        Proxy.newProxyInstance(
+            HealthMonitorTest.class.getClassLoader(),
+            new Class<?>[] {DataSource.class},
+            (proxy, method, args) -> {
+              if (method.getName().equals("getConnection")) {
+                return connection;
+              }
+              throw new UnsupportedOperationException(method.getName());
+            });
+  }
+}
