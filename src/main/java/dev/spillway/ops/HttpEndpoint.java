@@ -72,9 +72,11 @@ public final class HttpEndpoint implements AutoCloseable {
     } catch (java.net.BindException e) {
       throw new PortInUseException(port, e);
     }
+    // A thread per request being answered: a client that sends half a request and stalls holds
+    // only its own, so /livez and /metrics still answer (the server reads a request on the thread
+    // that answers it, and waits for it without a limit).
     ExecutorService executor =
-        Executors.newFixedThreadPool(
-            4,
+        Executors.newCachedThreadPool(
             r -> {
               Thread t = new Thread(r, "spillway-http");
               t.setDaemon(true);
@@ -93,7 +95,7 @@ public final class HttpEndpoint implements AutoCloseable {
       PrometheusMeterRegistry registry,
       Supplier<StatusReport> reports,
       Supplier<Optional<String>> failure) {
-    LatestStatus status = new LatestStatus(reports);
+    LatestStatus status = new LatestStatus(reports, failure);
     server.createContext(
         "/metrics",
         ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
@@ -143,21 +145,24 @@ public final class HttpEndpoint implements AutoCloseable {
    * The status report, made by one request at a time (it asks each database, which may be slow to
    * answer or out of reach): requests meanwhile get the last one made, or none before the first, so
    * dashboards reloading and scripts polling never hold the endpoint's threads, and {@code /livez}
-   * and {@code /metrics} answer.
+   * and {@code /metrics} answer. The last one tells of a failure as of now, though: {@code status}
+   * exits 1 on it.
    */
   private static final class LatestStatus {
     private final Supplier<StatusReport> reports;
+    private final Supplier<Optional<String>> failure;
     private final ReentrantLock making = new ReentrantLock();
     private volatile StatusReport last;
 
-    LatestStatus(Supplier<StatusReport> reports) {
+    LatestStatus(Supplier<StatusReport> reports, Supplier<Optional<String>> failure) {
       this.reports = reports;
+      this.failure = failure;
     }
 
     /** A new report, or while one is being made the last one; empty before the first. */
     Optional<StatusReport> get() {
       if (!making.tryLock()) {
-        return Optional.ofNullable(last);
+        return Optional.ofNullable(last).map(r -> r.withFailure(failure.get().orElse(null)));
       }
       try {
         StatusReport made = reports.get();

@@ -21,6 +21,13 @@ public record StatusReport(
     String failure,
     String madeAt) {
 
+  /** This report with {@code failure} as the process's failure (null for none). */
+  public StatusReport withFailure(String failure) {
+    return new StatusReport(
+        pid, startedAt, kafka, databases, capture, health, sinks, buffers, lagReadAt, lag, failure,
+        madeAt);
+  }
+
   public record KafkaStatus(String bootstrapServers, boolean embedded) {}
 
   /**

@@ -120,6 +120,78 @@ class HttpEndpointTest {
   }
 
   @Test
+  void should_tell_of_a_failure_in_the_last_report_made_while_another_is_slow_to_make()
+      throws Exception {
+    java.util.concurrent.atomic.AtomicInteger made =
+        new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.atomic.AtomicReference<String> failed =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    java.util.function.Supplier<StatusReport> reports =
+        () -> {
+          int n = made.incrementAndGet();
+          if (n > 1) {
+            entered.countDown();
+            try {
+              slow.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          }
+          return report(n, List.of(), failed.get());
+        };
+    try (HttpEndpoint http =
+        HttpEndpoint.start(
+            0,
+            new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
+            reports,
+            () -> Optional.ofNullable(failed.get()))) {
+      int port = http.port();
+      assertThat(get(port, "/api/status").body()).contains("\"failure\" : null");
+      var waiting = getAsync(port, "/api/status", null);
+      assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      failed.set("sink lfk failed: batch spillway.lfk.cleanup-batches-0@7 ended with an error");
+
+      assertThat(get(port, "/api/status").body())
+          .as("the last report made, with the failure since")
+          .contains("\"pid\" : 1")
+          .contains("\"failure\" : \"sink lfk failed: batch spillway.lfk.cleanup-batches-0@7");
+      slow.countDown();
+      assertThat(waiting.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
+          .contains("\"pid\" : 2");
+    }
+  }
+
+  @Test
+  void should_answer_the_probe_while_clients_hold_requests_half_sent() throws Exception {
+    List<java.net.Socket> stalled = new java.util.ArrayList<>();
+    try (HttpEndpoint http =
+        HttpEndpoint.start(
+            0,
+            new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
+            () -> report(1, List.of(), null),
+            Optional::empty)) {
+      for (int i = 0; i < 8; i++) {
+        java.net.Socket s = new java.net.Socket("localhost", http.port());
+        stalled.add(s);
+        // A request line and no end of headers: the server waits for the rest.
+        s.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n".getBytes());
+        s.getOutputStream().flush();
+      }
+
+      HttpResponse<String> probe = get(http.port(), "/livez");
+
+      assertThat(probe.statusCode()).isEqualTo(200);
+      assertThat(probe.body()).isEqualTo("running\n");
+    } finally {
+      for (java.net.Socket s : stalled) {
+        s.close();
+      }
+    }
+  }
+
+  @Test
   void should_say_the_first_report_is_not_made_yet_while_it_is_and_keep_answering_the_probe()
       throws Exception {
     java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
