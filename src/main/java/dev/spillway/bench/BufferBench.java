@@ -118,6 +118,8 @@ public final class BufferBench {
   /**
    * What one loaded phase saw.
    *
+   * @param drainSeconds from the stop sent to the clients until the table was first found empty (or
+   *     the drain gave up)
    * @param databaseCpuSeconds CPU the database server used from the load's start until the table
    *     was drained; NaN when it cannot be read
    * @param walSenderCpuSeconds the part of it its WAL senders used; NaN when it cannot be read or a
@@ -499,6 +501,7 @@ public final class BufferBench {
     Optional<JitCpu> jit;
     double jitShare = Double.NaN;
     long[] walBefore;
+    long stopSignalled;
     InsertLoad.Result result;
     try (InsertLoad load =
         new InsertLoad(endpoint, insert(table), o.clients(), o.rate(), clientsLauncher)) {
@@ -528,16 +531,18 @@ public final class BufferBench {
           end = Math.min(most, System.nanoTime() + SAMPLE_EVERY.toNanos());
         }
       }
+      // The drain time runs from here: the load ends once its clients hear of the stop.
+      stopSignalled = System.nanoTime();
       result = load.stop();
     } finally {
       waits.ifPresent(InsertWaits::close);
     }
     Map<String, Long> waited = waits.isPresent() ? waits.get().stop() : Map.of();
-    long stopped = System.nanoTime();
-    long drainDeadline = stopped + DRAIN_LIMIT.toNanos();
+    long drainDeadline = stopSignalled + DRAIN_LIMIT.toNanos();
     while (drainer && BenchSql.single(ds, any) > 0 && System.nanoTime() < drainDeadline) {
       Thread.sleep(20);
     }
+    long drainEnded = System.nanoTime();
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
     double walSender =
         walSendersBefore
@@ -558,7 +563,7 @@ public final class BufferBench {
     return new Phase(
         result,
         backlog,
-        (System.nanoTime() - stopped) / 1e9,
+        (drainEnded - stopSignalled) / 1e9,
         cpu,
         walSender,
         process,
