@@ -309,10 +309,11 @@ public final class BufferBench {
         .add("clients and Spillway (Kafka included)", spillway.processCpuPerThousand())
         .print(out);
     if (!Double.isNaN(spillway.jitCpuSeconds())) {
-      out.printf(
-          "   of which this process's JIT compilers: poller %.2f, Spillway %.2f ms per 1,000"
-              + " inserts%n",
-          polled.jitCpuPerThousand(), spillway.jitCpuPerThousand());
+      out.println(
+          jitCpuLine(
+              plainPhase.jitCpuPerThousand(),
+              polled.jitCpuPerThousand(),
+              spillway.jitCpuPerThousand()));
     }
     double spillP50 = percentile(handled, 0.5);
     double spillP99 = percentile(handled, 0.99);
@@ -399,6 +400,17 @@ public final class BufferBench {
         .add("SKIP LOCKED poller draining it", figure.applyAsDouble(designs.get(1)))
         .add("Spillway draining it", figure.applyAsDouble(designs.get(2)))
         .print(out);
+  }
+
+  /**
+   * What this process's JIT compilers used in each phase: in the plain one, with nothing of the
+   * benchmark's running, what they use anyway.
+   */
+  static String jitCpuLine(double plain, double poller, double spillway) {
+    return String.format(
+        "   of which this process's JIT compilers: plain %.2f, poller %.2f, Spillway %.2f ms per"
+            + " 1,000 inserts",
+        plain, poller, spillway);
   }
 
   /** Each wait event's share of the sampled inserts, for events at 1% or more in some phase. */
