@@ -93,6 +93,7 @@ public final class BufferBench {
   private final DataSource ds;
   private final DatabaseEndpoint endpoint;
   private Optional<DatabaseCpu> databaseCpu = Optional.empty();
+  private final PhaseCheckpoint checkpoint;
 
   /** What goes before the clients' command: nothing, or taskset onto the database's CPUs. */
   private List<String> clientsLauncher = List.of();
@@ -102,6 +103,13 @@ public final class BufferBench {
     this.out = out;
     this.ds = runtime.databases().dataSource(SpillwayRuntime.MAIN);
     this.endpoint = runtime.databases().endpoint(SpillwayRuntime.MAIN);
+    this.checkpoint =
+        PhaseCheckpoint.of(
+            ds,
+            note -> {
+              out.println("   " + note);
+              out.flush();
+            });
   }
 
   /**
@@ -223,6 +231,7 @@ public final class BufferBench {
 
     out.println("1) Plain inserts, nothing else running");
     out.flush();
+    checkpoint.beforePhase();
     Phase plainPhase = loaded(PLAIN, o, Span.of(o.duration()), false);
     InsertLoad.Result plain = plainPhase.load();
 
@@ -245,6 +254,7 @@ public final class BufferBench {
     BenchSql.exec(ds, "TRUNCATE " + POLLED.quoted());
     SkipLockedPoller poller = poller(o);
     poller.start();
+    checkpoint.beforePhase();
     Phase polled = loaded(POLLED, o, Span.of(o.duration()), true);
     Samples pollerLatency = poller.stop();
 
@@ -258,6 +268,7 @@ public final class BufferBench {
     pipeline.start(runtime, Clock.systemUTC());
     runtime.startCapture(pipeline.routes(runtime.topics()));
     warmUp(WARM, o);
+    checkpoint.beforePhase();
     Phase spillway = loaded(EVENTS, o, Span.of(o.duration()), true);
     HistogramSnapshot handled =
         runtime
