@@ -287,6 +287,12 @@ public final class BufferBench {
             .tag("buffer", BUFFER)
             .timer()
             .takeSnapshot();
+    HandledOnce spillwayOnce =
+        new HandledOnce(
+            spillway.load().inserts(),
+            (long) bufferCounter("spillway_buffer_events_handled"),
+            (long) bufferCounter("spillway_buffer_dead_lettered_events"));
+    HandledOnce pollerOnce = new HandledOnce(polled.load().inserts(), pollerLatency.size(), 0);
 
     out.println();
     List<Phase> designs = List.of(plainPhase, polled, spillway);
@@ -387,7 +393,14 @@ public final class BufferBench {
         !behind.isEmpty()
             ? "NOT met: the clients fell behind the rate (" + String.join(", ", behind) + ")"
             : cost <= 1.05 ? "met" : "NOT met");
+    out.println("   " + spillwayOnce.line("Spillway"));
+    out.println("   " + pollerOnce.line("the SKIP LOCKED poller"));
     out.flush();
+  }
+
+  /** A counter of the measured buffer: it takes rows of the measured phase only. */
+  private double bufferCounter(String name) {
+    return runtime.registry().get(name).tag("buffer", BUFFER).counter().count();
   }
 
   /**
