@@ -82,6 +82,15 @@ public final class BufferBench {
   private static final Duration JIT_WINDOW = Duration.ofSeconds(15);
 
   private static final Duration DRAIN_LIMIT = Duration.ofMinutes(5);
+
+  /**
+   * Longer than any run, so Spillway's insert → handled percentiles and max hold every row the
+   * measured buffer handled, over the whole measured phase and its drain, as the poller's samples
+   * do. Micrometer keeps a timed row for two thirds of the window at least: with the production two
+   * minutes, a phase and drain of more than 80 s could lose their start.
+   */
+  private static final Duration WHOLE_RUN = Duration.ofDays(1);
+
   private static final long POLLER_IDLE_MILLIS = 100;
   private static final int POLLER_STATEMENT_TIMEOUT_SECONDS = 60;
 
@@ -93,6 +102,7 @@ public final class BufferBench {
   private final DataSource ds;
   private final DatabaseEndpoint endpoint;
   private Optional<DatabaseCpu> databaseCpu = Optional.empty();
+  private final PhaseCheckpoint checkpoint;
 
   /** What goes before the clients' command: nothing, or taskset onto the database's CPUs. */
   private List<String> clientsLauncher = List.of();
@@ -102,6 +112,13 @@ public final class BufferBench {
     this.out = out;
     this.ds = runtime.databases().dataSource(SpillwayRuntime.MAIN);
     this.endpoint = runtime.databases().endpoint(SpillwayRuntime.MAIN);
+    this.checkpoint =
+        PhaseCheckpoint.of(
+            ds,
+            note -> {
+              out.println("   " + note);
+              out.flush();
+            });
   }
 
   /**
@@ -118,6 +135,8 @@ public final class BufferBench {
   /**
    * What one loaded phase saw.
    *
+   * @param drainSeconds from the stop sent to the clients until the table was first found empty (or
+   *     the drain gave up)
    * @param databaseCpuSeconds CPU the database server used from the load's start until the table
    *     was drained; NaN when it cannot be read
    * @param walSenderCpuSeconds the part of it its WAL senders used; NaN when it cannot be read or a
@@ -221,6 +240,7 @@ public final class BufferBench {
 
     out.println("1) Plain inserts, nothing else running");
     out.flush();
+    checkpoint.beforePhase();
     Phase plainPhase = loaded(PLAIN, o, Span.of(o.duration()), false);
     InsertLoad.Result plain = plainPhase.load();
 
@@ -238,8 +258,12 @@ public final class BufferBench {
     warmPoller.start();
     warmUp(POLLED, o);
     warmPoller.stop();
+    // As the plain table: the warm-up's dead tuples, index entries and pending autovacuum are not
+    // the measured phase's to carry. Spillway's measured buffer has a table no warm-up touched.
+    BenchSql.exec(ds, "TRUNCATE " + POLLED.quoted());
     SkipLockedPoller poller = poller(o);
     poller.start();
+    checkpoint.beforePhase();
     Phase polled = loaded(POLLED, o, Span.of(o.duration()), true);
     Samples pollerLatency = poller.stop();
 
@@ -249,10 +273,12 @@ public final class BufferBench {
     out.println("3) Spillway: capture, Kafka Streams batches, sink with a no-op handler");
     out.flush();
     BufferPipeline pipeline =
-        BufferPipeline.of(List.of(buffer(BUFFER, EVENTS, o), buffer(WARM_BUFFER, WARM, o)));
+        BufferPipeline.of(List.of(buffer(BUFFER, EVENTS, o), buffer(WARM_BUFFER, WARM, o)))
+            .withPercentileWindow(WHOLE_RUN);
     pipeline.start(runtime, Clock.systemUTC());
     runtime.startCapture(pipeline.routes(runtime.topics()));
     warmUp(WARM, o);
+    checkpoint.beforePhase();
     Phase spillway = loaded(EVENTS, o, Span.of(o.duration()), true);
     HistogramSnapshot handled =
         runtime
@@ -261,6 +287,12 @@ public final class BufferBench {
             .tag("buffer", BUFFER)
             .timer()
             .takeSnapshot();
+    HandledOnce spillwayOnce =
+        new HandledOnce(
+            spillway.load().inserts(),
+            (long) bufferCounter("spillway_buffer_events_handled"),
+            (long) bufferCounter("spillway_buffer_dead_lettered_events"));
+    HandledOnce pollerOnce = new HandledOnce(polled.load().inserts(), pollerLatency.size(), 0);
 
     out.println();
     List<Phase> designs = List.of(plainPhase, polled, spillway);
@@ -304,10 +336,11 @@ public final class BufferBench {
         .add("clients and Spillway (Kafka included)", spillway.processCpuPerThousand())
         .print(out);
     if (!Double.isNaN(spillway.jitCpuSeconds())) {
-      out.printf(
-          "   of which this process's JIT compilers: poller %.2f, Spillway %.2f ms per 1,000"
-              + " inserts%n",
-          polled.jitCpuPerThousand(), spillway.jitCpuPerThousand());
+      out.println(
+          jitCpuLine(
+              plainPhase.jitCpuPerThousand(),
+              polled.jitCpuPerThousand(),
+              spillway.jitCpuPerThousand()));
     }
     double spillP50 = percentile(handled, 0.5);
     double spillP99 = percentile(handled, 0.99);
@@ -360,7 +393,14 @@ public final class BufferBench {
         !behind.isEmpty()
             ? "NOT met: the clients fell behind the rate (" + String.join(", ", behind) + ")"
             : cost <= 1.05 ? "met" : "NOT met");
+    out.println("   " + spillwayOnce.line("Spillway"));
+    out.println("   " + pollerOnce.line("the SKIP LOCKED poller"));
     out.flush();
+  }
+
+  /** A counter of the measured buffer: it takes rows of the measured phase only. */
+  private double bufferCounter(String name) {
+    return runtime.registry().get(name).tag("buffer", BUFFER).counter().count();
   }
 
   /**
@@ -394,6 +434,17 @@ public final class BufferBench {
         .add("SKIP LOCKED poller draining it", figure.applyAsDouble(designs.get(1)))
         .add("Spillway draining it", figure.applyAsDouble(designs.get(2)))
         .print(out);
+  }
+
+  /**
+   * What this process's JIT compilers used in each phase: in the plain one, with nothing of the
+   * benchmark's running, what they use anyway.
+   */
+  static String jitCpuLine(double plain, double poller, double spillway) {
+    return String.format(
+        "   of which this process's JIT compilers: plain %.2f, poller %.2f, Spillway %.2f ms per"
+            + " 1,000 inserts",
+        plain, poller, spillway);
   }
 
   /** Each wait event's share of the sampled inserts, for events at 1% or more in some phase. */
@@ -496,6 +547,7 @@ public final class BufferBench {
     Optional<JitCpu> jit;
     double jitShare = Double.NaN;
     long[] walBefore;
+    long stopSignalled;
     InsertLoad.Result result;
     try (InsertLoad load =
         new InsertLoad(endpoint, insert(table), o.clients(), o.rate(), clientsLauncher)) {
@@ -525,16 +577,18 @@ public final class BufferBench {
           end = Math.min(most, System.nanoTime() + SAMPLE_EVERY.toNanos());
         }
       }
+      // The drain time runs from here: the load ends once its clients hear of the stop.
+      stopSignalled = System.nanoTime();
       result = load.stop();
     } finally {
       waits.ifPresent(InsertWaits::close);
     }
     Map<String, Long> waited = waits.isPresent() ? waits.get().stop() : Map.of();
-    long stopped = System.nanoTime();
-    long drainDeadline = stopped + DRAIN_LIMIT.toNanos();
+    long drainDeadline = stopSignalled + DRAIN_LIMIT.toNanos();
     while (drainer && BenchSql.single(ds, any) > 0 && System.nanoTime() < drainDeadline) {
       Thread.sleep(20);
     }
+    long drainEnded = System.nanoTime();
     double cpu = databaseCpu.map(DatabaseCpu::seconds).orElse(Double.NaN) - cpuBefore;
     double walSender =
         walSendersBefore
@@ -555,7 +609,7 @@ public final class BufferBench {
     return new Phase(
         result,
         backlog,
-        (System.nanoTime() - stopped) / 1e9,
+        (drainEnded - stopSignalled) / 1e9,
         cpu,
         walSender,
         process,

@@ -31,6 +31,7 @@ public final class ForegroundProbe {
   private final AtomicBoolean running = new AtomicBoolean();
   private final List<Thread> threads = new ArrayList<>();
   private final List<Samples> perClient = new ArrayList<>();
+  private volatile String failure;
   private long started;
 
   public ForegroundProbe(DataSource ds, int clients, int accounts) {
@@ -55,6 +56,7 @@ public final class ForegroundProbe {
     running.set(true);
     threads.clear();
     perClient.clear();
+    failure = null;
     started = System.nanoTime();
     for (int i = 0; i < clients; i++) {
       Samples samples = new Samples();
@@ -66,10 +68,19 @@ public final class ForegroundProbe {
     }
   }
 
+  /**
+   * Stops the clients and returns what they saw.
+   *
+   * @throws IllegalStateException naming the failure when a client failed: its transactions stopped
+   *     then, and a result without them would read as the pipeline's doing
+   */
   public Result stop() throws InterruptedException {
     running.set(false);
     for (Thread t : threads) {
       t.join();
+    }
+    if (failure != null) {
+      throw new IllegalStateException("The foreground probe failed: " + failure);
     }
     double seconds = (System.nanoTime() - started) / 1e9;
     Samples all = new Samples();
@@ -101,7 +112,7 @@ public final class ForegroundProbe {
         samples.add((System.nanoTime() - t0) / 1000);
       }
     } catch (SQLException e) {
-      throw new IllegalStateException("The foreground probe failed: " + e.getMessage(), e);
+      failure = e.getMessage();
     }
   }
 }

@@ -26,8 +26,8 @@ final class BufferMetrics {
   private final Counter republished;
   private final Timer insertToHandled;
 
-  /** How long a timed event counts in the percentiles, at most. */
-  private static final Duration WINDOW = Duration.ofMinutes(2);
+  /** How long a timed event counts in the percentiles and the max, at most, by default. */
+  static final Duration DEFAULT_WINDOW = Duration.ofMinutes(2);
 
   /** Micrometer's window is a ring of this many histograms, one rotated out each third of it. */
   private static final int WINDOW_PARTS = 3;
@@ -36,20 +36,28 @@ final class BufferMetrics {
    * How long a timed event surely stays in the percentiles: it leaves with its histogram, between
    * two thirds of the window and the whole window after it was recorded.
    */
-  private static final Duration SURELY_KEPT =
-      WINDOW.multipliedBy(WINDOW_PARTS - 1).dividedBy(WINDOW_PARTS);
+  private final Duration surelyKept;
 
   /** When events were last timed (epoch ms); -1 before any was. */
   private volatile long lastTimedMillis = -1;
 
   private final Map<String, Counter> calls = new ConcurrentHashMap<>();
 
+  /** With the {@link #DEFAULT_WINDOW}. */
+  BufferMetrics(MeterRegistry registry, String buffer, Supplier<Number> rowsWaiting) {
+    this(registry, buffer, rowsWaiting, DEFAULT_WINDOW);
+  }
+
   /**
    * @param rowsWaiting counts the buffer table's rows; called when metrics are scraped
+   * @param window how long a timed event counts in the insert-to-handled percentiles and max, at
+   *     most
    */
-  BufferMetrics(MeterRegistry registry, String buffer, Supplier<Number> rowsWaiting) {
+  BufferMetrics(
+      MeterRegistry registry, String buffer, Supplier<Number> rowsWaiting, Duration window) {
     this.registry = registry;
     this.buffer = buffer;
+    this.surelyKept = window.multipliedBy(WINDOW_PARTS - 1).dividedBy(WINDOW_PARTS);
     this.handled = counter("spillway_buffer_events_handled", "Buffered rows handled and deleted");
     this.deadLetteredBatches =
         counter("spillway_buffer_dead_lettered_batches", "Batches whose rest went to the DLQ");
@@ -72,7 +80,7 @@ final class BufferMetrics {
             .publishPercentileHistogram()
             .minimumExpectedValue(Duration.ofMillis(1))
             .maximumExpectedValue(Duration.ofMinutes(10))
-            .distributionStatisticExpiry(WINDOW)
+            .distributionStatisticExpiry(window)
             .distributionStatisticBufferLength(WINDOW_PARTS)
             .register(registry);
     Gauge.builder("spillway_buffer_batches_in_flight", inFlight, AtomicInteger::get)
@@ -154,13 +162,14 @@ final class BufferMetrics {
   }
 
   /**
-   * The insert-to-handled percentile in milliseconds over the last two minutes; null when no event
-   * was timed in the last 80 s (none handled yet, only replayed ones, or none lately), after which
-   * Micrometer's window may hold none and answer 0, which would read as instant delivery.
+   * The insert-to-handled percentile in milliseconds over the window (two minutes by default); null
+   * when no event was timed in its last two thirds (80 s by default: none handled yet, only
+   * replayed ones, or none lately), after which Micrometer's window may hold none and answer 0,
+   * which would read as instant delivery.
    */
   Double percentileMillis(double percentile, long nowMillis) {
     long last = lastTimedMillis;
-    if (last < 0 || nowMillis - last > SURELY_KEPT.toMillis()) {
+    if (last < 0 || nowMillis - last > surelyKept.toMillis()) {
       return null;
     }
     for (ValueAtPercentile v : insertToHandled.takeSnapshot().percentileValues()) {

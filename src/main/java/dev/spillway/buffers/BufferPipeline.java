@@ -38,18 +38,29 @@ public final class BufferPipeline {
   private static final Logger log = LoggerFactory.getLogger(BufferPipeline.class);
 
   private final List<BufferSettings> buffers;
+  private final Duration percentileWindow;
 
-  private BufferPipeline(List<BufferSettings> buffers) {
+  private BufferPipeline(List<BufferSettings> buffers, Duration percentileWindow) {
     this.buffers = List.copyOf(buffers);
+    this.percentileWindow = percentileWindow;
   }
 
   /** The buffers of the configuration's {@code buffers:} section; checks it at once. */
   public static BufferPipeline fromConfig(SpillwayConfig config) {
-    return new BufferPipeline(BuffersSection.read(config));
+    return new BufferPipeline(BuffersSection.read(config), BufferMetrics.DEFAULT_WINDOW);
   }
 
   public static BufferPipeline of(List<BufferSettings> buffers) {
-    return new BufferPipeline(buffers);
+    return new BufferPipeline(buffers, BufferMetrics.DEFAULT_WINDOW);
+  }
+
+  /**
+   * The same buffers, whose insert-to-handled percentiles and max (the metric {@code
+   * spillway_buffer_insert_to_handled} and the status line) cover the last {@code window} at most
+   * rather than two minutes: a benchmark's, say, its whole run.
+   */
+  public BufferPipeline withPercentileWindow(Duration window) {
+    return new BufferPipeline(buffers, window);
   }
 
   public List<BufferSettings> buffers() {
@@ -127,7 +138,7 @@ public final class BufferPipeline {
       BufferTable table = check(b, ds);
       BulkHandler handler = handler(b, table, ds, clock);
       BufferMetrics metrics =
-          new BufferMetrics(runtime.registry(), b.name(), () -> countRows(ds, b));
+          new BufferMetrics(runtime.registry(), b.name(), () -> countRows(ds, b), percentileWindow);
       metricsOf.put(b.name(), metrics);
       String topic = topics.bufferBatches(b.name());
       byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));

@@ -6,12 +6,14 @@ import static org.assertj.core.api.Assertions.within;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.TableName;
 import io.micrometer.core.instrument.MockClock;
+import io.micrometer.core.instrument.distribution.HistogramSnapshot;
 import io.micrometer.core.instrument.simple.SimpleConfig;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** The insert-to-handled figures {@code status} and {@code bench buffers} report. */
@@ -66,6 +68,27 @@ class BufferMetricsTest {
     // Micrometer drops the sample 80-120 s after it was recorded, and then answers 0.
     clock.add(Duration.ofSeconds(20));
     assertThat(metrics.percentileMillis(0.5, clock.wallTime())).as("none lately").isNull();
+  }
+
+  @Test
+  void should_keep_a_timed_event_in_the_percentiles_and_max_for_the_window_it_was_given() {
+    MockClock clock = new MockClock();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry(SimpleConfig.DEFAULT, clock);
+    BufferMetrics metrics = new BufferMetrics(registry, "b", () -> 0, Duration.ofMinutes(30));
+    long now = clock.wallTime();
+    metrics.handled(List.of(event(1, (now - 20) * 1000, 1, now)), now, false);
+
+    // Well past the default two minutes, within two thirds of the window given.
+    clock.add(Duration.ofMinutes(19));
+    HistogramSnapshot s =
+        registry.get("spillway_buffer_insert_to_handled").tag("buffer", "b").timer().takeSnapshot();
+
+    assertThat(s.max(TimeUnit.MILLISECONDS)).isCloseTo(20, within(1.0));
+    assertThat(s.percentileValues())
+        .extracting(v -> v.value(TimeUnit.MILLISECONDS))
+        .hasSize(2)
+        .allSatisfy(ms -> assertThat(ms).isCloseTo(20, within(1.0)));
+    assertThat(metrics.percentileMillis(0.99, clock.wallTime())).isCloseTo(20, within(1.0));
   }
 
   /** An event of row {@code id} committed at {@code commitMicros}, captured at {@code now}. */

@@ -1,0 +1,27 @@
+package dev.spillway.bench;
+
+/**
+ * Whether a drainer handled every row a measured phase inserted exactly once: as many rows handled
+ * as inserted and none dead-lettered. Fewer handled means rows lost or left in the table, more
+ * means rows handled twice. Counts only: a row lost and another handled twice would cancel out.
+ *
+ * @param inserted rows the clients inserted, each counted once its insert returned
+ * @param handled rows the drainer handled
+ * @param deadLettered rows it sent to the dead letters instead
+ */
+record HandledOnce(long inserted, long handled, long deadLettered) {
+  boolean met() {
+    return handled == inserted && deadLettered == 0;
+  }
+
+  /** The bar's line, without its indent: {@code drainer} names who handled the rows. */
+  String line(String drainer) {
+    return String.format(
+        "every inserted row handled once by %s: %s (inserted %,d, handled %,d%s)",
+        drainer,
+        met() ? "met" : "NOT met",
+        inserted,
+        handled,
+        deadLettered == 0 ? "" : String.format(", dead-lettered %,d", deadLettered));
+  }
+}

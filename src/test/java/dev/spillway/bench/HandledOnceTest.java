@@ -1,0 +1,44 @@
+package dev.spillway.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class HandledOnceTest {
+
+  @Test
+  void should_be_met_when_every_inserted_row_was_handled_and_none_dead_lettered() {
+    HandledOnce h = new HandledOnce(500, 500, 0);
+
+    assertThat(h.met()).isTrue();
+    assertThat(h.line("Spillway"))
+        .isEqualTo("every inserted row handled once by Spillway: met (inserted 500, handled 500)");
+  }
+
+  @Test
+  void should_not_be_met_when_rows_were_lost() {
+    HandledOnce h = new HandledOnce(500, 499, 0);
+
+    assertThat(h.met()).isFalse();
+    assertThat(h.line("the SKIP LOCKED poller"))
+        .isEqualTo(
+            "every inserted row handled once by the SKIP LOCKED poller: NOT met (inserted 500,"
+                + " handled 499)");
+  }
+
+  @Test
+  void should_not_be_met_when_rows_were_handled_twice() {
+    assertThat(new HandledOnce(500, 501, 0).met()).isFalse();
+  }
+
+  @Test
+  void should_not_be_met_when_rows_were_dead_lettered_and_say_how_many() {
+    HandledOnce h = new HandledOnce(500, 500, 3);
+
+    assertThat(h.met()).isFalse();
+    assertThat(h.line("Spillway"))
+        .isEqualTo(
+            "every inserted row handled once by Spillway: NOT met (inserted 500, handled 500,"
+                + " dead-lettered 3)");
+  }
+}
