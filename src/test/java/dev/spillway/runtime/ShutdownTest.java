@@ -108,6 +108,7 @@ class ShutdownTest {
         .hasMessage("a class that no longer loads")
         .satisfies(
             e -> assertThat(e.getSuppressed()).hasExactlyElementsOfTypes(OutOfMemoryError.class));
-    assertThat(closed).containsExactly("streams-buffer", "streams-lfk", "postgres");
+    assertThat(closed.subList(0, 2)).containsExactlyInAnyOrder("streams-buffer", "streams-lfk");
+    assertThat(closed.subList(2, closed.size())).containsExactly("postgres");
   }
 }
