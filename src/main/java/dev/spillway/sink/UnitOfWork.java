@@ -3,7 +3,6 @@ package dev.spillway.sink;
 import dev.failsafe.Failsafe;
 import dev.failsafe.FailsafeException;
 import dev.failsafe.RetryPolicy;
-import dev.failsafe.RetryPolicyBuilder;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
@@ -12,6 +11,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
@@ -27,6 +28,12 @@ import org.slf4j.LoggerFactory;
  */
 final class UnitOfWork {
   private static final Logger log = LoggerFactory.getLogger(UnitOfWork.class);
+
+  /** How far a retry's wait may be from its backoff, either way, as a share of it. */
+  private static final double RETRY_JITTER = 0.2;
+
+  /** How often a retry's wait looks whether the worker stops. */
+  private static final Duration STOP_CHECK = Duration.ofMillis(50);
 
   /**
    * What the worker loop does with the record once the unit ends.
@@ -108,19 +115,13 @@ final class UnitOfWork {
     // The run's view of where it works: a batch over several tables moves from one to the next.
     AtomicReference<RunContext> run = new AtomicReference<>();
     Supplier<Target> at = () -> run.get() == null ? target.get() : run.get().at();
-    RetryPolicyBuilder<Outcome> policy =
+    // The wait before each retry is the run's own, so a stop or a partition taken away ends it
+    // within STOP_CHECK; Failsafe's would sleep through them, holding the worker's stop or its
+    // rebalance for up to the wait.
+    RetryPolicy<Outcome> retry =
         RetryPolicy.<Outcome>builder()
             .handleResultIf(o -> o instanceof Outcome.RetryableFailure)
-            .abortIf(o -> stopping.getAsBoolean() || stoppedBy(o, at.get()).isPresent());
-    // Failsafe's backoff needs a cap longer than its first delay; a cap equal to it is a fixed one.
-    if (settings.retryBackoffMax().compareTo(settings.retryBackoff()) > 0) {
-      policy.withBackoff(settings.retryBackoff(), settings.retryBackoffMax());
-    } else {
-      policy.withDelay(settings.retryBackoff());
-    }
-    RetryPolicy<Outcome> retry =
-        policy
-            .withJitter(0.2)
+            .abortIf(o -> stopping.getAsBoolean() || stoppedBy(o, at.get()).isPresent())
             .withMaxRetries(settings.maxRetries())
             .onRetry(
                 e ->
@@ -132,7 +133,14 @@ final class UnitOfWork {
             .build();
     Outcome outcome;
     try {
-      outcome = Failsafe.with(retry).get(() -> once(record, target.get(), stopping, run));
+      outcome =
+          Failsafe.with(retry)
+              .get(
+                  attempt ->
+                      attempt.getAttemptCount() > 0
+                              && !waitedToRetry(attempt.getAttemptCount(), stopping)
+                          ? new Outcome.Paused("worker stopping")
+                          : once(record, target.get(), stopping, run));
     } catch (FailsafeException e) {
       if (e.getCause() instanceof InterruptedException) {
         Thread.currentThread().interrupt();
@@ -159,6 +167,26 @@ final class UnitOfWork {
       return new Ended(new Outcome.Paused(stop.get()), at.get());
     }
     return new Ended(outcome, at.get());
+  }
+
+  /**
+   * Waits before retry {@code n} (1 for the first): {@code retry-backoff} doubled each retry up to
+   * {@code retry-backoff-max}, give or take {@link #RETRY_JITTER}.
+   *
+   * @return false when the worker stops meanwhile
+   */
+  private boolean waitedToRetry(int n, BooleanSupplier stopping) throws InterruptedException {
+    Duration wait = Backoff.doubling(settings.retryBackoff(), n, settings.retryBackoffMax());
+    double jitter = RETRY_JITTER * (2 * ThreadLocalRandom.current().nextDouble() - 1);
+    long until = System.nanoTime() + (long) (wait.toNanos() * (1 + jitter));
+    while (!stopping.getAsBoolean()) {
+      long left = until - System.nanoTime();
+      if (left <= 0) {
+        return true;
+      }
+      TimeUnit.NANOSECONDS.sleep(Math.min(left, STOP_CHECK.toNanos()));
+    }
+    return false;
   }
 
   /**

@@ -213,6 +213,40 @@ class UnitOfWorkTest {
   }
 
   @Test
+  void should_end_a_retry_wait_as_soon_as_the_worker_stops() {
+    Thread unitThread = Thread.currentThread();
+    java.util.concurrent.atomic.AtomicBoolean stopping =
+        new java.util.concurrent.atomic.AtomicBoolean();
+    // The stop comes while the batch waits for its retry: once this thread waits with a timeout.
+    Thread stopper =
+        new Thread(
+            () -> {
+              while (unitThread.getState() != Thread.State.TIMED_WAITING) {
+                Thread.onSpinWait();
+              }
+              stopping.set(true);
+            });
+    stopper.setDaemon(true);
+    UnitOfWork unit =
+        running(
+            context -> {
+              if (!stopper.isAlive() && runs.get() == 1) {
+                stopper.start();
+              }
+              return new Outcome.RetryableFailure(new SQLException("I/O error", "08006"));
+            },
+            HealthGate.ALWAYS_NORMAL,
+            SinkSettings.defaults().withRetries(5, Duration.ofSeconds(20)));
+
+    UnitOfWork.Result r = unit.run(record(), stopping::get, () -> false);
+
+    assertThat(r.outcome()).isEqualTo(new Outcome.Paused("worker stopping"));
+    assertThat(r.commit()).isFalse();
+    assertThat(runs).as("no retry run after the stop").hasValue(1);
+    assertThat(producer.history()).isEmpty();
+  }
+
+  @Test
   void should_leave_a_batch_failing_while_the_worker_stops_to_the_next_owner() {
     UnitOfWork.Result r =
         endingWith(
