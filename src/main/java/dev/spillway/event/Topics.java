@@ -104,6 +104,15 @@ public final class Topics {
     return name(pipeline, "replays");
   }
 
+  /**
+   * Whether capture writes the topic, for the first stage of a pipeline to read: a loose foreign
+   * key's parent deletes or a buffer's inserts.
+   */
+  public boolean isCaptured(String topic) {
+    return topic.equals(deletedRecords())
+        || (topic.startsWith(name(Pipeline.BUFFERS, "")) && topic.endsWith(".events"));
+  }
+
   /** Debezium's source offsets (one partition, compacted). */
   public String captureOffsets() {
     return prefix + ".capture.offsets";

@@ -30,9 +30,15 @@ import org.apache.kafka.common.errors.TimeoutException;
  * How far Spillway's consumer groups are behind, per group and topic: records after each group's
  * committed positions on every partition of the topics it committed on or is assigned (from a
  * partition's first record where it committed none) and when the oldest of them was written. Read
- * from Kafka alone, so it also tells how far a stopped Spillway has to catch up.
+ * from Kafka alone, so it also tells how far a stopped Spillway has to catch up. A topic capture
+ * writes that no group reads yet (its pipeline left out with {@code --only}, or never run) is
+ * behind from its first record, under the group {@link #NO_GROUP}: what it holds is lost to
+ * retention as surely as a stopped group's backlog.
  */
 public final class ConsumerLag {
+  /** The group of a captured topic no consumer group of Spillway's reads yet. */
+  public static final String NO_GROUP = "-";
+
   private static final Duration POLL = Duration.ofMillis(200);
   private static final Duration OLDEST_WAIT = Duration.ofSeconds(5);
 
@@ -84,12 +90,10 @@ public final class ConsumerLag {
         groups.add(g.groupId());
       }
     }
-    if (groups.isEmpty()) {
-      return List.of();
-    }
     Map<String, ConsumerGroupDescription> described =
-        admin.describeConsumerGroups(groups).all().get();
+        groups.isEmpty() ? Map.of() : admin.describeConsumerGroups(groups).all().get();
     List<Lag> out = new ArrayList<>();
+    Set<String> read = new HashSet<>();
     for (String group : groups) {
       Map<TopicPartition, OffsetAndMetadata> committed =
           admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
@@ -108,6 +112,7 @@ public final class ConsumerLag {
           m.assignment().topicPartitions().forEach(tp -> topics.add(tp.topic()));
         }
       }
+      read.addAll(topics);
       Set<TopicPartition> partitions = new TreeSet<>(BY_TOPIC_PARTITION);
       for (String topic : topics) {
         // Through the admin client: a topic deleted since the group committed on it is skipped,
@@ -116,6 +121,13 @@ public final class ConsumerLag {
       }
       out.addAll(lags(range, group, partitions, committed, d == null ? 0 : d.members().size()));
     }
+    Set<TopicPartition> unread = new TreeSet<>(BY_TOPIC_PARTITION);
+    for (String topic : new TreeSet<>(admin.listTopics().names().get())) {
+      if (names.isCaptured(topic) && !read.contains(topic)) {
+        unread.addAll(range.partitions(topic));
+      }
+    }
+    out.addAll(lags(range, NO_GROUP, unread, Map.of(), 0));
     return out;
   }
 

@@ -52,6 +52,41 @@ class ConsumerLagIT {
   }
 
   @Test
+  void should_count_a_captured_topic_no_group_reads_yet_from_its_first_record() throws Exception {
+    String bootstrap = EmbeddedInfra.get().bootstrapServers();
+    String prefix = seed(bootstrap);
+    // A buffer left out with --only, and loose foreign keys never run: capture wrote, none read.
+    String waiting = prefix + ".buffers.b.events";
+    String deletes = prefix + ".lfk.deleted-records";
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin
+          .createTopics(
+              List.of(new NewTopic(waiting, 2, (short) 1), new NewTopic(deletes, 1, (short) 1)))
+          .all()
+          .get();
+    }
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(
+            Map.of("bootstrap.servers", bootstrap),
+            new ByteArraySerializer(),
+            new ByteArraySerializer())) {
+      for (int i = 0; i < 3; i++) {
+        producer.send(new ProducerRecord<>(waiting, i % 2, T0 + i * 1000L, null, new byte[] {1}));
+      }
+      producer.send(new ProducerRecord<>(deletes, 0, T0 + 5000L, null, new byte[] {1})).get();
+    }
+
+    List<Lag> lags = ConsumerLag.read(bootstrap, Map.of(), prefix);
+
+    assertThat(lags)
+        .containsExactly(
+            new Lag(prefix + ".buffers.a", prefix + ".buffers.a.events", 1, 0, null, 0),
+            new Lag(prefix + ".lfk.sink", prefix + ".lfk.cleanup-batches", 2, 5, T0 + 2000L, 0),
+            new Lag(ConsumerLag.NO_GROUP, waiting, 2, 3, T0, 0),
+            new Lag(ConsumerLag.NO_GROUP, deletes, 1, 1, T0 + 5000L, 0));
+  }
+
+  @Test
   void should_publish_the_lag_per_group_and_topic_on_metrics_and_follow_commits() throws Exception {
     String bootstrap = EmbeddedInfra.get().bootstrapServers();
     String prefix = seed(bootstrap);
