@@ -207,6 +207,23 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_duration_longer_than_a_year_naming_the_key() {
+    assertThat(error("health:\n  interval: 200000000000d\n"))
+        .isEqualTo("spillway.yml:2: health.interval must be at most 365d.");
+    assertThat(error("sink:\n  consume-after: 366d\n"))
+        .isEqualTo("spillway.yml:2: sink.consume-after must be at most 365d.");
+    assertThat(
+            error(
+                "databases:\n  main:\n    url: jdbc:postgresql://x/y\n    username: a\n"
+                    + "    lock-timeout: 200000000000d\n"))
+        .isEqualTo(
+            "spillway.yml:5: databases.main.lock-timeout must be at most 24d (PostgreSQL's"
+                + " limit), or 0s for none.");
+    assertThat(parse("sink:\n  consume-after: 365d\n").sink().consumeAfter())
+        .isEqualTo(Duration.ofDays(365));
+  }
+
+  @Test
   void should_reject_a_bad_database_name() {
     assertThat(error("databases:\n  Main-DB: { url: 'jdbc:postgresql://x/y', username: a }\n"))
         .isEqualTo(
