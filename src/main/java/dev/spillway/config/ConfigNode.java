@@ -56,6 +56,7 @@ public final class ConfigNode {
   private static final String ENV_START = "${env:";
   private static final int MAX_SUGGESTION_DISTANCE = 2;
   private static final int MAX_QUOTED_LENGTH = 40;
+  private static final Duration MIN_POSITIVE_DURATION = Duration.ofMillis(1);
   private static final Duration POSTGRES_MAX_TIMEOUT = Duration.ofMillis(Integer.MAX_VALUE);
 
   private final String source;
@@ -330,11 +331,14 @@ public final class ConfigNode {
     return d;
   }
 
-  /** A {@link #duration} that must be longer than zero. */
+  /**
+   * A {@link #duration} of at least 1ms: what Spillway waits or schedules with such a setting
+   * counts in whole milliseconds, where a shorter one would be zero.
+   */
   public Duration positiveDuration(String key, Duration dflt) {
     Duration d = duration(key, dflt);
-    if (d.isZero()) {
-      throw error(key, "must be longer than zero");
+    if (d.compareTo(MIN_POSITIVE_DURATION) < 0) {
+      throw error(key, "must be at least " + DurationText.format(MIN_POSITIVE_DURATION));
     }
     return d;
   }

@@ -203,7 +203,17 @@ class ConfigLoaderTest {
             "spillway.yml:2: capture.poll-interval must be a duration such as 2s or 500ms,"
                 + " not '10'.");
     assertThat(error("capture:\n  poll-interval: 0s\n"))
-        .isEqualTo("spillway.yml:2: capture.poll-interval must be longer than zero.");
+        .isEqualTo("spillway.yml:2: capture.poll-interval must be at least 1ms.");
+  }
+
+  @Test
+  void should_refuse_a_positive_duration_under_a_millisecond() {
+    assertThat(error("health:\n  interval: PT0.0005S\n"))
+        .isEqualTo("spillway.yml:2: health.interval must be at least 1ms.");
+    assertThat(error("capture:\n  heartbeat-interval: PT0.000999S\n"))
+        .isEqualTo("spillway.yml:2: capture.heartbeat-interval must be at least 1ms.");
+    assertThat(parse("health:\n  interval: 1ms\n").health().interval())
+        .isEqualTo(Duration.ofMillis(1));
   }
 
   @Test
