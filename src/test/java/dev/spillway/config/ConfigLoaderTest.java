@@ -318,6 +318,35 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_prefix_or_database_name_making_a_slot_name_postgresql_refuses() {
+    String prefix = "p".repeat(59);
+    assertThat(error("kafka:\n  topic-prefix: " + prefix + "\n"))
+        .isEqualTo(
+            "spillway.yml:2: kafka.topic-prefix would name the replication slot and publication of"
+                + " database main "
+                + prefix
+                + "_main, 64 characters where PostgreSQL takes at most 63; shorten"
+                + " kafka.topic-prefix or the database's name.");
+    String database = "d".repeat(55);
+    assertThat(
+            error(
+                "databases:\n  main: { url: 'jdbc:postgresql://x/y', username: a }\n  "
+                    + database
+                    + ": { url: 'jdbc:postgresql://x/z', username: a }\n"))
+        .isEqualTo(
+            "spillway.yml:3: databases."
+                + database
+                + " would name the replication slot and publication of database "
+                + database
+                + " spillway_"
+                + database
+                + ", 64 characters where PostgreSQL takes at most 63; shorten kafka.topic-prefix"
+                + " or the database's name.");
+    assertThat(parse("kafka:\n  topic-prefix: " + "p".repeat(58) + "\n").kafka().topicPrefix())
+        .hasSize(58);
+  }
+
+  @Test
   void should_refuse_a_named_file_that_does_not_exist(@TempDir Path dir) {
     Path missing = dir.resolve("nope.yml");
     assertThatThrownBy(() -> ConfigLoader.load(missing, NO_ENV))
