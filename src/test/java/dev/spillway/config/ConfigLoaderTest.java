@@ -136,6 +136,36 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_client_properties_that_would_undo_what_spillway_sets() {
+    assertThat(error("kafka:\n  properties:\n    max.in.flight.requests.per.connection: 10\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.max.in.flight.requests.per.connection must be between"
+                + " 1 and 5, since Spillway's producers are idempotent, not '10'.");
+    assertThat(error("kafka:\n  properties:\n    producer.retries: 0\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.producer.retries must be at least 1, since"
+                + " Spillway's producers are idempotent, not '0'.");
+    assertThat(error("kafka:\n  properties:\n    group.protocol: consumer\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.group.protocol is Spillway's own: its consumer groups"
+                + " take the classic protocol, which the partition assignment strategy Spillway"
+                + " sets needs; remove it.");
+    assertThat(error("kafka:\n  properties:\n    main.consumer.group.instance.id: host-1\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.main.consumer.group.instance.id is Spillway's own:"
+                + " its consumers of one group would share this static member id and fence each"
+                + " other out; remove it.");
+    assertThat(
+            parse(
+                    "kafka:\n  properties:\n    retries: 10\n"
+                        + "    max.in.flight.requests.per.connection: 5\n")
+                .kafka()
+                .properties())
+        .containsEntry("retries", "10")
+        .containsEntry("max.in.flight.requests.per.connection", "5");
+  }
+
+  @Test
   void should_reject_unknown_key_with_file_line_and_suggestion() {
     assertThat(error("http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n"))
         .isEqualTo(
