@@ -4,6 +4,7 @@ import dev.spillway.capture.CaptureSettings;
 import dev.spillway.event.TableName;
 import dev.spillway.health.HealthMonitor;
 import dev.spillway.sink.SinkSettings;
+import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Collections;
@@ -140,11 +141,26 @@ public record SpillwayConfig(
     if (dir.isBlank()) {
       throw root.error("working-dir", "must not be empty");
     }
+    Path resolved;
     try {
-      return baseDir.toAbsolutePath().resolve(dir).normalize();
+      resolved = baseDir.toAbsolutePath().resolve(dir).normalize();
     } catch (InvalidPathException e) {
       throw root.error("working-dir", "is not a valid path (" + e.getReason() + ")");
     }
+    // What exists of it must be directories: a start would fail making it, after reading this.
+    for (Path p = resolved; p != null; p = p.getParent()) {
+      if (Files.exists(p)) {
+        if (!Files.isDirectory(p)) {
+          throw root.error(
+              "working-dir",
+              p.equals(resolved)
+                  ? "names " + p + ", which is a file, not a directory"
+                  : "names " + resolved + ", but " + p + " is a file, not a directory");
+        }
+        break;
+      }
+    }
+    return resolved;
   }
 
   /**

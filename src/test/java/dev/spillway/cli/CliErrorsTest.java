@@ -143,6 +143,18 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_before_starting_anything_for_a_working_dir_that_is_a_file(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: spillway.yml\n");
+    Cli.Result r = Cli.run("quickstart", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            config + ":1: working-dir names " + config + ", which is a file, not a directory.");
+  }
+
+  @Test
   void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");

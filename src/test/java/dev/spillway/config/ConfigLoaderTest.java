@@ -398,6 +398,26 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_working_dir_that_is_a_file_or_lies_under_one(@TempDir Path dir)
+      throws Exception {
+    Path file = dir.resolve("spillway.yml");
+    Files.writeString(file, "working-dir: spillway.yml\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(file + ":1: working-dir names " + file + ", which is a file, not a directory.");
+    Files.writeString(file, "http:\n  port: 1\nworking-dir: spillway.yml/state\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(
+            file
+                + ":3: working-dir names "
+                + file.resolve("state")
+                + ", but "
+                + file
+                + " is a file, not a directory.");
+  }
+
+  @Test
   void should_read_the_shipped_example_configuration() {
     Map<String, String> env =
         Map.of("KAFKA_PASSWORD", "k", "MAIN_PW", "m", "CI_PW", "c", "CRM_TOKEN", "t");
