@@ -155,6 +155,22 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_before_reading_any_database_for_a_migrations_dir_that_is_a_file(
+      @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config, "databases:\n  main: { url: 'jdbc:postgresql://127.0.0.1:1/none', username: a }\n");
+    Cli.Result r =
+        Cli.run("lfk", "generate", "-c", config.toString(), "--migrations-dir", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "--migrations-dir "
+                + config
+                + " is a file, not a directory (see 'spillway lfk generate --help').");
+  }
+
+  @Test
   void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");
