@@ -117,14 +117,21 @@ public record KafkaConfig(
       throw n.error(
           "topic-prefix", "may contain only letters, digits, '_' and '-', not '" + prefix + "'");
     }
+    int partitions = n.integer("partitions", DEFAULT_PARTITIONS, 1, MAX_PARTITIONS);
+    int replicationFactor =
+        n.integer("replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR);
+    if (bootstrap.isEmpty() && replicationFactor > 1) {
+      throw n.error(
+          "replication-factor",
+          "must be 1 without kafka.bootstrap-servers: the embedded broker is a single node, not "
+              + replicationFactor);
+    }
     KafkaConfig c =
         new KafkaConfig(
             bootstrap.map(String::strip),
             prefix,
-            n.integer("partitions", DEFAULT_PARTITIONS, 1, MAX_PARTITIONS),
-            (short)
-                n.integer(
-                    "replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR),
+            partitions,
+            (short) replicationFactor,
             properties(n));
     n.finish();
     return c;

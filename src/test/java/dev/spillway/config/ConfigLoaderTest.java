@@ -166,6 +166,19 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_replication_factor_the_embedded_broker_cannot_give() {
+    assertThat(error("kafka:\n  partitions: 3\n  replication-factor: 3\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.replication-factor must be 1 without kafka.bootstrap-servers:"
+                + " the embedded broker is a single node, not 3.");
+    assertThat(
+            parse("kafka:\n  bootstrap-servers: k1:9092\n  replication-factor: 3\n")
+                .kafka()
+                .replicationFactor())
+        .isEqualTo((short) 3);
+  }
+
+  @Test
   void should_reject_unknown_key_with_file_line_and_suggestion() {
     assertThat(error("http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n"))
         .isEqualTo(
