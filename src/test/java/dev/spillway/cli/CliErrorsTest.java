@@ -201,6 +201,19 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_before_the_quickstart_starts_anything_for_a_bad_loose_foreign_keys_key(
+      @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\nloose-foreign-keys:\n  batch-sise: 10\n");
+    Cli.Result r = Cli.run("quickstart", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            config + ":3: unknown key loose-foreign-keys.batch-sise (did you mean batch-size?).");
+    assertThat(dir.resolve("wd")).as("nothing started").doesNotExist();
+  }
+
+  @Test
   void should_exit_2_for_an_unknown_pipeline_in_only() {
     Cli.Result r = Cli.run("run", "--only", "lfk,frobnicate");
     assertThat(r.exitCode()).isEqualTo(2);
