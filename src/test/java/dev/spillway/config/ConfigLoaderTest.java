@@ -474,6 +474,32 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_health_thresholds_that_leave_out_the_throttle_stage() {
+    assertThat(error("health:\n  wal-rate-stop: 0B\n"))
+        .isEqualTo(
+            "spillway.yml:2: health.wal-rate-stop must be above zero, or work would stop"
+                + " whenever any WAL is written.");
+    assertThat(error("health:\n  connections-throttle: 0.9\n  connections-stop: 0.9\n"))
+        .isEqualTo(
+            "spillway.yml:2: health.connections-throttle must be below connections-stop, or work"
+                + " would stop before it is ever throttled.");
+    assertThat(error("health:\n  interval: 1s\n  slot-wal-stop: 512MB\n"))
+        .isEqualTo(
+            "spillway.yml:3: health.slot-wal-stop must be above slot-wal-throttle (set that lower"
+                + " too), or work would stop before it is ever throttled.");
+    assertThat(error("health:\n  replication-lag-throttle: 2m\n"))
+        .startsWith("spillway.yml:2: health.replication-lag-throttle must be below");
+    assertThat(error("health:\n  wal-archive-stop: 0\n"))
+        .startsWith("spillway.yml:2: health.wal-archive-stop must be above zero");
+    assertThat(
+            parse("health:\n  slot-wal-throttle: 256MB\n  slot-wal-stop: 512MB\n")
+                .health()
+                .thresholds()
+                .slotWalStop())
+        .isEqualTo(512L << 20);
+  }
+
+  @Test
   void should_reject_bad_health_and_sink_values() {
     assertThat(error("health:\n  slot-wal-stop: lots\n"))
         .isEqualTo(
