@@ -288,6 +288,29 @@ class CliErrorsTest {
                 + " (parents: public.projects) (see 'spillway replay lfk --help').");
   }
 
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "replay lfk --table projects. | --table 'projects.' is not a table name: write table or"
+            + " schema.table (see 'spillway replay lfk --help').",
+        "lfk sweep projects. | PARENT 'projects.' is not a table name: write table or"
+            + " schema.table (see 'spillway lfk sweep --help').",
+        "replay buffers --since 400000000000d | Invalid value for option '--since':"
+            + " '400000000000d' is before 1970-01-01T00:00:00Z, where Kafka's record times begin"
+            + " (see 'spillway replay buffers --help').",
+        "lfk sweep --recheck-after 200000000000d | Invalid value for option '--recheck-after':"
+            + " '200000000000d' is longer than 365d (see 'spillway lfk sweep --help')."
+      })
+  void should_exit_2_naming_the_argument_for_a_table_or_time_out_of_bounds(
+      String command, String sentence, @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Cli.Result r = Cli.run((command + " -c " + config).split(" "));
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip()).isEqualTo(sentence);
+  }
+
   @Test
   void should_exit_2_in_one_sentence_for_a_since_that_is_no_time() {
     Cli.Result r = Cli.run("replay", "lfk", "--since", "yesterday");
