@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
 import dev.spillway.event.Topics;
 import dev.spillway.streams.Batcher;
 import dev.spillway.streams.CheckOrDeadLetter;
@@ -33,6 +34,15 @@ public final class BufferTopology {
   static final String MALFORMED = "malformed-events";
 
   private BufferTopology() {}
+
+  /** Every topic a buffer's topology reads, writes, or has Kafka Streams keep for its stores. */
+  static List<String> topicNames(Topics topics, String buffer) {
+    return List.of(
+        topics.bufferEvents(buffer),
+        topics.bufferBatches(buffer),
+        topics.changelog(Pipeline.BUFFERS, buffer, SEEN),
+        topics.changelog(Pipeline.BUFFERS, buffer, STORE));
+  }
 
   /**
    * @param malformed told of each event the first node sends to the dead-letter topic

@@ -58,6 +58,20 @@ public final class BuffersSection {
                 + name
                 + " in Kafka; name the buffer otherwise");
       }
+      int longest =
+          BufferTopology.topicNames(new Topics(config.kafka().topicPrefix()), name).stream()
+              .mapToInt(String::length)
+              .max()
+              .orElse(0);
+      if (longest > Topics.MAX_NAME_LENGTH) {
+        throw section.error(
+            name,
+            "would give the buffer's Kafka topics names of up to "
+                + longest
+                + " characters, where Kafka takes at most "
+                + Topics.MAX_NAME_LENGTH
+                + "; shorten the buffer's name");
+      }
       BufferSettings b = buffer(name, n, config);
       String other = tables.putIfAbsent(b.table(), name);
       if (other != null) {

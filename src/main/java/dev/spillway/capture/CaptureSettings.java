@@ -6,6 +6,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * How capture talks to Kafka and paces Debezium.
@@ -52,7 +53,16 @@ public record CaptureSettings(
   }
 
   /** PostgreSQL's longest identifier; a longer slot name is refused, a publication's cut short. */
-  static final int MAX_NAME_LENGTH = 63;
+  public static final int MAX_NAME_LENGTH = 63;
+
+  /**
+   * The slot (and publication) name of a database under a topic prefix when PostgreSQL would not
+   * take it whole; empty when it would.
+   */
+  public static Optional<String> overlongSlotName(String topicPrefix, String database) {
+    String name = slotName(topicPrefix, database);
+    return name.length() > MAX_NAME_LENGTH ? Optional.of(name) : Optional.empty();
+  }
 
   /**
    * Refuses, in one sentence, databases whose slot and publication name PostgreSQL would not take
@@ -63,15 +73,17 @@ public record CaptureSettings(
   public void checkSlotNames(Collection<String> databases) {
     Map<String, String> byName = new HashMap<>();
     for (String database : databases) {
+      overlongSlotName(topics.prefix(), database)
+          .ifPresent(
+              overlong -> {
+                throw new CaptureSetupException(
+                    String.format(
+                        "The replication slot and publication of database %s would be named %s,"
+                            + " %d characters where PostgreSQL takes at most %d; shorten"
+                            + " kafka.topic-prefix or the database's name.",
+                        database, overlong, overlong.length(), MAX_NAME_LENGTH));
+              });
       String name = slotName(database);
-      if (name.length() > MAX_NAME_LENGTH) {
-        throw new CaptureSetupException(
-            String.format(
-                "The replication slot and publication of database %s would be named %s, %d"
-                    + " characters where PostgreSQL takes at most %d; shorten kafka.topic-prefix"
-                    + " or the database's name.",
-                database, name, name.length(), MAX_NAME_LENGTH));
-      }
       String other = byName.putIfAbsent(name, database);
       if (other != null) {
         throw new CaptureSetupException(

@@ -5,6 +5,14 @@ import dev.spillway.config.ConfigException;
 import dev.spillway.support.Causes;
 import dev.spillway.support.Slips;
 import java.io.PrintWriter;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Optional;
 import picocli.CommandLine;
@@ -86,13 +94,53 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
         .orElse(null);
   }
 
-  /** The message of the outermost exception that has one, as a sentence. */
+  /**
+   * The message of the outermost exception that says something of its own (not merely its cause's
+   * class and message, as {@code UncheckedIOException} does), as a sentence; a file system's
+   * failure, whose message may be a bare path, in words.
+   */
   static String sentence(Throwable e) {
-    String m = Causes.message(e);
-    if (m != null) {
-      return m.endsWith(".") ? m : m + ".";
+    for (Throwable t : Causes.chain(e)) {
+      String m =
+          t instanceof FileSystemException f
+              ? fileProblem(f)
+              : t.getCause() != null && t.getCause().toString().equals(t.getMessage())
+                  ? null
+                  : t.getMessage();
+      if (m != null && !m.isBlank()) {
+        return m.endsWith(".") ? m : m + ".";
+      }
     }
     return e.getClass().getSimpleName() + " (run with --verbose for details).";
+  }
+
+  /** What went wrong with a file or directory, naming it: {@code Permission denied: /srv/x}. */
+  static String fileProblem(FileSystemException f) {
+    String file =
+        f.getFile() == null
+            ? "a file"
+            : f.getOtherFile() == null ? f.getFile() : f.getFile() + " -> " + f.getOtherFile();
+    if (f instanceof AccessDeniedException) {
+      return "Permission denied: " + file;
+    }
+    if (f instanceof FileAlreadyExistsException) {
+      boolean directory = f.getFile() != null && Files.isDirectory(Path.of(f.getFile()));
+      return "Cannot create "
+          + file
+          + ": a "
+          + (directory ? "directory" : "file")
+          + " of that name exists";
+    }
+    if (f instanceof NoSuchFileException) {
+      return "No such file or directory: " + file;
+    }
+    if (f instanceof NotDirectoryException) {
+      return "Not a directory: " + file;
+    }
+    if (f instanceof DirectoryNotEmptyException) {
+      return "Directory not empty: " + file;
+    }
+    return f.getReason() == null ? "Cannot use " + file : f.getReason() + ": " + file;
   }
 
   private static boolean verbose(ParseResult parsed) {

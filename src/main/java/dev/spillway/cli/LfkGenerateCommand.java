@@ -5,11 +5,13 @@ import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.ForeignKey;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkGenerator;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -79,6 +81,14 @@ final class LfkGenerateCommand implements Callable<Integer> {
     }
     SpillwayConfig config = Launch.config(lfk.root);
     LfkConfig lfkConfig = LfkConfig.from(config, true);
+    Path dir = migrationsDir(config);
+    if (Files.exists(dir) && !Files.isDirectory(dir)) {
+      throw new ParameterException(
+          spec.commandLine(),
+          (migrationsDir != null ? "--migrations-dir " : "The migrations directory ")
+              + dir
+              + " is a file, not a directory");
+    }
     PrintWriter out = spec.commandLine().getOut();
     List<ForeignKey> keys = new ArrayList<>();
     try (Catalogs catalogs = Catalogs.open(config)) {
@@ -133,14 +143,13 @@ final class LfkGenerateCommand implements Callable<Integer> {
 
   private void write(
       PrintWriter out, SpillwayConfig config, Path definitions, List<ForeignKey> converted)
-      throws java.io.IOException {
+      throws IOException {
     String before =
         Files.exists(definitions) ? Files.readString(definitions, StandardCharsets.UTF_8) : "";
     String after = LfkGenerator.addDefinitions(before, converted);
     Map<String, List<ForeignKey>> byDatabase = new LinkedHashMap<>();
     converted.forEach(k -> byDatabase.computeIfAbsent(k.database(), d -> new ArrayList<>()).add(k));
-    Path dir =
-        migrationsDir != null ? migrationsDir : baseDir(config).resolve("db").resolve("migrate");
+    Path dir = migrationsDir(config);
     // Two runs within a second must not give the second's migration the first one's name: that
     // would overwrite the migration dropping the first run's keys.
     LocalDateTime time = LocalDateTime.now(ZoneOffset.UTC).withNano(0);
@@ -149,40 +158,57 @@ final class LfkGenerateCommand implements Callable<Integer> {
       time = time.plusSeconds(1);
       migrations = migrations(dir, time.format(STAMP), byDatabase);
     }
-    Map<Path, String> files = new LinkedHashMap<>();
-    files.put(definitions, after);
-    files.putAll(migrations);
     if (dryRun) {
       out.printf(
           "%nDry run: nothing written. Would add to %s%s:%n",
           definitions,
           Files.exists(definitions) ? "" : " (a new file; set loose-foreign-keys.file to it)");
       out.print(LfkGenerator.definitions(converted));
-      files.forEach(
-          (path, text) -> {
-            if (!path.equals(definitions)) {
-              out.printf("Would write %s:%n%s", path, text);
-            }
-          });
+      migrations.forEach((path, text) -> out.printf("Would write %s:%n%s", path, text));
       return;
     }
-    for (Map.Entry<Path, String> f : files.entrySet()) {
-      Path parent = f.getKey().toAbsolutePath().getParent();
-      Files.createDirectories(parent);
-      if (f.getKey().equals(definitions)) {
-        Files.writeString(f.getKey(), f.getValue(), StandardCharsets.UTF_8);
-      } else {
-        Files.writeString(
-            f.getKey(), f.getValue(), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
-      }
-    }
+    writeFiles(definitions, after, migrations);
     out.printf("%nAdded %d loose foreign keys to %s%n", converted.size(), definitions);
-    files.keySet().stream()
-        .filter(p -> !p.equals(definitions))
-        .forEach(p -> out.printf("Wrote %s%n", p));
+    migrations.keySet().forEach(p -> out.printf("Wrote %s%n", p));
     out.println(
         "Deploy the definitions (restart 'run') before applying the up migration, so no delete"
             + " goes uncleaned.");
+  }
+
+  /**
+   * Writes the migrations, each a new file, then the definitions. A failure leaves the definitions
+   * as they were and takes back the migrations written, so that running again converts the same
+   * keys and writes the migration dropping them; the definitions first would leave them converted
+   * with no migration.
+   *
+   * @throws UncheckedIOException saying in one sentence what failed and that nothing was written
+   */
+  static void writeFiles(Path definitions, String text, Map<Path, String> migrations) {
+    List<Path> written = new ArrayList<>();
+    try {
+      for (Map.Entry<Path, String> m : migrations.entrySet()) {
+        Files.createDirectories(m.getKey().toAbsolutePath().getParent());
+        Files.createFile(m.getKey()); // never over another run's migration
+        written.add(m.getKey());
+        Files.writeString(m.getKey(), m.getValue(), StandardCharsets.UTF_8);
+      }
+      Files.createDirectories(definitions.toAbsolutePath().getParent());
+      Files.writeString(definitions, text, StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      for (Path p : written) {
+        try {
+          Files.deleteIfExists(p);
+        } catch (IOException left) {
+          e.addSuppressed(left);
+        }
+      }
+      throw new UncheckedIOException(
+          (e instanceof FileSystemException f ? ErrorHandler.fileProblem(f) : e.getMessage())
+              + "; no migration was written and "
+              + definitions
+              + " is unchanged",
+          e);
+    }
   }
 
   /** Per database, an up and a down migration named after the time stamp. */
@@ -196,6 +222,10 @@ final class LfkGenerateCommand implements Callable<Integer> {
           files.put(dir.resolve(name + ".down.sql"), LfkGenerator.down(keys));
         });
     return files;
+  }
+
+  private Path migrationsDir(SpillwayConfig config) {
+    return migrationsDir != null ? migrationsDir : baseDir(config).resolve("db").resolve("migrate");
   }
 
   private static Path baseDir(SpillwayConfig config) {

@@ -191,7 +191,7 @@ final class LfkSweepCommand implements Callable<Integer> {
     definitions.forEach(d -> known.add(d.parent()));
     Set<TableName> wanted = new LinkedHashSet<>();
     for (String p : parents) {
-      TableName t = TableName.parse(p);
+      TableName t = TableArgument.parse(spec, "PARENT", p);
       if (!known.contains(t)) {
         throw new ParameterException(
             spec.commandLine(),
@@ -314,12 +314,18 @@ final class LfkSweepCommand implements Callable<Integer> {
   static final class Durations implements ITypeConverter<Duration> {
     @Override
     public Duration convert(String value) {
-      return DurationText.parse(value)
-          .filter(d -> !d.isNegative())
-          .orElseThrow(
-              () ->
-                  new TypeConversionException(
-                      "'" + value + "' is not a duration such as 2s, 500ms or 1m"));
+      Duration d =
+          DurationText.parse(value)
+              .filter(parsed -> !parsed.isNegative())
+              .orElseThrow(
+                  () ->
+                      new TypeConversionException(
+                          "'" + value + "' is not a duration such as 2s, 500ms or 1m"));
+      if (d.compareTo(DurationText.MAX) > 0) {
+        throw new TypeConversionException(
+            "'" + value + "' is longer than " + DurationText.format(DurationText.MAX));
+      }
+      return d;
     }
   }
 

@@ -8,6 +8,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.lfk.LfkSettings;
 import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.TopicTail;
 import dev.spillway.runtime.SpillwayRuntime;
@@ -49,6 +50,9 @@ final class QuickstartCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayConfig config = Launch.config(root).embedded();
+    // The demo runs on its own definitions with the configured settings; the section is checked
+    // whole, as run checks it, before anything starts.
+    LfkSettings lfkSettings = LfkStartup.settings(config);
     long t0 = System.nanoTime();
     out.printf("Starting embedded PostgreSQL and Kafka in %s ...%n", config.workingDir());
     out.flush();
@@ -80,7 +84,7 @@ final class QuickstartCommand implements Callable<Integer> {
       LfkPipeline lfk =
           LfkStartup.start(
               runtime,
-              LfkStartup.settings(config),
+              lfkSettings,
               LfkStartup.definitions(definitions),
               t -> LfkDemo.TABLES.getOrDefault(TableName.parse(t).toString(), SpillwayRuntime.MAIN),
               out);

@@ -4,7 +4,6 @@ import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Pipeline;
-import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkPipeline;
@@ -127,7 +126,7 @@ final class ReplayCommand implements Runnable {
     public Integer call() throws Exception {
       SpillwayConfig config = Launch.config(replay.root);
       Topics topics = new Topics(config.kafka().topicPrefix());
-      String only = table == null ? null : TableName.parse(table).toString();
+      String only = table == null ? null : TableArgument.parse(spec, "--table", table).toString();
       if (only != null) {
         // A batch of a table no definition has as parent would clean nothing.
         List<String> parents =
@@ -296,15 +295,6 @@ final class ReplayCommand implements Runnable {
 
   /** {@code --since}: an ISO-8601 instant, or a duration meaning that long ago. */
   static final class SinceConverter implements ITypeConverter<Instant> {
-    /** Kafka finds records by time from 1970 on only. */
-    private static Instant notBeforeEpoch(Instant since, String value) {
-      if (since.isBefore(Instant.EPOCH)) {
-        throw new TypeConversionException(
-            "'" + value + "' is before 1970-01-01T00:00:00Z, where Kafka's record times begin");
-      }
-      return since;
-    }
-
     private final Clock clock;
 
     SinceConverter() {
@@ -318,11 +308,20 @@ final class ReplayCommand implements Runnable {
     @Override
     public Instant convert(String value) {
       try {
-        return notBeforeEpoch(Instant.parse(value.trim()), value);
+        Instant since = Instant.parse(value.trim());
+        if (since.isBefore(Instant.EPOCH)) {
+          throw beforeEpoch(value);
+        }
+        return since;
       } catch (DateTimeParseException e) {
         Optional<Duration> ago = DurationText.parse(value);
         if (ago.isPresent() && !ago.get().isNegative()) {
-          return notBeforeEpoch(clock.instant().minus(ago.get()), value);
+          Instant now = clock.instant();
+          // Compared, not subtracted first: an instant that long ago may not exist at all.
+          if (ago.get().compareTo(Duration.between(Instant.EPOCH, now)) > 0) {
+            throw beforeEpoch(value);
+          }
+          return now.minus(ago.get());
         }
       }
       throw new TypeConversionException(
@@ -330,6 +329,12 @@ final class ReplayCommand implements Runnable {
               + value
               + "' is neither an instant such as 2026-11-24T08:00:00Z nor a time ago such as 30m,"
               + " 2h or 1d");
+    }
+
+    /** Kafka finds records by time from 1970 on only. */
+    private static TypeConversionException beforeEpoch(String value) {
+      return new TypeConversionException(
+          "'" + value + "' is before 1970-01-01T00:00:00Z, where Kafka's record times begin");
     }
   }
 

@@ -56,6 +56,8 @@ public final class ConfigNode {
   private static final String ENV_START = "${env:";
   private static final int MAX_SUGGESTION_DISTANCE = 2;
   private static final int MAX_QUOTED_LENGTH = 40;
+  private static final Duration MIN_POSITIVE_DURATION = Duration.ofMillis(1);
+  private static final Duration POSTGRES_MAX_TIMEOUT = Duration.ofMillis(Integer.MAX_VALUE);
 
   private final String source;
   private final String path;
@@ -284,10 +286,33 @@ public final class ConfigNode {
   }
 
   /**
-   * A duration of zero or more: {@code 500ms}, {@code 2s}, {@code 10m}, {@code 1h}, {@code 1d} or
-   * ISO-8601 such as {@code PT2S}. A bare number is refused, since its unit would be a guess.
+   * A duration of zero or more, at most {@link DurationText#MAX}: {@code 500ms}, {@code 2s}, {@code
+   * 10m}, {@code 1h}, {@code 1d} or ISO-8601 such as {@code PT2S}. A bare number is refused, since
+   * its unit would be a guess.
    */
   public Duration duration(String key, Duration dflt) {
+    return duration(
+        key, dflt, DurationText.MAX, "must be at most " + DurationText.format(DurationText.MAX));
+  }
+
+  /**
+   * A {@link #duration} PostgreSQL takes as a millisecond setting ({@code lock_timeout}, {@code
+   * statement_timeout}): at most 2^31 - 1 ms (24 days and a bit); 0s for none.
+   */
+  public Duration postgresTimeout(String key, Duration dflt) {
+    return duration(
+        key,
+        dflt,
+        POSTGRES_MAX_TIMEOUT,
+        "must be at most 24d (PostgreSQL's limit), or 0s for none");
+  }
+
+  /**
+   * A duration of zero or more, up to {@code max}.
+   *
+   * @param tooLong the sentence after the key for a duration longer than {@code max}
+   */
+  private Duration duration(String key, Duration dflt, Duration max, String tooLong) {
     Node n = value(key);
     if (n == null) {
       return dflt;
@@ -300,26 +325,20 @@ public final class ConfigNode {
     if (d.isNegative()) {
       throw error(key, "must not be negative");
     }
-    return d;
-  }
-
-  /**
-   * A {@link #duration} PostgreSQL takes as a millisecond setting ({@code lock_timeout}, {@code
-   * statement_timeout}): at most 2^31 - 1 ms (24 days and a bit); 0s for none.
-   */
-  public Duration postgresTimeout(String key, Duration dflt) {
-    Duration d = duration(key, dflt);
-    if (d.toMillis() > Integer.MAX_VALUE) {
-      throw error(key, "must be at most 24d (PostgreSQL's limit), or 0s for none");
+    if (d.compareTo(max) > 0) {
+      throw error(key, tooLong);
     }
     return d;
   }
 
-  /** A {@link #duration} that must be longer than zero. */
+  /**
+   * A {@link #duration} of at least 1ms: what Spillway waits or schedules with such a setting
+   * counts in whole milliseconds, where a shorter one would be zero.
+   */
   public Duration positiveDuration(String key, Duration dflt) {
     Duration d = duration(key, dflt);
-    if (d.isZero()) {
-      throw error(key, "must be longer than zero");
+    if (d.compareTo(MIN_POSITIVE_DURATION) < 0) {
+      throw error(key, "must be at least " + DurationText.format(MIN_POSITIVE_DURATION));
     }
     return d;
   }

@@ -12,6 +12,12 @@ import java.util.regex.Pattern;
  * configuration is described, so a logged value can be pasted back into the file.
  */
 public final class DurationText {
+  /**
+   * The longest duration Spillway takes for a setting or option: longer than any wait, interval or
+   * timeout it has a use for, and short enough that no arithmetic on it in nanoseconds overflows.
+   */
+  public static final Duration MAX = Duration.ofDays(365);
+
   private static final Pattern SHORT = Pattern.compile("(\\d+)\\s*(ms|s|m|h|d)");
 
   private DurationText() {}

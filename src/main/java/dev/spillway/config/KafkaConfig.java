@@ -16,8 +16,8 @@ import java.util.regex.Pattern;
  * @param partitions of the topics Spillway creates, at least 1
  * @param replicationFactor of the topics Spillway creates, at least 1
  * @param properties given to every Kafka client (security settings and the like) over Spillway's
- *     tuning defaults; none of {@link KafkaClients#SET_BY_SPILLWAY}. They may hold secrets, so only
- *     their names are ever logged
+ *     tuning defaults; none that {@link KafkaClients#refusal} refuses. They may hold secrets, so
+ *     only their names are ever logged
  */
 public record KafkaConfig(
     Optional<String> bootstrapServers,
@@ -48,13 +48,13 @@ public record KafkaConfig(
     if (partitions < 1 || replicationFactor < 1) {
       throw new IllegalArgumentException("partitions and replicationFactor must be at least 1");
     }
-    properties.keySet().stream()
-        .filter(KafkaClients::setBySpillway)
-        .findFirst()
-        .ifPresent(
-            k -> {
-              throw new IllegalArgumentException("property " + k + " is set by Spillway itself");
-            });
+    properties.forEach(
+        (k, v) ->
+            KafkaClients.refusal(k, v)
+                .ifPresent(
+                    problem -> {
+                      throw new IllegalArgumentException("property " + k + " " + problem);
+                    }));
     properties = Collections.unmodifiableMap(new LinkedHashMap<>(properties));
   }
 
@@ -90,17 +90,19 @@ public record KafkaConfig(
 
   private static Map<String, String> properties(ConfigNode n) {
     Map<String, String> properties = n.stringMap("properties");
-    for (String k : properties.keySet()) {
-      if (KafkaClients.setBySpillway(k)) {
-        ConfigNode p = n.child("properties").orElseThrow();
-        throw p.error(
-            k,
-            k.endsWith("bootstrap.servers")
-                ? "is set by Spillway itself; use kafka.bootstrap-servers"
-                : "is set by Spillway itself, since delivery, its consumer groups and its topics"
-                    + " depend on it; remove it");
-      }
-    }
+    properties.forEach(
+        (k, v) ->
+            KafkaClients.refusal(k, v)
+                .ifPresent(
+                    problem -> {
+                      throw n.child("properties")
+                          .orElseThrow()
+                          .error(
+                              k,
+                              k.endsWith("bootstrap.servers")
+                                  ? "is set by Spillway itself; use kafka.bootstrap-servers"
+                                  : problem);
+                    }));
     return properties;
   }
 
@@ -115,14 +117,21 @@ public record KafkaConfig(
       throw n.error(
           "topic-prefix", "may contain only letters, digits, '_' and '-', not '" + prefix + "'");
     }
+    int partitions = n.integer("partitions", DEFAULT_PARTITIONS, 1, MAX_PARTITIONS);
+    int replicationFactor =
+        n.integer("replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR);
+    if (bootstrap.isEmpty() && replicationFactor > 1) {
+      throw n.error(
+          "replication-factor",
+          "must be 1 without kafka.bootstrap-servers: the embedded broker is a single node, not "
+              + replicationFactor);
+    }
     KafkaConfig c =
         new KafkaConfig(
             bootstrap.map(String::strip),
             prefix,
-            n.integer("partitions", DEFAULT_PARTITIONS, 1, MAX_PARTITIONS),
-            (short)
-                n.integer(
-                    "replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR),
+            partitions,
+            (short) replicationFactor,
             properties(n));
     n.finish();
     return c;

@@ -1,8 +1,10 @@
 package dev.spillway.config;
 
+import dev.spillway.capture.CaptureSettings;
 import dev.spillway.event.TableName;
 import dev.spillway.health.HealthMonitor;
 import dev.spillway.sink.SinkSettings;
+import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.Collections;
@@ -107,8 +109,11 @@ public record SpillwayConfig(
     }
     Path workingDir = workingDir(root, baseDir);
     HttpConfig http = HttpConfig.from(root.section("http"));
-    KafkaConfig kafka = KafkaConfig.from(root.section("kafka"));
-    Map<String, DatabaseConfig> databases = DatabaseConfig.allFrom(root.children("databases"));
+    ConfigNode kafkaNode = root.section("kafka");
+    KafkaConfig kafka = KafkaConfig.from(kafkaNode);
+    Map<String, ConfigNode> databaseNodes = root.children("databases");
+    Map<String, DatabaseConfig> databases = DatabaseConfig.allFrom(databaseNodes);
+    slotNames(kafkaNode, kafka.topicPrefix(), databaseNodes);
     Map<String, String> tables = tables(root, namesOf(databases));
     CaptureConfig capture = CaptureConfig.from(root.section("capture"));
     HealthMonitor.Settings health = HealthSection.from(root.section("health"));
@@ -136,10 +141,49 @@ public record SpillwayConfig(
     if (dir.isBlank()) {
       throw root.error("working-dir", "must not be empty");
     }
+    Path resolved;
     try {
-      return baseDir.toAbsolutePath().resolve(dir).normalize();
+      resolved = baseDir.toAbsolutePath().resolve(dir).normalize();
     } catch (InvalidPathException e) {
       throw root.error("working-dir", "is not a valid path (" + e.getReason() + ")");
+    }
+    // What exists of it must be directories: a start would fail making it, after reading this.
+    for (Path p = resolved; p != null; p = p.getParent()) {
+      if (Files.exists(p)) {
+        if (!Files.isDirectory(p)) {
+          throw root.error(
+              "working-dir",
+              p.equals(resolved)
+                  ? "names " + p + ", which is a file, not a directory"
+                  : "names " + resolved + ", but " + p + " is a file, not a directory");
+        }
+        break;
+      }
+    }
+    return resolved;
+  }
+
+  /**
+   * Refuses a topic prefix and database name whose replication slot PostgreSQL would not take, now
+   * rather than when capture starts, after topics and consumer groups were made. The prefix is
+   * named when the file sets it (an embedded database's name is Spillway's), else the database.
+   */
+  private static void slotNames(
+      ConfigNode kafka, String topicPrefix, Map<String, ConfigNode> databases) {
+    Set<String> names = databases.isEmpty() ? Set.of(MAIN) : databases.keySet();
+    for (String database : names) {
+      Optional<String> overlong = CaptureSettings.overlongSlotName(topicPrefix, database);
+      if (overlong.isPresent()) {
+        String problem =
+            String.format(
+                "would name the replication slot and publication of database %s %s, %d characters"
+                    + " where PostgreSQL takes at most %d; shorten kafka.topic-prefix or the"
+                    + " database's name",
+                database, overlong.get(), overlong.get().length(), CaptureSettings.MAX_NAME_LENGTH);
+        throw kafka.has("topic-prefix") || !databases.containsKey(database)
+            ? kafka.error("topic-prefix", problem)
+            : databases.get(database).invalid(problem);
+      }
     }
   }
 

@@ -2,8 +2,10 @@ package dev.spillway.event;
 
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -59,16 +61,77 @@ public final class KafkaClients {
           "producer.",
           "admin.");
 
+  /**
+   * Idempotent producers, which every producer of Spillway's is, keep a partition's records in
+   * order with at most this many requests in flight; Kafka refuses more.
+   */
+  private static final int MAX_IN_FLIGHT_IDEMPOTENT = 5;
+
   /** Whether Spillway sets this client property itself, also behind a Streams client prefix. */
   public static boolean setBySpillway(String property) {
-    String name = property;
+    return SET_BY_SPILLWAY.contains(unprefixed(property));
+  }
+
+  /**
+   * Why a configured client property cannot go to Spillway's clients, as the rest of a sentence
+   * that names it ({@code is set by Spillway itself…}); empty when it can. Besides what Spillway
+   * sets, it refuses what would undo that: a consumer group protocol other than the classic one its
+   * assignment strategy needs, a static member id its several consumers of a group would share, and
+   * producer settings an idempotent producer does not take.
+   */
+  public static Optional<String> refusal(String property, String value) {
+    String name = unprefixed(property);
+    if (SET_BY_SPILLWAY.contains(name)) {
+      return Optional.of(
+          "is set by Spillway itself, since delivery, its consumer groups and its topics depend on"
+              + " it; remove it");
+    }
+    return switch (name) {
+      case "group.protocol" ->
+          Optional.of(
+              "is Spillway's own: its consumer groups take the classic protocol, which the partition"
+                  + " assignment strategy Spillway sets needs; remove it");
+      case ConsumerConfig.GROUP_INSTANCE_ID_CONFIG ->
+          Optional.of(
+              "is Spillway's own: its consumers of one group would share this static member id and"
+                  + " fence each other out; remove it");
+      case ProducerConfig.RETRIES_CONFIG ->
+          wholeNumber(value, 1, Integer.MAX_VALUE)
+              ? Optional.empty()
+              : Optional.of(
+                  "must be at least 1, since Spillway's producers are idempotent, not '"
+                      + value
+                      + "'");
+      case ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION ->
+          wholeNumber(value, 1, MAX_IN_FLIGHT_IDEMPOTENT)
+              ? Optional.empty()
+              : Optional.of(
+                  "must be between 1 and "
+                      + MAX_IN_FLIGHT_IDEMPOTENT
+                      + ", since Spillway's producers are idempotent, not '"
+                      + value
+                      + "'");
+      default -> Optional.empty();
+    };
+  }
+
+  private static boolean wholeNumber(String value, int min, int max) {
+    try {
+      int n = Integer.parseInt(value.strip());
+      return n >= min && n <= max;
+    } catch (NumberFormatException e) {
+      return false;
+    }
+  }
+
+  /** The property without a Streams client prefix ({@code producer.}, {@code main.consumer.}…). */
+  private static String unprefixed(String property) {
     for (String prefix : CLIENT_PREFIXES) {
-      if (name.startsWith(prefix)) {
-        name = name.substring(prefix.length());
-        break;
+      if (property.startsWith(prefix)) {
+        return property.substring(prefix.length());
       }
     }
-    return SET_BY_SPILLWAY.contains(name);
+    return property;
   }
 
   /**

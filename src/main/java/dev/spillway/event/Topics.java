@@ -11,6 +11,10 @@ import java.util.regex.Pattern;
  */
 public final class Topics {
   public static final String DEFAULT_PREFIX = "spillway";
+
+  /** Kafka's longest topic name. */
+  public static final int MAX_NAME_LENGTH = 249;
+
   private static final Pattern LEGAL = Pattern.compile("[a-zA-Z0-9._-]+");
 
   private final String prefix;
@@ -89,6 +93,14 @@ public final class Topics {
           "A Streams application named '" + name + "' would join " + name(pipeline, name));
     }
     return name(pipeline, checked(name));
+  }
+
+  /**
+   * The changelog Kafka Streams keeps for a state store of a pipeline's Streams application: {@code
+   * <application id>-<store>-changelog}.
+   */
+  public String changelog(Pipeline pipeline, String application, String store) {
+    return streamsApplication(pipeline, application) + "-" + checked(store) + "-changelog";
   }
 
   /** Records a pipeline could not process, with the reason in headers. */

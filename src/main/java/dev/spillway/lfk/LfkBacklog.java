@@ -53,7 +53,7 @@ public final class LfkBacklog {
           decoded((k, v) -> backlog.addDeleted(EventSerdes.decodeDeletedRecord(v))));
       Map<String, byte[]> store = new HashMap<>();
       range.read(
-          app + "-" + LfkTopology.PENDING_STORE + "-changelog",
+          topics.changelog(Pipeline.LFK, LfkPipeline.STREAMS_NAME, LfkTopology.PENDING_STORE),
           TopicRange.all(),
           decoded(
               (k, v) -> {

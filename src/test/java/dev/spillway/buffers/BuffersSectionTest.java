@@ -137,6 +137,21 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_refuse_a_buffer_name_making_topic_names_longer_than_kafka_takes() {
+    String name = "e".repeat(208);
+    refused(
+        "buffers:\n  " + name + ":\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:2: buffers."
+            + name
+            + " would give the buffer's Kafka topics names of up to 250 characters, where Kafka"
+            + " takes at most 249; shorten the buffer's name.");
+    String longest = "e".repeat(207);
+    assertThat(read("buffers:\n  " + longest + ":\n    handler: { sql: \"SELECT :ids\" }\n"))
+        .extracting(BufferSettings::name)
+        .containsExactly(longest);
+  }
+
+  @Test
   void should_refuse_a_handler_naming_several_kinds() {
     refused(
         """

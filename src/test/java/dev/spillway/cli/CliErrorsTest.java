@@ -144,6 +144,34 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_exit_2_before_starting_anything_for_a_working_dir_that_is_a_file(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: spillway.yml\n");
+    Cli.Result r = Cli.run("quickstart", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            config + ":1: working-dir names " + config + ", which is a file, not a directory.");
+  }
+
+  @Test
+  void should_exit_2_before_reading_any_database_for_a_migrations_dir_that_is_a_file(
+      @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config, "databases:\n  main: { url: 'jdbc:postgresql://127.0.0.1:1/none', username: a }\n");
+    Cli.Result r =
+        Cli.run("lfk", "generate", "-c", config.toString(), "--migrations-dir", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "--migrations-dir "
+                + config
+                + " is a file, not a directory (see 'spillway lfk generate --help').");
+  }
+
+  @Test
   void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");
@@ -171,6 +199,19 @@ class CliErrorsTest {
                   + " update_column_to, not 'cascade'.");
     }
     assertThat(dir.resolve("wd")).doesNotExist();
+  }
+
+  @Test
+  void should_exit_2_before_the_quickstart_starts_anything_for_a_bad_loose_foreign_keys_key(
+      @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\nloose-foreign-keys:\n  batch-sise: 10\n");
+    Cli.Result r = Cli.run("quickstart", "-c", config.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            config + ":3: unknown key loose-foreign-keys.batch-sise (did you mean batch-size?).");
+    assertThat(dir.resolve("wd")).as("nothing started").doesNotExist();
   }
 
   @Test
@@ -264,6 +305,29 @@ class CliErrorsTest {
         .isEqualTo(
             "--table projcts is not the parent table of a loose foreign key of the configuration"
                 + " (parents: public.projects) (see 'spillway replay lfk --help').");
+  }
+
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "replay lfk --table projects. | --table 'projects.' is not a table name: write table or"
+            + " schema.table (see 'spillway replay lfk --help').",
+        "lfk sweep projects. | PARENT 'projects.' is not a table name: write table or"
+            + " schema.table (see 'spillway lfk sweep --help').",
+        "replay buffers --since 400000000000d | Invalid value for option '--since':"
+            + " '400000000000d' is before 1970-01-01T00:00:00Z, where Kafka's record times begin"
+            + " (see 'spillway replay buffers --help').",
+        "lfk sweep --recheck-after 200000000000d | Invalid value for option '--recheck-after':"
+            + " '200000000000d' is longer than 365d (see 'spillway lfk sweep --help')."
+      })
+  void should_exit_2_naming_the_argument_for_a_table_or_time_out_of_bounds(
+      String command, String sentence, @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Cli.Result r = Cli.run((command + " -c " + config).split(" "));
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip()).isEqualTo(sentence);
   }
 
   @Test

@@ -58,6 +58,10 @@ class ReplayCommandTest {
     assertThatThrownBy(() -> since.convert("30000d"))
         .isInstanceOf(TypeConversionException.class)
         .hasMessageStartingWith("'30000d' is before 1970");
+    assertThatThrownBy(() -> since.convert("400000000000d"))
+        .as("before any instant Java has")
+        .isInstanceOf(TypeConversionException.class)
+        .hasMessageStartingWith("'400000000000d' is before 1970");
   }
 
   /** A batch an earlier replay handed over, skipped this time. */

@@ -136,6 +136,49 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_client_properties_that_would_undo_what_spillway_sets() {
+    assertThat(error("kafka:\n  properties:\n    max.in.flight.requests.per.connection: 10\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.max.in.flight.requests.per.connection must be between"
+                + " 1 and 5, since Spillway's producers are idempotent, not '10'.");
+    assertThat(error("kafka:\n  properties:\n    producer.retries: 0\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.producer.retries must be at least 1, since"
+                + " Spillway's producers are idempotent, not '0'.");
+    assertThat(error("kafka:\n  properties:\n    group.protocol: consumer\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.group.protocol is Spillway's own: its consumer groups"
+                + " take the classic protocol, which the partition assignment strategy Spillway"
+                + " sets needs; remove it.");
+    assertThat(error("kafka:\n  properties:\n    main.consumer.group.instance.id: host-1\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.main.consumer.group.instance.id is Spillway's own:"
+                + " its consumers of one group would share this static member id and fence each"
+                + " other out; remove it.");
+    assertThat(
+            parse(
+                    "kafka:\n  properties:\n    retries: 10\n"
+                        + "    max.in.flight.requests.per.connection: 5\n")
+                .kafka()
+                .properties())
+        .containsEntry("retries", "10")
+        .containsEntry("max.in.flight.requests.per.connection", "5");
+  }
+
+  @Test
+  void should_refuse_a_replication_factor_the_embedded_broker_cannot_give() {
+    assertThat(error("kafka:\n  partitions: 3\n  replication-factor: 3\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.replication-factor must be 1 without kafka.bootstrap-servers:"
+                + " the embedded broker is a single node, not 3.");
+    assertThat(
+            parse("kafka:\n  bootstrap-servers: k1:9092\n  replication-factor: 3\n")
+                .kafka()
+                .replicationFactor())
+        .isEqualTo((short) 3);
+  }
+
+  @Test
   void should_reject_unknown_key_with_file_line_and_suggestion() {
     assertThat(error("http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n"))
         .isEqualTo(
@@ -203,7 +246,34 @@ class ConfigLoaderTest {
             "spillway.yml:2: capture.poll-interval must be a duration such as 2s or 500ms,"
                 + " not '10'.");
     assertThat(error("capture:\n  poll-interval: 0s\n"))
-        .isEqualTo("spillway.yml:2: capture.poll-interval must be longer than zero.");
+        .isEqualTo("spillway.yml:2: capture.poll-interval must be at least 1ms.");
+  }
+
+  @Test
+  void should_refuse_a_positive_duration_under_a_millisecond() {
+    assertThat(error("health:\n  interval: PT0.0005S\n"))
+        .isEqualTo("spillway.yml:2: health.interval must be at least 1ms.");
+    assertThat(error("capture:\n  heartbeat-interval: PT0.000999S\n"))
+        .isEqualTo("spillway.yml:2: capture.heartbeat-interval must be at least 1ms.");
+    assertThat(parse("health:\n  interval: 1ms\n").health().interval())
+        .isEqualTo(Duration.ofMillis(1));
+  }
+
+  @Test
+  void should_refuse_a_duration_longer_than_a_year_naming_the_key() {
+    assertThat(error("health:\n  interval: 200000000000d\n"))
+        .isEqualTo("spillway.yml:2: health.interval must be at most 365d.");
+    assertThat(error("sink:\n  consume-after: 366d\n"))
+        .isEqualTo("spillway.yml:2: sink.consume-after must be at most 365d.");
+    assertThat(
+            error(
+                "databases:\n  main:\n    url: jdbc:postgresql://x/y\n    username: a\n"
+                    + "    lock-timeout: 200000000000d\n"))
+        .isEqualTo(
+            "spillway.yml:5: databases.main.lock-timeout must be at most 24d (PostgreSQL's"
+                + " limit), or 0s for none.");
+    assertThat(parse("sink:\n  consume-after: 365d\n").sink().consumeAfter())
+        .isEqualTo(Duration.ofDays(365));
   }
 
   @Test
@@ -291,6 +361,35 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_prefix_or_database_name_making_a_slot_name_postgresql_refuses() {
+    String prefix = "p".repeat(59);
+    assertThat(error("kafka:\n  topic-prefix: " + prefix + "\n"))
+        .isEqualTo(
+            "spillway.yml:2: kafka.topic-prefix would name the replication slot and publication of"
+                + " database main "
+                + prefix
+                + "_main, 64 characters where PostgreSQL takes at most 63; shorten"
+                + " kafka.topic-prefix or the database's name.");
+    String database = "d".repeat(55);
+    assertThat(
+            error(
+                "databases:\n  main: { url: 'jdbc:postgresql://x/y', username: a }\n  "
+                    + database
+                    + ": { url: 'jdbc:postgresql://x/z', username: a }\n"))
+        .isEqualTo(
+            "spillway.yml:3: databases."
+                + database
+                + " would name the replication slot and publication of database "
+                + database
+                + " spillway_"
+                + database
+                + ", 64 characters where PostgreSQL takes at most 63; shorten kafka.topic-prefix"
+                + " or the database's name.");
+    assertThat(parse("kafka:\n  topic-prefix: " + "p".repeat(58) + "\n").kafka().topicPrefix())
+        .hasSize(58);
+  }
+
+  @Test
   void should_refuse_a_named_file_that_does_not_exist(@TempDir Path dir) {
     Path missing = dir.resolve("nope.yml");
     assertThatThrownBy(() -> ConfigLoader.load(missing, NO_ENV))
@@ -309,6 +408,26 @@ class ConfigLoaderTest {
     SpillwayConfig c = ConfigLoader.load(file, NO_ENV);
     assertThat(c.workingDir()).isEqualTo(dir.toAbsolutePath().resolve("state"));
     assertThat(c.source()).isEqualTo(file.toAbsolutePath());
+  }
+
+  @Test
+  void should_refuse_a_working_dir_that_is_a_file_or_lies_under_one(@TempDir Path dir)
+      throws Exception {
+    Path file = dir.resolve("spillway.yml");
+    Files.writeString(file, "working-dir: spillway.yml\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(file + ":1: working-dir names " + file + ", which is a file, not a directory.");
+    Files.writeString(file, "http:\n  port: 1\nworking-dir: spillway.yml/state\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(
+            file
+                + ":3: working-dir names "
+                + file.resolve("state")
+                + ", but "
+                + file
+                + " is a file, not a directory.");
   }
 
   @Test
@@ -352,6 +471,32 @@ class ConfigLoaderTest {
     assertThat(c.sink().maxRowsPerRun()).isEqualTo(1000);
     assertThat(c.sink().throttleFactor()).isEqualTo(0.5);
     assertThat(c.sink().maxRetries()).isEqualTo(5);
+  }
+
+  @Test
+  void should_refuse_health_thresholds_that_leave_out_the_throttle_stage() {
+    assertThat(error("health:\n  wal-rate-stop: 0B\n"))
+        .isEqualTo(
+            "spillway.yml:2: health.wal-rate-stop must be above zero, or work would stop"
+                + " whenever any WAL is written.");
+    assertThat(error("health:\n  connections-throttle: 0.9\n  connections-stop: 0.9\n"))
+        .isEqualTo(
+            "spillway.yml:2: health.connections-throttle must be below connections-stop, or work"
+                + " would stop before it is ever throttled.");
+    assertThat(error("health:\n  interval: 1s\n  slot-wal-stop: 512MB\n"))
+        .isEqualTo(
+            "spillway.yml:3: health.slot-wal-stop must be above slot-wal-throttle (set that lower"
+                + " too), or work would stop before it is ever throttled.");
+    assertThat(error("health:\n  replication-lag-throttle: 2m\n"))
+        .startsWith("spillway.yml:2: health.replication-lag-throttle must be below");
+    assertThat(error("health:\n  wal-archive-stop: 0\n"))
+        .startsWith("spillway.yml:2: health.wal-archive-stop must be above zero");
+    assertThat(
+            parse("health:\n  slot-wal-throttle: 256MB\n  slot-wal-stop: 512MB\n")
+                .health()
+                .thresholds()
+                .slotWalStop())
+        .isEqualTo(512L << 20);
   }
 
   @Test

@@ -69,7 +69,7 @@ class ConfigNodeTest {
     assertThat(error("t: PT-1S\n", n -> n.duration("t", null)))
         .isEqualTo("app.yml:1: t must not be negative.");
     assertThat(error("t: 0ms\n", n -> n.positiveDuration("t", null)))
-        .isEqualTo("app.yml:1: t must be longer than zero.");
+        .isEqualTo("app.yml:1: t must be at least 1ms.");
   }
 
   @Test

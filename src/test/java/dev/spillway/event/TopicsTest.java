@@ -19,6 +19,12 @@ class TopicsTest {
   }
 
   @Test
+  void should_name_a_store_changelog_as_kafka_streams_does() {
+    assertThat(topics.changelog(Pipeline.LFK, "batcher", "lfk-pending"))
+        .isEqualTo("spillway.lfk.batcher-lfk-pending-changelog");
+  }
+
+  @Test
   void should_give_no_streams_application_the_id_of_a_consumer_group_of_its_own() {
     assertThat(topics.streamsApplication(Pipeline.BUFFERS, "activity"))
         .isNotIn(topics.sinkGroup(Pipeline.BUFFERS), topics.delayGroup(Pipeline.BUFFERS));

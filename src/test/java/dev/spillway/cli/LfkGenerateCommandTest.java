@@ -1,0 +1,55 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** What {@code lfk generate} leaves behind when it cannot write all it means to. */
+class LfkGenerateCommandTest {
+  @TempDir Path dir;
+
+  @Test
+  void should_leave_the_definitions_unchanged_when_a_migration_cannot_be_written()
+      throws Exception {
+    Path definitions = Files.writeString(dir.resolve("lfk.yml"), "projects: []\n");
+    Path migrate = Files.writeString(dir.resolve("migrate"), "a file, not a directory");
+    Map<Path, String> migrations = new LinkedHashMap<>();
+    migrations.put(migrate.resolve("1_main_replace.up.sql"), "ALTER TABLE …;\n");
+    migrations.put(migrate.resolve("1_main_replace.down.sql"), "ALTER TABLE …;\n");
+
+    assertThatThrownBy(
+            () -> LfkGenerateCommand.writeFiles(definitions, "changed: []\n", migrations))
+        .isInstanceOf(UncheckedIOException.class)
+        .hasMessage(
+            "Cannot create "
+                + migrate
+                + ": a file of that name exists; no migration was written and "
+                + definitions
+                + " is unchanged");
+    assertThat(definitions).hasContent("projects: []\n");
+  }
+
+  @Test
+  void should_take_back_the_migrations_written_when_a_later_file_fails() throws Exception {
+    Path definitions = dir.resolve("lfk.yml");
+    Files.createDirectories(dir.resolve("migrate"));
+    Path up = dir.resolve("migrate").resolve("1_main_replace.up.sql");
+    Path taken = Files.writeString(dir.resolve("blocked"), "a file");
+    Map<Path, String> migrations = new LinkedHashMap<>();
+    migrations.put(up, "ALTER TABLE …;\n");
+    migrations.put(taken.resolve("1_ci_replace.up.sql"), "ALTER TABLE …;\n");
+
+    assertThatThrownBy(
+            () -> LfkGenerateCommand.writeFiles(definitions, "projects: []\n", migrations))
+        .isInstanceOf(UncheckedIOException.class);
+    assertThat(up).as("a migration without its definitions").doesNotExist();
+    assertThat(definitions).doesNotExist();
+  }
+}
