@@ -9,8 +9,10 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.net.ServerSocket;
 import java.time.Clock;
+import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -29,7 +31,12 @@ import org.junit.jupiter.api.Test;
 /** Consumer lag read from the shared embedded Kafka. */
 class ConsumerLagIT {
 
-  private static final long T0 = Instant.parse("2026-11-24T08:00:00Z").toEpochMilli();
+  /**
+   * When the seeded records were written: an hour ago, whole seconds, well within the broker's
+   * retention, which goes by record time.
+   */
+  private static final long T0 =
+      Instant.now().truncatedTo(ChronoUnit.SECONDS).minus(Duration.ofHours(1)).toEpochMilli();
 
   @Test
   void should_count_what_each_group_has_not_committed_and_date_the_oldest() throws Exception {

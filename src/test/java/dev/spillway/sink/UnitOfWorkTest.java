@@ -1,6 +1,7 @@
 package dev.spillway.sink;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.event.Pipeline;
@@ -188,7 +189,7 @@ class UnitOfWorkTest {
   }
 
   @Test
-  void should_retry_at_a_fixed_delay_when_retry_backoff_max_equals_retry_backoff() {
+  void should_run_its_retries_when_retry_backoff_max_equals_retry_backoff() {
     SinkSettings fixed =
         ConfigLoader.parse(
                 "sink:\n  max-retries: 2\n  retry-backoff: 1ms\n  retry-backoff-max: 1ms\n",
@@ -213,7 +214,7 @@ class UnitOfWorkTest {
   }
 
   @Test
-  void should_end_a_retry_wait_as_soon_as_the_worker_stops() {
+  void should_end_a_retry_wait_as_soon_as_the_worker_stops() throws InterruptedException {
     Thread unitThread = Thread.currentThread();
     java.util.concurrent.atomic.AtomicBoolean stopping =
         new java.util.concurrent.atomic.AtomicBoolean();
@@ -221,9 +222,10 @@ class UnitOfWorkTest {
     Thread stopper =
         new Thread(
             () -> {
-              while (unitThread.getState() != Thread.State.TIMED_WAITING) {
-                Thread.onSpinWait();
-              }
+              await()
+                  .atMost(Duration.ofSeconds(10))
+                  .pollInterval(Duration.ofMillis(1))
+                  .until(() -> unitThread.getState() == Thread.State.TIMED_WAITING);
               stopping.set(true);
             });
     stopper.setDaemon(true);
@@ -238,7 +240,12 @@ class UnitOfWorkTest {
             HealthGate.ALWAYS_NORMAL,
             SinkSettings.defaults().withRetries(5, Duration.ofSeconds(20)));
 
-    UnitOfWork.Result r = unit.run(record(), stopping::get, () -> false);
+    UnitOfWork.Result r;
+    try {
+      r = unit.run(record(), stopping::get, () -> false);
+    } finally {
+      stopper.join(10_000);
+    }
 
     assertThat(r.outcome()).isEqualTo(new Outcome.Paused("worker stopping"));
     assertThat(r.commit()).isFalse();
