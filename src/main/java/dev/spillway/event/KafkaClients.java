@@ -67,17 +67,13 @@ public final class KafkaClients {
    */
   private static final int MAX_IN_FLIGHT_IDEMPOTENT = 5;
 
-  /** Whether Spillway sets this client property itself, also behind a Streams client prefix. */
-  public static boolean setBySpillway(String property) {
-    return SET_BY_SPILLWAY.contains(unprefixed(property));
-  }
-
   /**
    * Why a configured client property cannot go to Spillway's clients, as the rest of a sentence
    * that names it ({@code is set by Spillway itself…}); empty when it can. Besides what Spillway
    * sets, it refuses what would undo that: a consumer group protocol other than the classic one its
-   * assignment strategy needs, a static member id its several consumers of a group would share, and
-   * producer settings an idempotent producer does not take.
+   * assignment strategy needs, a static member id its several consumers of a group (and instances
+   * sharing one configuration) would share, and producer settings an idempotent producer does not
+   * take.
    */
   public static Optional<String> refusal(String property, String value) {
     String name = unprefixed(property);
@@ -87,10 +83,12 @@ public final class KafkaClients {
               + " it; remove it");
     }
     return switch (name) {
-      case "group.protocol" ->
-          Optional.of(
-              "is Spillway's own: its consumer groups take the classic protocol, which the partition"
-                  + " assignment strategy Spillway sets needs; remove it");
+      case ConsumerConfig.GROUP_PROTOCOL_CONFIG ->
+          value != null && value.strip().equalsIgnoreCase("classic")
+              ? Optional.empty()
+              : Optional.of(
+                  "must be classic (or left out): Spillway's consumer groups take the classic"
+                      + " protocol, which the partition assignment strategy Spillway sets needs");
       case ConsumerConfig.GROUP_INSTANCE_ID_CONFIG ->
           Optional.of(
               "is Spillway's own: its consumers of one group would share this static member id and"

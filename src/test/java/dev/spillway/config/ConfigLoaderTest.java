@@ -147,9 +147,9 @@ class ConfigLoaderTest {
                 + " Spillway's producers are idempotent, not '0'.");
     assertThat(error("kafka:\n  properties:\n    group.protocol: consumer\n"))
         .isEqualTo(
-            "spillway.yml:3: kafka.properties.group.protocol is Spillway's own: its consumer groups"
-                + " take the classic protocol, which the partition assignment strategy Spillway"
-                + " sets needs; remove it.");
+            "spillway.yml:3: kafka.properties.group.protocol must be classic (or left out):"
+                + " Spillway's consumer groups take the classic protocol, which the partition"
+                + " assignment strategy Spillway sets needs.");
     assertThat(error("kafka:\n  properties:\n    main.consumer.group.instance.id: host-1\n"))
         .isEqualTo(
             "spillway.yml:3: kafka.properties.main.consumer.group.instance.id is Spillway's own:"
@@ -158,9 +158,11 @@ class ConfigLoaderTest {
     assertThat(
             parse(
                     "kafka:\n  properties:\n    retries: 10\n"
-                        + "    max.in.flight.requests.per.connection: 5\n")
+                        + "    max.in.flight.requests.per.connection: 5\n"
+                        + "    group.protocol: classic\n")
                 .kafka()
                 .properties())
+        .containsEntry("group.protocol", "classic")
         .containsEntry("retries", "10")
         .containsEntry("max.in.flight.requests.per.connection", "5");
   }

@@ -23,13 +23,13 @@ class KafkaClientsTest {
 
   @Test
   void should_know_the_properties_spillway_sets_behind_any_client_prefix() {
-    assertThat(KafkaClients.setBySpillway("acks")).isTrue();
-    assertThat(KafkaClients.setBySpillway("producer.acks")).isTrue();
-    assertThat(KafkaClients.setBySpillway("main.consumer.auto.offset.reset")).isTrue();
-    assertThat(KafkaClients.setBySpillway("restore.consumer.max.poll.records")).isTrue();
-    assertThat(KafkaClients.setBySpillway("consumer.isolation.level")).isTrue();
-    assertThat(KafkaClients.setBySpillway("linger.ms")).isFalse();
-    assertThat(KafkaClients.setBySpillway("consumer.fetch.min.bytes")).isFalse();
-    assertThat(KafkaClients.setBySpillway("sasl.jaas.config")).isFalse();
+    assertThat(KafkaClients.refusal("acks", "x")).isPresent();
+    assertThat(KafkaClients.refusal("producer.acks", "x")).isPresent();
+    assertThat(KafkaClients.refusal("main.consumer.auto.offset.reset", "x")).isPresent();
+    assertThat(KafkaClients.refusal("restore.consumer.max.poll.records", "x")).isPresent();
+    assertThat(KafkaClients.refusal("consumer.isolation.level", "x")).isPresent();
+    assertThat(KafkaClients.refusal("linger.ms", "x")).isEmpty();
+    assertThat(KafkaClients.refusal("consumer.fetch.min.bytes", "x")).isEmpty();
+    assertThat(KafkaClients.refusal("sasl.jaas.config", "x")).isEmpty();
   }
 }
