@@ -105,7 +105,19 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
         data);
     try {
       // SIGINT: PostgreSQL's fast shutdown, which ends its sessions and checkpoints.
-      new ProcessBuilder("kill", "-INT", Long.toString(pid)).inheritIO().start().waitFor();
+      Process kill =
+          new ProcessBuilder("kill", "-INT", Long.toString(pid)).redirectErrorStream(true).start();
+      String said = new String(kill.getInputStream().readAllBytes()).strip();
+      if (kill.waitFor() != 0) {
+        throw new IOException(
+            "An embedded PostgreSQL (pid "
+                + pid
+                + ") still runs on "
+                + data
+                + " and could not be told to stop ("
+                + said
+                + "); stop it and start again");
+      }
       server.get().onExit().get(LEFT_RUNNING_STOP.toSeconds(), TimeUnit.SECONDS);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();

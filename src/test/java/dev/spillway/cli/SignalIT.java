@@ -99,6 +99,7 @@ class SignalIT {
     Path log = dir.resolve("killed.log");
     Process spillway = benchCapture(ProcessBuilder.Redirect.to(log.toFile()));
     Optional<ProcessHandle> postgres = Optional.empty();
+    Optional<ProcessHandle> restarted = Optional.empty();
     try {
       await()
           .atMost(Duration.ofSeconds(120))
@@ -112,6 +113,7 @@ class SignalIT {
 
       Path server = postmasterPid.getParent().getParent();
       try (EmbeddedPostgresServer again = EmbeddedPostgresServer.start(server, 0, List.of())) {
+        restarted = pid(postmasterPid).flatMap(ProcessHandle::of);
         assertThat(postgres.get().isAlive()).as("the server left running").isFalse();
         assertThat(pid(postmasterPid)).as("the new server's pid file").isPresent();
         try (Connection c =
@@ -124,6 +126,7 @@ class SignalIT {
     } finally {
       spillway.destroyForcibly();
       stopLeftServer(postgres);
+      stopLeftServer(restarted);
     }
   }
 
