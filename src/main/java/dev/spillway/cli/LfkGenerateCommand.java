@@ -12,6 +12,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -192,8 +193,18 @@ final class LfkGenerateCommand implements Callable<Integer> {
         written.add(m.getKey());
         Files.writeString(m.getKey(), m.getValue(), StandardCharsets.UTF_8);
       }
-      Files.createDirectories(definitions.toAbsolutePath().getParent());
-      Files.writeString(definitions, text, StandardCharsets.UTF_8);
+      // Written beside it and moved over it: a write cut short (a full disk) leaves it as it was.
+      // A link to it stays a link: the file it points at is the one replaced.
+      Path target = Files.exists(definitions) ? definitions.toRealPath() : definitions;
+      Path dir = Files.createDirectories(target.toAbsolutePath().getParent());
+      Path next = Files.createTempFile(dir, target.getFileName().toString(), ".tmp");
+      try {
+        Files.writeString(next, text, StandardCharsets.UTF_8);
+        Files.move(
+            next, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      } finally {
+        Files.deleteIfExists(next);
+      }
     } catch (IOException e) {
       for (Path p : written) {
         try {

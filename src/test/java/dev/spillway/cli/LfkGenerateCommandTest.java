@@ -52,4 +52,22 @@ class LfkGenerateCommandTest {
     assertThat(up).as("a migration without its definitions").doesNotExist();
     assertThat(definitions).doesNotExist();
   }
+
+  @Test
+  void should_write_the_definitions_a_link_points_at_and_keep_the_link() throws Exception {
+    Path kept =
+        Files.writeString(
+            Files.createDirectories(dir.resolve("repo")).resolve("lfk.yml"), "projects: []\n");
+    Path definitions = Files.createSymbolicLink(dir.resolve("lfk.yml"), kept);
+    Path up = dir.resolve("migrate").resolve("1_main_replace.up.sql");
+
+    LfkGenerateCommand.writeFiles(definitions, "changed: []\n", Map.of(up, "ALTER TABLE …;\n"));
+
+    assertThat(Files.isSymbolicLink(definitions)).isTrue();
+    assertThat(kept).hasContent("changed: []\n");
+    assertThat(up).hasContent("ALTER TABLE …;\n");
+    try (var left = Files.list(dir.resolve("repo"))) {
+      assertThat(left).as("no file left from the write").containsExactly(kept);
+    }
+  }
 }
