@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.function.Function;
@@ -106,7 +107,7 @@ public final class DeadLetterReplay {
       Batches batches,
       Request request)
       throws InterruptedException, IncompleteReplay {
-    Map<String, Instant> replayedBefore = new HashMap<>();
+    Map<String, List<Replayed>> replayedBefore = new HashMap<>();
     List<Letter> letters = new ArrayList<>();
     try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties);
         Sender sender = new Sender(bootstrapServers, kafkaProperties, replicationFactor, replays)) {
@@ -115,10 +116,13 @@ public final class DeadLetterReplay {
           TopicRange.all(),
           r -> {
             if (r.key() != null) {
-              replayedBefore.merge(
-                  SinkHeaders.text(r.key()),
-                  Instant.ofEpochMilli(r.timestamp()),
-                  (a, b) -> a.isAfter(b) ? a : b);
+              OptionalLong letter = SinkHeaders.failedAt(r.headers());
+              replayedBefore
+                  .computeIfAbsent(SinkHeaders.text(r.key()), k -> new ArrayList<>())
+                  .add(
+                      new Replayed(
+                          Instant.ofEpochMilli(r.timestamp()),
+                          letter.isPresent() ? Instant.ofEpochMilli(letter.getAsLong()) : null));
             }
           });
       // In the topic's order, the same from run to run; each batch is sent as it is read, so
@@ -132,8 +136,8 @@ public final class DeadLetterReplay {
             letters.add(letter);
             if (letter.fate() == Fate.REPLAYED) {
               sender.send(
-                  new ProducerRecord<>(
-                      letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)));
+                  new ProducerRecord<>(letter.sentTo(), null, r.key(), r.value(), replayHeaders(r)),
+                  letter.failedAt());
             }
           };
       try {
@@ -159,7 +163,7 @@ public final class DeadLetterReplay {
       ConsumerRecord<byte[], byte[]> r,
       Batches batches,
       Request request,
-      Map<String, Instant> replayedBefore) {
+      Map<String, List<Replayed>> replayedBefore) {
     String position = SinkHeaders.position(r.topic(), r.partition(), r.offset());
     Instant failedAt =
         Instant.ofEpochMilli(SinkHeaders.failedAt(r.headers()).orElse(r.timestamp()));
@@ -180,12 +184,19 @@ public final class DeadLetterReplay {
     } catch (RuntimeException e) {
       return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
     }
-    Instant before = replayedBefore.get(position);
-    // A replay recorded before this letter failed was of another letter at its position: one of
-    // the topic as it was before it was deleted and made again.
-    if (before != null && before.isBefore(failedAt)) {
-      before = null;
-    }
+    // A replay of another letter at its position (the topic deleted and made again since) does
+    // not count: it names another letter's failure time, or, recorded before the replays named
+    // it, came before this letter failed.
+    Instant before =
+        replayedBefore.getOrDefault(position, List.of()).stream()
+            .filter(
+                p ->
+                    p.letterFailedAt() == null
+                        ? !p.at().isBefore(failedAt)
+                        : p.letterFailedAt().equals(failedAt))
+            .map(Replayed::at)
+            .max(Instant::compareTo)
+            .orElse(null);
     boolean skip = before != null && !request.again();
     Fate fate = skip ? Fate.REPLAYED_BEFORE : request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
     return new Letter(
@@ -244,15 +255,29 @@ public final class DeadLetterReplay {
   }
 
   /**
+   * One replay recorded of a dead letter's position.
+   *
+   * @param at when it was replayed
+   * @param letterFailedAt when the letter replayed had failed; null on records written before the
+   *     replays named it
+   */
+  private record Replayed(Instant at, Instant letterFailedAt) {}
+
+  /**
    * The record saying a batch was replayed: keyed by the dead letter it came from (its {@code
-   * spillway.replayed-from}), naming the batches topic it went to.
+   * spillway.replayed-from}), naming the batches topic it went to, with the letter's {@code
+   * spillway.failed-at}, which tells it from a later letter at the same position.
    */
   private static ProducerRecord<byte[], byte[]> replayRecord(
-      String replays, ProducerRecord<byte[], byte[]> sent) {
+      String replays, ProducerRecord<byte[], byte[]> sent, Instant letterFailedAt) {
+    RecordHeaders h = new RecordHeaders();
+    SinkHeaders.setFailedAt(h, letterFailedAt.toEpochMilli());
     return new ProducerRecord<>(
         replays,
+        null,
         sent.headers().lastHeader(SinkHeaders.REPLAYED_FROM).value(),
-        SinkHeaders.text(sent.topic()));
+        SinkHeaders.text(sent.topic()),
+        h);
   }
 
   /**
@@ -313,7 +338,8 @@ public final class DeadLetterReplay {
       this.replays = replays;
     }
 
-    void send(ProducerRecord<byte[], byte[]> batch) throws InterruptedException {
+    void send(ProducerRecord<byte[], byte[]> batch, Instant letterFailedAt)
+        throws InterruptedException {
       if (producer == null) {
         TopicProvisioner.ensure(
             bootstrapServers,
@@ -324,7 +350,7 @@ public final class DeadLetterReplay {
             replicationFactor);
         producer = producer();
       }
-      sent.add(new Sent(producer.send(batch), replayRecord(replays, batch)));
+      sent.add(new Sent(producer.send(batch), replayRecord(replays, batch, letterFailedAt)));
     }
 
     void finish() throws InterruptedException, IncompleteReplay {

@@ -101,6 +101,11 @@ public final class SinkHeaders {
     headers.add(ERROR_CLASS, text(errorClass));
     headers.add(ERROR_MESSAGE, text(message));
     headers.add(SOURCE, text(source));
+    setFailedAt(headers, failedAtMillis);
+  }
+
+  /** Sets {@link #FAILED_AT}, in epoch milliseconds, replacing any there. */
+  public static void setFailedAt(Headers headers, long failedAtMillis) {
     headers.remove(FAILED_AT).add(FAILED_AT, longValue(failedAtMillis));
   }
 

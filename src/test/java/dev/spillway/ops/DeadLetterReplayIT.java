@@ -282,6 +282,21 @@ class DeadLetterReplayIT {
   }
 
   @Test
+  void should_skip_a_letter_replayed_before_though_it_failed_by_a_clock_ahead_of_the_replays()
+      throws Exception {
+    String batches = topics.cleanupBatches();
+    // The sink's clock ten minutes ahead of the one replaying: the letter failed "after" its
+    // replay.
+    deadLetter(Duration.ofMinutes(-10), batches + "-0@4", "projects", batch("projects", "7"));
+    assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
+
+    assertThat(replay(null, null, false))
+        .extracting(Letter::fate)
+        .containsExactly(Fate.REPLAYED_BEFORE);
+    assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  @Test
   void should_record_nothing_and_say_so_when_kafka_does_not_take_the_batches() throws Exception {
     String batches = topics.cleanupBatches();
     deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7"));
