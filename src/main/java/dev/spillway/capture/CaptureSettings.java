@@ -56,12 +56,20 @@ public record CaptureSettings(
   public static final int MAX_NAME_LENGTH = 63;
 
   /**
-   * The slot (and publication) name of a database under a topic prefix when PostgreSQL would not
-   * take it whole; empty when it would.
+   * Why the slot (and publication) name of a database under a topic prefix is one PostgreSQL would
+   * not take whole, as the rest of a sentence naming the prefix or the database; empty when it
+   * would take it.
    */
   public static Optional<String> overlongSlotName(String topicPrefix, String database) {
     String name = slotName(topicPrefix, database);
-    return name.length() > MAX_NAME_LENGTH ? Optional.of(name) : Optional.empty();
+    return name.length() <= MAX_NAME_LENGTH
+        ? Optional.empty()
+        : Optional.of(
+            String.format(
+                "would name the replication slot and publication of database %s %s, %d characters"
+                    + " where PostgreSQL takes at most %d; shorten kafka.topic-prefix or the"
+                    + " database's name",
+                database, name, name.length(), MAX_NAME_LENGTH));
   }
 
   /**
@@ -75,13 +83,8 @@ public record CaptureSettings(
     for (String database : databases) {
       overlongSlotName(topics.prefix(), database)
           .ifPresent(
-              overlong -> {
-                throw new CaptureSetupException(
-                    String.format(
-                        "The replication slot and publication of database %s would be named %s,"
-                            + " %d characters where PostgreSQL takes at most %d; shorten"
-                            + " kafka.topic-prefix or the database's name.",
-                        database, overlong, overlong.length(), MAX_NAME_LENGTH));
+              problem -> {
+                throw new CaptureSetupException("kafka.topic-prefix " + problem + ".");
               });
       String name = slotName(database);
       String other = byName.putIfAbsent(name, database);

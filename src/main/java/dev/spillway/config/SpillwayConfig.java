@@ -174,12 +174,7 @@ public record SpillwayConfig(
     for (String database : names) {
       Optional<String> overlong = CaptureSettings.overlongSlotName(topicPrefix, database);
       if (overlong.isPresent()) {
-        String problem =
-            String.format(
-                "would name the replication slot and publication of database %s %s, %d characters"
-                    + " where PostgreSQL takes at most %d; shorten kafka.topic-prefix or the"
-                    + " database's name",
-                database, overlong.get(), overlong.get().length(), CaptureSettings.MAX_NAME_LENGTH);
+        String problem = overlong.get();
         throw kafka.has("topic-prefix") || !databases.containsKey(database)
             ? kafka.error("topic-prefix", problem)
             : databases.get(database).invalid(problem);

@@ -44,7 +44,8 @@ class CaptureSettingsTest {
     assertThatThrownBy(() -> settings(prefix).checkSlotNames(List.of("main12")))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessage(
-            "The replication slot and publication of database main12 would be named "
+            "kafka.topic-prefix would name the replication slot and publication of database"
+                + " main12 "
                 + prefix
                 + "_main12, 64 characters where PostgreSQL takes at most 63; shorten"
                 + " kafka.topic-prefix or the database's name.");
