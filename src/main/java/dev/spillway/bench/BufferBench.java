@@ -290,15 +290,13 @@ public final class BufferBench {
             .tag("buffer", BUFFER)
             .timer()
             .takeSnapshot();
-    // The counters move just after each batch's delete commits, a moment after the drain found
-    // the table empty: a short wait for the last ones, so a late count does not read as a loss.
-    long countedBy = System.nanoTime() + COUNTED_WITHIN.toNanos();
-    while (bufferCounter("spillway_buffer_events_handled")
-                + bufferCounter("spillway_buffer_dead_lettered_events")
-            < spillway.load().inserts()
-        && System.nanoTime() < countedBy) {
-      Thread.sleep(10);
-    }
+    HandledOnce.countedBy(
+        () ->
+            (long)
+                (bufferCounter("spillway_buffer_events_handled")
+                    + bufferCounter("spillway_buffer_dead_lettered_events")),
+        spillway.load().inserts(),
+        COUNTED_WITHIN);
     HandledOnce spillwayOnce =
         new HandledOnce(
             spillway.load().inserts(),

@@ -1,5 +1,8 @@
 package dev.spillway.bench;
 
+import java.time.Duration;
+import java.util.function.LongSupplier;
+
 /**
  * Whether a drainer handled every row a measured phase inserted exactly once: as many rows handled
  * as inserted and none dead-lettered. Fewer handled means rows lost or left in the table, more
@@ -10,6 +13,22 @@ package dev.spillway.bench;
  * @param deadLettered rows it sent to the dead letters instead
  */
 record HandledOnce(long inserted, long handled, long deadLettered) {
+  /**
+   * What {@code counted} reads once it reaches {@code inserted}, or after {@code within}: a
+   * drainer's counters move just after its deletes commit, a moment after the table is found empty,
+   * so a count read at once could report as lost rows that were handled.
+   */
+  static long countedBy(LongSupplier counted, long inserted, Duration within)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + within.toNanos();
+    long n = counted.getAsLong();
+    while (n < inserted && System.nanoTime() < deadline) {
+      Thread.sleep(10);
+      n = counted.getAsLong();
+    }
+    return n;
+  }
+
   boolean met() {
     return handled == inserted && deadLettered == 0;
   }

@@ -10,9 +10,7 @@ class BufferBenchTest {
   void should_print_the_jit_compilers_cpu_of_every_phase_the_plain_one_first() {
     assertThat(BufferBench.jitCpuLine(1.5, 2.25, 13.3))
         .isEqualTo(
-            String.format(
-                "   of which this process's JIT compilers: plain %.2f, poller %.2f, Spillway %.2f"
-                    + " ms per 1,000 inserts",
-                1.5, 2.25, 13.3));
+            "   of which this process's JIT compilers: plain 1.50, poller 2.25, Spillway 13.30 ms"
+                + " per 1,000 inserts");
   }
 }

@@ -41,4 +41,22 @@ class HandledOnceTest {
             "every inserted row handled once by Spillway: NOT met (inserted 500, handled 500,"
                 + " dead-lettered 3)");
   }
+
+  @Test
+  void should_wait_for_a_count_that_catches_up_with_the_inserts() throws InterruptedException {
+    java.util.concurrent.atomic.AtomicLong reads = new java.util.concurrent.atomic.AtomicLong();
+    // The last batch is counted at the third look.
+    long counted =
+        HandledOnce.countedBy(
+            () -> reads.incrementAndGet() < 3 ? 400 : 500, 500, java.time.Duration.ofSeconds(30));
+
+    assertThat(counted).isEqualTo(500);
+    assertThat(reads).hasValue(3);
+  }
+
+  @Test
+  void should_give_the_count_as_it_stands_once_the_wait_is_over() throws InterruptedException {
+    assertThat(HandledOnce.countedBy(() -> 499, 500, java.time.Duration.ofMillis(30)))
+        .isEqualTo(499);
+  }
 }
