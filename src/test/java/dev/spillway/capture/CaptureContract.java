@@ -1084,33 +1084,33 @@ abstract class CaptureContract {
                     .isGreaterThanOrEqualTo(0);
                 assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes")).isNaN();
               });
-      TestSql.exec(
-          ds, "ALTER SYSTEM SET max_slot_wal_keep_size = '1GB'", "SELECT pg_reload_conf()");
-      try {
-        await()
-            .atMost(TIMEOUT)
-            .untilAsserted(
-                () ->
-                    assertThat(SlotState.read(DB, ds))
-                        .filteredOn(s -> s.slot().equals(slot))
-                        .singleElement()
-                        .satisfies(
-                            s ->
-                                assertThat(s.safeBytes())
-                                    .isNotNull()
-                                    .isPositive()
-                                    // counted from the end of the slot's WAL segment
-                                    .isLessThanOrEqualTo((1024L + 16) * 1024 * 1024)));
-        await()
-            .atMost(TIMEOUT)
-            .untilAsserted(
-                () ->
-                    assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes"))
-                        .isPositive()
-                        .isLessThanOrEqualTo((1024.0 + 16) * 1024 * 1024));
-      } finally {
-        TestSql.exec(ds, "ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()");
-      }
+      TestSql.withSystemSetting(
+          ds,
+          "max_slot_wal_keep_size",
+          "1GB",
+          () -> {
+            await()
+                .atMost(TIMEOUT)
+                .untilAsserted(
+                    () ->
+                        assertThat(SlotState.read(DB, ds))
+                            .filteredOn(s -> s.slot().equals(slot))
+                            .singleElement()
+                            .satisfies(
+                                s ->
+                                    assertThat(s.safeBytes())
+                                        .isNotNull()
+                                        .isPositive()
+                                        // counted from the end of the slot's WAL segment
+                                        .isLessThanOrEqualTo((1024L + 16) * 1024 * 1024)));
+            await()
+                .atMost(TIMEOUT)
+                .untilAsserted(
+                    () ->
+                        assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes"))
+                            .isPositive()
+                            .isLessThanOrEqualTo((1024.0 + 16) * 1024 * 1024));
+          });
     }
   }
 

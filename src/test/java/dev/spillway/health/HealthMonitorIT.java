@@ -194,26 +194,27 @@ class HealthMonitorIT {
    * this waits.
    */
   private static void awaitAutovacuumHolding(DataSource ds, TableName table, Duration held) {
-    TestSql.exec(ds, "ALTER SYSTEM SET autovacuum_naptime = 1", "SELECT pg_reload_conf()");
-    try {
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .until(
-              () ->
-                  TestSql.count(
-                          ds,
-                          "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-                              + " JOIN pg_stat_progress_vacuum v ON v.pid = a.pid"
-                              + " WHERE l.relation = to_regclass('"
-                              + table.quoted()
-                              + "') AND l.granted AND a.backend_type = 'autovacuum worker'"
-                              + " AND a.xact_start < now() - interval '"
-                              + held.toMillis()
-                              + " ms'")
-                      == 1);
-    } finally {
-      TestSql.exec(ds, "ALTER SYSTEM RESET autovacuum_naptime", "SELECT pg_reload_conf()");
-    }
+    TestSql.withSystemSetting(
+        ds,
+        "autovacuum_naptime",
+        "1",
+        () -> {
+          await()
+              .atMost(Duration.ofSeconds(60))
+              .until(
+                  () ->
+                      TestSql.count(
+                              ds,
+                              "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+                                  + " JOIN pg_stat_progress_vacuum v ON v.pid = a.pid"
+                                  + " WHERE l.relation = to_regclass('"
+                                  + table.quoted()
+                                  + "') AND l.granted AND a.backend_type = 'autovacuum worker'"
+                                  + " AND a.xact_start < now() - interval '"
+                                  + held.toMillis()
+                                  + " ms'")
+                          == 1);
+        });
   }
 
   /** What a monitor with the standard indicators reads on one table, by indicator. */

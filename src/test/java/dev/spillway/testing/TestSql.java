@@ -127,6 +127,22 @@ public final class TestSql {
   }
 
   /**
+   * Runs {@code body} while a server-wide setting holds ({@code ALTER SYSTEM}, reloaded), and
+   * resets it after, however the body ends: the server is shared by the suite.
+   */
+  public static void withSystemSetting(DataSource ds, String name, String value, Runnable body) {
+    exec(
+        ds,
+        "ALTER SYSTEM SET " + name + " = '" + value.replace("'", "''") + "'",
+        "SELECT pg_reload_conf()");
+    try {
+      body.run();
+    } finally {
+      exec(ds, "ALTER SYSTEM RESET " + name, "SELECT pg_reload_conf()");
+    }
+  }
+
+  /**
    * Makes the server invalidate a logical replication slot, as it does one holding more WAL than
    * {@code max_slot_wal_keep_size}: that limit set to nothing for a moment (server-wide), WAL
    * written and switched past the slot, and checkpoints until the slot shows as lost. Refused while
@@ -144,29 +160,30 @@ public final class TestSql {
     if (others != null) {
       throw new IllegalStateException("Slots in use would be invalidated too: " + others);
     }
-    exec(ds, "ALTER SYSTEM SET max_slot_wal_keep_size = 0", "SELECT pg_reload_conf()");
-    try {
-      await()
-          .atMost(Duration.ofSeconds(60))
-          .alias("slot " + slot + " invalidated")
-          .until(
-              () -> {
-                exec(
-                    ds,
-                    "SELECT pg_logical_emit_message(false, 'spillway-test', 'wal')",
-                    "SELECT pg_switch_wal()",
-                    "CHECKPOINT");
-                return "lost"
-                    .equals(
-                        text(
-                            ds,
-                            "SELECT wal_status FROM pg_replication_slots WHERE slot_name = '"
-                                + slot
-                                + "'"));
-              });
-    } finally {
-      exec(ds, "ALTER SYSTEM RESET max_slot_wal_keep_size", "SELECT pg_reload_conf()");
-    }
+    withSystemSetting(
+        ds,
+        "max_slot_wal_keep_size",
+        "0",
+        () -> {
+          await()
+              .atMost(Duration.ofSeconds(60))
+              .alias("slot " + slot + " invalidated")
+              .until(
+                  () -> {
+                    exec(
+                        ds,
+                        "SELECT pg_logical_emit_message(false, 'spillway-test', 'wal')",
+                        "SELECT pg_switch_wal()",
+                        "CHECKPOINT");
+                    return "lost"
+                        .equals(
+                            text(
+                                ds,
+                                "SELECT wal_status FROM pg_replication_slots WHERE slot_name = '"
+                                    + slot
+                                    + "'"));
+                  });
+        });
   }
 
   /**
