@@ -4,13 +4,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
 class HttpEndpointTest {
@@ -82,90 +89,54 @@ class HttpEndpointTest {
   @Test
   void should_answer_while_a_status_report_is_slow_to_make_with_the_last_one_made()
       throws Exception {
-    java.util.concurrent.atomic.AtomicInteger made =
-        new java.util.concurrent.atomic.AtomicInteger();
-    java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
-    java.util.function.Supplier<StatusReport> reports =
-        () -> {
-          int n = made.incrementAndGet();
-          if (n > 1) {
-            // A database slow to answer: every report after the first waits.
-            entered.countDown();
-            try {
-              slow.await();
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-            }
-          }
-          return report(n, List.of(), null);
-        };
+    SlowReports reports = new SlowReports(2);
     try (HttpEndpoint http =
         HttpEndpoint.start(
             0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), reports, Optional::empty)) {
       int port = http.port();
       assertThat(get(port, "/api/status", "text/html").body()).contains("\"pid\" : 1");
       var waiting = getAsync(port, "/api/status", "text/html");
-      assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      reports.awaitSlow();
       // Meanwhile: the last report made, and the probe, each at once, however many ask.
       for (int i = 0; i < 4; i++) {
         assertThat(get(port, "/", "text/html").body()).contains("Spillway pid 1, running since");
       }
       assertThat(get(port, "/livez", "text/html").body()).isEqualTo("running\n");
-      slow.countDown();
-      assertThat(waiting.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
-          .contains("\"pid\" : 2");
-      assertThat(made.get()).isEqualTo(2);
+      reports.release();
+      assertThat(waiting.get(5, TimeUnit.SECONDS).body()).contains("\"pid\" : 2");
+      assertThat(reports.made()).isEqualTo(2);
     }
   }
 
   @Test
   void should_tell_of_a_failure_in_the_last_report_made_while_another_is_slow_to_make()
       throws Exception {
-    java.util.concurrent.atomic.AtomicInteger made =
-        new java.util.concurrent.atomic.AtomicInteger();
-    java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.atomic.AtomicReference<String> failed =
-        new java.util.concurrent.atomic.AtomicReference<>();
-    java.util.function.Supplier<StatusReport> reports =
-        () -> {
-          int n = made.incrementAndGet();
-          if (n > 1) {
-            entered.countDown();
-            try {
-              slow.await();
-            } catch (InterruptedException e) {
-              Thread.currentThread().interrupt();
-            }
-          }
-          return report(n, List.of(), failed.get());
-        };
+    SlowReports reports = new SlowReports(2);
     try (HttpEndpoint http =
         HttpEndpoint.start(
             0,
             new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
             reports,
-            () -> Optional.ofNullable(failed.get()))) {
+            () -> Optional.ofNullable(reports.failed.get()))) {
       int port = http.port();
       assertThat(get(port, "/api/status").body()).contains("\"failure\" : null");
       var waiting = getAsync(port, "/api/status", null);
-      assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-      failed.set("sink lfk failed: batch spillway.lfk.cleanup-batches-0@7 ended with an error");
+      reports.awaitSlow();
+      reports.failed.set(
+          "sink lfk failed: batch spillway.lfk.cleanup-batches-0@7 ended with an error");
 
       assertThat(get(port, "/api/status").body())
           .as("the last report made, with the failure since")
           .contains("\"pid\" : 1")
           .contains("\"failure\" : \"sink lfk failed: batch spillway.lfk.cleanup-batches-0@7");
-      slow.countDown();
-      assertThat(waiting.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
-          .contains("\"pid\" : 2");
+      reports.release();
+      assertThat(waiting.get(5, TimeUnit.SECONDS).body()).contains("\"pid\" : 2");
     }
   }
 
   @Test
   void should_answer_the_probe_while_clients_hold_requests_half_sent() throws Exception {
-    List<java.net.Socket> stalled = new java.util.ArrayList<>();
+    List<Socket> stalled = new ArrayList<>();
     try (HttpEndpoint http =
         HttpEndpoint.start(
             0,
@@ -173,7 +144,7 @@ class HttpEndpointTest {
             () -> report(1, List.of(), null),
             Optional::empty)) {
       for (int i = 0; i < 8; i++) {
-        java.net.Socket s = new java.net.Socket("localhost", http.port());
+        Socket s = new Socket("localhost", http.port());
         stalled.add(s);
         // A request line and no end of headers: the server waits for the rest.
         s.getOutputStream().write("GET /metrics HTTP/1.1\r\nHost: x\r\n".getBytes());
@@ -185,7 +156,7 @@ class HttpEndpointTest {
       assertThat(probe.statusCode()).isEqualTo(200);
       assertThat(probe.body()).isEqualTo("running\n");
     } finally {
-      for (java.net.Socket s : stalled) {
+      for (Socket s : stalled) {
         s.close();
       }
     }
@@ -194,23 +165,12 @@ class HttpEndpointTest {
   @Test
   void should_say_the_first_report_is_not_made_yet_while_it_is_and_keep_answering_the_probe()
       throws Exception {
-    java.util.concurrent.CountDownLatch slow = new java.util.concurrent.CountDownLatch(1);
-    java.util.concurrent.CountDownLatch entered = new java.util.concurrent.CountDownLatch(1);
-    java.util.function.Supplier<StatusReport> reports =
-        () -> {
-          entered.countDown();
-          try {
-            slow.await();
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-          return report(7, List.of(), null);
-        };
+    SlowReports reports = new SlowReports(1);
     try (HttpEndpoint http =
         HttpEndpoint.start(
             0, new PrometheusMeterRegistry(PrometheusConfig.DEFAULT), reports, Optional::empty)) {
       var making = getAsync(http.port(), "/api/status", null);
-      assertThat(entered.await(5, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+      reports.awaitSlow();
       for (int i = 0; i < 4; i++) {
         HttpResponse<String> notYet =
             get(http.port(), i % 2 == 0 ? "/api/status" : "/", "text/html");
@@ -221,9 +181,52 @@ class HttpEndpointTest {
                     + " again in a moment.\n");
       }
       assertThat(get(http.port(), "/livez").statusCode()).isEqualTo(200);
+      reports.release();
+      assertThat(making.get(5, TimeUnit.SECONDS).body()).contains("\"pid\" : 1");
+    }
+  }
+
+  /**
+   * Status reports numbered as made (the pid says which), each from the {@code firstSlow}-th on
+   * waiting for {@link #release} as a report asking a database slow to answer does; each tells of
+   * {@link #failed}.
+   */
+  private static final class SlowReports implements Supplier<StatusReport> {
+    private final int firstSlow;
+    private final AtomicInteger made = new AtomicInteger();
+    private final CountDownLatch slow = new CountDownLatch(1);
+    private final CountDownLatch entered = new CountDownLatch(1);
+    final AtomicReference<String> failed = new AtomicReference<>();
+
+    SlowReports(int firstSlow) {
+      this.firstSlow = firstSlow;
+    }
+
+    @Override
+    public StatusReport get() {
+      int n = made.incrementAndGet();
+      if (n >= firstSlow) {
+        entered.countDown();
+        try {
+          slow.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      }
+      return report(n, List.of(), failed.get());
+    }
+
+    /** Waits until a slow report is being made. */
+    void awaitSlow() throws InterruptedException {
+      assertThat(entered.await(5, TimeUnit.SECONDS)).as("a slow report began").isTrue();
+    }
+
+    void release() {
       slow.countDown();
-      assertThat(making.get(5, java.util.concurrent.TimeUnit.SECONDS).body())
-          .contains("\"pid\" : 7");
+    }
+
+    int made() {
+      return made.get();
     }
   }
 
@@ -264,7 +267,7 @@ class HttpEndpointTest {
     return get(port, path, null);
   }
 
-  private static java.util.concurrent.CompletableFuture<HttpResponse<String>> getAsync(
+  private static CompletableFuture<HttpResponse<String>> getAsync(
       int port, String path, String accept) {
     return HttpClient.newHttpClient()
         .sendAsync(request(port, path, accept), HttpResponse.BodyHandlers.ofString());
