@@ -46,7 +46,7 @@ class PhaseCheckpointTest {
   }
 
   @Test
-  void should_fail_on_any_other_failure() {
+  void should_fail_the_phase_on_a_failure_other_than_missing_privilege() {
     PhaseCheckpoint checkpoint =
         new PhaseCheckpoint(
             () -> {
