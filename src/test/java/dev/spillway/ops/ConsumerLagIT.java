@@ -13,6 +13,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -65,23 +66,15 @@ class ConsumerLagIT {
     // A buffer left out with --only, and loose foreign keys never run: capture wrote, none read.
     String waiting = prefix + ".buffers.b.events";
     String deletes = prefix + ".lfk.deleted-records";
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      admin
-          .createTopics(
-              List.of(new NewTopic(waiting, 2, (short) 1), new NewTopic(deletes, 1, (short) 1)))
-          .all()
-          .get();
+    List<ProducerRecord<byte[], byte[]>> written = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      written.add(new ProducerRecord<>(waiting, i % 2, T0 + i * 1000L, null, new byte[] {1}));
     }
-    try (KafkaProducer<byte[], byte[]> producer =
-        new KafkaProducer<>(
-            Map.of("bootstrap.servers", bootstrap),
-            new ByteArraySerializer(),
-            new ByteArraySerializer())) {
-      for (int i = 0; i < 3; i++) {
-        producer.send(new ProducerRecord<>(waiting, i % 2, T0 + i * 1000L, null, new byte[] {1}));
-      }
-      producer.send(new ProducerRecord<>(deletes, 0, T0 + 5000L, null, new byte[] {1})).get();
-    }
+    written.add(new ProducerRecord<>(deletes, 0, T0 + 5000L, null, new byte[] {1}));
+    write(
+        bootstrap,
+        List.of(new NewTopic(waiting, 2, (short) 1), new NewTopic(deletes, 1, (short) 1)),
+        written);
 
     List<Lag> lags = ConsumerLag.read(bootstrap, Map.of(), prefix);
 
@@ -188,32 +181,42 @@ class ConsumerLagIT {
     String prefix = "g" + UUID.randomUUID().toString().substring(0, 8);
     String batches = prefix + ".lfk.cleanup-batches";
     String events = prefix + ".buffers.a.events";
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      admin
-          .createTopics(
-              List.of(new NewTopic(batches, 2, (short) 1), new NewTopic(events, 1, (short) 1)))
-          .all()
-          .get();
+    List<ProducerRecord<byte[], byte[]>> written = new ArrayList<>();
+    for (int i = 0; i < 5; i++) {
+      written.add(new ProducerRecord<>(batches, 0, T0 + i * 1000L, null, new byte[] {1}));
     }
-    try (KafkaProducer<byte[], byte[]> producer =
-        new KafkaProducer<>(
-            Map.of("bootstrap.servers", bootstrap),
-            new ByteArraySerializer(),
-            new ByteArraySerializer())) {
-      for (int i = 0; i < 5; i++) {
-        producer.send(new ProducerRecord<>(batches, 0, T0 + i * 1000L, null, new byte[] {1})).get();
-      }
-      for (int i = 0; i < 2; i++) {
-        producer.send(new ProducerRecord<>(batches, 1, T0 + 60_000L, null, new byte[] {1})).get();
-      }
-      producer.send(new ProducerRecord<>(events, 0, T0, null, new byte[] {1})).get();
+    for (int i = 0; i < 2; i++) {
+      written.add(new ProducerRecord<>(batches, 1, T0 + 60_000L, null, new byte[] {1}));
     }
+    written.add(new ProducerRecord<>(events, 0, T0, null, new byte[] {1}));
+    write(
+        bootstrap,
+        List.of(new NewTopic(batches, 2, (short) 1), new NewTopic(events, 1, (short) 1)),
+        written);
     commit(bootstrap, prefix + ".lfk.sink", Map.of(new TopicPartition(batches, 0), 2L));
     commit(bootstrap, prefix + ".buffers.a", Map.of(new TopicPartition(events, 0), 1L));
     commit(bootstrap, "other." + prefix, Map.of(new TopicPartition(events, 0), 0L));
     // Nor is one of a deployment whose prefix extends this one.
     commit(bootstrap, prefix + ".staging.lfk.sink", Map.of(new TopicPartition(events, 0), 0L));
     return prefix;
+  }
+
+  /** Creates the topics, then writes the records, each acknowledged. */
+  private static void write(
+      String bootstrap, List<NewTopic> topics, List<ProducerRecord<byte[], byte[]>> records)
+      throws Exception {
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.createTopics(topics).all().get();
+    }
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(
+            Map.of("bootstrap.servers", bootstrap),
+            new ByteArraySerializer(),
+            new ByteArraySerializer())) {
+      for (ProducerRecord<byte[], byte[]> r : records) {
+        producer.send(r).get();
+      }
+    }
   }
 
   private static void commit(String bootstrap, String group, Map<TopicPartition, Long> offsets) {
