@@ -152,6 +152,9 @@ final class CaptureEngine implements AutoCloseable {
   private final AtomicBoolean engineClosed = new AtomicBoolean();
   private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
 
+  /** The snapshots waiting for transactions open at the start; null when none does. */
+  private volatile ReadAfterWriters readAfterWriters;
+
   CaptureEngine(
       DatabaseEndpoint endpoint,
       DataSource dataSource,
@@ -282,9 +285,9 @@ final class CaptureEngine implements AutoCloseable {
         created || publishesSharedSignals()
             ? inserted
             : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
-    List<TableName> snapshot;
+    SourcePreparation.Asked asked;
     try {
-      snapshot =
+      asked =
           SourcePreparation.prepare(
               slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
       if (created && published) {
@@ -307,12 +310,15 @@ final class CaptureEngine implements AutoCloseable {
       }
       throw e;
     }
-    if (!snapshot.isEmpty()) {
+    if (!asked.now().isEmpty()) {
       log.info(
           "Capture of database {}: reading the rows already in {} once (incremental snapshot)",
           endpoint.name(),
-          snapshot.stream().map(TableName::displayName).collect(Collectors.joining(", ")));
+          asked.now().stream().map(TableName::displayName).collect(Collectors.joining(", ")));
     }
+    // Debezium reads the signal from the stream, so it may be asked before the engine runs.
+    readAfterWriters =
+        ReadAfterWriters.start(dataSource, endpoint.name(), slot, asked.afterWriters());
     plan.routes(endpoint.name()).forEach(stats::register);
     ReconnectLogFilter.captureStarts(endpoint.name()); // an earlier engine's loss is not this one's
     engine =
@@ -940,11 +946,18 @@ final class CaptureEngine implements AutoCloseable {
   @Override
   public void close() throws IOException {
     stopping = true;
+    ReadAfterWriters waiting = readAfterWriters;
+    if (waiting != null) {
+      waiting.stop();
+    }
     releaseStartLock();
     boolean closed = false;
     try {
       // The executor is shut down whatever closing did, so its threads do not outlive the capture.
       closed = closeEngine();
+      if (waiting != null && closed) {
+        waiting.leave(); // once nothing streams, so no table leaves the publication under it
+      }
     } finally {
       executor.shutdown();
       try {

@@ -109,9 +109,10 @@ final class SourcePreparation {
    * transaction asks for a snapshot of {@code snapshot} (when not empty): a crash cannot leave a
    * table published whose earlier rows were not asked for. Idempotent.
    *
-   * @return the tables of {@code snapshot} a snapshot was asked for: those holding rows
+   * @return the tables of {@code snapshot} a snapshot was asked for (those holding rows), and those
+   *     whose snapshot is to be asked once the transactions writing to them now have ended
    */
-  static List<TableName> prepare(
+  static Asked prepare(
       String publication,
       DataSource ds,
       Collection<TableName> tables,
@@ -139,6 +140,7 @@ final class SourcePreparation {
       // One transaction: a change committed between the statements would be decoded with the
       // tables of one and the actions of the other, or published without its snapshot asked for.
       List<TableName> holding = new ArrayList<>();
+      Map<TableName, List<String>> afterWriters = new LinkedHashMap<>();
       WithoutLockTimeout.run(
           c,
           () -> {
@@ -156,23 +158,36 @@ final class SourcePreparation {
                       + ")");
             }
             s.execute(CaptureStatements.clearSignals(signals));
-            holding.addAll(holdingRows(c, snapshot));
+            holding.addAll(holdingRows(c, snapshot, afterWriters));
             if (!holding.isEmpty()) {
               requestSnapshot(c, signals, holding);
             }
           });
-      return holding;
+      return new Asked(holding, afterWriters);
     }
   }
+
+  /**
+   * The snapshots a start asked for.
+   *
+   * @param now tables whose snapshot was asked with the publication
+   * @param afterWriters tables that other transactions were writing to as they joined the
+   *     publication, by those transactions' virtual ids: their inserts so far are in no stream, and
+   *     a snapshot asked now would not see them either, so it is asked once those have ended
+   */
+  record Asked(List<TableName> now, Map<TableName, List<String>> afterWriters) {}
 
   /**
    * The tables among {@code tables} that hold rows, asked in the transaction that publishes them. A
    * snapshot of an empty table would only publish a second time what is inserted while it runs.
    * Each table is locked against inserts first (within {@link #LOCK_WAIT}), so a row committed
-   * before the publication changes is seen here, and one committed after it is in the stream; a
-   * table that cannot be locked in time counts as holding rows.
+   * before the publication changes is seen here, and one committed after it is in the stream. A
+   * table that cannot be locked in time counts as holding rows; when other transactions are writing
+   * to it, it goes to {@code afterWriters} with their virtual ids instead: rows they commit later
+   * were inserted before the table was published, so a snapshot must wait for them.
    */
-  private static List<TableName> holdingRows(Connection c, List<TableName> tables)
+  private static List<TableName> holdingRows(
+      Connection c, List<TableName> tables, Map<TableName, List<String>> afterWriters)
       throws SQLException {
     List<TableName> holding = new ArrayList<>();
     if (tables.isEmpty()) {
@@ -196,11 +211,47 @@ final class SourcePreparation {
             throw e;
           }
           c.rollback(before);
-          holding.add(t);
+          List<String> writers = writers(c, t);
+          if (writers.isEmpty()) {
+            holding.add(t); // held by something else than a write (a vacuum, say)
+          } else {
+            afterWriters.put(t, writers);
+          }
         }
       }
     }
     return holding;
+  }
+
+  /** The virtual ids of other sessions' transactions holding a write lock on {@code t}. */
+  private static List<String> writers(Connection c, TableName t) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.WRITERS)) {
+      ps.setString(1, t.quoted());
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return List.of((String[]) rs.getArray(1).getArray());
+      }
+    }
+  }
+
+  /** Takes {@code tables} out of the slot's publication. */
+  static void unpublish(DataSource ds, String slot, List<TableName> tables) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(CaptureStatements.unpublish(slot, tables));
+    }
+  }
+
+  /** Whether any of these transactions (virtual ids) is still running. */
+  static boolean running(DataSource ds, List<String> transactions) throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.RUNNING)) {
+      ps.setArray(1, c.createArrayOf("text", transactions.toArray()));
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getLong(1) > 0;
+      }
+    }
   }
 
   /**
