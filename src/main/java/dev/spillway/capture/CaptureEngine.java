@@ -18,6 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -152,8 +153,8 @@ final class CaptureEngine implements AutoCloseable {
   private final AtomicBoolean engineClosed = new AtomicBoolean();
   private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
 
-  /** The snapshots waiting for transactions open at the start; null when none does. */
-  private volatile ReadAfterWriters readAfterWriters;
+  /** The tables the start left to join later; null when none. */
+  private volatile LateJoins joining;
 
   CaptureEngine(
       DatabaseEndpoint endpoint,
@@ -316,9 +317,8 @@ final class CaptureEngine implements AutoCloseable {
           endpoint.name(),
           asked.now().stream().map(TableName::displayName).collect(Collectors.joining(", ")));
     }
-    // Debezium reads the signal from the stream, so it may be asked before the engine runs.
-    readAfterWriters =
-        ReadAfterWriters.start(dataSource, endpoint.name(), slot, asked.afterWriters());
+    // Debezium reads the signal from the stream, so a table may join before the engine runs.
+    joining = LateJoins.start(dataSource, endpoint.name(), slot, asked.later());
     plan.routes(endpoint.name()).forEach(stats::register);
     ReconnectLogFilter.captureStarts(endpoint.name()); // an earlier engine's loss is not this one's
     engine =
@@ -516,9 +516,15 @@ final class CaptureEngine implements AutoCloseable {
    * it again, and reads a buffer table's rows once.
    */
   private void checkPublished() {
+    // Read first: a table joining between the two readings is then not taken for one that left.
+    LateJoins join = joining;
+    Set<TableName> notYet = join == null ? Set.of() : join.waiting();
     List<TableName> left;
     try {
-      left = SourcePreparation.unpublished(dataSource, slot, plan.tables(endpoint.name()));
+      left =
+          SourcePreparation.unpublished(dataSource, slot, plan.tables(endpoint.name())).stream()
+              .filter(t -> !notYet.contains(t))
+              .toList();
     } catch (SQLException e) {
       return; // asked again at the next check
     }
@@ -946,18 +952,15 @@ final class CaptureEngine implements AutoCloseable {
   @Override
   public void close() throws IOException {
     stopping = true;
-    ReadAfterWriters waiting = readAfterWriters;
-    if (waiting != null) {
-      waiting.stop();
+    LateJoins join = joining;
+    if (join != null) {
+      join.close();
     }
     releaseStartLock();
     boolean closed = false;
     try {
       // The executor is shut down whatever closing did, so its threads do not outlive the capture.
       closed = closeEngine();
-      if (waiting != null && closed) {
-        waiting.leave(); // once nothing streams, so no table leaves the publication under it
-      }
     } finally {
       executor.shutdown();
       try {

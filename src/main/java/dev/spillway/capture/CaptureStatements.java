@@ -1,8 +1,6 @@
 package dev.spillway.capture;
 
 import dev.spillway.event.TableName;
-import java.util.List;
-import java.util.stream.Collectors;
 
 /** Every SQL statement capture runs against a source database. */
 final class CaptureStatements {
@@ -113,27 +111,6 @@ final class CaptureStatements {
 
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
-
-  /**
-   * 1: quoted table. The transactions of other sessions holding a write lock on it, by virtual
-   * transaction id: those that may have inserted rows not yet committed.
-   */
-  static final String WRITERS =
-      "SELECT coalesce(array_agg(DISTINCT virtualtransaction), '{}') FROM pg_locks"
-          + " WHERE relation = to_regclass(?) AND granted AND mode = 'RowExclusiveLock'"
-          + " AND pid <> pg_backend_pid()";
-
-  /** Takes tables out of a slot's publication (named as the slot). */
-  static String unpublish(String slot, List<TableName> tables) {
-    return "ALTER PUBLICATION "
-        + TableName.quote(slot)
-        + " DROP TABLE "
-        + tables.stream().map(TableName::quoted).collect(Collectors.joining(", "));
-  }
-
-  /** 1: virtual transaction ids (text[]). How many of them are still running. */
-  static final String RUNNING =
-      "SELECT count(*) FROM pg_locks WHERE locktype = 'virtualxid' AND virtualxid = ANY(?)";
 
   /**
    * 1: slot name. Takes, when free, the lock one process at a time holds while it starts capture

@@ -109,8 +109,18 @@ final class SourcePreparation {
    * transaction asks for a snapshot of {@code snapshot} (when not empty): a crash cannot leave a
    * table published whose earlier rows were not asked for. Idempotent.
    *
+   * <p>Each table of {@code snapshot} is locked against writes first (within {@link #LOCK_WAIT}),
+   * so a row committed before the publication changes is seen by the snapshot and one committed
+   * after it is in the stream. A table that cannot be locked in time may hold rows of transactions
+   * still open, written before it joins the publication: the stream would never carry them, and a
+   * snapshot read before they commit would not see them. Such a table is left out of the
+   * publication, to {@link #join} it once it can be locked; a start meanwhile finds it unpublished
+   * and tries again.
+   *
    * @return the tables of {@code snapshot} a snapshot was asked for (those holding rows), and those
-   *     whose snapshot is to be asked once the transactions writing to them now have ended
+   *     left to join later
+   * @throws CaptureSetupException for a table to join later whose rows Debezium cannot be asked to
+   *     read, before anything is changed
    */
   static Asked prepare(
       String publication,
@@ -126,11 +136,6 @@ final class SourcePreparation {
       s.execute(CaptureStatements.CREATE_RELEASES);
       String signals = CaptureStatements.signalTable(publication);
       s.execute(CaptureStatements.createSignal(signals));
-      List<String> published = new ArrayList<>();
-      tables.forEach(t -> published.add(t.quoted()));
-      published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
-      published.add(TableName.parse(signals).quoted());
-      String tableList = String.join(", ", published);
       // Only the kinds some route needs leave the server: a database holding buffer tables alone
       // does not stream the deletes that drain them. A partition's changes come as its root.
       String actions =
@@ -140,10 +145,19 @@ final class SourcePreparation {
       // One transaction: a change committed between the statements would be decoded with the
       // tables of one and the actions of the other, or published without its snapshot asked for.
       List<TableName> holding = new ArrayList<>();
-      Map<TableName, List<String>> afterWriters = new LinkedHashMap<>();
+      List<TableName> later = new ArrayList<>();
       WithoutLockTimeout.run(
           c,
           () -> {
+            List<TableName> locked = lockAgainstWrites(c, snapshot);
+            snapshot.stream().filter(t -> !locked.contains(t)).forEach(later::add);
+            later.forEach(CaptureEngine::snapshotName); // refused now, as the snapshot would be
+            s.execute("SET LOCAL lock_timeout = 0");
+            List<String> published = new ArrayList<>();
+            tables.stream().filter(t -> !later.contains(t)).forEach(t -> published.add(t.quoted()));
+            published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
+            published.add(TableName.parse(signals).quoted());
+            String tableList = String.join(", ", published);
             if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
               s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
               s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
@@ -158,12 +172,12 @@ final class SourcePreparation {
                       + ")");
             }
             s.execute(CaptureStatements.clearSignals(signals));
-            holding.addAll(holdingRows(c, snapshot, afterWriters));
+            holding.addAll(holdingRows(c, locked));
             if (!holding.isEmpty()) {
               requestSnapshot(c, signals, holding);
             }
           });
-      return new Asked(holding, afterWriters);
+      return new Asked(holding, later);
     }
   }
 
@@ -171,27 +185,56 @@ final class SourcePreparation {
    * The snapshots a start asked for.
    *
    * @param now tables whose snapshot was asked with the publication
-   * @param afterWriters tables that other transactions were writing to as they joined the
-   *     publication, by those transactions' virtual ids: their inserts so far are in no stream, and
-   *     a snapshot asked now would not see them either, so it is asked once those have ended
+   * @param later tables left out of the publication, which could not be locked against writes in
+   *     time: each {@link #join}s it once it can be
    */
-  record Asked(List<TableName> now, Map<TableName, List<String>> afterWriters) {}
+  record Asked(List<TableName> now, List<TableName> later) {}
 
   /**
-   * The tables among {@code tables} that hold rows, asked in the transaction that publishes them. A
-   * snapshot of an empty table would only publish a second time what is inserted while it runs.
-   * Each table is locked against inserts first (within {@link #LOCK_WAIT}), so a row committed
-   * before the publication changes is seen here, and one committed after it is in the stream. A
-   * table that cannot be locked in time counts as holding rows; when other transactions are writing
-   * to it, it goes to {@code afterWriters} with their virtual ids instead: rows they commit later
-   * were inserted before the table was published, so a snapshot must wait for them.
+   * Publishes a table {@link #prepare} left out, once it can be locked against writes within {@link
+   * #LOCK_WAIT}, and asks for its snapshot when it holds rows, in one transaction. A table another
+   * process published meanwhile is left as it is.
+   *
+   * @return whether the table is published now; false when it could not be locked in time
    */
-  private static List<TableName> holdingRows(
-      Connection c, List<TableName> tables, Map<TableName, List<String>> afterWriters)
+  static boolean join(DataSource ds, String publication, TableName table) throws SQLException {
+    boolean[] joined = new boolean[1];
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      WithoutLockTimeout.run(
+          c,
+          () -> {
+            if (lockAgainstWrites(c, List.of(table)).isEmpty()) {
+              return;
+            }
+            joined[0] = true;
+            if (!unpublished(c, CaptureStatements.PUBLISHED, publication, List.of(table))
+                .isEmpty()) {
+              s.execute("SET LOCAL lock_timeout = 0");
+              s.execute(
+                  "ALTER PUBLICATION "
+                      + TableName.quote(publication)
+                      + " ADD TABLE "
+                      + table.quoted());
+              if (!holdingRows(c, List.of(table)).isEmpty()) {
+                requestSnapshot(c, CaptureStatements.signalTable(publication), List.of(table));
+              }
+            }
+          });
+    }
+    return joined[0];
+  }
+
+  /**
+   * Those of {@code tables} locked against writes until the transaction ends, each within {@link
+   * #LOCK_WAIT}; one that cannot be locked in time (a transaction writing to it, a vacuum) is left
+   * out.
+   */
+  private static List<TableName> lockAgainstWrites(Connection c, List<TableName> tables)
       throws SQLException {
-    List<TableName> holding = new ArrayList<>();
+    List<TableName> locked = new ArrayList<>();
     if (tables.isEmpty()) {
-      return holding;
+      return locked;
     }
     try (Statement s = c.createStatement()) {
       s.execute("SET LOCAL lock_timeout = '" + LOCK_WAIT.toMillis() + "ms'");
@@ -199,59 +242,37 @@ final class SourcePreparation {
         Savepoint before = c.setSavepoint();
         try {
           s.execute("LOCK TABLE " + t.quoted() + " IN SHARE MODE");
-          try (ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM " + t.quoted() + ")")) {
-            rs.next();
-            if (rs.getBoolean(1)) {
-              holding.add(t);
-            }
-          }
           c.releaseSavepoint(before);
+          locked.add(t);
         } catch (SQLException e) {
           if (!LOCK_NOT_AVAILABLE.equals(e.getSQLState())) {
             throw e;
           }
           c.rollback(before);
-          List<String> writers = writers(c, t);
-          if (writers.isEmpty()) {
-            holding.add(t); // held by something else than a write (a vacuum, say)
-          } else {
-            afterWriters.put(t, writers);
+        }
+      }
+    }
+    return locked;
+  }
+
+  /**
+   * The tables among {@code tables} that hold rows, asked in the transaction that publishes them. A
+   * snapshot of an empty table would only publish a second time what is inserted while it runs.
+   */
+  private static List<TableName> holdingRows(Connection c, List<TableName> tables)
+      throws SQLException {
+    List<TableName> holding = new ArrayList<>();
+    try (Statement s = c.createStatement()) {
+      for (TableName t : tables) {
+        try (ResultSet rs = s.executeQuery("SELECT EXISTS (SELECT 1 FROM " + t.quoted() + ")")) {
+          rs.next();
+          if (rs.getBoolean(1)) {
+            holding.add(t);
           }
         }
       }
     }
     return holding;
-  }
-
-  /** The virtual ids of other sessions' transactions holding a write lock on {@code t}. */
-  private static List<String> writers(Connection c, TableName t) throws SQLException {
-    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.WRITERS)) {
-      ps.setString(1, t.quoted());
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return List.of((String[]) rs.getArray(1).getArray());
-      }
-    }
-  }
-
-  /** Takes {@code tables} out of the slot's publication. */
-  static void unpublish(DataSource ds, String slot, List<TableName> tables) throws SQLException {
-    try (Connection c = ds.getConnection();
-        Statement s = c.createStatement()) {
-      s.execute(CaptureStatements.unpublish(slot, tables));
-    }
-  }
-
-  /** Whether any of these transactions (virtual ids) is still running. */
-  static boolean running(DataSource ds, List<String> transactions) throws SQLException {
-    try (Connection c = ds.getConnection();
-        PreparedStatement ps = c.prepareStatement(CaptureStatements.RUNNING)) {
-      ps.setArray(1, c.createArrayOf("text", transactions.toArray()));
-      try (ResultSet rs = ps.executeQuery()) {
-        rs.next();
-        return rs.getLong(1) > 0;
-      }
-    }
   }
 
   /**
@@ -419,17 +440,23 @@ final class SourcePreparation {
       DataSource ds, String query, String publication, Collection<TableName> inserted)
       throws SQLException {
     try (Connection c = ds.getConnection()) {
-      Set<TableName> published = new HashSet<>();
-      try (PreparedStatement ps = c.prepareStatement(query)) {
-        ps.setString(1, publication);
-        try (ResultSet rs = ps.executeQuery()) {
-          while (rs.next()) {
-            published.add(new TableName(rs.getString(1), rs.getString(2)));
-          }
+      return unpublished(c, query, publication, inserted);
+    }
+  }
+
+  private static List<TableName> unpublished(
+      Connection c, String query, String publication, Collection<TableName> inserted)
+      throws SQLException {
+    Set<TableName> published = new HashSet<>();
+    try (PreparedStatement ps = c.prepareStatement(query)) {
+      ps.setString(1, publication);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          published.add(new TableName(rs.getString(1), rs.getString(2)));
         }
       }
-      return inserted.stream().filter(t -> !published.contains(t)).toList();
     }
+    return inserted.stream().filter(t -> !published.contains(t)).toList();
   }
 
   /**

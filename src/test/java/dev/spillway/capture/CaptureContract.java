@@ -525,12 +525,17 @@ abstract class CaptureContract {
         st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
       }
       // The table cannot be locked against inserts while this is open: capture starts anyway,
-      // and reads the table once the transaction has ended.
-      try (Capture capture = start(inserts, inserts("other"))) {
+      // and reads the table once the transaction has ended. Its slot checked every 50 ms, which
+      // must not take the table waiting to join for one that left the publication.
+      try (Capture capture =
+          start(Duration.ofMillis(50), new SimpleMeterRegistry(), inserts, inserts("other"))) {
         // Streamed past what capture asked at its start: a snapshot asked then has been read.
         TestSql.exec(ds, "INSERT INTO " + schema + ".other VALUES (1)");
         TopicReader.readAtLeast(
             infra().bootstrapServers(), topics.bufferEvents("other"), 1, TIMEOUT);
+        TestSql.exec(ds, "INSERT INTO " + schema + ".other VALUES (2)");
+        TopicReader.readAtLeast(
+            infra().bootstrapServers(), topics.bufferEvents("other"), 2, TIMEOUT);
         open.commit();
         TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (2, 'after')");
         List<ConsumerRecord<byte[], byte[]>> read =
