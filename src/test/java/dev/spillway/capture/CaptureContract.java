@@ -511,40 +511,20 @@ abstract class CaptureContract {
   @Timeout(120) // waiting for the lock without end would hold start-up, and this test, for ever
   void should_not_wait_on_an_open_insert_to_a_table_it_starts_capturing_and_read_it_once_committed()
       throws Exception {
-    TestSql.exec(
-        ds,
-        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
-        "CREATE TABLE " + schema + ".other (id bigint PRIMARY KEY)");
-    CaptureRoute inserts = inserts("events");
-    try (Capture first = start(inserts("other"))) {
-      // the slot exists from here on (creating one waits for every open transaction to end)
-    }
-    try (Connection open = ds.getConnection()) {
-      open.setAutoCommit(false);
-      try (Statement st = open.createStatement()) {
-        st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
-      }
+    try (Connection open = insertOpenIntoEventsNotCapturedYet()) {
       // The table cannot be locked against inserts while this is open: capture starts anyway,
       // and reads the table once the transaction has ended. Its slot checked every 50 ms, which
       // must not take the table waiting to join for one that left the publication.
       try (Capture capture =
-          start(Duration.ofMillis(50), new SimpleMeterRegistry(), inserts, inserts("other"))) {
-        // Streamed past what capture asked at its start: a snapshot asked then has been read.
-        TestSql.exec(ds, "INSERT INTO " + schema + ".other VALUES (1)");
-        TopicReader.readAtLeast(
-            infra().bootstrapServers(), topics.bufferEvents("other"), 1, TIMEOUT);
-        TestSql.exec(ds, "INSERT INTO " + schema + ".other VALUES (2)");
-        TopicReader.readAtLeast(
-            infra().bootstrapServers(), topics.bufferEvents("other"), 2, TIMEOUT);
+          start(
+              Duration.ofMillis(50),
+              new SimpleMeterRegistry(),
+              inserts("events"),
+              inserts("other"))) {
+        streamedPastItsStart(1);
+        streamedPastItsStart(2);
         open.commit();
-        TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (2, 'after')");
-        List<ConsumerRecord<byte[], byte[]>> read =
-            TopicReader.readUntil(
-                infra().bootstrapServers(),
-                topics.bufferEvents("events"),
-                r -> ids(r).size() == 2,
-                TIMEOUT);
-        assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
+        assertEventsReadWithOneInsertedNow();
       }
     }
   }
@@ -553,37 +533,54 @@ abstract class CaptureContract {
   @Timeout(120)
   void should_read_at_the_next_start_a_row_an_insert_open_at_its_start_committed_after_a_stop()
       throws Exception {
-    TestSql.exec(
-        ds,
-        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
-        "CREATE TABLE " + schema + ".other (id bigint PRIMARY KEY)");
-    CaptureRoute inserts = inserts("events");
-    try (Capture first = start(inserts("other"))) {
-      // the slot exists from here on
-    }
-    try (Connection open = ds.getConnection()) {
-      open.setAutoCommit(false);
-      try (Statement st = open.createStatement()) {
-        st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
-      }
-      try (Capture capture = start(inserts, inserts("other"))) {
-        TestSql.exec(ds, "INSERT INTO " + schema + ".other VALUES (1)");
-        TopicReader.readAtLeast(
-            infra().bootstrapServers(), topics.bufferEvents("other"), 1, TIMEOUT);
+    try (Connection open = insertOpenIntoEventsNotCapturedYet()) {
+      try (Capture capture = start(inserts("events"), inserts("other"))) {
+        streamedPastItsStart(1);
       } // stopped while the insert is still open
       open.commit();
     }
 
-    try (Capture capture = start(inserts, inserts("other"))) {
-      TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (2, 'after')");
-      List<ConsumerRecord<byte[], byte[]>> read =
-          TopicReader.readUntil(
-              infra().bootstrapServers(),
-              topics.bufferEvents("events"),
-              r -> ids(r).size() == 2,
-              TIMEOUT);
-      assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
+    try (Capture capture = start(inserts("events"), inserts("other"))) {
+      assertEventsReadWithOneInsertedNow();
     }
+  }
+
+  /**
+   * Tables {@code events} and {@code other}, the slot made by a capture of {@code other}, and a
+   * transaction left open that inserted row 1 into {@code events}.
+   */
+  private Connection insertOpenIntoEventsNotCapturedYet() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
+        "CREATE TABLE " + schema + ".other (id bigint PRIMARY KEY)");
+    try (Capture first = start(inserts("other"))) {
+      // the slot exists from here on (creating one waits for every open transaction to end)
+    }
+    Connection open = ds.getConnection();
+    open.setAutoCommit(false);
+    try (Statement st = open.createStatement()) {
+      st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
+    }
+    return open;
+  }
+
+  /** Inserts row {@code n} into {@code other} and waits for it: capture streamed past its start. */
+  private void streamedPastItsStart(int n) {
+    TestSql.exec(ds, "INSERT INTO " + schema + ".other VALUES (" + n + ")");
+    TopicReader.readAtLeast(infra().bootstrapServers(), topics.bufferEvents("other"), n, TIMEOUT);
+  }
+
+  /** Inserts row 2 into {@code events} and asserts both its rows are captured. */
+  private void assertEventsReadWithOneInsertedNow() {
+    TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (2, 'after')");
+    List<ConsumerRecord<byte[], byte[]>> read =
+        TopicReader.readUntil(
+            infra().bootstrapServers(),
+            topics.bufferEvents("events"),
+            r -> ids(r).size() == 2,
+            TIMEOUT);
+    assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
   }
 
   @Test
