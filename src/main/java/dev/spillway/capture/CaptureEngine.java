@@ -559,6 +559,10 @@ final class CaptureEngine implements AutoCloseable {
   /** Ends the engine with a failure of capture's own, not one of the engine's. */
   private void stop(RuntimeException why) {
     stopping = true; // the engine's end is this, not an error of its own
+    LateJoins join = joining;
+    if (join != null) {
+      join.close();
+    }
     releaseStartLock();
     failure.compareAndSet(null, why);
     log.error("Capture of database {} stopped: {}", endpoint.name(), why.getMessage());

@@ -3,6 +3,7 @@ package dev.spillway.capture;
 import dev.spillway.event.TableName;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArraySet;
@@ -16,9 +17,9 @@ import org.slf4j.LoggerFactory;
  * not lock them against writes in time ({@link SourcePreparation.Asked#later}): a transaction
  * writing to one then may hold rows written before the table was published, which the stream would
  * never carry. Each is tried every {@link #TRY_EVERY} until {@link SourcePreparation#join} can lock
- * it, which publishes it and asks for its snapshot in one transaction; rows inserted meanwhile wait
- * in the table and are read then. A capture stopping first leaves them unpublished, for the next
- * start.
+ * it (waiting a tenth of a second at most each time), which publishes it and asks for its snapshot
+ * in one transaction; rows inserted meanwhile wait in the table and are read then. A capture
+ * stopping first leaves them unpublished, for the next start.
  */
 final class LateJoins implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(LateJoins.class);
@@ -61,7 +62,7 @@ final class LateJoins implements AutoCloseable {
   }
 
   private void run() {
-    boolean warned = false;
+    Set<TableName> warned = new HashSet<>();
     while (!waiting.isEmpty() && !Thread.currentThread().isInterrupted()) {
       for (TableName t : waiting) {
         try {
@@ -74,13 +75,15 @@ final class LateJoins implements AutoCloseable {
                 t.displayName());
           }
         } catch (SQLException | RuntimeException e) {
-          if (!warned) {
+          if (gone(t)) {
+            // No longer waited for: the slot checks say it left, as of any table dropped.
+            waiting.remove(t);
+          } else if (warned.add(t)) {
             log.warn(
                 "Capture of database {} could not join {} ({}); trying again",
                 database,
                 t.displayName(),
                 e.getMessage());
-            warned = true;
           }
         }
       }
@@ -89,6 +92,14 @@ final class LateJoins implements AutoCloseable {
       } catch (InterruptedException e) {
         return;
       }
+    }
+  }
+
+  private boolean gone(TableName t) {
+    try {
+      return !SourcePreparation.exists(ds, t);
+    } catch (SQLException e) {
+      return false;
     }
   }
 

@@ -37,6 +37,12 @@ final class SourcePreparation {
   /** How long start-up waits to lock a newly published table against inserts. */
   private static final Duration LOCK_WAIT = Duration.ofSeconds(2);
 
+  /**
+   * How long a table joining later waits for its lock at each try: the inserts queued behind the
+   * request wait as long, once a second while a long transaction keeps the table.
+   */
+  private static final Duration JOIN_LOCK_WAIT = Duration.ofMillis(100);
+
   private static final String LOCK_NOT_AVAILABLE = "55P03";
 
   /** How long a slot's condition may take to read before the check tries again later. */
@@ -149,8 +155,13 @@ final class SourcePreparation {
       WithoutLockTimeout.run(
           c,
           () -> {
-            List<TableName> locked = lockAgainstWrites(c, snapshot);
-            snapshot.stream().filter(t -> !locked.contains(t)).forEach(later::add);
+            List<TableName> locked = lockAgainstWrites(c, snapshot, LOCK_WAIT);
+            // A table published already (for its deletes, or before a new slot) keeps its other
+            // changes coming: it stays, its rows read now, as before the wait for its writers.
+            List<TableName> unlocked = snapshot.stream().filter(t -> !locked.contains(t)).toList();
+            List<TableName> absent =
+                unpublished(c, CaptureStatements.PUBLISHED, publication, unlocked);
+            later.addAll(absent);
             later.forEach(CaptureEngine::snapshotName); // refused now, as the snapshot would be
             s.execute("SET LOCAL lock_timeout = 0");
             List<String> published = new ArrayList<>();
@@ -172,7 +183,9 @@ final class SourcePreparation {
                       + ")");
             }
             s.execute(CaptureStatements.clearSignals(signals));
-            holding.addAll(holdingRows(c, locked));
+            List<TableName> read = new ArrayList<>(locked);
+            unlocked.stream().filter(t -> !later.contains(t)).forEach(read::add);
+            holding.addAll(holdingRows(c, read));
             if (!holding.isEmpty()) {
               requestSnapshot(c, signals, holding);
             }
@@ -192,8 +205,8 @@ final class SourcePreparation {
 
   /**
    * Publishes a table {@link #prepare} left out, once it can be locked against writes within {@link
-   * #LOCK_WAIT}, and asks for its snapshot when it holds rows, in one transaction. A table another
-   * process published meanwhile is left as it is.
+   * #JOIN_LOCK_WAIT}, and asks for its snapshot when it holds rows, in one transaction. A table
+   * another process published meanwhile is left as it is.
    *
    * @return whether the table is published now; false when it could not be locked in time
    */
@@ -204,7 +217,7 @@ final class SourcePreparation {
       WithoutLockTimeout.run(
           c,
           () -> {
-            if (lockAgainstWrites(c, List.of(table)).isEmpty()) {
+            if (lockAgainstWrites(c, List.of(table), JOIN_LOCK_WAIT).isEmpty()) {
               return;
             }
             joined[0] = true;
@@ -226,18 +239,17 @@ final class SourcePreparation {
   }
 
   /**
-   * Those of {@code tables} locked against writes until the transaction ends, each within {@link
-   * #LOCK_WAIT}; one that cannot be locked in time (a transaction writing to it, a vacuum) is left
-   * out.
+   * Those of {@code tables} locked against writes until the transaction ends, each within {@code
+   * within}; one that cannot be locked in time (a transaction writing to it, a vacuum) is left out.
    */
-  private static List<TableName> lockAgainstWrites(Connection c, List<TableName> tables)
-      throws SQLException {
+  private static List<TableName> lockAgainstWrites(
+      Connection c, List<TableName> tables, Duration within) throws SQLException {
     List<TableName> locked = new ArrayList<>();
     if (tables.isEmpty()) {
       return locked;
     }
     try (Statement s = c.createStatement()) {
-      s.execute("SET LOCAL lock_timeout = '" + LOCK_WAIT.toMillis() + "ms'");
+      s.execute("SET LOCAL lock_timeout = '" + within.toMillis() + "ms'");
       for (TableName t : tables) {
         Savepoint before = c.setSavepoint();
         try {
@@ -428,6 +440,13 @@ final class SourcePreparation {
   static List<TableName> insertsUnpublished(
       DataSource ds, String publication, Collection<TableName> inserted) throws SQLException {
     return unpublished(ds, CaptureStatements.INSERTS_PUBLISHED, publication, inserted);
+  }
+
+  /** Whether the table exists. */
+  static boolean exists(DataSource ds, TableName table) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      return tableOid(c, table) != null;
+    }
   }
 
   /** Those of {@code tables} the publication does not publish at all. */
