@@ -545,6 +545,38 @@ abstract class CaptureContract {
     }
   }
 
+  @Test
+  @Timeout(120)
+  void
+      should_keep_a_table_published_for_its_deletes_streaming_them_while_an_insert_into_it_is_open()
+          throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
+        "INSERT INTO " + schema + ".events VALUES (0, 'before')");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("events"), ChangeKind.DELETE, topics.deletedRecords());
+    try (Capture first = start(deletes)) {
+      // published for its deletes only
+    }
+    try (Connection open = ds.getConnection()) {
+      open.setAutoCommit(false);
+      try (Statement st = open.createStatement()) {
+        st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
+      }
+      // A buffer joins the table: it cannot be locked, yet it stays published for its deletes.
+      try (Capture capture = start(deletes, inserts("events"))) {
+        TestSql.exec(ds, "DELETE FROM " + schema + ".events WHERE id = 0");
+        assertThat(
+                TopicReader.readAtLeast(
+                    infra().bootstrapServers(), topics.deletedRecords(), 1, TIMEOUT))
+            .as("the delete, streamed while the insert is still open")
+            .hasSize(1);
+      }
+      open.rollback();
+    }
+  }
+
   /**
    * Tables {@code events} and {@code other}, the slot made by a capture of {@code other}, and a
    * transaction left open that inserted row 1 into {@code events}.

@@ -22,6 +22,7 @@ import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -214,6 +215,7 @@ class UnitOfWorkTest {
   }
 
   @Test
+  @Timeout(10) // the retry's wait is 20 s: only a wait that looks at the stop ends in time
   void should_end_a_retry_wait_as_soon_as_the_worker_stops() throws InterruptedException {
     Thread unitThread = Thread.currentThread();
     java.util.concurrent.atomic.AtomicBoolean stopping =
