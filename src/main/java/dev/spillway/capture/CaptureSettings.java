@@ -61,7 +61,10 @@ public record CaptureSettings(
    * would take it.
    */
   public static Optional<String> overlongSlotName(String topicPrefix, String database) {
-    String name = slotName(topicPrefix, database);
+    return overlong(slotName(topicPrefix, database), database);
+  }
+
+  private static Optional<String> overlong(String name, String database) {
     return name.length() <= MAX_NAME_LENGTH
         ? Optional.empty()
         : Optional.of(
@@ -81,12 +84,12 @@ public record CaptureSettings(
   public void checkSlotNames(Collection<String> databases) {
     Map<String, String> byName = new HashMap<>();
     for (String database : databases) {
-      overlongSlotName(topics.prefix(), database)
+      String name = slotName(database);
+      overlong(name, database)
           .ifPresent(
               problem -> {
                 throw new CaptureSetupException("kafka.topic-prefix " + problem + ".");
               });
-      String name = slotName(database);
       String other = byName.putIfAbsent(name, database);
       if (other != null) {
         throw new CaptureSetupException(

@@ -3,6 +3,7 @@ package dev.spillway.capture;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spillway.event.TableName;
+import dev.spillway.jdbc.Transactions;
 import dev.spillway.jdbc.WithoutLockTimeout;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -163,7 +164,6 @@ final class SourcePreparation {
                 unpublished(c, CaptureStatements.PUBLISHED, publication, unlocked);
             later.addAll(absent);
             later.forEach(CaptureEngine::snapshotName); // refused now, as the snapshot would be
-            s.execute("SET LOCAL lock_timeout = 0");
             List<String> published = new ArrayList<>();
             tables.stream().filter(t -> !later.contains(t)).forEach(t -> published.add(t.quoted()));
             published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
@@ -183,9 +183,8 @@ final class SourcePreparation {
                       + ")");
             }
             s.execute(CaptureStatements.clearSignals(signals));
-            List<TableName> read = new ArrayList<>(locked);
-            unlocked.stream().filter(t -> !later.contains(t)).forEach(read::add);
-            holding.addAll(holdingRows(c, read));
+            holding.addAll(
+                holdingRows(c, snapshot.stream().filter(t -> !later.contains(t)).toList()));
             if (!holding.isEmpty()) {
               requestSnapshot(c, signals, holding);
             }
@@ -223,7 +222,6 @@ final class SourcePreparation {
             joined[0] = true;
             if (!unpublished(c, CaptureStatements.PUBLISHED, publication, List.of(table))
                 .isEmpty()) {
-              s.execute("SET LOCAL lock_timeout = 0");
               s.execute(
                   "ALTER PUBLICATION "
                       + TableName.quote(publication)
@@ -241,6 +239,7 @@ final class SourcePreparation {
   /**
    * Those of {@code tables} locked against writes until the transaction ends, each within {@code
    * within}; one that cannot be locked in time (a transaction writing to it, a vacuum) is left out.
+   * The statements after it wait for their locks without a limit again.
    */
   private static List<TableName> lockAgainstWrites(
       Connection c, List<TableName> tables, Duration within) throws SQLException {
@@ -263,6 +262,7 @@ final class SourcePreparation {
           c.rollback(before);
         }
       }
+      s.execute(Transactions.NO_LOCK_TIMEOUT);
     }
     return locked;
   }
