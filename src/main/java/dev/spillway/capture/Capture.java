@@ -153,7 +153,6 @@ public final class Capture implements AutoCloseable {
         plan.databases().stream().anyMatch(db -> plan.kinds(db).contains(ChangeKind.INSERT));
     // Where a row too large goes, kept as every dead-letter topic is.
     List<String> dlq = inserts ? List.of(settings.topics().dlq(Pipeline.BUFFERS)) : List.of();
-    topics.addAll(dlq);
     TopicProvisioner.ensure(
         settings.bootstrapServers(),
         settings.kafkaProperties(),

@@ -4,6 +4,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -135,7 +136,8 @@ public final class TopicProvisioner {
    * and for the record of their replays, without which a replay would hand them over again. A
    * broker that refuses that (a policy capping retention) gets them with its own, and a warning.
    *
-   * @param kept the topics among {@code topics} to keep for ever
+   * @param topics the topics to create with the broker's retention
+   * @param kept the topics to create keeping every record
    * @param clientProperties passed to the admin client as is (security settings and the like)
    */
   public static void ensure(
@@ -148,18 +150,21 @@ public final class TopicProvisioner {
       throws InterruptedException {
     try (Admin admin = admin(bootstrapServers, clientProperties)) {
       Set<String> existing = topics(admin, bootstrapServers);
+      Set<String> keep = Set.copyOf(kept);
+      Set<String> all = new LinkedHashSet<>(topics);
+      all.addAll(keep);
       List<NewTopic> missing = new ArrayList<>();
-      for (String t : Set.copyOf(topics)) {
+      for (String t : all) {
         if (!existing.contains(t)) {
           missing.add(
               new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor))
-                  .configs(kept.contains(t) ? KEPT : Map.of()));
+                  .configs(keep.contains(t) ? KEPT : Map.of()));
         }
       }
       if (missing.isEmpty()) {
         return;
       }
-      List<String> refused = create(admin, missing, Set.copyOf(kept));
+      List<String> refused = create(admin, missing, keep);
       if (!refused.isEmpty()) {
         // A managed service capping retention: its topics without Spillway's settings still work.
         create(

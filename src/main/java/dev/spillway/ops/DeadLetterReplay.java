@@ -342,12 +342,7 @@ public final class DeadLetterReplay {
         throws InterruptedException {
       if (producer == null) {
         TopicProvisioner.ensure(
-            bootstrapServers,
-            kafkaProperties,
-            List.of(replays),
-            List.of(replays),
-            1,
-            replicationFactor);
+            bootstrapServers, kafkaProperties, List.of(), List.of(replays), 1, replicationFactor);
         producer = producer();
       }
       sent.add(new Sent(producer.send(batch), replayRecord(replays, batch, letterFailedAt)));

@@ -169,7 +169,7 @@ public final class SpillwayRuntime implements AutoCloseable {
     TopicProvisioner.ensure(
         bootstrapServers,
         config.kafka().properties(),
-        topics().deadLetterTopics(),
+        List.of(),
         topics().deadLetterTopics(),
         config.kafka().partitions(),
         config.kafka().replicationFactor());

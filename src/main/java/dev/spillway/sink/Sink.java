@@ -117,7 +117,7 @@ public final class Sink implements AutoCloseable {
     List<String> names = new ArrayList<>();
     batchesTopics.forEach(t -> names.add(t.name()));
     List<String> needed = new ArrayList<>(names);
-    needed.addAll(List.of(topics.delayed(pipeline), topics.dlq(pipeline)));
+    needed.add(topics.delayed(pipeline));
     TopicProvisioner.ensure(
         w.bootstrapServers(),
         w.kafkaProperties(),

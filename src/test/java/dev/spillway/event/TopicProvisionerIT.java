@@ -49,13 +49,7 @@ class TopicProvisionerIT {
             dir, 0, Map.of("create.topic.policy.class.name", NoEndlessRetention.class.getName()))) {
       String bootstrap = kafka.bootstrapServers();
       List<String> dlqs = List.of("p.buffers.dlq", "p.lfk.dlq");
-      TopicProvisioner.ensure(
-          bootstrap,
-          Map.of(),
-          List.of("p.buffers.dlq", "p.lfk.dlq", "p.lfk.delayed"),
-          dlqs,
-          1,
-          (short) 1);
+      TopicProvisioner.ensure(bootstrap, Map.of(), List.of("p.lfk.delayed"), dlqs, 1, (short) 1);
 
       try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
         assertThat(admin.listTopics().names().get())
