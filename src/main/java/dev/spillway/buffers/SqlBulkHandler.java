@@ -7,9 +7,12 @@ import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
@@ -19,7 +22,9 @@ import org.postgresql.util.ServerErrorMessage;
  * {@code :ids} bound to the array of the batch's ids (the primary key's type) and {@code :group_id}
  * to its group id ({@link SqlParameters}: not inside literals or comments). All or none: a
  * statement that fails is retried unless its error is permanent, and may run again after a crash,
- * so it should be idempotent ({@code ON CONFLICT DO NOTHING}). Thread-safe.
+ * so it should be idempotent ({@code ON CONFLICT DO NOTHING}). Thread-safe. Closing it cancels the
+ * statements still running, so none goes on in the database after Spillway has stopped (and runs
+ * beside its own next delivery).
  */
 final class SqlBulkHandler implements BulkHandler {
   private final DataSource dataSource;
@@ -28,6 +33,11 @@ final class SqlBulkHandler implements BulkHandler {
 
   /** What the statement's transaction sets first: no lock timeout, and its own timeout if any. */
   private final String settings;
+
+  /** The statements running now, canceled by {@link #close()}. */
+  private final Set<Statement> running = ConcurrentHashMap.newKeySet();
+
+  private volatile boolean closed;
 
   /**
    * @param idType the primary key's type as {@code pg_type.typname}, for the array parameter
@@ -95,7 +105,15 @@ final class SqlBulkHandler implements BulkHandler {
           settings,
           () -> {
             bind(c, ps, batch.ids(), batch.groupId());
-            return ps.execute();
+            running.add(ps);
+            try {
+              if (closed) { // closed as the statement was being made: cancel() missed it
+                throw new SQLException("the buffer's handler is closed", "57014");
+              }
+              return ps.execute();
+            } finally {
+              running.remove(ps);
+            }
           });
       return Result.success();
     } catch (SQLException e) {
@@ -103,6 +121,22 @@ final class SqlBulkHandler implements BulkHandler {
       return SqlErrors.classify(e) instanceof Outcome.PermanentFailure
           ? Result.reject(reason)
           : Result.retry(reason);
+    }
+  }
+
+  /**
+   * Cancels the statements still running: called once the sink has stopped, when the batches in
+   * hand have had their grace; theirs run again at the next start.
+   */
+  @Override
+  public void close() {
+    closed = true;
+    for (Statement s : running) {
+      try {
+        s.cancel();
+      } catch (SQLException e) {
+        // The database cannot be reached to be asked: the statement's own timeout, if any, ends it.
+      }
     }
   }
 

@@ -1476,6 +1476,37 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_cancel_an_sql_handler_statement_still_running_when_the_buffer_stops()
+      throws Exception {
+    String mark = "/* " + schema + " */";
+    BufferSettings s =
+        BufferSettings.of(
+            NAME,
+            table,
+            DB,
+            new HandlerSpec.Sql(
+                mark + " SELECT pg_sleep(600) WHERE cardinality(:ids) > 0", Duration.ZERO));
+    BulkHandler handler =
+        BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC());
+    Sink sink = start(s, handler);
+    produce(batch(1, 3));
+    await()
+        .atMost(TIMEOUT)
+        .alias("the handler's statement running")
+        .until(() -> TestSql.sessions(ds, mark, "state = 'active'") == 1);
+
+    sinks.remove(sink);
+    sink.close(Duration.ofMillis(100)); // the grace ends long before the statement would
+    handler.close(); // as the pipeline closes it once its sink has stopped
+
+    await()
+        .atMost(Duration.ofSeconds(10))
+        .alias("the statement canceled, not left running in the database")
+        .until(() -> TestSql.sessions(ds, mark, "state = 'active'") == 0);
+    assertThat(rows(1, 3)).as("the rows stay for the batch's next delivery").isEqualTo(3);
+  }
+
+  @Test
   void should_run_the_sql_handler_once_per_batch_with_the_ids_as_an_array() throws Exception {
     TableName synced = new TableName(schema, "synced");
     TestSql.exec(
