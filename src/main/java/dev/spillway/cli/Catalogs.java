@@ -16,21 +16,32 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Connections to every database a command inspects without running Spillway: the configured ones;
  * with the embedded defaults, the databases of the running process, or else of the working
- * directory's embedded server, started for the command and stopped after it.
+ * directory's embedded server, started for the command and stopped after it, or on SIGINT/SIGTERM
+ * (the server runs in a session of its own and would outlive the JVM).
  */
 final class Catalogs implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(Catalogs.class);
   private static final int POOL_SIZE = 2;
 
   private final Databases databases;
   private final List<AutoCloseable> owned;
+  private final Thread shutdownHook = new Thread(this::closeOnSignal, "spillway-shutdown");
+  private boolean closed;
 
   private Catalogs(Databases databases, List<AutoCloseable> owned) {
     this.databases = databases;
     this.owned = owned;
+    if (!owned.isEmpty()) {
+      // A signal while the server was starting, before this, finds it unowned: the next start in
+      // the working directory stops it.
+      Runtime.getRuntime().addShutdownHook(shutdownHook);
+    }
   }
 
   static Catalogs open(SpillwayConfig config) throws IOException, SQLException {
@@ -107,9 +118,30 @@ final class Catalogs implements AutoCloseable {
   }
 
   @Override
-  public void close() {
-    databases.close();
-    closeAll(owned);
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    try {
+      databases.close();
+      closeAll(owned);
+    } finally {
+      if (!owned.isEmpty() && Thread.currentThread() != shutdownHook) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException e) {
+          // The JVM is shutting down and runs the hook, which finds nothing left to stop.
+        }
+      }
+    }
+  }
+
+  /** SIGINT/SIGTERM: the log says the stop began and ended, as for every other command. */
+  private void closeOnSignal() {
+    log.info("Stopping on a signal: the embedded PostgreSQL this command started");
+    close();
+    log.info("Stopped");
   }
 
   private static void closeAll(List<AutoCloseable> parts) {

@@ -130,6 +130,96 @@ class SignalIT {
     }
   }
 
+  @Test
+  void should_stop_the_embedded_postgresql_a_command_started_to_inspect_when_it_is_terminated()
+      throws Exception {
+    Path pidFile = dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath();
+    try (EmbeddedPostgresServer server =
+            EmbeddedPostgresServer.start(pidFile.getParent().getParent(), 0, List.of("main"));
+        Connection c =
+            DriverManager.getConnection(
+                server.jdbcUrl("main"), EmbeddedPostgresServer.SUPERUSER, "")) {
+      c.createStatement()
+          .execute(
+              "CREATE TABLE parents (id bigint PRIMARY KEY);"
+                  + " CREATE TABLE children (id bigint PRIMARY KEY, parent_id bigint);"
+                  + " CREATE INDEX ON children (parent_id); INSERT INTO children VALUES (1, 7)");
+    }
+    Files.writeString(
+        config,
+        """
+        working-dir: wd
+        loose-foreign-keys:
+          definitions:
+            children:
+              - { table: parents, column: parent_id, on_delete: async_delete }
+        """);
+    Path log = dir.resolve("sweep.log");
+    // No process runs: the sweep starts the working directory's server, finds parent 7 missing at
+    // its first look, then waits an hour for its second.
+    Process spillway =
+        Cli.process(
+                ProcessBuilder.Redirect.to(log.toFile()),
+                "lfk",
+                "sweep",
+                "-c",
+                config.toString(),
+                "--dry-run",
+                "--recheck-after",
+                "1h")
+            .start();
+    Optional<ProcessHandle> postgres = Optional.empty();
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .alias("the sweep's first look at the children")
+          .until(() -> !spillway.isAlive() || childrenRead(pidFile));
+      postgres = pid(pidFile).flatMap(ProcessHandle::of);
+      assertThat(postgres).as("the embedded PostgreSQL the sweep started").isPresent();
+
+      spillway.destroy(); // SIGTERM
+      assertThat(spillway.waitFor(60, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
+      assertThat(Files.readAllLines(log))
+          .as("the log says the stop began and ended")
+          .anyMatch(l -> l.contains("Stopping on a signal"))
+          .anyMatch(l -> l.endsWith("Stopped"));
+      ProcessHandle server = postgres.get();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .untilAsserted(
+              () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
+    } finally {
+      spillway.destroyForcibly();
+      stopLeftServer(postgres);
+    }
+  }
+
+  /**
+   * Whether the server counts a read of {@code children} through an index: the sweep's first look
+   * (the table's creation scanned it without one).
+   */
+  private static boolean childrenRead(Path postmasterPid) {
+    try {
+      List<String> lines = Files.readAllLines(postmasterPid);
+      if (lines.size() < 4) {
+        return false;
+      }
+      try (Connection c =
+              DriverManager.getConnection(
+                  "jdbc:postgresql://localhost:" + lines.get(3).trim() + "/main",
+                  EmbeddedPostgresServer.SUPERUSER,
+                  "");
+          ResultSet rs =
+              c.createStatement()
+                  .executeQuery(
+                      "SELECT idx_scan FROM pg_stat_user_tables" + " WHERE relname = 'children'")) {
+        return rs.next() && rs.getLong(1) > 0;
+      }
+    } catch (IOException | java.sql.SQLException e) {
+      return false; // not started yet
+    }
+  }
+
   /**
    * {@code bench capture} in a JVM of its own; its first step inserts far more rows than needed.
    */
