@@ -7,6 +7,7 @@ import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.BufferBatch;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
@@ -261,6 +262,9 @@ public final class BufferPipeline {
                 + b.table().displayName()
                 + ", which has no single-column primary key to delete handled rows by");
       }
+      if (BufferStatements.rowSecurityActive(c, b.table())) {
+        throw error(b, "table", "names table " + rowSecurity(b.table()));
+      }
       List<String[]> uncapturable = BufferStatements.uncapturable(c, b.table());
       if (!uncapturable.isEmpty()) {
         throw error(
@@ -306,6 +310,10 @@ public final class BufferPipeline {
                   + ", which does not exist in database "
                   + b.database());
         }
+        if (BufferStatements.rowSecurityActive(c, b.archiveTable().get())) {
+          throw error(
+              b, "archive-table", "has archive-table " + rowSecurity(b.archiveTable().get()));
+        }
         List<String> missing = BufferStatements.lacking(archive, shape.columns());
         if (!missing.isEmpty()) {
           throw error(
@@ -335,6 +343,14 @@ public final class BufferPipeline {
       }
       return table;
     }
+  }
+
+  /** Why a table whose row-level security applies to Spillway's role cannot serve a buffer. */
+  private static String rowSecurity(TableName table) {
+    return table.displayName()
+        + ", whose row-level security applies to Spillway's role, so the buffer's statements would"
+        + " fail on it (they do not let a policy hide rows, which would look handled); make the"
+        + " role the table's owner (without FORCE ROW LEVEL SECURITY) or give it BYPASSRLS";
   }
 
   static BulkHandler handler(BufferSettings b, BufferTable table, DataSource ds, Clock clock) {

@@ -2,6 +2,7 @@ package dev.spillway.buffers;
 
 import dev.spillway.event.TableName;
 import dev.spillway.event.ValueText;
+import dev.spillway.jdbc.Transactions;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -129,9 +130,15 @@ final class BufferStatements {
   /**
    * Which of these ids still have a row, as positions in {@code ids} counted from 0. Ids are
    * compared as the key's own type in the database, so keys whose text differs from Java's (bytea,
-   * floating point) match as they should.
+   * floating point) match as they should. With row security off ({@link #rowSecurityActive}): a
+   * policy hiding rows fails the look-up rather than make them look handled.
    */
   static Set<Integer> remaining(Connection c, BufferTable t, List<Object> ids) throws SQLException {
+    return Transactions.under(c, Transactions.ROW_SECURITY_OFF, () -> lookUp(c, t, ids));
+  }
+
+  private static Set<Integer> lookUp(Connection c, BufferTable t, List<Object> ids)
+      throws SQLException {
     Set<Integer> out = new HashSet<>();
     try (PreparedStatement ps =
         c.prepareStatement(
@@ -194,11 +201,16 @@ final class BufferStatements {
     if (t.archive().isEmpty()) {
       return OptionalInt.of(deleteIds(c, t, ids));
     }
-    try (PreparedStatement ps = c.prepareStatement(moveToArchive(t) + " " + COUNT_HANDLED)) {
-      int i = setSameColumns(c, ps, t);
-      ps.setArray(i, idArray(c, t.idType(), ids)); // the handled ids
-      return countHandled(ps);
-    }
+    return Transactions.under(
+        c,
+        Transactions.ROW_SECURITY_OFF,
+        () -> {
+          try (PreparedStatement ps = c.prepareStatement(moveToArchive(t) + " " + COUNT_HANDLED)) {
+            int i = setSameColumns(c, ps, t);
+            ps.setArray(i, idArray(c, t.idType(), ids)); // the handled ids
+            return countHandled(ps);
+          }
+        });
   }
 
   /**
@@ -315,16 +327,22 @@ final class BufferStatements {
             + t.id()
             + " = u.id) OFFSET 0) cast_rows) g ON CONFLICT DO NOTHING) "
             + COUNT_HANDLED;
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      int i = setSameColumns(c, ps, t);
-      Array idArray = idArray(c, t.idType(), ids);
-      ps.setArray(i, idArray); // the handled ids
-      ps.setArray(i + 1, idArray); // the same, beside their rows
-      String[] records = rows.stream().map(r -> recordText(t.columns(), r)).toArray(String[]::new);
-      ps.setArray(
-          i + 2, c.createArrayOf("text", records)); // the handled rows, as events carry them
-      return countHandled(ps);
-    }
+    return Transactions.under(
+        c,
+        Transactions.ROW_SECURITY_OFF,
+        () -> {
+          try (PreparedStatement ps = c.prepareStatement(sql)) {
+            int i = setSameColumns(c, ps, t);
+            Array idArray = idArray(c, t.idType(), ids);
+            ps.setArray(i, idArray); // the handled ids
+            ps.setArray(i + 1, idArray); // the same, beside their rows
+            String[] records =
+                rows.stream().map(r -> recordText(t.columns(), r)).toArray(String[]::new);
+            ps.setArray(
+                i + 2, c.createArrayOf("text", records)); // the handled rows, as events carry them
+            return countHandled(ps);
+          }
+        });
   }
 
   /** Which of the columns {@code needed} are not among those a table {@code has}. */
@@ -363,11 +381,32 @@ final class BufferStatements {
 
   private static int deleteIds(Connection c, BufferTable t, Collection<Object> ids)
       throws SQLException {
+    return Transactions.under(
+        c,
+        Transactions.ROW_SECURITY_OFF,
+        () -> {
+          try (PreparedStatement ps =
+              c.prepareStatement(
+                  "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)")) {
+            ps.setArray(1, idArray(c, t.idType(), ids)); // the ids
+            return ps.executeUpdate();
+          }
+        });
+  }
+
+  /**
+   * Whether row-level security applies to the connection's role on {@code table}: the buffer's
+   * statements run with row security off, so that a policy hiding rows fails them rather than makes
+   * those rows look handled (never handed over, never deleted), and would fail on it.
+   */
+  static boolean rowSecurityActive(Connection c, TableName table) throws SQLException {
     try (PreparedStatement ps =
-        c.prepareStatement(
-            "DELETE FROM " + t.table().quoted() + " WHERE " + t.id() + " = ANY (?)")) {
-      ps.setArray(1, idArray(c, t.idType(), ids)); // the ids
-      return ps.executeUpdate();
+        c.prepareStatement("SELECT coalesce(row_security_active(to_regclass(?)), false)")) {
+      ps.setString(1, table.quoted()); // the table, quoted
+      try (ResultSet rs = ps.executeQuery()) {
+        rs.next();
+        return rs.getBoolean(1);
+      }
     }
   }
 

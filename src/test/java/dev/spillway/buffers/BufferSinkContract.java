@@ -128,14 +128,20 @@ abstract class BufferSinkContract {
   }
 
   private Sink start(BufferSettings s, BulkHandler handler, HealthGate gate) throws Exception {
-    BufferTable t = BufferPipeline.check(s, ds);
+    return start(s, handler, gate, ds);
+  }
+
+  /** Started on {@code data}'s connections: another role's. */
+  private Sink start(BufferSettings s, BulkHandler handler, HealthGate gate, DataSource data)
+      throws Exception {
+    BufferTable t = BufferPipeline.check(s, data);
     RunningBuffer running =
         new RunningBuffer(s, t, handler, new BufferMetrics(registry, s.name(), () -> 0));
     Sink sink =
         Sink.start(
             Pipeline.BUFFERS,
             List.of(new BatchesTopic(batches, s.maxInFlight())),
-            new BufferBatchHandler(Map.of(batches, running), db -> ds, Clock.systemUTC()),
+            new BufferBatchHandler(Map.of(batches, running), db -> data, Clock.systemUTC()),
             BufferPipeline.sinkSettings(
                 SinkSettings.defaults().withRetries(2, Duration.ofMillis(20)), s.maxInFlight()),
             new Sink.Wiring(
@@ -145,7 +151,7 @@ abstract class BufferSinkContract {
                 4,
                 (short) 1,
                 gate,
-                db -> ds,
+                db -> data,
                 db -> new LatencyWindow(Clock.systemUTC(), Duration.ofMinutes(1)),
                 registry,
                 Clock.systemUTC()));
@@ -613,6 +619,96 @@ abstract class BufferSinkContract {
                 BufferPipeline.check(
                     BufferSettings.of(NAME, t, DB, new HandlerSpec.Sql("unused :ids")), ds))
         .getMessage();
+  }
+
+  @Test
+  void should_refuse_a_buffer_or_archive_table_whose_row_security_applies_to_its_role()
+      throws Exception {
+    TableName archive = new TableName(schema, "archived");
+    TestSql.exec(ds, "CREATE TABLE " + archive.quoted() + " (LIKE " + table.quoted() + ")");
+    BufferSettings s =
+        BufferSettings.of(NAME, table, DB, new HandlerSpec.Sql("unused :ids")).withArchive(archive);
+    try (Role role = new Role("SELECT, DELETE", "INSERT")) {
+      assertThat(BufferPipeline.check(s, role.ds).idColumn())
+          .as("no row security yet")
+          .isEqualTo("id");
+
+      TestSql.exec(ds, "ALTER TABLE " + archive.quoted() + " ENABLE ROW LEVEL SECURITY");
+      assertThat(assertThrows(ConfigException.class, () -> BufferPipeline.check(s, role.ds)))
+          .hasMessageEndingWith(
+              "buffers.events has archive-table "
+                  + archive.displayName()
+                  + ", whose row-level security applies to Spillway's role, so the buffer's"
+                  + " statements would fail on it (they do not let a policy hide rows, which"
+                  + " would look handled); make the role the table's owner (without FORCE ROW"
+                  + " LEVEL SECURITY) or give it BYPASSRLS.");
+
+      TestSql.exec(ds, "ALTER TABLE " + table.quoted() + " ENABLE ROW LEVEL SECURITY");
+      assertThat(assertThrows(ConfigException.class, () -> BufferPipeline.check(s, role.ds)))
+          .hasMessageContaining(
+              "buffers.events names table "
+                  + table.displayName()
+                  + ", whose row-level security applies to Spillway's role");
+      assertThat(BufferPipeline.check(s, ds).idColumn())
+          .as("a role row security does not apply to, as a superuser")
+          .isEqualTo("id");
+    }
+  }
+
+  @Test
+  void should_dead_letter_not_pass_over_a_batch_whose_rows_a_policy_hides() throws Exception {
+    try (Role role = new Role("SELECT, DELETE", null)) {
+      List<String> called = new CopyOnWriteArrayList<>();
+      start(settings(), recordingGroups(called), HealthGate.ALWAYS_NORMAL, role.ds);
+      // Row security comes after start-up's check: a policy that lets the role see no row.
+      TestSql.exec(
+          ds,
+          "ALTER TABLE " + table.quoted() + " ENABLE ROW LEVEL SECURITY",
+          "CREATE POLICY none_seen ON " + table.quoted() + " USING (false)");
+      produce(batch(1, 3));
+
+      ConsumerRecord<byte[], byte[]> dead =
+          TopicReader.readAtLeast(
+                  infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+              .get(0);
+      assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+          .contains("row-level security");
+      assertThat(called).as("the handler was not called").isEmpty();
+      assertThat(rows(1, 3)).as("the rows stay for a replay once mended").isEqualTo(3);
+    }
+  }
+
+  /**
+   * A role of its own with {@code rights} on the buffer table and {@code archiveRights} on its
+   * archive table (none when null), and a pool of its connections; dropped when closed.
+   */
+  private final class Role implements AutoCloseable {
+    final String name = schema + "_role";
+    final Databases databases;
+    final DataSource ds;
+
+    Role(String rights, String archiveRights) {
+      TestSql.exec(
+          BufferSinkContract.this.ds,
+          "CREATE ROLE " + name + " LOGIN PASSWORD 'pw'",
+          "GRANT USAGE ON SCHEMA " + schema + " TO " + name,
+          "GRANT " + rights + " ON " + table.quoted() + " TO " + name);
+      if (archiveRights != null) {
+        TestSql.exec(
+            BufferSinkContract.this.ds,
+            "GRANT " + archiveRights + " ON " + schema + ".archived TO " + name);
+      }
+      databases = TestSql.databasesAs(infra.database(DB), DB, name);
+      ds = databases.dataSource(DB);
+    }
+
+    @Override
+    public void close() {
+      sinks.forEach(s -> s.close(Duration.ZERO));
+      sinks.clear();
+      databases.close();
+      TestSql.exec(BufferSinkContract.this.ds, "DROP OWNED BY " + name, "DROP ROLE " + name);
+    }
   }
 
   @Test
