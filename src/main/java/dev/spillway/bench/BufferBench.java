@@ -419,7 +419,7 @@ public final class BufferBench {
    * database's: what its insert cost would be with Spillway and Kafka on a machine of their own.
    */
   private void separateCores() throws Exception {
-    CpuSplit split = CpuSplit.halves(Runtime.getRuntime().availableProcessors());
+    CpuSplit split = CpuSplit.halves(CpuSplit.allowed());
     DatabaseCpu server =
         databaseCpu.orElseThrow(
             () ->

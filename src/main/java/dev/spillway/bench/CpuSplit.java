@@ -2,15 +2,19 @@ package dev.spillway.bench;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.StringJoiner;
 import java.util.stream.Stream;
 
 /**
- * This Linux machine's CPUs in two halves, set with {@code taskset}: the database server and the
- * inserting clients on the first, this process (Spillway, its embedded Kafka broker) on the second,
- * as if Spillway ran on a machine of its own. A process or thread started by a pinned one keeps its
- * CPUs, so new database backends and new threads stay where they belong.
+ * The CPUs this process may use on this Linux machine in two halves, set with {@code taskset}: the
+ * database server and the inserting clients on the first, this process (Spillway, its embedded
+ * Kafka broker) on the second, as if Spillway ran on a machine of its own. A process or thread
+ * started by a pinned one keeps its CPUs, so new database backends and new threads stay where they
+ * belong.
  */
 final class CpuSplit {
   private final String database;
@@ -22,21 +26,69 @@ final class CpuSplit {
   }
 
   /**
-   * The first {@code cpus / 2} CPUs for the database, the rest for Spillway.
+   * The first half of {@code cpus} (rounded down) for the database, the rest for Spillway.
    *
+   * @param cpus the CPUs this process may run on, in ascending order ({@link #allowed()})
    * @throws IllegalArgumentException with fewer than 2 CPUs
    */
-  static CpuSplit halves(int cpus) {
-    if (cpus < 2) {
+  static CpuSplit halves(List<Integer> cpus) {
+    if (cpus.size() < 2) {
       throw new IllegalArgumentException(
-          "Separate cores need at least 2 CPUs; this machine has " + cpus + ".");
+          "Separate cores need at least 2 CPUs; this machine has " + cpus.size() + ".");
     }
-    int half = cpus / 2;
-    return new CpuSplit(range(0, half - 1), range(half, cpus - 1));
+    int half = cpus.size() / 2;
+    return new CpuSplit(list(cpus.subList(0, half)), list(cpus.subList(half, cpus.size())));
   }
 
-  private static String range(int first, int last) {
-    return first == last ? Integer.toString(first) : first + "-" + last;
+  /**
+   * The CPUs this process may run on, as the kernel lists them in {@code /proc/self/status} ({@code
+   * Cpus_allowed_list}): a container or a CPU manager may give it {@code 4-7} rather than {@code
+   * 0-3}. Where that cannot be read, {@code 0} up to the processors the JVM counts.
+   */
+  static List<Integer> allowed() {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+        if (line.startsWith("Cpus_allowed_list:")) {
+          return parse(line.substring(line.indexOf(':') + 1).strip());
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      // Not Linux, or a kernel that does not say: the JVM's count, from 0.
+    }
+    List<Integer> cpus = new ArrayList<>();
+    for (int i = 0; i < Runtime.getRuntime().availableProcessors(); i++) {
+      cpus.add(i);
+    }
+    return cpus;
+  }
+
+  /** A CPU list as the kernel and taskset write it ({@code 0-3,8,10-11}), in ascending order. */
+  static List<Integer> parse(String list) {
+    List<Integer> cpus = new ArrayList<>();
+    for (String part : list.split(",")) {
+      int dash = part.indexOf('-');
+      int first = Integer.parseInt(part.substring(0, dash < 0 ? part.length() : dash).strip());
+      int last = dash < 0 ? first : Integer.parseInt(part.substring(dash + 1).strip());
+      for (int i = first; i <= last; i++) {
+        cpus.add(i);
+      }
+    }
+    return cpus;
+  }
+
+  /** CPUs in ascending order as the kernel lists them: runs as ranges ({@code 0-3,8,10-11}). */
+  private static String list(List<Integer> cpus) {
+    StringJoiner out = new StringJoiner(",");
+    int i = 0;
+    while (i < cpus.size()) {
+      int j = i;
+      while (j + 1 < cpus.size() && cpus.get(j + 1) == cpus.get(j) + 1) {
+        j++;
+      }
+      out.add(i == j ? cpus.get(i).toString() : cpus.get(i) + "-" + cpus.get(j));
+      i = j + 1;
+    }
+    return out.toString();
   }
 
   /** The database's CPUs, as taskset lists them ({@code 0}, {@code 0-3}). */

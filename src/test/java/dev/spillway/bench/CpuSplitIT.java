@@ -17,8 +17,9 @@ import org.junit.jupiter.api.Test;
 class CpuSplitIT {
   @Test
   void should_put_a_process_and_what_it_started_on_the_database_cpus() throws Exception {
-    assumeTrue(Runtime.getRuntime().availableProcessors() >= 2, "needs 2 CPUs");
-    CpuSplit split = CpuSplit.halves(Runtime.getRuntime().availableProcessors());
+    assumeTrue(CpuSplit.allowed().size() >= 2, "needs 2 CPUs");
+    assumeTrue(tasksetRuns(), "needs util-linux's taskset");
+    CpuSplit split = CpuSplit.halves(CpuSplit.allowed());
     Process parent = new ProcessBuilder("sh", "-c", "sleep 60 & wait").start();
     try {
       long child = awaitChild(parent);
@@ -36,14 +37,23 @@ class CpuSplitIT {
 
   @Test
   void should_launch_a_command_on_the_database_cpus() throws Exception {
-    assumeTrue(Runtime.getRuntime().availableProcessors() >= 2, "needs 2 CPUs");
-    CpuSplit split = CpuSplit.halves(Runtime.getRuntime().availableProcessors());
+    assumeTrue(CpuSplit.allowed().size() >= 2, "needs 2 CPUs");
+    assumeTrue(tasksetRuns(), "needs util-linux's taskset");
+    CpuSplit split = CpuSplit.halves(CpuSplit.allowed());
     List<String> command = new ArrayList<>(split.onDatabaseCpus());
     command.addAll(List.of("grep", "Cpus_allowed_list", "/proc/self/status"));
     Process p = new ProcessBuilder(command).start();
     String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor()).isZero();
     assertThat(said.strip()).endsWith("\t" + split.database());
+  }
+
+  private static boolean tasksetRuns() {
+    try {
+      return new ProcessBuilder("taskset", "-V").start().waitFor() == 0;
+    } catch (java.io.IOException | InterruptedException e) {
+      return false;
+    }
   }
 
   private static long awaitChild(Process parent) {
