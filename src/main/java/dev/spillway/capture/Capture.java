@@ -359,6 +359,7 @@ public final class Capture implements AutoCloseable {
    */
   public static ReadAgain readAgain(
       DataSource ds, String database, String slot, List<TableName> tables) throws SQLException {
+    SourcePreparation.requirePrimary(ds, database); // a standby cannot tell what the slot holds
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(ds, database, slot);
     if (loss != null) {
       return loss.gone() ? ReadAgain.AT_FIRST_START : ReadAgain.SLOT_LOST;

@@ -652,6 +652,15 @@ final class SourcePreparation {
     }
   }
 
+  /**
+   * Refuses a database answering from a standby, in one sentence ({@link CaptureSetupException}).
+   */
+  static void requirePrimary(DataSource ds, String database) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      requirePrimary(c, database);
+    }
+  }
+
   private static void requirePrimary(Connection c, String database) throws SQLException {
     if ("t".equals(single(c, CaptureStatements.IN_RECOVERY))) {
       throw new CaptureSetupException(

@@ -8,6 +8,7 @@ import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.TestSql;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -63,6 +64,47 @@ class BuffersRereadIT {
       assertThat(unknown.exitCode()).isEqualTo(2);
       assertThat(unknown.err())
           .startsWith("nope is not a buffer of the configuration (buffers: activity)");
+    }
+  }
+
+  @Test
+  void should_ask_nothing_of_a_database_answering_from_a_standby(@TempDir Path dir)
+      throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver();
+        BufferInstallation installation = new BufferInstallation(dir, receiver.url().toString())) {
+      // No standby here: a schema searched before pg_catalog has pg_is_in_recovery() say true, as
+      // a standby's does. The buffer never ran, so its table is not published yet.
+      String recovering = installation.schema + "_recovering";
+      try (var databases = installation.infra.databases("pipeline")) {
+        TestSql.exec(
+            databases.dataSource("pipeline"),
+            "CREATE SCHEMA " + recovering,
+            "CREATE FUNCTION "
+                + recovering
+                + ".pg_is_in_recovery() RETURNS boolean LANGUAGE sql AS 'SELECT true'");
+      }
+      String url = installation.infra.database("pipeline").url();
+      Files.writeString(
+          installation.file,
+          Files.readString(installation.file)
+              .replace(
+                  url,
+                  url
+                      + (url.contains("?") ? "&" : "?")
+                      + "currentSchema="
+                      + recovering
+                      + ",pg_catalog"));
+
+      Cli.Result reread =
+          Cli.run("buffers", "reread", "activity", "-c", installation.file.toString());
+
+      assertThat(reread.exitCode()).as(reread.out() + reread.err()).isEqualTo(2);
+      assertThat(reread.err())
+          .contains(
+              "Database main answered from a standby (in recovery); capture needs the primary");
+      try (var databases = installation.infra.databases("pipeline")) {
+        TestSql.exec(databases.dataSource("pipeline"), "DROP SCHEMA " + recovering + " CASCADE");
+      }
     }
   }
 
