@@ -142,6 +142,11 @@ public final class LfkGenerator {
               + String.join(",", r.key().referenced())
               + ", not its primary key, which a loose foreign key refers to");
     }
+    if (!r.key().childHasPrimaryKey()) {
+      // The check at start-up refuses such a definition, which would keep 'run' from starting.
+      return java.util.Optional.of(
+          "the child has no primary key, which cleanup deletes and updates rows by");
+    }
     return java.util.Optional.empty();
   }
 

@@ -161,6 +161,48 @@ class LfkGenerateIT {
   }
 
   @Test
+  void should_skip_a_key_whose_child_has_no_primary_key() throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_nopk");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_nopk")) {
+      TestSql.exec(
+          dbs.dataSource("gen_nopk"),
+          "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_parents CASCADE",
+          "CREATE TABLE nopk_parents (id bigint PRIMARY KEY)",
+          "CREATE TABLE nopk_items (id bigint PRIMARY KEY,"
+              + " parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
+          "CREATE INDEX ON nopk_items (parent_id)",
+          "CREATE TABLE nopk_logs (parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
+          "CREATE INDEX ON nopk_logs (parent_id)");
+      Path config = dir.resolve("spillway.yml");
+      Files.writeString(
+          config,
+          "databases:\n  main:\n    url: "
+              + main.url()
+              + "\n    username: "
+              + main.username()
+              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+
+      Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_parents$");
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      assertThat(run.out())
+          .contains(
+              "Skipping 1 (nopk_logs.parent_id): the child has no primary key, which cleanup"
+                  + " deletes and updates rows by")
+          .contains("Added 1 loose foreign keys to");
+      // What was written passes the check 'run' starts with.
+      DefinitionCheck.Result checked =
+          DefinitionCheck.check(
+              DefinitionsFile.read(dir.resolve("lfk.yml")),
+              t -> "main",
+              n -> dbs.dataSource("gen_nopk"));
+      assertThat(checked.keys())
+          .extracting(k -> k.key().describe())
+          .containsExactly("nopk_items.parent_id → nopk_parents (async_delete)");
+      assertThat(Files.readString(migration(".up.sql"))).doesNotContain("nopk_logs");
+    }
+  }
+
+  @Test
   void should_refuse_a_bad_filter_and_a_missing_definitions_file_setting() throws Exception {
     DatabaseEndpoint main = EmbeddedInfra.get().database("gen_other");
     Path config = dir.resolve("spillway.yml");

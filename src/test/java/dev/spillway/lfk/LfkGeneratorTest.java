@@ -23,6 +23,7 @@ class LfkGeneratorTest {
         from + "_" + column + "_fkey",
         "FOREIGN KEY (" + column + ") REFERENCES " + to + "(id) ON DELETE CASCADE",
         List.of("id"),
+        true,
         true);
   }
 
