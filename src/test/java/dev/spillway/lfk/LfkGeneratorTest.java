@@ -88,6 +88,27 @@ class LfkGeneratorTest {
   }
 
   @Test
+  void should_add_one_entry_for_a_key_two_databases_hold() {
+    ForeignKey main = fk("ci_builds", "projects", "project_id", "cascade");
+    ForeignKey ci =
+        new ForeignKey(
+            "ci",
+            main.from(),
+            main.to(),
+            main.columns(),
+            main.onDelete(),
+            main.name(),
+            main.definition(),
+            main.referenced(),
+            true,
+            true);
+    String entry =
+        "ci_builds:\n  - table: projects\n    column: project_id\n    on_delete: async_delete\n";
+    assertThat(LfkGenerator.addDefinitions("", List.of(main, ci))).isEqualTo(entry);
+    assertThat(LfkGenerator.definitions(List.of(main, ci))).isEqualTo(entry);
+  }
+
+  @Test
   void should_add_entries_under_an_existing_child_or_as_a_new_one_keeping_the_rest() {
     String file =
         """
