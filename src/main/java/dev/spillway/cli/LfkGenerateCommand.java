@@ -111,13 +111,20 @@ final class LfkGenerateCommand implements Callable<Integer> {
       out.flush();
       return ErrorHandler.OK;
     }
-    List<ForeignKey> converted = new ArrayList<>();
+    List<LfkGenerator.Row> convertible = new ArrayList<>();
     for (LfkGenerator.Row r : LfkGenerator.matching(rows, filters)) {
       Optional<String> skip = LfkGenerator.skipReason(r);
       if (skip.isPresent()) {
-        out.printf(
-            "Skipping %d (%s.%s): %s%n",
-            r.id(), r.key().from().displayName(), r.key().column(), skip.get());
+        skipping(out, r, skip.get());
+      } else {
+        convertible.add(r);
+      }
+    }
+    List<ForeignKey> converted = new ArrayList<>();
+    for (LfkGenerator.Row r : convertible) {
+      Optional<String> conflict = LfkGenerator.conflict(r, convertible);
+      if (conflict.isPresent()) {
+        skipping(out, r, conflict.get());
       } else {
         converted.add(r.key());
       }
@@ -140,6 +147,12 @@ final class LfkGenerateCommand implements Callable<Integer> {
     write(out, config, definitions, converted);
     out.flush();
     return ErrorHandler.OK;
+  }
+
+  private static void skipping(PrintWriter out, LfkGenerator.Row r, String reason) {
+    out.printf(
+        "Skipping %d (%s.%s): %s%n",
+        r.id(), r.key().from().displayName(), r.key().column(), reason);
   }
 
   private void write(
@@ -169,7 +182,9 @@ final class LfkGenerateCommand implements Callable<Integer> {
       return;
     }
     writeFiles(definitions, after, migrations);
-    out.printf("%nAdded %d loose foreign keys to %s%n", converted.size(), definitions);
+    out.printf(
+        "%nAdded %d loose foreign keys to %s%n",
+        LfkGenerator.oneEach(converted).size(), definitions);
     migrations.keySet().forEach(p -> out.printf("Wrote %s%n", p));
     out.println(
         "Deploy the definitions (restart 'run') before applying the up migration, so no delete"

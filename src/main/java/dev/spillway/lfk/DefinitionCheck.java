@@ -21,8 +21,8 @@ import javax.sql.DataSource;
  * Checks loose-foreign-key definitions against the catalogs of the databases holding their tables,
  * before anything runs: the parent exists and has a one-column primary key, the child exists with a
  * primary key, every column named exists, a column set to NULL may hold NULL, and every value
- * written for a column is one its type accepts. A child column without a valid index is only a
- * warning, with the statement that adds one.
+ * written for a column is one its type accepts unchanged. A child column without a valid index is
+ * only a warning, with the statement that adds one.
  */
 public final class DefinitionCheck {
   /** The checked definitions, and warnings to show. */
@@ -181,7 +181,15 @@ public final class DefinitionCheck {
 
   /**
    * Refuses a value the column's type does not accept, cast the way cleanup binds it (as untyped
-   * text), so a typo fails at start-up instead of in every cleanup batch.
+   * text), so a typo fails at start-up instead of in every cleanup batch; and a value its column's
+   * modifier would change. Cleanup compares the column with the value as the type without its
+   * modifier ({@code character varying}, not {@code character varying(3)}) and writes it with the
+   * modifier, so a value the modifier cuts or rounds fails every UPDATE ({@code 'abcd'} into {@code
+   * varchar(3)}, {@code '10'} into {@code bit(3)}), or never matches as a condition, or is written
+   * rounded ({@code 1.234} into {@code numeric(5,2)}) and then still differs from the value, so
+   * every batch would update the same rows again. A cast, unlike that assignment, cuts and pads
+   * without an error, so both casts are compared by the type's equality: what the modifier leaves
+   * equal is accepted ({@code 'ab'} padded to {@code char(3)}, {@code 1.2} as {@code 1.20}).
    */
   private static void fits(
       DataSource ds, LooseForeignKey k, String what, String name, Column column, Object value)
@@ -189,11 +197,31 @@ public final class DefinitionCheck {
     if (value == null) {
       return;
     }
+    boolean modified = !column.type().equals(column.baseType());
+    // The types come from format_type, which quotes what needs quoting.
+    String sql =
+        modified
+            ? "SELECT CAST(CAST(? AS "
+                + column.type()
+                + ") AS text), CAST(? AS "
+                + column.type()
+                + ") = CAST(? AS "
+                + column.baseType()
+                + ")"
+            : "SELECT CAST(? AS " + column.type() + ")";
+    String text = String.valueOf(value);
+    String changed = null;
     try (Connection c = ds.getConnection();
-        // The type comes from format_type, which quotes what needs quoting.
-        PreparedStatement ps = c.prepareStatement("SELECT CAST(? AS " + column.type() + ")")) {
-      ps.setObject(1, String.valueOf(value), Types.OTHER);
-      ps.executeQuery().close();
+        PreparedStatement ps = c.prepareStatement(sql)) {
+      int parameters = modified ? 3 : 1;
+      for (int i = 1; i <= parameters; i++) {
+        ps.setObject(i, text, Types.OTHER);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        if (modified && rs.next() && !rs.getBoolean(2)) {
+          changed = rs.getString(1);
+        }
+      }
     } catch (SQLException e) {
       if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
         throw e;
@@ -209,6 +237,21 @@ public final class DefinitionCheck {
               + " of type "
               + column.type()
               + " does not accept");
+    }
+    if (changed != null) {
+      throw problem(
+          k,
+          "has "
+              + what
+              + " '"
+              + value
+              + "', which column "
+              + name
+              + " of type "
+              + column.type()
+              + " cannot hold unchanged (its type makes it '"
+              + changed
+              + "')");
     }
   }
 

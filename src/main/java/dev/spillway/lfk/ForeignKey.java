@@ -22,6 +22,8 @@ import javax.sql.DataSource;
  * @param referenced the parent's columns the key refers to
  * @param toPrimaryKey whether those are the parent's primary key, which a loose foreign key refers
  *     to; a key to another unique column cannot become one
+ * @param childHasPrimaryKey whether the referencing table has a primary key, by which cleanup
+ *     deletes and updates its rows; without one, a loose foreign key is refused at start-up
  */
 public record ForeignKey(
     String database,
@@ -32,7 +34,8 @@ public record ForeignKey(
     String name,
     String definition,
     List<String> referenced,
-    boolean toPrimaryKey) {
+    boolean toPrimaryKey,
+    boolean childHasPrimaryKey) {
   public ForeignKey {
     Objects.requireNonNull(database, "database");
     columns = List.copyOf(columns);
@@ -68,7 +71,9 @@ public record ForeignKey(
             + "   JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum"
             + "   ORDER BY k.i)::text[],"
             + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.confrelid"
-            + "   AND pk.contype = 'p' AND pk.conkey = con.confkey)"
+            + "   AND pk.contype = 'p' AND pk.conkey = con.confkey),"
+            + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.conrelid"
+            + "   AND pk.contype = 'p')"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -94,7 +99,8 @@ public record ForeignKey(
                 rs.getString(5),
                 rs.getString(6),
                 List.of(referenced),
-                rs.getBoolean(10)));
+                rs.getBoolean(10),
+                rs.getBoolean(11)));
       }
     }
     return out;

@@ -142,22 +142,68 @@ public final class LfkGenerator {
               + String.join(",", r.key().referenced())
               + ", not its primary key, which a loose foreign key refers to");
     }
+    if (!r.key().childHasPrimaryKey()) {
+      // The check at start-up refuses such a definition, which would keep 'run' from starting.
+      return java.util.Optional.of(
+          "the child has no primary key, which cleanup deletes and updates rows by");
+    }
     return java.util.Optional.empty();
   }
 
   /**
-   * The definitions file with entries for the keys added: under the child's existing key when the
-   * file has one (whatever its spelling, {@code events} or {@code public.events}, and at the
-   * indentation its list already uses), else as a new key at the end. Comments and everything else
-   * stay as written. Where the file is placed is read from its YAML structure, not guessed from
-   * lines, and the result is read back before it is returned.
+   * Why a row no other reason skips is not converted either: another database holds the same key (a
+   * table both databases have, as GitLab's main and ci do) with another action, and the one
+   * definition both would become takes one; or empty.
+   *
+   * @param convertible the rows no other reason skips
+   */
+  public static Optional<String> conflict(Row r, List<Row> convertible) {
+    OnDelete action = r.key().looseAction().orElseThrow();
+    return convertible.stream()
+        .map(Row::key)
+        .filter(k -> sameDefinition(k, r.key()) && k.looseAction().orElseThrow() != action)
+        .findFirst()
+        .map(
+            k ->
+                "database "
+                    + k.database()
+                    + " holds the same key as "
+                    + k.looseAction().orElseThrow().yaml()
+                    + ", and one loose foreign key takes one action");
+  }
+
+  /**
+   * The keys as definitions: one per child column and parent, the first of those several databases
+   * hold, for the definitions file names each once (each database's migration still drops its own).
+   */
+  public static List<ForeignKey> oneEach(List<ForeignKey> converted) {
+    List<ForeignKey> out = new ArrayList<>();
+    for (ForeignKey k : converted) {
+      if (out.stream().noneMatch(o -> sameDefinition(o, k))) {
+        out.add(k);
+      }
+    }
+    return out;
+  }
+
+  private static boolean sameDefinition(ForeignKey a, ForeignKey b) {
+    return a.from().equals(b.from()) && a.to().equals(b.to()) && a.columns().equals(b.columns());
+  }
+
+  /**
+   * The definitions file with entries for the keys added (one each, see {@link #oneEach}): under
+   * the child's existing key when the file has one (whatever its spelling, {@code events} or {@code
+   * public.events}, and at the indentation its list already uses), else as a new key at the end.
+   * Comments and everything else stay as written. Where the file is placed is read from its YAML
+   * structure, not guessed from lines, and the result is read back before it is returned.
    *
    * @throws IllegalArgumentException when the file is not a mapping of child tables, or a child's
    *     entries are a flow list ({@code [ … ]}) that entries cannot be added to line by line
    */
   public static String addDefinitions(String file, List<ForeignKey> converted) {
     Map<TableName, List<ForeignKey>> byChild = new LinkedHashMap<>();
-    converted.forEach(k -> byChild.computeIfAbsent(k.from(), c -> new ArrayList<>()).add(k));
+    oneEach(converted)
+        .forEach(k -> byChild.computeIfAbsent(k.from(), c -> new ArrayList<>()).add(k));
     List<String> lines =
         new ArrayList<>(file.isEmpty() ? List.of() : List.of(file.split("\n", -1)));
     if (!lines.isEmpty() && lines.get(lines.size() - 1).isEmpty()) {
@@ -204,7 +250,8 @@ public final class LfkGenerator {
   /** The entries as they are added, keyed by child table, for a dry run to show. */
   public static String definitions(List<ForeignKey> converted) {
     Map<String, List<ForeignKey>> byChild = new LinkedHashMap<>();
-    converted.forEach(k -> byChild.computeIfAbsent(name(k.from()), c -> new ArrayList<>()).add(k));
+    oneEach(converted)
+        .forEach(k -> byChild.computeIfAbsent(name(k.from()), c -> new ArrayList<>()).add(k));
     StringBuilder b = new StringBuilder();
     byChild.forEach(
         (child, keys) -> {

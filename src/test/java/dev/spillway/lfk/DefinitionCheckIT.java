@@ -38,6 +38,9 @@ class DefinitionCheckIT {
         "CREATE INDEX ON k.approvals (project_id)",
         "CREATE TABLE k.releases (id bigint PRIMARY KEY, project_id bigint)",
         "INSERT INTO k.releases VALUES (1, 7), (2, 7)",
+        "CREATE TABLE k.labels (id bigint PRIMARY KEY, project_id bigint, code varchar(3),"
+            + " grade char(3), flags bit(3), score numeric(5,2), seen timestamp(0))",
+        "CREATE INDEX ON k.labels (project_id)",
         "CREATE TABLE k.codes (code char(3) PRIMARY KEY)",
         "CREATE TABLE k.code_uses (id bigint PRIMARY KEY, code char(3))",
         "CREATE INDEX ON k.code_uses (code)",
@@ -188,8 +191,45 @@ class DefinitionCheckIT {
             entry("merge_requests", "projects", "project_id", "async_delete")
                 + "    conditions: { state: 3 }\n"
                 + entry("packages", "projects", "project_id", "update_column_to")
-                + "    target_column: status\n    target_value: '4'\n");
-    assertThat(r.keys()).hasSize(2);
+                + "    target_column: status\n    target_value: '4'\n"
+                + entry("labels", "projects", "project_id", "update_column_to")
+                + "    target_column: code\n    target_value: abc\n"
+                + "    conditions: { grade: ab, flags: '101', score: 1.2,"
+                + " seen: '2026-01-02 03:04:05' }\n");
+    assertThat(r.keys()).as("'ab' padded to char(3), 1.2 as 1.20").hasSize(3);
+  }
+
+  @Test
+  void should_refuse_values_their_columns_modifier_would_cut_or_round() {
+    String labels = entry("labels", "projects", "project_id", "update_column_to");
+    // Cleanup's UPDATE would fail on every batch: the value is too long for varchar(3).
+    assertThat(error(labels + "    target_column: code\n    target_value: abcd\n"))
+        .isEqualTo(
+            "lfk.yml:2: k.labels.project_id → k.projects (update_column_to) has target_value"
+                + " 'abcd', which column code of type character varying(3) cannot hold unchanged"
+                + " (its type makes it 'abc').");
+    // Written without its spaces, it would differ from the value still, and be written again.
+    assertThat(error(labels + "    target_column: code\n    target_value: 'abc  '\n"))
+        .endsWith(
+            "column code of type character varying(3) cannot hold unchanged (its type makes it"
+                + " 'abc').");
+    assertThat(error(labels + "    target_column: score\n    target_value: 1.234\n"))
+        .endsWith(
+            "column score of type numeric(5,2) cannot hold unchanged (its type makes it '1.23').");
+    assertThat(
+            error(labels + "    target_column: seen\n    target_value: '2026-01-02 03:04:05.6'\n"))
+        .endsWith("(its type makes it '2026-01-02 03:04:06').");
+    // A condition the column's values never equal: no child would ever be cleaned.
+    String delete = entry("labels", "projects", "project_id", "async_delete");
+    assertThat(error(delete + "    conditions: { grade: abcd }\n"))
+        .isEqualTo(
+            "lfk.yml:2: k.labels.project_id → k.projects (async_delete) has condition grade ="
+                + " 'abcd', which column grade of type character(3) cannot hold unchanged (its type"
+                + " makes it 'abc').");
+    assertThat(error(delete + "    conditions: { flags: '1010' }\n"))
+        .endsWith("column flags of type bit(3) cannot hold unchanged (its type makes it '101').");
+    assertThat(error(delete + "    conditions: { flags: '10' }\n"))
+        .endsWith("column flags of type bit(3) cannot hold unchanged (its type makes it '100').");
   }
 
   @Test

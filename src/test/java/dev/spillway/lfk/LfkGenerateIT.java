@@ -161,6 +161,117 @@ class LfkGenerateIT {
   }
 
   @Test
+  void should_skip_a_key_whose_child_has_no_primary_key() throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_nopk");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_nopk")) {
+      TestSql.exec(
+          dbs.dataSource("gen_nopk"),
+          "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_parents CASCADE",
+          "CREATE TABLE nopk_parents (id bigint PRIMARY KEY)",
+          "CREATE TABLE nopk_items (id bigint PRIMARY KEY,"
+              + " parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
+          "CREATE INDEX ON nopk_items (parent_id)",
+          "CREATE TABLE nopk_logs (parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
+          "CREATE INDEX ON nopk_logs (parent_id)");
+      Path config = dir.resolve("spillway.yml");
+      Files.writeString(
+          config,
+          "databases:\n  main:\n    url: "
+              + main.url()
+              + "\n    username: "
+              + main.username()
+              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+
+      Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_parents$");
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      assertThat(run.out())
+          .contains(
+              "Skipping 1 (nopk_logs.parent_id): the child has no primary key, which cleanup"
+                  + " deletes and updates rows by")
+          .contains("Added 1 loose foreign keys to");
+      // What was written passes the check 'run' starts with.
+      DefinitionCheck.Result checked =
+          DefinitionCheck.check(
+              DefinitionsFile.read(dir.resolve("lfk.yml")),
+              t -> "main",
+              n -> dbs.dataSource("gen_nopk"));
+      assertThat(checked.keys())
+          .extracting(k -> k.key().describe())
+          .containsExactly("nopk_items.parent_id → nopk_parents (async_delete)");
+      assertThat(Files.readString(migration(".up.sql"))).doesNotContain("nopk_logs");
+    }
+  }
+
+  @Test
+  void should_write_one_definition_for_a_key_two_databases_hold_and_a_migration_for_each()
+      throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_both_main");
+    DatabaseEndpoint ci = EmbeddedInfra.get().database("gen_both_ci");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_both_main", "gen_both_ci")) {
+      // As GitLab's main and ci databases do, both hold every table.
+      for (String db : List.of("gen_both_main", "gen_both_ci")) {
+        TestSql.exec(
+            dbs.dataSource(db),
+            "DROP TABLE IF EXISTS both_builds, both_notes, both_projects CASCADE",
+            "CREATE TABLE both_projects (id bigint PRIMARY KEY)",
+            "CREATE TABLE both_builds (id bigint PRIMARY KEY,"
+                + " project_id bigint REFERENCES both_projects ON DELETE CASCADE)",
+            "CREATE INDEX ON both_builds (project_id)",
+            "CREATE TABLE both_notes (id bigint PRIMARY KEY, project_id bigint"
+                + " REFERENCES both_projects ON DELETE "
+                + (db.endsWith("main") ? "CASCADE" : "SET NULL")
+                + ")");
+      }
+      Path config = dir.resolve("spillway.yml");
+      Files.writeString(
+          config,
+          "databases:\n  main:\n    url: "
+              + main.url()
+              + "\n    username: "
+              + main.username()
+              + "\n  ci:\n    url: "
+              + ci.url()
+              + "\n    username: "
+              + ci.username()
+              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+
+      Cli.Result dry = Cli.run("lfk", "generate", "-c", config.toString(), "--dry-run", "both_");
+      assertThat(dry.exitCode()).as(dry.err()).isZero();
+      assertThat(dry.out())
+          .contains("Showing foreign keys (4):")
+          .contains(
+              "both_builds:\n  - table: both_projects\n    column: project_id\n"
+                  + "    on_delete: async_delete\nWould write");
+      Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "both_");
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      // One definition cannot take the CASCADE of one database and the SET NULL of the other.
+      assertThat(run.out())
+          .contains(
+              "Skipping 1 (both_notes.project_id): database ci holds the same key as"
+                  + " async_nullify, and one loose foreign key takes one action")
+          .contains(
+              "Skipping 3 (both_notes.project_id): database main holds the same key as"
+                  + " async_delete, and one loose foreign key takes one action")
+          .contains("Added 1 loose foreign keys to");
+      assertThat(DefinitionsFile.read(dir.resolve("lfk.yml")))
+          .extracting(LooseForeignKey::describe)
+          .containsExactly("both_builds.project_id → both_projects (async_delete)");
+
+      for (String db : List.of("main", "ci")) {
+        Path up = migration("_" + db + "_replace_foreign_keys_with_loose_foreign_keys.up.sql");
+        TestSql.exec(dbs.dataSource("gen_both_" + db), Files.readString(up));
+        assertThat(
+                TestSql.count(
+                    dbs.dataSource("gen_both_" + db),
+                    "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                        + " AND conrelid = 'both_builds'::regclass"))
+            .as(db)
+            .isZero();
+      }
+    }
+  }
+
+  @Test
   void should_refuse_a_bad_filter_and_a_missing_definitions_file_setting() throws Exception {
     DatabaseEndpoint main = EmbeddedInfra.get().database("gen_other");
     Path config = dir.resolve("spillway.yml");

@@ -23,6 +23,7 @@ class LfkGeneratorTest {
         from + "_" + column + "_fkey",
         "FOREIGN KEY (" + column + ") REFERENCES " + to + "(id) ON DELETE CASCADE",
         List.of("id"),
+        true,
         true);
   }
 
@@ -84,6 +85,27 @@ class LfkGeneratorTest {
     assertThat(LfkGenerator.skipReason(rows.get(3)))
         .contains("ON DELETE RESTRICT has no loose equivalent");
     assertThat(LfkGenerator.skipReason(rows.get(1))).isEmpty();
+  }
+
+  @Test
+  void should_add_one_entry_for_a_key_two_databases_hold() {
+    ForeignKey main = fk("ci_builds", "projects", "project_id", "cascade");
+    ForeignKey ci =
+        new ForeignKey(
+            "ci",
+            main.from(),
+            main.to(),
+            main.columns(),
+            main.onDelete(),
+            main.name(),
+            main.definition(),
+            main.referenced(),
+            true,
+            true);
+    String entry =
+        "ci_builds:\n  - table: projects\n    column: project_id\n    on_delete: async_delete\n";
+    assertThat(LfkGenerator.addDefinitions("", List.of(main, ci))).isEqualTo(entry);
+    assertThat(LfkGenerator.definitions(List.of(main, ci))).isEqualTo(entry);
   }
 
   @Test
