@@ -131,22 +131,30 @@ final class UnitOfWork {
                         e.getAttemptCount(),
                         describe(e.getLastResult())))
             .build();
+    // What an attempt left to dead-letter (the batch less what it handled), should a later one
+    // fail before it could tell: a dead letter of the whole batch would hand over again, when
+    // replayed, what was handled.
+    AtomicReference<byte[]> rest = new AtomicReference<>();
     Outcome outcome;
     try {
       outcome =
           Failsafe.with(retry)
               .get(
-                  attempt ->
-                      attempt.getAttemptCount() > 0
-                              && !waitedToRetry(attempt.getAttemptCount(), stopping)
-                          ? new Outcome.Paused("worker stopping")
-                          : once(record, target.get(), stopping, run));
+                  attempt -> {
+                    Outcome o =
+                        attempt.getAttemptCount() > 0
+                                && !waitedToRetry(attempt.getAttemptCount(), stopping)
+                            ? new Outcome.Paused("worker stopping")
+                            : once(record, target.get(), stopping, run);
+                    return withRest(o, rest);
+                  });
     } catch (FailsafeException e) {
       if (e.getCause() instanceof InterruptedException) {
         Thread.currentThread().interrupt();
         return new Ended(new Outcome.Paused("interrupted"), at.get());
       }
-      outcome = new Outcome.RetryableFailure(e.getCause() == null ? e : e.getCause());
+      outcome =
+          withRest(new Outcome.RetryableFailure(e.getCause() == null ? e : e.getCause()), rest);
     }
     if (!(outcome instanceof Outcome.RetryableFailure)) {
       return new Ended(outcome, at.get());
@@ -167,6 +175,28 @@ final class UnitOfWork {
       return new Ended(new Outcome.Paused(stop.get()), at.get());
     }
     return new Ended(outcome, at.get());
+  }
+
+  /**
+   * A failure naming what to dead-letter is remembered in {@code rest}; one naming nothing gets the
+   * rest an earlier attempt named. Whatever a later attempt handled it names itself, so the last
+   * rest named holds every event still to do.
+   */
+  private static Outcome withRest(Outcome o, AtomicReference<byte[]> rest) {
+    if (o instanceof Outcome.RetryableFailure f) {
+      if (f.deadLetter() != null) {
+        rest.set(f.deadLetter());
+      } else if (rest.get() != null) {
+        return new Outcome.RetryableFailure(f.error(), rest.get());
+      }
+    } else if (o instanceof Outcome.PermanentFailure p) {
+      if (p.deadLetter() != null) {
+        rest.set(p.deadLetter());
+      } else if (rest.get() != null) {
+        return new Outcome.PermanentFailure(p.error(), rest.get());
+      }
+    }
+    return o;
   }
 
   /**

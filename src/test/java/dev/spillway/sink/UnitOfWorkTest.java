@@ -130,6 +130,40 @@ class UnitOfWorkTest {
     assertThat(producer.history()).hasSize(failure ? 0 : 1);
   }
 
+  /** A first attempt that handled part of the batch, then one failing before it could tell. */
+  static Stream<Outcome> failingWithoutRest() {
+    return Stream.of(
+        new Outcome.RetryableFailure(new SQLException("pool exhausted", "08001")),
+        new Outcome.PermanentFailure(new SQLException("permission denied", "42501")));
+  }
+
+  @ParameterizedTest
+  @MethodSource("failingWithoutRest")
+  void should_dead_letter_the_rest_an_earlier_attempt_left_when_the_last_cannot_tell(Outcome last) {
+    AtomicInteger attempt = new AtomicInteger();
+    UnitOfWork.Result r =
+        running(
+                context ->
+                    attempt.incrementAndGet() == 1
+                        ? new Outcome.RetryableFailure(
+                            new SQLException("connection lost", "08006"), "rest".getBytes())
+                        : last,
+                HealthGate.ALWAYS_NORMAL,
+                SinkSettings.defaults().withRetries(1, Duration.ofMillis(1)))
+            .run(record(), () -> false, () -> false);
+
+    assertThat(r.commit()).isTrue();
+    assertThat(attempt).hasValue(2);
+    assertThat(producer.history())
+        .singleElement()
+        .satisfies(d -> assertThat(d.topic()).isEqualTo("t.dlq"))
+        .satisfies(
+            d ->
+                assertThat(new String(d.value()))
+                    .as("what the first attempt left, not the whole batch")
+                    .isEqualTo("rest"));
+  }
+
   @Test
   void should_dead_letter_a_failure_not_from_the_database_even_at_stop() {
     HealthGate stopped = (database, table) -> new Health.Stop("wraparound autovacuum");
