@@ -52,9 +52,15 @@ public record CheckedKey(
    * refers to it: for an integer column, an integer within its range, written without a fraction
    * (an {@code integer} column may refer to a {@code bigint} key past its range, or to a {@code
    * numeric(10,2)} key, whose {@code 5.00} the statement's cast to {@code integer} would refuse,
-   * failing the whole batch); for other types, the id as it is.
+   * failing the whole batch; a {@code double precision} key's {@code 1.2345678E7} is {@code
+   * 12345678}); for other types, the id as it is, but a {@code character(n)} key's padding dropped
+   * for a column of another type, as PostgreSQL compares them ({@code 'AB '} is the {@code varchar}
+   * child's {@code 'AB'}).
    */
   public Optional<String> asColumnValue(String id) {
+    if (BPCHAR.equals(parentKeyType) && !BPCHAR.equals(columnType)) {
+      id = id.replaceFirst(" +$", "");
+    }
     BigInteger max =
         switch (columnType) {
           case "smallint" -> BigInteger.valueOf(Short.MAX_VALUE);
@@ -78,6 +84,9 @@ public record CheckedKey(
     return fits ? Optional.of(v.toString()) : Optional.empty();
   }
 
-  /** A number as a numeric key's text gives it; nothing NaN or infinite. */
-  private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
+  /** A number as a numeric or floating-point key's text gives it; nothing NaN or infinite. */
+  private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
+
+  /** {@code character(n)}'s type name without its modifier, as {@code format_type} gives it. */
+  private static final String BPCHAR = "bpchar";
 }

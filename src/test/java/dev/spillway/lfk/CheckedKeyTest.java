@@ -2,6 +2,7 @@ package dev.spillway.lfk;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class CheckedKeyTest {
@@ -25,6 +26,37 @@ class CheckedKeyTest {
     assertThat(child("bigint").asColumnValue("9223372036854775807"))
         .contains("9223372036854775807");
     assertThat(child("bigint").asColumnValue("9223372036854775808")).isEmpty();
+  }
+
+  @Test
+  void should_read_a_floating_point_keys_exponent() {
+    CheckedKey integer = child("bigint");
+    assertThat(integer.asColumnValue("1.2345678E7")).contains("12345678");
+    assertThat(integer.asColumnValue("1.0E-5")).as("no integer equals it").isEmpty();
+    assertThat(integer.asColumnValue("Infinity")).isEmpty();
+  }
+
+  @Test
+  void should_drop_a_character_keys_padding_for_a_column_of_another_type() {
+    CheckedKey text = referringToCharacter("character varying");
+    assertThat(text.asColumnValue("AB      ")).contains("AB");
+    assertThat(text.asColumnValue(" A B  ")).as("only trailing spaces").contains(" A B");
+    assertThat(referringToCharacter("bpchar").asColumnValue("AB      "))
+        .as("a character column compares without it anyway")
+        .contains("AB      ");
+  }
+
+  private static CheckedKey referringToCharacter(String columnType) {
+    CheckedKey k = child(columnType);
+    return new CheckedKey(
+        k.key(),
+        "main",
+        "main",
+        List.of("id"),
+        columnType,
+        "code",
+        "bpchar",
+        java.util.Optional.empty());
   }
 
   @Test

@@ -1047,6 +1047,29 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_clean_a_text_column_referring_to_a_character_key_without_its_padding()
+      throws Exception {
+    seed(
+        "lfk_main",
+        "q",
+        "CREATE TABLE q.codes (code char(8) PRIMARY KEY)",
+        "CREATE TABLE q.items (id bigserial PRIMARY KEY, code varchar)",
+        "CREATE INDEX ON q.items (code)",
+        "INSERT INTO q.codes VALUES ('AB'), ('CD')",
+        "INSERT INTO q.items (code) VALUES ('AB'), ('AB'), ('CD')");
+    // The deleted key comes as char(8) writes it, 'AB      '; the items say 'AB'.
+    afterCleanup(
+        "lfk21",
+        key("q.items", "code", "q.codes", OnDelete.ASYNC_DELETE, "main", "main", ""),
+        "DELETE FROM q.codes WHERE code = 'AB'",
+        1,
+        h -> {
+          assertThat(h.count("main", "SELECT count(*) FROM q.items WHERE code = 'AB'")).isZero();
+          assertThat(h.count("main", "SELECT count(*) FROM q.items")).isOne();
+        });
+  }
+
+  @Test
   void should_clean_an_integer_column_referring_to_a_bigint_key_past_its_range() throws Exception {
     seed(
         "lfk_main",
