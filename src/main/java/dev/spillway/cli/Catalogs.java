@@ -13,6 +13,7 @@ import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -29,31 +30,26 @@ final class Catalogs implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Catalogs.class);
   private static final int POOL_SIZE = 2;
 
-  private final Databases databases;
-  private final List<AutoCloseable> owned;
-  private final Thread shutdownHook = new Thread(this::closeOnSignal, "spillway-shutdown");
-  private boolean closed;
+  /** How long a signal's stop waits for a server still starting, to stop it. */
+  private static final Duration START_WAIT = Duration.ofSeconds(90);
 
-  private Catalogs(Databases databases, List<AutoCloseable> owned) {
+  private final Databases databases;
+  private final Started started;
+
+  private Catalogs(Databases databases, Started started) {
     this.databases = databases;
-    this.owned = owned;
-    if (!owned.isEmpty()) {
-      // A signal while the server was starting, before this, finds it unowned: the next start in
-      // the working directory stops it.
-      Runtime.getRuntime().addShutdownHook(shutdownHook);
-    }
+    this.started = started;
   }
 
   static Catalogs open(SpillwayConfig config) throws IOException, SQLException {
     List<DatabaseEndpoint> endpoints = new ArrayList<>();
-    List<AutoCloseable> owned = new ArrayList<>();
     if (!config.embeddedDatabases()) {
       for (DatabaseConfig d : config.databases().values()) {
         endpoints.add(
             new DatabaseEndpoint(
                 d.name(), d.url(), d.username(), d.password(), POOL_SIZE, d.lockTimeout()));
       }
-      return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), owned);
+      return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), null);
     }
     Optional<RuntimeInfo> running = WorkingDirectory.running(config.workingDir());
     if (running.isPresent()) {
@@ -70,14 +66,17 @@ final class Catalogs implements AutoCloseable {
                           null,
                           POOL_SIZE,
                           DatabaseConfig.DEFAULT_LOCK_TIMEOUT)));
-      return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), owned);
+      return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), null);
     }
-    WorkingDirectory dir = WorkingDirectory.acquire(config.workingDir());
-    owned.add(dir);
+    Started started = new Started();
     try {
+      WorkingDirectory dir = WorkingDirectory.acquire(config.workingDir());
+      started.own(dir);
+      started.starting();
       EmbeddedPostgresServer server =
-          EmbeddedPostgresServer.start(dir.resolve("postgres"), 0, List.of(SpillwayConfig.MAIN));
-      owned.add(0, server);
+          started.own(
+              EmbeddedPostgresServer.start(
+                  dir.resolve("postgres"), 0, List.of(SpillwayConfig.MAIN)));
       for (String name : names(server)) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -89,10 +88,10 @@ final class Catalogs implements AutoCloseable {
                 DatabaseConfig.DEFAULT_LOCK_TIMEOUT));
       }
     } catch (IOException | SQLException | RuntimeException e) {
-      closeAll(owned);
+      started.close();
       throw e;
     }
-    return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), owned);
+    return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), started);
   }
 
   /** The user databases of the embedded server (the quickstart adds {@code ci}). */
@@ -118,16 +117,65 @@ final class Catalogs implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
+  public void close() {
+    databases.close();
+    if (started != null) {
+      started.close();
     }
-    closed = true;
-    try {
-      databases.close();
-      closeAll(owned);
-    } finally {
-      if (!owned.isEmpty() && Thread.currentThread() != shutdownHook) {
+  }
+
+  /**
+   * What a command started for itself (the working directory's lock, its embedded server), stopped
+   * in reverse order when it ends or on SIGINT/SIGTERM, since the server runs in a session of its
+   * own and would outlive the JVM. A signal while the server starts waits for its start, then stops
+   * it.
+   */
+  private static final class Started implements AutoCloseable {
+    private final List<AutoCloseable> parts = new ArrayList<>();
+    private final Thread shutdownHook = new Thread(this::closeOnSignal, "spillway-shutdown");
+    private boolean starting;
+    private boolean closed;
+
+    Started() {
+      Runtime.getRuntime().addShutdownHook(shutdownHook);
+    }
+
+    /** A server is being started: a stop waits for it. */
+    synchronized void starting() {
+      starting = true;
+    }
+
+    /**
+     * Takes a part to stop; one that comes once the stop has begun is stopped at once.
+     *
+     * @throws IllegalStateException when the stop has begun
+     */
+    synchronized <T extends AutoCloseable> T own(T part) {
+      starting = false;
+      notifyAll();
+      if (closed) {
+        closeQuietly(part);
+        throw new IllegalStateException("Spillway is stopping");
+      }
+      parts.add(0, part);
+      return part;
+    }
+
+    @Override
+    public synchronized void close() {
+      closed = true;
+      long until = System.nanoTime() + START_WAIT.toNanos();
+      while (starting && System.nanoTime() < until) {
+        try {
+          wait(Math.max(1, (until - System.nanoTime()) / 1_000_000));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      parts.forEach(Started::closeQuietly);
+      parts.clear();
+      if (Thread.currentThread() != shutdownHook) {
         try {
           Runtime.getRuntime().removeShutdownHook(shutdownHook);
         } catch (IllegalStateException e) {
@@ -135,19 +183,17 @@ final class Catalogs implements AutoCloseable {
         }
       }
     }
-  }
 
-  /** SIGINT/SIGTERM: the log says the stop began and ended, as for every other command. */
-  private void closeOnSignal() {
-    log.info("Stopping on a signal: the embedded PostgreSQL this command started");
-    close();
-    log.info("Stopped");
-  }
+    /** SIGINT/SIGTERM: the log says the stop began and ended, as for every other command. */
+    private void closeOnSignal() {
+      log.info("Stopping on a signal: the embedded PostgreSQL this command started");
+      close();
+      log.info("Stopped");
+    }
 
-  private static void closeAll(List<AutoCloseable> parts) {
-    for (AutoCloseable p : parts) {
+    private static void closeQuietly(AutoCloseable part) {
       try {
-        p.close();
+        part.close();
       } catch (Exception e) {
         // Stopping what this command started; nothing else depends on it.
       }

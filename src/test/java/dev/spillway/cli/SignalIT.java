@@ -190,7 +190,55 @@ class SignalIT {
               () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
     } finally {
       spillway.destroyForcibly();
-      stopLeftServer(postgres);
+      // Still unknown when the wait failed: the server the sweep started, if any.
+      stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
+    }
+  }
+
+  @Test
+  void should_stop_the_embedded_postgresql_a_command_is_starting_to_inspect_when_terminated()
+      throws Exception {
+    Files.writeString(
+        config,
+        """
+        working-dir: wd
+        loose-foreign-keys:
+          definitions:
+            children:
+              - { table: parents, column: parent_id, on_delete: async_delete }
+        """);
+    Path pidFile = dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath();
+    Process spillway =
+        Cli.process(
+                ProcessBuilder.Redirect.to(dir.resolve("sweep.log").toFile()),
+                "lfk",
+                "sweep",
+                "-c",
+                config.toString(),
+                "--dry-run")
+            .start();
+    Optional<ProcessHandle> postgres = Optional.empty();
+    try {
+      // The server writes its pid file as it starts, before it takes connections: the signal
+      // comes within that start.
+      long pid =
+          await()
+              .atMost(Duration.ofSeconds(120))
+              .pollInterval(Duration.ofMillis(5))
+              .until(() -> pid(pidFile), Optional::isPresent)
+              .get();
+      spillway.destroy(); // SIGTERM
+      postgres = ProcessHandle.of(pid);
+      assertThat(postgres).as("the embedded PostgreSQL starting").isPresent();
+      assertThat(spillway.waitFor(120, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
+      ProcessHandle server = postgres.get();
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .untilAsserted(
+              () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
+    } finally {
+      spillway.destroyForcibly();
+      stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
     }
   }
 
