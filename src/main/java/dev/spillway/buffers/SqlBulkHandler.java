@@ -129,16 +129,29 @@ final class SqlBulkHandler implements BulkHandler {
    * hand have had their grace; theirs run again at the next start.
    */
   @Override
-  public void close() {
+  public void close() throws InterruptedException {
     closed = true;
-    for (Statement s : running) {
-      try {
-        s.cancel();
-      } catch (SQLException e) {
-        // The database cannot be reached to be asked: the statement's own timeout, if any, ends it.
+    // Asked again while any is left: a statement on its way to the database (past the closed
+    // check, not sent yet) is not canceled by the driver, and PostgreSQL drops a cancel that
+    // comes before the statement.
+    long until = System.nanoTime() + CANCEL_FOR.toNanos();
+    while (!running.isEmpty() && System.nanoTime() < until) {
+      for (Statement s : running) {
+        try {
+          s.cancel();
+        } catch (SQLException e) {
+          // The database cannot be reached to be asked: the statement's own timeout, if any,
+          // ends it.
+        }
       }
+      Thread.sleep(CANCEL_AGAIN.toMillis());
     }
   }
+
+  /** How long {@link #close()} goes on canceling, and how often it asks. */
+  private static final Duration CANCEL_FOR = Duration.ofSeconds(2);
+
+  private static final Duration CANCEL_AGAIN = Duration.ofMillis(50);
 
   /** {@code :ids} as an array of the key's type, {@code :group_id} as text. */
   private void bind(Connection c, PreparedStatement ps, List<Object> ids, String groupId)

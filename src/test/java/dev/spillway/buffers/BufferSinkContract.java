@@ -54,6 +54,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -84,6 +85,9 @@ abstract class BufferSinkContract {
   private String batches;
   private TableName table;
   private final List<Sink> sinks = new ArrayList<>();
+
+  /** The batch handler of the sink started last, which the pipeline closes after its sink. */
+  private BufferBatchHandler batchHandler;
 
   @BeforeEach
   void setUp() {
@@ -141,7 +145,8 @@ abstract class BufferSinkContract {
         Sink.start(
             Pipeline.BUFFERS,
             List.of(new BatchesTopic(batches, s.maxInFlight())),
-            new BufferBatchHandler(Map.of(batches, running), db -> data, Clock.systemUTC()),
+            batchHandler =
+                new BufferBatchHandler(Map.of(batches, running), db -> data, Clock.systemUTC()),
             BufferPipeline.sinkSettings(
                 SinkSettings.defaults().withRetries(2, Duration.ofMillis(20)), s.maxInFlight()),
             new Sink.Wiring(
@@ -678,6 +683,55 @@ abstract class BufferSinkContract {
     }
   }
 
+  @Test
+  void should_dead_letter_not_count_done_a_batch_whose_rows_a_policy_keeps_it_from_deleting()
+      throws Exception {
+    policyArrivingDuringTheCall(settings(), null);
+  }
+
+  @Test
+  void should_dead_letter_not_count_done_a_batch_a_policy_keeps_from_its_archive()
+      throws Exception {
+    TableName archive = new TableName(schema, "archived");
+    TestSql.exec(ds, "CREATE TABLE " + archive.quoted() + " (LIKE " + table.quoted() + ")");
+    policyArrivingDuringTheCall(settings().withArchive(archive), "INSERT");
+  }
+
+  /**
+   * Row security arrives while the handler is called, with a policy that lets the role read the
+   * rows but not delete them: the deletion after the call must fail, not delete none and count the
+   * batch done.
+   */
+  private void policyArrivingDuringTheCall(BufferSettings s, String archiveRights)
+      throws Exception {
+    try (Role role = new Role("SELECT, DELETE", archiveRights)) {
+      AtomicInteger calls = new AtomicInteger();
+      start(
+          s,
+          batch -> {
+            calls.incrementAndGet();
+            TestSql.exec(
+                ds,
+                "DROP POLICY IF EXISTS reads_only ON " + table.quoted(),
+                "ALTER TABLE " + table.quoted() + " ENABLE ROW LEVEL SECURITY",
+                "CREATE POLICY reads_only ON " + table.quoted() + " FOR SELECT USING (true)");
+            return BulkHandler.Result.success();
+          },
+          HealthGate.ALWAYS_NORMAL,
+          role.ds);
+      produce(batch(1, 3));
+
+      ConsumerRecord<byte[], byte[]> dead =
+          TopicReader.readAtLeast(
+                  infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+              .get(0);
+      assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+          .contains("row-level security");
+      assertThat(calls).hasValue(1);
+      assertThat(rows(1, 3)).as("the rows stay for a replay once mended").isEqualTo(3);
+    }
+  }
+
   /**
    * A role of its own with {@code rights} on the buffer table and {@code archiveRights} on its
    * archive table (none when null), and a pool of its connections; dropped when closed.
@@ -688,18 +742,27 @@ abstract class BufferSinkContract {
     final DataSource ds;
 
     Role(String rights, String archiveRights) {
-      TestSql.exec(
-          BufferSinkContract.this.ds,
-          "CREATE ROLE " + name + " LOGIN PASSWORD 'pw'",
-          "GRANT USAGE ON SCHEMA " + schema + " TO " + name,
-          "GRANT " + rights + " ON " + table.quoted() + " TO " + name);
-      if (archiveRights != null) {
+      TestSql.exec(BufferSinkContract.this.ds, "CREATE ROLE " + name + " LOGIN PASSWORD 'pw'");
+      try {
         TestSql.exec(
             BufferSinkContract.this.ds,
-            "GRANT " + archiveRights + " ON " + schema + ".archived TO " + name);
+            "GRANT USAGE ON SCHEMA " + schema + " TO " + name,
+            "GRANT " + rights + " ON " + table.quoted() + " TO " + name);
+        if (archiveRights != null) {
+          TestSql.exec(
+              BufferSinkContract.this.ds,
+              "GRANT " + archiveRights + " ON " + schema + ".archived TO " + name);
+        }
+        databases = TestSql.databasesAs(infra.database(DB), DB, name);
+      } catch (RuntimeException e) {
+        drop();
+        throw e;
       }
-      databases = TestSql.databasesAs(infra.database(DB), DB, name);
       ds = databases.dataSource(DB);
+    }
+
+    private void drop() {
+      TestSql.exec(BufferSinkContract.this.ds, "DROP OWNED BY " + name, "DROP ROLE " + name);
     }
 
     @Override
@@ -707,7 +770,7 @@ abstract class BufferSinkContract {
       sinks.forEach(s -> s.close(Duration.ZERO));
       sinks.clear();
       databases.close();
-      TestSql.exec(BufferSinkContract.this.ds, "DROP OWNED BY " + name, "DROP ROLE " + name);
+      drop();
     }
   }
 
@@ -1582,24 +1645,54 @@ abstract class BufferSinkContract {
             DB,
             new HandlerSpec.Sql(
                 mark + " SELECT pg_sleep(600) WHERE cardinality(:ids) > 0", Duration.ZERO));
-    BulkHandler handler =
-        BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC());
-    Sink sink = start(s, handler);
-    produce(batch(1, 3));
-    await()
-        .atMost(TIMEOUT)
-        .alias("the handler's statement running")
-        .until(() -> TestSql.sessions(ds, mark, "state = 'active'") == 1);
+    BulkHandler sql = BufferPipeline.handler(s, BufferPipeline.check(s, ds), ds, Clock.systemUTC());
+    List<BulkHandler.Result> results = new CopyOnWriteArrayList<>();
+    BulkHandler recorded =
+        new BulkHandler() {
+          @Override
+          public Result handle(Batch batch) throws Exception {
+            Result r = sql.handle(batch);
+            results.add(r);
+            return r;
+          }
 
-    sinks.remove(sink);
-    sink.close(Duration.ofMillis(100)); // the grace ends long before the statement would
-    handler.close(); // as the pipeline closes it once its sink has stopped
+          @Override
+          public void close() throws Exception {
+            sql.close();
+          }
+        };
+    try {
+      Sink sink = start(s, recorded);
+      produce(batch(1, 3));
+      await()
+          .atMost(TIMEOUT)
+          .alias("the handler's statement running")
+          .until(() -> TestSql.sessions(ds, mark, "state = 'active'") == 1);
 
-    await()
-        .atMost(Duration.ofSeconds(10))
-        .alias("the statement canceled, not left running in the database")
-        .until(() -> TestSql.sessions(ds, mark, "state = 'active'") == 0);
-    assertThat(rows(1, 3)).as("the rows stay for the batch's next delivery").isEqualTo(3);
+      sinks.remove(sink);
+      sink.close(Duration.ofMillis(100)); // the grace ends long before the statement would
+      batchHandler.close(); // as the pipeline closes it once its sink has stopped
+
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .alias("the statement canceled, not left running in the database")
+          .until(() -> TestSql.sessions(ds, mark, "state = 'active'") == 0);
+      await().atMost(Duration.ofSeconds(10)).until(() -> !results.isEmpty());
+      assertThat(results)
+          .singleElement()
+          .asInstanceOf(InstanceOfAssertFactories.type(BulkHandler.Result.Retry.class))
+          .extracting(BulkHandler.Result.Retry::reason)
+          .asString()
+          .contains("canceling statement due to user request");
+      assertThat(rows(1, 3)).as("the rows stay for the batch's next delivery").isEqualTo(3);
+    } finally {
+      // A cancel that failed leaves the statement running for ten minutes: end it here.
+      TestSql.exec(
+          ds,
+          "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE starts_with(query, '"
+              + mark
+              + "') AND pid <> pg_backend_pid()");
+    }
   }
 
   @Test
