@@ -71,7 +71,10 @@ public record CheckedKey(
     if (max == null) {
       return Optional.of(id);
     }
-    if (!NUMBER.matcher(id).matches()) {
+    boolean floating = FLOATING.contains(parentKeyType);
+    // Only a floating-point key's text has an exponent, and only up to 308: one read as written
+    // elsewhere (1e999999999 in a text key) would make BigDecimal build a number of that size.
+    if (!(floating ? FLOAT : NUMBER).matcher(id).matches()) {
       return Optional.empty();
     }
     BigInteger v;
@@ -85,7 +88,15 @@ public record CheckedKey(
   }
 
   /** A number as a numeric or floating-point key's text gives it; nothing NaN or infinite. */
-  private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
+  private static final Pattern NUMBER = Pattern.compile("-?[0-9]+(\\.[0-9]+)?");
+
+  /** A number as a floating-point key's text gives it ({@code 1.2345678E7}). */
+  private static final Pattern FLOAT =
+      Pattern.compile("-?[0-9]+(\\.[0-9]+)?([eE][-+]?[0-9]{1,3})?");
+
+  /** The floating-point types, as {@code format_type} names them. */
+  private static final java.util.Set<String> FLOATING =
+      java.util.Set.of("real", "double precision");
 
   /** {@code character(n)}'s type name without its modifier, as {@code format_type} gives it. */
   private static final String BPCHAR = "bpchar";

@@ -30,10 +30,14 @@ class CheckedKeyTest {
 
   @Test
   void should_read_a_floating_point_keys_exponent() {
-    CheckedKey integer = child("bigint");
+    CheckedKey integer = referringTo("bigint", "double precision");
     assertThat(integer.asColumnValue("1.2345678E7")).contains("12345678");
     assertThat(integer.asColumnValue("1.0E-5")).as("no integer equals it").isEmpty();
+    assertThat(integer.asColumnValue("1.0E300")).as("past bigint's range").isEmpty();
     assertThat(integer.asColumnValue("Infinity")).isEmpty();
+    assertThat(child("bigint").asColumnValue("1e999999999"))
+        .as("a text key written so: no exponent read, no number of that size built")
+        .isEmpty();
   }
 
   @Test
@@ -47,15 +51,18 @@ class CheckedKeyTest {
   }
 
   private static CheckedKey referringToCharacter(String columnType) {
-    CheckedKey k = child(columnType);
+    return referringTo(columnType, "bpchar");
+  }
+
+  private static CheckedKey referringTo(String columnType, String parentKeyType) {
     return new CheckedKey(
-        k.key(),
+        child(columnType).key(),
         "main",
         "main",
         List.of("id"),
         columnType,
         "code",
-        "bpchar",
+        parentKeyType,
         java.util.Optional.empty());
   }
 
