@@ -33,9 +33,7 @@ class CpuSplitTest {
   void should_read_cpu_lists_as_the_kernel_writes_them() {
     assertThat(CpuSplit.parse("0")).containsExactly(0);
     assertThat(CpuSplit.parse("0-3,8,10-11")).containsExactly(0, 1, 2, 3, 8, 10, 11);
-    assertThat(CpuSplit.allowed())
-        .as("this process's CPUs")
-        .hasSize(Runtime.getRuntime().availableProcessors());
+    assertThat(CpuSplit.allowed()).as("this process's CPUs").isNotEmpty().isSorted();
   }
 
   @Test

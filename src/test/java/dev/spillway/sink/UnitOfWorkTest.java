@@ -130,7 +130,10 @@ class UnitOfWorkTest {
     assertThat(producer.history()).hasSize(failure ? 0 : 1);
   }
 
-  /** A first attempt that handled part of the batch, then one failing before it could tell. */
+  /**
+   * Attempts that handled part of the batch, each naming what it left, then one failing before it
+   * could tell.
+   */
   static Stream<Outcome> failingWithoutRest() {
     return Stream.of(
         new Outcome.RetryableFailure(new SQLException("pool exhausted", "08001")),
@@ -144,23 +147,28 @@ class UnitOfWorkTest {
     UnitOfWork.Result r =
         running(
                 context ->
-                    attempt.incrementAndGet() == 1
-                        ? new Outcome.RetryableFailure(
-                            new SQLException("connection lost", "08006"), "rest".getBytes())
-                        : last,
+                    switch (attempt.incrementAndGet()) {
+                      case 1 ->
+                          new Outcome.RetryableFailure(
+                              new SQLException("connection lost", "08006"), "more".getBytes());
+                      case 2 ->
+                          new Outcome.RetryableFailure(
+                              new SQLException("connection lost", "08006"), "rest".getBytes());
+                      default -> last;
+                    },
                 HealthGate.ALWAYS_NORMAL,
-                SinkSettings.defaults().withRetries(1, Duration.ofMillis(1)))
+                SinkSettings.defaults().withRetries(2, Duration.ofMillis(1)))
             .run(record(), () -> false, () -> false);
 
     assertThat(r.commit()).isTrue();
-    assertThat(attempt).hasValue(2);
+    assertThat(attempt).hasValue(3);
     assertThat(producer.history())
         .singleElement()
         .satisfies(d -> assertThat(d.topic()).isEqualTo("t.dlq"))
         .satisfies(
             d ->
                 assertThat(new String(d.value()))
-                    .as("what the first attempt left, not the whole batch")
+                    .as("what the last attempt that could tell left, not the whole batch")
                     .isEqualTo("rest"));
   }
 
