@@ -226,33 +226,21 @@ public final class DefinitionCheck {
       if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
         throw e;
       }
-      throw problem(
-          k,
-          "has "
-              + what
-              + " '"
-              + value
-              + "', which column "
-              + name
-              + " of type "
-              + column.type()
-              + " does not accept");
+      throw problem(k, valueIn(what, value, name, column) + " does not accept");
     }
     if (changed != null) {
       throw problem(
           k,
-          "has "
-              + what
-              + " '"
-              + value
-              + "', which column "
-              + name
-              + " of type "
-              + column.type()
+          valueIn(what, value, name, column)
               + " cannot hold unchanged (its type makes it '"
               + changed
               + "')");
     }
+  }
+
+  /** The start of a refusal of a value: {@code has target_value 'x', which column c of type t}. */
+  private static String valueIn(String what, Object value, String name, Column column) {
+    return "has " + what + " '" + value + "', which column " + name + " of type " + column.type();
   }
 
   private Optional<Table> table(String database, TableName name, LooseForeignKey k)

@@ -46,36 +46,51 @@ class SignalIT {
       postgres = pid(postmasterPid).flatMap(ProcessHandle::of);
       assertThat(postgres).as("the embedded PostgreSQL runs").isPresent();
 
-      spillway.destroy(); // SIGTERM
-      assertThat(spillway.waitFor(60, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
-      assertThat(Files.readAllLines(log))
-          .as("the log says the stop began and ended")
-          .anyMatch(l -> l.contains("Stopping on a signal"))
-          .anyMatch(l -> l.endsWith("Stopped"));
-      ProcessHandle server = postgres.get();
-      await()
-          .atMost(Duration.ofSeconds(30))
-          .untilAsserted(
-              () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
+      stopsWithItsServer(spillway, log, postgres.get());
     } finally {
       spillway.destroyForcibly();
       stopLeftServer(postgres);
     }
   }
 
+  /**
+   * Sends SIGTERM to a command whose embedded server runs: it must log that it stops and has
+   * stopped, exit, and leave the server stopped.
+   */
+  private static void stopsWithItsServer(Process spillway, Path log, ProcessHandle server)
+      throws Exception {
+    spillway.destroy(); // SIGTERM
+    assertThat(spillway.waitFor(60, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
+    assertThat(Files.readAllLines(log))
+        .as("the log says the stop began and ended")
+        .anyMatch(l -> l.contains("Stopping on a signal"))
+        .anyMatch(l -> l.endsWith("Stopped"));
+    await()
+        .atMost(Duration.ofSeconds(30))
+        .untilAsserted(
+            () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
+  }
+
   @Test
   void should_stop_the_embedded_postgresql_when_terminated_while_it_starts() throws Exception {
-    Process spillway =
-        benchCapture(ProcessBuilder.Redirect.to(dir.resolve("spillway.log").toFile()));
+    signalWhileTheServerStarts(
+        benchCapture(ProcessBuilder.Redirect.to(dir.resolve("spillway.log").toFile())),
+        postmasterPid);
+  }
+
+  /**
+   * Sends SIGTERM as the server the command starts writes its pid file, before it takes connections
+   * (and before Spillway creates its databases): the signal comes within that start, which must end
+   * with the server stopped.
+   */
+  private static void signalWhileTheServerStarts(Process spillway, Path pidFile) throws Exception {
     Optional<ProcessHandle> postgres = Optional.empty();
     try {
-      // The server writes its pid file as it starts, before it takes connections and before
-      // Spillway creates its databases: the signal comes within that start.
       long pid =
           await()
               .atMost(Duration.ofSeconds(120))
               .pollInterval(Duration.ofMillis(5))
-              .until(() -> pid(postmasterPid), Optional::isPresent)
+              .until(() -> pid(pidFile), Optional::isPresent)
               .get();
       spillway.destroy(); // SIGTERM
       postgres = ProcessHandle.of(pid);
@@ -86,10 +101,10 @@ class SignalIT {
           .atMost(Duration.ofSeconds(30))
           .untilAsserted(
               () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
-      assertThat(postmasterPid).as("the server's pid file, removed as it stops").doesNotExist();
+      assertThat(pidFile).as("the server's pid file, removed as it stops").doesNotExist();
     } finally {
       spillway.destroyForcibly();
-      stopLeftServer(postgres);
+      stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
     }
   }
 
@@ -177,17 +192,7 @@ class SignalIT {
       postgres = pid(pidFile).flatMap(ProcessHandle::of);
       assertThat(postgres).as("the embedded PostgreSQL the sweep started").isPresent();
 
-      spillway.destroy(); // SIGTERM
-      assertThat(spillway.waitFor(60, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
-      assertThat(Files.readAllLines(log))
-          .as("the log says the stop began and ended")
-          .anyMatch(l -> l.contains("Stopping on a signal"))
-          .anyMatch(l -> l.endsWith("Stopped"));
-      ProcessHandle server = postgres.get();
-      await()
-          .atMost(Duration.ofSeconds(30))
-          .untilAsserted(
-              () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
+      stopsWithItsServer(spillway, log, postgres.get());
     } finally {
       spillway.destroyForcibly();
       // Still unknown when the wait failed: the server the sweep started, if any.
@@ -207,8 +212,7 @@ class SignalIT {
             children:
               - { table: parents, column: parent_id, on_delete: async_delete }
         """);
-    Path pidFile = dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath();
-    Process spillway =
+    signalWhileTheServerStarts(
         Cli.process(
                 ProcessBuilder.Redirect.to(dir.resolve("sweep.log").toFile()),
                 "lfk",
@@ -216,30 +220,8 @@ class SignalIT {
                 "-c",
                 config.toString(),
                 "--dry-run")
-            .start();
-    Optional<ProcessHandle> postgres = Optional.empty();
-    try {
-      // The server writes its pid file as it starts, before it takes connections: the signal
-      // comes within that start.
-      long pid =
-          await()
-              .atMost(Duration.ofSeconds(120))
-              .pollInterval(Duration.ofMillis(5))
-              .until(() -> pid(pidFile), Optional::isPresent)
-              .get();
-      spillway.destroy(); // SIGTERM
-      postgres = ProcessHandle.of(pid);
-      assertThat(postgres).as("the embedded PostgreSQL starting").isPresent();
-      assertThat(spillway.waitFor(120, TimeUnit.SECONDS)).as("Spillway exited").isTrue();
-      ProcessHandle server = postgres.get();
-      await()
-          .atMost(Duration.ofSeconds(30))
-          .untilAsserted(
-              () -> assertThat(server.isAlive()).as("the embedded PostgreSQL runs").isFalse());
-    } finally {
-      spillway.destroyForcibly();
-      stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
-    }
+            .start(),
+        dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath());
   }
 
   /**

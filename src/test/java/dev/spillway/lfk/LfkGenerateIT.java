@@ -7,6 +7,7 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -17,6 +18,23 @@ import org.junit.jupiter.api.io.TempDir;
 /** The generator against real foreign keys: shown, converted, migrated, and restored. */
 class LfkGenerateIT {
   @TempDir Path dir;
+
+  /**
+   * A configuration with {@code main} and, when given, {@code ci}, and the definitions file {@code
+   * lfk.yml} beside it.
+   */
+  private Path config(DatabaseEndpoint main, DatabaseEndpoint... ci) throws IOException {
+    StringBuilder yaml = new StringBuilder("databases:\n");
+    yaml.append("  main:\n    url: ").append(main.url());
+    yaml.append("\n    username: ").append(main.username()).append('\n');
+    for (DatabaseEndpoint c : ci) {
+      yaml.append("  ci:\n    url: ").append(c.url());
+      yaml.append("\n    username: ").append(c.username()).append('\n');
+    }
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, yaml.append("loose-foreign-keys:\n  file: lfk.yml\n").toString());
+    return config;
+  }
 
   @Test
   void should_turn_chosen_foreign_keys_into_definitions_and_a_reversible_migration()
@@ -36,14 +54,7 @@ class LfkGenerateIT {
               + " project_id bigint REFERENCES projects ON DELETE SET NULL)",
           "CREATE TABLE timeline_events (id bigint PRIMARY KEY,"
               + " event_id bigint REFERENCES events ON DELETE RESTRICT)");
-      Path config = dir.resolve("spillway.yml");
-      Files.writeString(
-          config,
-          "databases:\n  main:\n    url: "
-              + main.url()
-              + "\n    username: "
-              + main.username()
-              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+      Path config = config(main);
 
       Cli.Result dry = Cli.run("lfk", "generate", "-c", config.toString(), "--dry-run", "^events$");
       assertThat(dry.exitCode()).as(dry.err()).isZero();
@@ -114,14 +125,7 @@ class LfkGenerateIT {
           "CREATE TABLE two_b (id bigint PRIMARY KEY,"
               + " parent_id bigint REFERENCES two_parents ON DELETE SET NULL)",
           "CREATE INDEX ON two_b (parent_id)");
-      Path config = dir.resolve("spillway.yml");
-      Files.writeString(
-          config,
-          "databases:\n  main:\n    url: "
-              + main.url()
-              + "\n    username: "
-              + main.username()
-              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+      Path config = config(main);
 
       Cli.Result first = Cli.run("lfk", "generate", "-c", config.toString(), "^two_a$");
       assertThat(first.exitCode()).as(first.err()).isZero();
@@ -173,14 +177,7 @@ class LfkGenerateIT {
           "CREATE INDEX ON nopk_items (parent_id)",
           "CREATE TABLE nopk_logs (parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
           "CREATE INDEX ON nopk_logs (parent_id)");
-      Path config = dir.resolve("spillway.yml");
-      Files.writeString(
-          config,
-          "databases:\n  main:\n    url: "
-              + main.url()
-              + "\n    username: "
-              + main.username()
-              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+      Path config = config(main);
 
       Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_parents$");
       assertThat(run.exitCode()).as(run.err()).isZero();
@@ -222,18 +219,7 @@ class LfkGenerateIT {
                 + (db.endsWith("main") ? "CASCADE" : "SET NULL")
                 + ")");
       }
-      Path config = dir.resolve("spillway.yml");
-      Files.writeString(
-          config,
-          "databases:\n  main:\n    url: "
-              + main.url()
-              + "\n    username: "
-              + main.username()
-              + "\n  ci:\n    url: "
-              + ci.url()
-              + "\n    username: "
-              + ci.username()
-              + "\nloose-foreign-keys:\n  file: lfk.yml\n");
+      Path config = config(main, ci);
 
       Cli.Result dry = Cli.run("lfk", "generate", "-c", config.toString(), "--dry-run", "both_");
       assertThat(dry.exitCode()).as(dry.err()).isZero();
