@@ -274,16 +274,17 @@ final class CaptureEngine implements AutoCloseable {
             .filter(r -> r.kind() == ChangeKind.INSERT)
             .map(CaptureRoute::table)
             .toList();
-    boolean published = SourcePreparation.publicationExists(dataSource, slot);
+    boolean published = SourcePreparation.publishesApplicationTables(dataSource, slot);
     if (created) {
       SourcePreparation.checkSlotNameFree(dataSource, endpoint.name(), slot);
       // Before the slot is made: a start ending in between leaves no slot, and the next one clears
       // them again, where one after the slot would leave positions no slot holds.
       forgetPositions();
+      SourcePreparation.beforeANewSlot(dataSource, slot);
       SourcePreparation.createSlot(dataSource, slot);
     }
     List<TableName> unread =
-        created || publishesSharedSignals()
+        created || publishesSharedSignals() || SourcePreparation.rereadMarked(dataSource, slot)
             ? inserted
             : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
     SourcePreparation.Asked asked;
@@ -641,6 +642,13 @@ final class CaptureEngine implements AutoCloseable {
    * to forget.
    */
   private void forgetPositions() throws InterruptedException {
+    forgetPositions(settings, producer, endpoint.name());
+  }
+
+  /** {@link #forgetPositions()} of a database's capture, sent through {@code producer}. */
+  static void forgetPositions(
+      CaptureSettings settings, Producer<byte[], byte[]> producer, String database)
+      throws InterruptedException {
     String topic = settings.topics().captureOffsets();
     if (!TopicProvisioner.exists(settings.bootstrapServers(), settings.kafkaProperties(), topic)) {
       return;
@@ -649,12 +657,15 @@ final class CaptureEngine implements AutoCloseable {
       keys.configure(Map.of(JsonConverterConfig.SCHEMAS_ENABLE_CONFIG, "false"), true);
       byte[] key =
           keys.fromConnectData(
-              engineName(), null, List.of(engineName(), Map.of("server", serverName())));
+              ENGINE_NAME_PREFIX + database,
+              null,
+              List.of(
+                  ENGINE_NAME_PREFIX + database, Map.of("server", SERVER_NAME_PREFIX + database)));
       producer.send(new ProducerRecord<>(topic, key, null)).get(30, TimeUnit.SECONDS);
     } catch (ExecutionException | TimeoutException e) {
       throw new IllegalStateException(
           "Could not clear the capture positions of database "
-              + endpoint.name()
+              + database
               + " in "
               + topic
               + ": "

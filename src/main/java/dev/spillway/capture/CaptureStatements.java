@@ -48,6 +48,29 @@ final class CaptureStatements {
       "CREATE TABLE IF NOT EXISTS spillway.capture_release"
           + " (slot text PRIMARY KEY, released_at timestamptz NOT NULL)";
 
+  /**
+   * A row per slot made anew whose buffer tables' rows have not been asked for yet: set before the
+   * slot is made, cleared in the transaction that asks for them, so a start that ends in between
+   * leaves it for the next one.
+   */
+  static final String CREATE_REREADS =
+      "CREATE TABLE IF NOT EXISTS spillway.capture_reread (slot text PRIMARY KEY)";
+
+  /** 1: slot name. */
+  static final String MARK_REREAD =
+      "INSERT INTO spillway.capture_reread VALUES (?) ON CONFLICT DO NOTHING";
+
+  /** 1: the table's name. Whether it exists (an installation before it has none). */
+  static final String TABLE_EXISTS = "SELECT 1 WHERE to_regclass(?) IS NOT NULL";
+
+  static final String REREADS_TABLE = "spillway.capture_reread";
+
+  /** 1: slot name. */
+  static final String REREAD_MARKED = "SELECT 1 FROM spillway.capture_reread WHERE slot = ?";
+
+  /** 1: slot name. */
+  static final String CLEAR_REREAD = "DELETE FROM spillway.capture_reread WHERE slot = ?";
+
   /** 1 and 2: slot name. Marks the slot let go, unless a process streams from it already. */
   static final String MARK_RELEASED =
       "INSERT INTO spillway.capture_release (slot, released_at) SELECT ?, now()"
@@ -111,6 +134,16 @@ final class CaptureStatements {
 
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
+
+  /** 1: publication. The tables it lists, each as {@code schema.table} quoted where needed. */
+  static final String PUBLISHED_RELATIONS =
+      "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_publication p"
+          + " JOIN pg_publication_rel r ON r.prpubid = p.oid JOIN pg_class c ON c.oid = r.prrelid"
+          + " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE p.pubname = ?";
+
+  /** 1: publication. A table it publishes that is not in Spillway's own schema. */
+  static final String PUBLISHES_APPLICATION_TABLES =
+      "SELECT 1 FROM pg_publication_tables WHERE pubname = ? AND schemaname <> 'spillway'";
 
   /**
    * 1: slot name. Takes, when free, the lock one process at a time holds while it starts capture

@@ -141,6 +141,7 @@ final class SourcePreparation {
       s.execute(CaptureStatements.CREATE_SCHEMA);
       s.execute(CaptureStatements.CREATE_HEARTBEAT);
       s.execute(CaptureStatements.CREATE_RELEASES);
+      s.execute(CaptureStatements.CREATE_REREADS);
       String signals = CaptureStatements.signalTable(publication);
       s.execute(CaptureStatements.createSignal(signals));
       // Only the kinds some route needs leave the server: a database holding buffer tables alone
@@ -156,6 +157,11 @@ final class SourcePreparation {
       WithoutLockTimeout.run(
           c,
           () -> {
+            List<String> listed = new ArrayList<>();
+            tables.forEach(t -> listed.add(t.quoted()));
+            listed.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
+            listed.add(TableName.parse(signals).quoted());
+            lockForPublishing(c, publication, listed);
             List<TableName> locked = lockAgainstWrites(c, snapshot, LOCK_WAIT);
             // A table published already (for its deletes, or before a new slot) keeps its other
             // changes coming: it stays, its rows read now, as before the wait for its writers.
@@ -183,6 +189,10 @@ final class SourcePreparation {
                       + ")");
             }
             s.execute(CaptureStatements.clearSignals(signals));
+            try (PreparedStatement asked = c.prepareStatement(CaptureStatements.CLEAR_REREAD)) {
+              asked.setString(1, publication); // asked for below, or joining later
+              asked.execute();
+            }
             holding.addAll(
                 holdingRows(c, snapshot.stream().filter(t -> !later.contains(t)).toList()));
             if (!holding.isEmpty()) {
@@ -234,6 +244,29 @@ final class SourcePreparation {
           });
     }
     return joined[0];
+  }
+
+  /**
+   * Takes the lock changing the publication takes on each table it lists or leaves ({@code SHARE
+   * UPDATE EXCLUSIVE}, which inserts do not wait for), without a limit, before any table is locked
+   * against writes: waiting for it there (on a vacuum, an index built concurrently, a migration's
+   * {@code ALTER TABLE}) would hold the application's inserts into the tables locked by then for as
+   * long.
+   */
+  private static void lockForPublishing(Connection c, String publication, List<String> listed)
+      throws SQLException {
+    Set<String> all = new java.util.LinkedHashSet<>(listed);
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.PUBLISHED_RELATIONS)) {
+      ps.setString(1, publication);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          all.add(rs.getString(1));
+        }
+      }
+    }
+    try (Statement s = c.createStatement()) {
+      s.execute("LOCK TABLE " + String.join(", ", all) + " IN SHARE UPDATE EXCLUSIVE MODE");
+    }
   }
 
   /**
@@ -421,6 +454,60 @@ final class SourcePreparation {
   static boolean publicationExists(DataSource ds, String publication) throws SQLException {
     try (Connection c = ds.getConnection()) {
       return exists(c, CaptureStatements.PUBLICATION_EXISTS, publication);
+    }
+  }
+
+  /**
+   * Whether the publication publishes any table of the application's (not only Spillway's own): a
+   * publication a first start made before its slot, then ended, publishes Spillway's heartbeat
+   * table alone.
+   */
+  /**
+   * Whether a slot made anew still waits for its buffer tables' rows to be asked for ({@link
+   * #beforeANewSlot}).
+   */
+  static boolean rereadMarked(DataSource ds, String slot) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      return exists(c, CaptureStatements.TABLE_EXISTS, CaptureStatements.REREADS_TABLE)
+          && exists(c, CaptureStatements.REREAD_MARKED, slot);
+    }
+  }
+
+  static boolean publishesApplicationTables(DataSource ds, String publication) throws SQLException {
+    try (Connection c = ds.getConnection()) {
+      return exists(c, CaptureStatements.PUBLISHES_APPLICATION_TABLES, publication);
+    }
+  }
+
+  /**
+   * What must be there before a slot is made anew. A mark that the buffer tables' rows are to be
+   * read, which {@link #prepare} clears as it asks for them: a new slot starts at the present, so
+   * rows inserted since the old one's last position are in no WAL it reads, and a start ending
+   * between the slot and that request (a signal, a crash) would leave the next one, finding the
+   * slot there and the tables published, asking for nothing. And the publication, publishing
+   * Spillway's heartbeat table alone until {@link #prepare} gives it its tables and actions: a
+   * server before PostgreSQL 18 decodes each change with the catalogs as they were when it was
+   * written, and ends the stream on a change written before the publication existed ({@code
+   * publication "…" does not exist}), again at every try, so a change committed between a slot's
+   * creation and its publication's would stop capture for good.
+   */
+  static void beforeANewSlot(DataSource ds, String publication) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(CaptureStatements.CREATE_SCHEMA);
+      s.execute(CaptureStatements.CREATE_HEARTBEAT);
+      s.execute(CaptureStatements.CREATE_REREADS);
+      try (PreparedStatement mark = c.prepareStatement(CaptureStatements.MARK_REREAD)) {
+        mark.setString(1, publication);
+        mark.execute();
+      }
+      if (!exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
+        s.execute(
+            "CREATE PUBLICATION "
+                + TableName.quote(publication)
+                + " FOR TABLE "
+                + TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
+      }
     }
   }
 

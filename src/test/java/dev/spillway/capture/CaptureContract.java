@@ -430,6 +430,56 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_not_hold_inserts_into_a_buffer_table_while_start_up_waits_for_another_table()
+      throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    // A vacuum or an index built concurrently on a captured table: publishing it waits for it.
+    try (Connection vacuum = ds.getConnection()) {
+      vacuum.setAutoCommit(false);
+      try (Statement st = vacuum.createStatement()) {
+        st.execute("LOCK TABLE " + schema + ".projects IN SHARE UPDATE EXCLUSIVE MODE");
+      }
+      CompletableFuture<Capture> starting =
+          CompletableFuture.supplyAsync(
+              () -> {
+                try {
+                  return start(inserts("events"), deletes);
+                } catch (InterruptedException e) {
+                  throw new CompletionException(e);
+                }
+              });
+      try {
+        await()
+            .atMost(TIMEOUT)
+            .alias("start-up waiting for the table's lock")
+            .until(
+                () ->
+                    TestSql.sessions(ds, "", "wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+                        == 1);
+        try (Connection app = ds.getConnection();
+            Statement st = app.createStatement()) {
+          st.execute("SET statement_timeout = '5s'");
+          st.execute("INSERT INTO " + schema + ".events VALUES (1, 'while start-up waits')");
+        }
+      } finally {
+        vacuum.rollback();
+      }
+      try (Capture capture = starting.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+        TopicReader.readUntil(
+            infra().bootstrapServers(),
+            topics.bufferEvents("events"),
+            r -> ids(r).contains(1L),
+            TIMEOUT);
+      }
+    }
+  }
+
+  @Test
   void should_make_its_slot_while_a_transaction_runs_longer_than_the_lock_timeout()
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
@@ -1137,6 +1187,45 @@ abstract class CaptureContract {
     } finally {
       engineLog.detachAppender(logged);
     }
+  }
+
+  @Test
+  void should_read_the_buffer_tables_again_after_a_start_that_made_a_slot_ended_before_asking()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    CaptureRoute inserts = inserts("events");
+    String slot = settings.slotName(DB);
+    try (Capture capture = start(inserts)) {
+      insertRange(1, 1);
+      TopicReader.readAtLeast(
+          infra().bootstrapServers(), topics.bufferEvents("events"), 1, TIMEOUT);
+    }
+    TestSql.exec(ds, "SELECT pg_drop_replication_slot('" + slot + "')"); // lost
+    insertRange(2, 2); // while no slot keeps it: never decoded
+    // A start makes the slot anew, as start-up does, then ends (a signal, a crash) before it asks
+    // for the rows: the next finds the slot there and the table published.
+    try (var producer =
+        dev.spillway.event.KafkaClients.producer(
+            Map.of(), Map.of(), infra().bootstrapServers(), "test-forget")) {
+      CaptureEngine.forgetPositions(settings, producer, DB);
+    }
+    SourcePreparation.beforeANewSlot(ds, slot);
+    SourcePreparation.createSlot(ds, slot);
+
+    try (Capture capture = start(inserts)) {
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readUntil(
+              infra().bootstrapServers(),
+              topics.bufferEvents("events"),
+              r -> ids(r).contains(2L),
+              TIMEOUT);
+      assertThat(ids(read)).as("the row inserted while no slot kept it").contains(2L);
+    }
+    assertThat(
+            TestSql.count(
+                ds, "SELECT count(*) FROM spillway.capture_reread WHERE slot = '" + slot + "'"))
+        .as("asked for: the next start reads nothing again")
+        .isZero();
   }
 
   @Test
