@@ -119,7 +119,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     }
   }
 
-  /** One status line per buffer; counting rows reads each buffer table. */
+  /** One status line per buffer, its rows as last counted in the background. */
   List<StatusReport.BufferStatus> status() {
     List<StatusReport.BufferStatus> out = new ArrayList<>();
     long now = clock.millis();
@@ -129,7 +129,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
               b.settings.name(),
               b.settings.database(),
               b.settings.table().toString(),
-              rowsWaiting(b),
+              b.metrics.rowsWaiting(),
               b.metrics.inFlight().get(),
               b.metrics.handledCount(),
               b.metrics.deadLetteredBatchCount(),
@@ -140,15 +140,6 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     }
     out.sort(java.util.Comparator.comparing(StatusReport.BufferStatus::name));
     return out;
-  }
-
-  long rowsWaiting(RunningBuffer b) {
-    try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
-      return BufferStatements.rowsWaiting(c, b.settings.table());
-    } catch (SQLException | RuntimeException e) {
-      log.debug("Counting rows of buffer {} failed: {}", b.settings.name(), e.getMessage());
-      return -1;
-    }
   }
 
   @Override

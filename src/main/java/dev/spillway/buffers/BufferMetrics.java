@@ -43,13 +43,16 @@ final class BufferMetrics {
 
   private final Map<String, Counter> calls = new ConcurrentHashMap<>();
 
+  private final Supplier<Number> rowsWaiting;
+
   /** With the {@link #DEFAULT_WINDOW}. */
   BufferMetrics(MeterRegistry registry, String buffer, Supplier<Number> rowsWaiting) {
     this(registry, buffer, rowsWaiting, DEFAULT_WINDOW);
   }
 
   /**
-   * @param rowsWaiting counts the buffer table's rows; called when metrics are scraped
+   * @param rowsWaiting the buffer table's rows, -1 when unknown; called when metrics are scraped
+   *     and for the status report, so it must answer at once
    * @param window how long a timed event counts in the insert-to-handled percentiles and max, at
    *     most
    */
@@ -57,6 +60,7 @@ final class BufferMetrics {
       MeterRegistry registry, String buffer, Supplier<Number> rowsWaiting, Duration window) {
     this.registry = registry;
     this.buffer = buffer;
+    this.rowsWaiting = rowsWaiting;
     this.surelyKept = window.multipliedBy(WINDOW_PARTS - 1).dividedBy(WINDOW_PARTS);
     this.handled = counter("spillway_buffer_events_handled", "Buffered rows handled and deleted");
     this.deadLetteredBatches =
@@ -91,6 +95,12 @@ final class BufferMetrics {
         .description("Rows in the buffer table")
         .tag("buffer", buffer)
         .register(registry);
+  }
+
+  /** Rows in the buffer table as last counted; -1 when they could not be counted lately. */
+  long rowsWaiting() {
+    Number rows = rowsWaiting.get();
+    return rows == null ? -1 : rows.longValue();
   }
 
   /** One captured event the batching stage sent to the dead letters. */

@@ -15,6 +15,7 @@ import dev.spillway.sink.BatchesTopic;
 import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.streams.Batcher;
+import dev.spillway.support.Sampled;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -138,8 +139,16 @@ public final class BufferPipeline {
       DataSource ds = runtime.databases().dataSource(b.database());
       BufferTable table = check(b, ds);
       BulkHandler handler = handler(b, table, ds, clock);
+      Sampled<Long> rows = new Sampled<>(() -> countRows(ds, b), ROWS_COUNT_KEPT_FOR, clock);
       BufferMetrics metrics =
-          new BufferMetrics(runtime.registry(), b.name(), () -> countRows(ds, b), percentileWindow);
+          new BufferMetrics(
+              runtime.registry(),
+              b.name(),
+              () ->
+                  rows.get(ROWS_COUNT_WAIT)
+                      .map(r -> r.value() == null ? -1L : r.value())
+                      .orElse(-1L),
+              percentileWindow);
       metricsOf.put(b.name(), metrics);
       String topic = topics.bufferBatches(b.name());
       byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
@@ -232,12 +241,19 @@ public final class BufferPipeline {
         s.shutdownGrace());
   }
 
-  /** The rows in the buffer's table now, or -1 when they cannot be counted. */
-  public static long countRows(DataSource ds, BufferSettings b) {
+  /**
+   * How long a metrics scrape or the status report waits for the rows waiting in a buffer table to
+   * be counted (a count that takes longer, on a database down or a pool at work, ends in the
+   * background), and how long a count is shown after it was taken.
+   */
+  private static final Duration ROWS_COUNT_WAIT = Duration.ofSeconds(1);
+
+  private static final Duration ROWS_COUNT_KEPT_FOR = Duration.ofSeconds(60);
+
+  /** The rows in the buffer's table now. */
+  public static long countRows(DataSource ds, BufferSettings b) throws SQLException {
     try (Connection c = ds.getConnection()) {
       return BufferStatements.rowsWaiting(c, b.table());
-    } catch (SQLException | RuntimeException e) {
-      return -1;
     }
   }
 

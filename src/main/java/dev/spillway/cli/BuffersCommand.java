@@ -54,8 +54,12 @@ final class BuffersCommand implements Runnable {
         for (BufferSettings b : chosen) {
           DataSource ds = catalogs.databases().dataSource(b.database());
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());
-          long waiting = BufferPipeline.countRows(ds, b);
-          String rows = waiting < 0 ? "waiting" : String.format("%,d", waiting);
+          String rows;
+          try {
+            rows = String.format("%,d", BufferPipeline.countRows(ds, b));
+          } catch (java.sql.SQLException e) {
+            rows = "waiting"; // a count that fails leaves the sentence whole
+          }
           switch (Capture.readAgain(ds, b.database(), slot, List.of(b.table()))) {
             case ASKED ->
                 out.printf(

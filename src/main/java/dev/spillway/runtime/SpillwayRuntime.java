@@ -24,10 +24,10 @@ import dev.spillway.sink.BatchesTopic;
 import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.streams.StreamsApp;
+import dev.spillway.support.Sampled;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
-import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -67,6 +67,18 @@ public final class SpillwayRuntime implements AutoCloseable {
   /** The longest {@link #close()} waits for the embedded PostgreSQL still starting, to stop it. */
   private static final java.time.Duration POSTGRES_START_WAIT = java.time.Duration.ofSeconds(90);
 
+  /**
+   * How long the status report waits for a database's slots to be read (a read that takes longer,
+   * on a database down or a pool at work, ends in the background and serves the next report), and
+   * how long a read is shown after it was taken.
+   */
+  private static final java.time.Duration SLOTS_WAIT = java.time.Duration.ofSeconds(2);
+
+  private static final java.time.Duration SLOTS_KEPT_FOR = java.time.Duration.ofSeconds(60);
+
+  private final Map<String, Sampled<List<SlotState>>> slotStates =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
   /** How long a batch of captured changes waits for Kafka before status shows it. */
   private static final java.time.Duration KAFKA_WAIT_SHOWN = java.time.Duration.ofSeconds(10);
 
@@ -76,6 +88,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private final Deque<AutoCloseable> started = new ArrayDeque<>(); // guarded by this
   private boolean closing; // guarded by this
   private boolean postgresStarting; // guarded by this
+  private boolean captureStarting; // guarded by this
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final CaptureStats captureStats = new CaptureStats(registry);
@@ -321,9 +334,25 @@ public final class SpillwayRuntime implements AutoCloseable {
       log.info("Nothing to capture: no pipeline declares captured tables");
       return;
     }
-    capture =
-        Capture.start(new CapturePlan(routes), databases, captureSettings(), captureStats, clock);
-    own(capture);
+    synchronized (this) {
+      if (closing) {
+        throw new IllegalStateException("Spillway is stopping");
+      }
+      captureStarting = true;
+    }
+    try {
+      Capture started =
+          Capture.start(new CapturePlan(routes), databases, captureSettings(), captureStats, clock);
+      capture = started;
+      // A stop that began meanwhile stops it here, gracefully: its positions stored, its slot
+      // let go.
+      own(started);
+    } finally {
+      synchronized (this) {
+        captureStarting = false;
+        notifyAll();
+      }
+    }
   }
 
   public CaptureSettings captureSettings() {
@@ -394,8 +423,27 @@ public final class SpillwayRuntime implements AutoCloseable {
     for (DatabaseEndpoint e : databases.endpoints()) {
       List<StatusReport.SlotStatus> slots = new ArrayList<>();
       String error = null;
-      try {
-        for (SlotState s : SlotState.read(e.name(), databases.dataSource(e.name()))) {
+      Optional<Sampled.Reading<List<SlotState>>> read =
+          slotStates
+              .computeIfAbsent(
+                  e.name(),
+                  name ->
+                      new Sampled<>(
+                          () -> SlotState.read(name, databases.dataSource(name)),
+                          SLOTS_KEPT_FOR,
+                          clock))
+              .get(SLOTS_WAIT);
+      if (read.isEmpty()) {
+        error =
+            "no answer within "
+                + SLOTS_WAIT.toSeconds()
+                + " s in the last "
+                + SLOTS_KEPT_FOR.toSeconds()
+                + " s (the database is down, or every connection of Spillway's pool is at work)";
+      } else if (read.get().error() != null) {
+        error = read.get().error();
+      } else {
+        for (SlotState s : read.get().value()) {
           slots.add(
               new StatusReport.SlotStatus(
                   s.slot(),
@@ -405,8 +453,6 @@ public final class SpillwayRuntime implements AutoCloseable {
                   s.safeBytes(),
                   s.invalidation()));
         }
-      } catch (SQLException | RuntimeException ex) {
-        error = ex.getMessage();
       }
       StatusReport.KafkaWait kafkaWait =
           captureStats
@@ -487,12 +533,16 @@ public final class SpillwayRuntime implements AutoCloseable {
     closing = true;
     // An embedded PostgreSQL still starting (a signal during start-up) would outlive the JVM, which
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before
-    // what was started earlier (the working directory's lock) is let go.
+    // what was started earlier (the working directory's lock) is let go. A capture starting would
+    // stream on until the JVM ends, its positions not stored: wait for it too, and stop it first.
     long until = System.nanoTime() + POSTGRES_START_WAIT.toNanos();
     if (postgresStarting) {
       log.info("Waiting for the embedded PostgreSQL being started, to stop it");
     }
-    while (postgresStarting && System.nanoTime() < until) {
+    if (captureStarting) {
+      log.info("Waiting for capture being started, to stop it");
+    }
+    while ((postgresStarting || captureStarting) && System.nanoTime() < until) {
       try {
         wait(Math.max(1, (until - System.nanoTime()) / 1_000_000));
       } catch (InterruptedException e) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.config.ConfigLoader;
+import dev.spillway.config.DatabaseConfig;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
@@ -21,6 +22,10 @@ import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import java.io.StringReader;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -414,6 +419,67 @@ class BufferPipelineIT {
             assertThat(calls).hasSizeGreaterThanOrEqualTo(3);
             assertThat(calls).allSatisfy(c -> assertThat(c.rows()).hasSizeLessThan(250));
             assertThat(calls.stream().mapToInt(c -> c.rows().size()).sum()).isEqualTo(600);
+          });
+    }
+  }
+
+  @Test
+  void should_answer_status_and_metrics_while_every_connection_of_the_pool_is_at_work(
+      @TempDir Path dir) throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    activity:
+                      table: %s.contact_activity_events
+                      handler:
+                        http: { url: "%s" }
+                  """,
+                  schema, receiver.url()),
+          schema -> activityTable(schema),
+          (runtime, ds, schema) -> {
+            List<Connection> held = new ArrayList<>();
+            try {
+              // As sink work holding them all would, or a database the pool waits for: a
+              // connection asked for now waits 30 s, longer than a scrape or status call may.
+              for (int i = 0; i < DatabaseConfig.DEFAULT_POOL_SIZE; i++) {
+                held.add(ds.getConnection());
+              }
+              StatusReport status = StatusClient.fetch(runtime.httpPort()); // 30 s at most
+              assertThat(status.databases())
+                  .singleElement()
+                  .extracting(StatusReport.DatabaseStatus::error)
+                  .asString()
+                  .startsWith("no answer within 2 s");
+              assertThat(status.buffers())
+                  .singleElement()
+                  .satisfies(b -> assertThat(b.rowsWaiting()).as("unknown").isEqualTo(-1));
+
+              HttpResponse<String> metrics =
+                  HttpClient.newHttpClient()
+                      .send(
+                          HttpRequest.newBuilder(
+                                  URI.create("http://localhost:" + runtime.httpPort() + "/metrics"))
+                              .timeout(Duration.ofSeconds(10)) // a scraper's default
+                              .build(),
+                          HttpResponse.BodyHandlers.ofString());
+              assertThat(metrics.body())
+                  .contains("spillway_buffer_rows_waiting{buffer=\"activity\"} -1.0");
+            } finally {
+              for (Connection c : held) {
+                c.close();
+              }
+            }
+            // Once connections are free again, the counts come back.
+            await()
+                .atMost(TIMEOUT)
+                .untilAsserted(
+                    () ->
+                        assertThat(StatusClient.fetch(runtime.httpPort()).buffers())
+                            .singleElement()
+                            .satisfies(b -> assertThat(b.rowsWaiting()).isZero()));
           });
     }
   }

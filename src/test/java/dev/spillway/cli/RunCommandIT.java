@@ -21,6 +21,8 @@ import dev.spillway.testing.TestSql;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -28,6 +30,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -36,6 +41,68 @@ import org.junit.jupiter.api.io.TempDir;
 /** {@code run}'s start-up on the shared embedded PostgreSQL and Kafka. */
 class RunCommandIT {
   private static final Duration TIMEOUT = Duration.ofSeconds(90);
+
+  @Test
+  void should_wait_for_a_capture_still_starting_when_stopped_and_stop_it_as_one_started(
+      @TempDir Path dir) throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver();
+        BufferInstallation installation = new BufferInstallation(dir, receiver.url().toString());
+        var databases = installation.infra.databases("pipeline")) {
+      SpillwayConfig config = installation.config(null);
+      String slot = installation.prefix + "_main";
+      DataSource ds = databases.dataSource("pipeline");
+      // A transaction with an id: making the slot waits for it, so capture is still starting
+      // when the stop comes, as a SIGTERM during start-up does.
+      try (Connection writer = ds.getConnection()) {
+        writer.setAutoCommit(false);
+        try (Statement st = writer.createStatement()) {
+          st.execute("INSERT INTO " + installation.table() + " VALUES (9, 'open')");
+        }
+        SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+        List<dev.spillway.capture.CaptureRoute> routes =
+            RunCommand.start(
+                runtime,
+                EnumSet.allOf(RunCommand.Only.class),
+                LfkConfig.from(config),
+                BufferPipeline.fromConfig(config),
+                new PrintWriter(new StringWriter()));
+        CompletableFuture<Void> starting =
+            CompletableFuture.runAsync(
+                () -> {
+                  try {
+                    runtime.startCapture(routes);
+                  } catch (InterruptedException e) {
+                    throw new CompletionException(e);
+                  }
+                });
+        await()
+            .atMost(TIMEOUT)
+            .alias("capture making its slot, waiting for the open transaction")
+            .until(
+                () ->
+                    TestSql.sessions(
+                            ds,
+                            "SELECT pg_create_logical_replication_slot",
+                            "wait_event_type = 'Lock'")
+                        == 1);
+        CompletableFuture<Void> closing = CompletableFuture.runAsync(runtime::close);
+        await()
+            .during(Duration.ofSeconds(2))
+            .atMost(Duration.ofSeconds(5))
+            .alias("the stop waiting for capture's start")
+            .until(() -> !closing.isDone());
+
+        writer.commit();
+        closing.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+        starting.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+      }
+      assertThat(
+              TestSql.count(
+                  ds, "SELECT count(*) FROM spillway.capture_release WHERE slot = '" + slot + "'"))
+          .as("stopped as a started capture is: its slot let go for another instance")
+          .isOne();
+    }
+  }
 
   @Test
   void should_capture_a_buffer_left_out_by_only_and_handle_its_rows_once_it_runs(@TempDir Path dir)

@@ -1,0 +1,130 @@
+package dev.spillway.support;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+class SampledTest {
+  private static final Duration LONG = Duration.ofSeconds(30);
+
+  /** A clock the test moves. */
+  private static final class Hands extends Clock {
+    final AtomicReference<Instant> now =
+        new AtomicReference<>(Instant.parse("2026-01-01T00:00:00Z"));
+
+    @Override
+    public Instant instant() {
+      return now.get();
+    }
+
+    @Override
+    public java.time.ZoneId getZone() {
+      return ZoneOffset.UTC;
+    }
+
+    @Override
+    public Clock withZone(java.time.ZoneId zone) {
+      return this;
+    }
+  }
+
+  @Test
+  void should_answer_with_a_read_that_ends_in_time() {
+    AtomicInteger reads = new AtomicInteger();
+    Sampled<Integer> sampled =
+        new Sampled<>(reads::incrementAndGet, Duration.ofMinutes(1), Clock.systemUTC());
+
+    assertThat(sampled.get(LONG)).get().extracting(Sampled.Reading::value).isEqualTo(1);
+    assertThat(sampled.get(LONG))
+        .as("read again")
+        .get()
+        .extracting(Sampled.Reading::value)
+        .isEqualTo(2);
+  }
+
+  @Test
+  void should_not_wait_past_its_bound_for_a_read_that_hangs_and_answer_with_it_once_it_ends()
+      throws Exception {
+    CountDownLatch release = new CountDownLatch(1);
+    AtomicInteger reads = new AtomicInteger();
+    Sampled<Integer> sampled =
+        new Sampled<>(
+            () -> {
+              reads.incrementAndGet();
+              release.await();
+              return 7;
+            },
+            Duration.ofMinutes(1),
+            Clock.systemUTC());
+
+    assertTimeoutPreemptively(
+        Duration.ofSeconds(10),
+        () -> {
+          assertThat(sampled.get(Duration.ofMillis(20))).as("nothing read yet").isEmpty();
+          assertThat(sampled.get(Duration.ofMillis(20))).isEmpty();
+        });
+    assertThat(reads).as("one read at a time").hasValue(1);
+
+    release.countDown();
+    assertThat(sampled.get(LONG)).get().extracting(Sampled.Reading::value).isEqualTo(7);
+  }
+
+  @Test
+  void should_say_why_a_read_failed() {
+    Sampled<Integer> sampled =
+        new Sampled<>(
+            () -> {
+              throw new SQLException("Connection is not available, request timed out");
+            },
+            Duration.ofMinutes(1),
+            Clock.systemUTC());
+
+    assertThat(sampled.get(LONG))
+        .get()
+        .satisfies(r -> assertThat(r.value()).isNull())
+        .extracting(Sampled.Reading::error)
+        .asString()
+        .contains("Connection is not available");
+  }
+
+  @Test
+  void should_answer_with_nothing_once_the_last_read_is_older_than_kept() throws Exception {
+    Hands clock = new Hands();
+    CountDownLatch hang = new CountDownLatch(1);
+    AtomicInteger reads = new AtomicInteger();
+    Sampled<Integer> sampled =
+        new Sampled<>(
+            () -> {
+              if (reads.incrementAndGet() > 1) {
+                hang.await(); // the database went away
+              }
+              return 5;
+            },
+            Duration.ofMinutes(1),
+            clock);
+    try {
+      assertThat(sampled.get(LONG)).get().extracting(Sampled.Reading::value).isEqualTo(5);
+
+      clock.now.set(clock.instant().plusSeconds(59));
+      assertThat(sampled.get(Duration.ofMillis(20)))
+          .as("the last value, while the new read hangs")
+          .get()
+          .extracting(Sampled.Reading::value)
+          .isEqualTo(5);
+
+      clock.now.set(clock.instant().plusSeconds(2));
+      assertThat(sampled.get(Duration.ofMillis(20))).as("older than a minute").isEmpty();
+    } finally {
+      hang.countDown();
+    }
+  }
+}
