@@ -118,6 +118,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     List<TableName> tables = new ArrayList<>();
     watched.stream().filter(k -> k.database().equals(db)).forEach(k -> tables.add(k.table()));
     List<Reading> out = new ArrayList<>();
+    Health unread = null; // what the indicators not read this time show, when they could not be
     Health dbRaw = Health.NORMAL;
     Map<TableName, Health> tableRaw = new LinkedHashMap<>();
     try {
@@ -141,6 +142,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       String why = e.getMessage() == null ? e.toString() : e.getMessage();
       dbRaw = new Health.Stop("database " + db + " unreachable: " + why);
       out.add(new Reading(db, null, CONNECTION, dbRaw));
+      unread = new Health.Unknown("database " + db + " unreachable");
     }
     if (closed) {
       return; // closed while sampling: what it read is not published, nor said
@@ -158,6 +160,23 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     }
     published.putAll(next);
     readings.put(db, List.copyOf(out));
+    if (unread != null) {
+      // Their gauges would go on showing what they read before the database went away (a STOP
+      // alert firing all the while): unknown until they are read again.
+      for (HealthIndicator i : all) {
+        for (TableName t :
+            i.perTable() ? tables : java.util.Collections.<TableName>singletonList(null)) {
+          boolean read =
+              out.stream()
+                  .anyMatch(
+                      r ->
+                          r.indicator().equals(i.name()) && java.util.Objects.equals(r.table(), t));
+          if (!read) {
+            gauge(db, t, i.name(), unread);
+          }
+        }
+      }
+    }
     out.forEach(r -> gauge(r.database(), r.table(), r.indicator(), r.health()));
     next.forEach((k, h) -> gauge(k.database(), k.table(), "combined", h));
     sampleTimers.get(db).record(System.nanoTime() - start, TimeUnit.NANOSECONDS);

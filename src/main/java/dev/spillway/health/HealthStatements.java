@@ -12,14 +12,18 @@ final class HealthStatements {
   static final String SEES_ALL = "pg_has_role('pg_read_all_stats', 'USAGE')";
 
   /**
-   * 1: quoted table. Autovacuum workers on the table; the second column is true when one runs to
-   * prevent transaction ID wraparound; the third, {@link #SEES_ALL}.
+   * 1: quoted table. Autovacuum workers on the table, on any of its partitions (autovacuum works on
+   * leaves only) or on their TOAST tables (vacuumed as tables of their own); the second column is
+   * true when one runs to prevent transaction ID wraparound; the third, {@link #SEES_ALL}.
    */
   static final String AUTOVACUUM =
-      "SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%'), "
+      "WITH r AS (SELECT to_regclass(?) AS oid), t AS (SELECT oid AS relid FROM r"
+          + " UNION SELECT p.relid FROM r, pg_partition_tree(r.oid) p)"
+          + " SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%'), "
           + SEES_ALL
           + " FROM pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
-          + " WHERE v.relid = to_regclass(?) AND a.backend_type = 'autovacuum worker'";
+          + " WHERE a.backend_type = 'autovacuum worker' AND v.relid IN (SELECT relid FROM t"
+          + " UNION ALL SELECT reltoastrelid FROM pg_class WHERE oid IN (SELECT relid FROM t))";
 
   /** WAL segments written but not yet archived. Needs pg_monitor or superuser. */
   static final String WAL_ARCHIVE_READY =

@@ -188,6 +188,41 @@ class HealthMonitorIT {
     }
   }
 
+  @Test
+  void should_see_autovacuum_on_a_partition_of_a_partitioned_table() {
+    TableName table = new TableName("public", TestSql.uniqueName("vacuumed_parts"));
+    TableName partition = new TableName("public", table.table() + "_1");
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      try {
+        // Autovacuum works on the partitions, never on the partitioned table itself.
+        TestSql.exec(
+            ds,
+            "CREATE TABLE "
+                + table.quoted()
+                + " (id bigint PRIMARY KEY, pad text) PARTITION BY RANGE (id)",
+            "CREATE TABLE "
+                + partition.quoted()
+                + " PARTITION OF "
+                + table.quoted()
+                + " FOR VALUES FROM (0) TO (100000) WITH (autovacuum_vacuum_threshold = 0,"
+                + " autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 100,"
+                + " autovacuum_vacuum_cost_limit = 1)",
+            "INSERT INTO "
+                + table.quoted()
+                + " SELECT g, repeat('x', 200) FROM generate_series(1, 10000) g",
+            "DELETE FROM " + table.quoted() + " WHERE id % 2 = 0");
+        awaitAutovacuumHolding(ds, partition, Duration.ofSeconds(1));
+
+        assertThat(sample(databases.unpooledSource(DB), table))
+            .containsEntry(
+                "autovacuum", new Health.Throttle("autovacuum: autovacuum runs on " + table));
+      } finally {
+        TestSql.exec(ds, "DROP TABLE IF EXISTS " + table.quoted());
+      }
+    }
+  }
+
   /**
    * Waits until an autovacuum worker vacuums the table and has held its lock on it longer than
    * {@code held}. The launcher visits each database once a minute by default: once a second while

@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -49,6 +50,42 @@ class HealthMonitorTest {
     }
   }
 
+  @Test
+  void should_show_indicators_it_cannot_read_while_the_database_is_away_as_unknown() {
+    AtomicBoolean away = new AtomicBoolean();
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (HealthMonitor monitor =
+        new HealthMonitor(
+            new HealthMonitor.Settings(
+                Duration.ofSeconds(1), Duration.ZERO, HealthThresholds.defaults()),
+            Map.of(DB, answeringUnless(away)),
+            clock,
+            registry)) {
+      monitor.addIndicators(DB, List.of(operator));
+      operator.set(new Health.Stop("an operator's switch"));
+      monitor.runOnce();
+      assertThat(state(registry, "manual")).as("stop").isEqualTo(3);
+
+      away.set(true);
+      monitor.runOnce();
+
+      assertThat(state(registry, "connection")).as("stop").isEqualTo(3);
+      assertThat(state(registry, "manual"))
+          .as("unknown, not the stop it read before the database went away")
+          .isEqualTo(2);
+    }
+  }
+
+  private static double state(SimpleMeterRegistry registry, String indicator) {
+    return registry
+        .get("spillway_health_state")
+        .tag("database", DB)
+        .tag("table", "")
+        .tag("indicator", indicator)
+        .gauge()
+        .value();
+  }
+
   private HealthMonitor monitor(Duration hold) {
     HealthMonitor monitor =
         new HealthMonitor(
@@ -65,6 +102,11 @@ class HealthMonitorTest {
    * indicator reads nothing through it.
    */
   private static DataSource answering() {
+    return answeringUnless(new AtomicBoolean());
+  }
+
+  /** The same, gone while {@code away} holds: its connection invalid, no new one to be had. */
+  private static DataSource answeringUnless(AtomicBoolean away) {
     Connection connection =
         (Connection)
             Proxy.newProxyInstance(
@@ -72,7 +114,8 @@ class HealthMonitorTest {
                 new Class<?>[] {Connection.class},
                 (proxy, method, args) ->
                     switch (method.getName()) {
-                      case "isValid", "getAutoCommit" -> true;
+                      case "isValid" -> !away.get();
+                      case "getAutoCommit" -> true;
                       case "setAutoCommit", "close" -> null;
                       default -> throw new UnsupportedOperationException(method.getName());
                     });
@@ -82,6 +125,9 @@ class HealthMonitorTest {
             new Class<?>[] {DataSource.class},
             (proxy, method, args) -> {
               if (method.getName().equals("getConnection")) {
+                if (away.get()) {
+                  throw new java.sql.SQLException("Connection refused", "08001");
+                }
                 return connection;
               }
               throw new UnsupportedOperationException(method.getName());
