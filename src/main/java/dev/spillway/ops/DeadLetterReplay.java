@@ -133,6 +133,11 @@ public final class DeadLetterReplay {
             if (letter.entity() != null && !request.only().test(letter.entity())) {
               return;
             }
+            // Record times need not be in order (a letter sent late, another instance's clock):
+            // reading starts at the first written since, and each letter goes by its failure.
+            if (request.since() != null && letter.failedAt().isBefore(request.since())) {
+              return;
+            }
             letters.add(letter);
             if (letter.fate() == Fate.REPLAYED) {
               sender.send(

@@ -174,6 +174,33 @@ class DeadLetterReplayIT {
   }
 
   @Test
+  void should_leave_a_letter_that_failed_before_since_though_written_after_it() throws Exception {
+    String batches = topics.cleanupBatches();
+    // Written 10 minutes ago by an instance whose clock ran two hours behind, or sent long after
+    // it failed: its record time is after --since, its failure before.
+    deadLetter(
+        2,
+        Duration.ofHours(2),
+        Duration.ofMinutes(10),
+        batches + "-1@2",
+        "projects",
+        batch("projects", "1"));
+    deadLetter(
+        2,
+        Duration.ofMinutes(5),
+        Duration.ofMinutes(5),
+        batches + "-0@4",
+        "projects",
+        batch("projects", "7"));
+
+    List<Letter> letters = replay(now.minus(Duration.ofHours(1)), null, false);
+
+    assertThat(letters)
+        .extracting(Letter::position, Letter::fate)
+        .containsExactly(tuple(topics.dlq(Pipeline.LFK) + "-2@1", Fate.REPLAYED));
+  }
+
+  @Test
   void should_replay_every_batch_without_since_and_nothing_from_an_empty_topic() throws Exception {
     assertThat(replay(null, null, false)).isEmpty();
 
