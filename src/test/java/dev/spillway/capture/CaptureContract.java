@@ -439,11 +439,9 @@ abstract class CaptureContract {
     CaptureRoute deletes =
         new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
     // A vacuum or an index built concurrently on a captured table: publishing it waits for it.
-    try (Connection vacuum = ds.getConnection()) {
-      vacuum.setAutoCommit(false);
-      try (Statement st = vacuum.createStatement()) {
-        st.execute("LOCK TABLE " + schema + ".projects IN SHARE UPDATE EXCLUSIVE MODE");
-      }
+    try (Connection vacuum =
+        TestSql.inTransaction(
+            ds, "LOCK TABLE " + schema + ".projects IN SHARE UPDATE EXCLUSIVE MODE")) {
       CompletableFuture<Capture> starting =
           CompletableFuture.supplyAsync(
               () -> {
@@ -484,11 +482,8 @@ abstract class CaptureContract {
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     // Making a slot waits for every transaction running then; the pool's lock timeout is 2 s.
-    try (Connection writer = ds.getConnection()) {
-      writer.setAutoCommit(false);
-      try (Statement st = writer.createStatement()) {
-        st.execute("INSERT INTO " + schema + ".events VALUES (0, 'open')");
-      }
+    try (Connection writer =
+        TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (0, 'open')")) {
       CompletableFuture<Void> commitLater =
           CompletableFuture.runAsync(
               () -> {

@@ -22,7 +22,6 @@ import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
 import java.sql.Connection;
-import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -53,11 +52,9 @@ class RunCommandIT {
       DataSource ds = databases.dataSource("pipeline");
       // A transaction with an id: making the slot waits for it, so capture is still starting
       // when the stop comes, as a SIGTERM during start-up does.
-      try (Connection writer = ds.getConnection()) {
-        writer.setAutoCommit(false);
-        try (Statement st = writer.createStatement()) {
-          st.execute("INSERT INTO " + installation.table() + " VALUES (9, 'open')");
-        }
+      try (Connection writer =
+          TestSql.inTransaction(
+              ds, "INSERT INTO " + installation.table() + " VALUES (9, 'open')")) {
         SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
         List<dev.spillway.capture.CaptureRoute> routes =
             RunCommand.start(

@@ -164,13 +164,9 @@ class HealthMonitorIT {
             ds,
             "CREATE TABLE "
                 + table.quoted()
-                + " (id bigint PRIMARY KEY, pad text) WITH (autovacuum_vacuum_threshold = 0,"
-                + " autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 100,"
-                + " autovacuum_vacuum_cost_limit = 1)",
-            "INSERT INTO "
-                + table.quoted()
-                + " SELECT g, repeat('x', 200) FROM generate_series(1, 10000) g",
-            "DELETE FROM " + table.quoted() + " WHERE id % 2 = 0");
+                + " (id bigint PRIMARY KEY, pad text)"
+                + SLOWEST_AUTOVACUUM);
+        TestSql.exec(ds, deadRows(table));
         awaitAutovacuumHolding(ds, table, Duration.ofSeconds(1));
 
         assertThat(
@@ -205,13 +201,9 @@ class HealthMonitorIT {
                 + partition.quoted()
                 + " PARTITION OF "
                 + table.quoted()
-                + " FOR VALUES FROM (0) TO (100000) WITH (autovacuum_vacuum_threshold = 0,"
-                + " autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_cost_delay = 100,"
-                + " autovacuum_vacuum_cost_limit = 1)",
-            "INSERT INTO "
-                + table.quoted()
-                + " SELECT g, repeat('x', 200) FROM generate_series(1, 10000) g",
-            "DELETE FROM " + table.quoted() + " WHERE id % 2 = 0");
+                + " FOR VALUES FROM (0) TO (100000)"
+                + SLOWEST_AUTOVACUUM);
+        TestSql.exec(ds, deadRows(table));
         awaitAutovacuumHolding(ds, partition, Duration.ofSeconds(1));
 
         assertThat(sample(databases.unpooledSource(DB), table))
@@ -221,6 +213,21 @@ class HealthMonitorIT {
         TestSql.exec(ds, "DROP TABLE IF EXISTS " + table.quoted());
       }
     }
+  }
+
+  /** A table's settings for autovacuum at its slowest, on any dead row: it holds its lock long. */
+  private static final String SLOWEST_AUTOVACUUM =
+      " WITH (autovacuum_vacuum_threshold = 0, autovacuum_vacuum_scale_factor = 0,"
+          + " autovacuum_vacuum_cost_delay = 100, autovacuum_vacuum_cost_limit = 1)";
+
+  /** 10,000 rows inserted, half of them deleted: dead rows for autovacuum to clean. */
+  private static String[] deadRows(TableName table) {
+    return new String[] {
+      "INSERT INTO "
+          + table.quoted()
+          + " SELECT g, repeat('x', 200) FROM generate_series(1, 10000) g",
+      "DELETE FROM " + table.quoted() + " WHERE id % 2 = 0"
+    };
   }
 
   /**

@@ -59,10 +59,20 @@ public final class TestSql {
    * other session's statement on it waits; closing the connection frees it.
    */
   public static Connection lockTable(DataSource ds, String table) throws SQLException {
+    return inTransaction(ds, "LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+  }
+
+  /**
+   * A connection in a transaction that ran {@code statements} and stays open (holding their locks,
+   * an id once one wrote) until the caller commits, rolls back or closes it.
+   */
+  public static Connection inTransaction(DataSource ds, String... statements) throws SQLException {
     Connection c = ds.getConnection();
     try (Statement s = c.createStatement()) {
       c.setAutoCommit(false);
-      s.execute("LOCK TABLE " + table + " IN ACCESS EXCLUSIVE MODE");
+      for (String sql : statements) {
+        s.execute(sql);
+      }
     } catch (SQLException e) {
       c.close();
       throw e;
