@@ -494,20 +494,26 @@ final class SourcePreparation {
   static void beforeANewSlot(DataSource ds, String publication) throws SQLException {
     try (Connection c = ds.getConnection();
         Statement s = c.createStatement()) {
-      s.execute(CaptureStatements.CREATE_SCHEMA);
-      s.execute(CaptureStatements.CREATE_HEARTBEAT);
-      s.execute(CaptureStatements.CREATE_REREADS);
-      try (PreparedStatement mark = c.prepareStatement(CaptureStatements.MARK_REREAD)) {
-        mark.setString(1, publication);
-        mark.execute();
-      }
-      if (!exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
-        s.execute(
-            "CREATE PUBLICATION "
-                + TableName.quote(publication)
-                + " FOR TABLE "
-                + TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
-      }
+      // Without the pool's lock timeout, as prepare itself: another installation's preparation
+      // holds the shared heartbeat table for as long as its own waits take.
+      WithoutLockTimeout.run(
+          c,
+          () -> {
+            s.execute(CaptureStatements.CREATE_SCHEMA);
+            s.execute(CaptureStatements.CREATE_HEARTBEAT);
+            s.execute(CaptureStatements.CREATE_REREADS);
+            try (PreparedStatement mark = c.prepareStatement(CaptureStatements.MARK_REREAD)) {
+              mark.setString(1, publication);
+              mark.execute();
+            }
+            if (!exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
+              s.execute(
+                  "CREATE PUBLICATION "
+                      + TableName.quote(publication)
+                      + " FOR TABLE "
+                      + TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
+            }
+          });
     }
   }
 

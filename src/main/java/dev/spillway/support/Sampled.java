@@ -16,10 +16,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * at work, holds a read for as long as the pool waits for a connection (30 s), which would outlast
  * a scraper's timeout and make every series vanish just when they matter.
  *
- * <p>{@link #get(Duration)} starts a read unless one runs, waits for it a while, and answers with
- * the newest value read (or failure), or nothing when none is younger than {@code keptFor}. A read
- * that takes longer goes on in the background, one at a time per value, on daemon threads shared by
- * every sampled value; the next call finds its result.
+ * <p>{@link #get(Duration)} starts a read unless one runs and waits for it a while, then answers
+ * with the newest value read (or failure), or nothing when none is younger than {@code keptFor}. A
+ * read that takes longer goes on in the background, one at a time per value, on daemon threads
+ * shared by every sampled value; calls meanwhile answer at once, and a call after it ends finds its
+ * result.
  */
 public final class Sampled<T> {
   private static final AtomicInteger THREADS = new AtomicInteger();
@@ -60,16 +61,23 @@ public final class Sampled<T> {
   public Optional<Reading<T>> get(Duration wait) {
     long until = System.nanoTime() + wait.toNanos();
     synchronized (this) {
+      // Only a read this call starts is waited for: one under way already (a database away, a
+      // pool at work) would cost every caller its wait, and a scrape asking many values the sum.
       if (!reading) {
         reading = true;
-        READERS.execute(this::readOnce);
-      }
-      try {
-        while (reading && System.nanoTime() < until) {
-          TimeUnit.NANOSECONDS.timedWait(this, Math.max(1, until - System.nanoTime()));
+        try {
+          READERS.execute(this::readOnce);
+        } catch (RuntimeException e) { // no thread to be had
+          reading = false;
+          throw e;
         }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
+        try {
+          while (reading && System.nanoTime() < until) {
+            TimeUnit.NANOSECONDS.timedWait(this, Math.max(1, until - System.nanoTime()));
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
       }
       Instant now = clock.instant();
       return Optional.ofNullable(latest).filter(r -> r.at().plus(keptFor).isAfter(now));
@@ -77,16 +85,20 @@ public final class Sampled<T> {
   }
 
   private void readOnce() {
-    Reading<T> r;
+    Reading<T> r = null;
     try {
       r = new Reading<>(read.call(), null, clock.instant());
     } catch (Exception e) {
       r = new Reading<>(null, Causes.message(e), clock.instant());
-    }
-    synchronized (this) {
-      latest = r;
-      reading = false;
-      notifyAll();
+    } finally {
+      // An Error too ends the read: the next call starts another.
+      synchronized (this) {
+        if (r != null) {
+          latest = r;
+        }
+        reading = false;
+        notifyAll();
+      }
     }
   }
 }

@@ -478,6 +478,53 @@ abstract class CaptureContract {
   }
 
   @Test
+  void
+      should_make_its_publication_while_another_installation_prepares_longer_than_the_lock_timeout()
+          throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    TestSql.exec(ds, CaptureStatements.CREATE_SCHEMA, CaptureStatements.CREATE_HEARTBEAT);
+    // Another installation's start-up holds the heartbeat table all installations share, as
+    // changing its publication does, past the pool's 2 s lock timeout.
+    try (Connection other =
+        TestSql.inTransaction(
+            ds,
+            "LOCK TABLE "
+                + CaptureStatements.HEARTBEAT_TABLE
+                + " IN SHARE UPDATE EXCLUSIVE MODE")) {
+      CompletableFuture<Void> releaseLater =
+          CompletableFuture.runAsync(
+              () -> {
+                await()
+                    .atMost(TIMEOUT)
+                    .alias("the publication waiting for the heartbeat table past 2.5 s")
+                    .until(
+                        () ->
+                            TestSql.sessions(
+                                    ds,
+                                    "CREATE PUBLICATION",
+                                    "wait_event_type = 'Lock'"
+                                        + " AND clock_timestamp() - query_start"
+                                        + " > interval '2.5 s'")
+                                == 1);
+                try {
+                  other.rollback();
+                } catch (SQLException e) {
+                  throw new CompletionException(e);
+                }
+              });
+      try (Capture capture = start(inserts("events"))) {
+        releaseLater.join();
+        insertRange(1, 1);
+        TopicReader.readUntil(
+            infra().bootstrapServers(),
+            topics.bufferEvents("events"),
+            r -> ids(r).contains(1L),
+            TIMEOUT);
+      }
+    }
+  }
+
+  @Test
   void should_make_its_slot_while_a_transaction_runs_longer_than_the_lock_timeout()
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");

@@ -70,12 +70,31 @@ class SampledTest {
         Duration.ofSeconds(10),
         () -> {
           assertThat(sampled.get(Duration.ofMillis(20))).as("nothing read yet").isEmpty();
-          assertThat(sampled.get(Duration.ofMillis(20))).isEmpty();
+          // A read under way is not waited for: a scrape of many values would wait them all.
+          assertThat(sampled.get(LONG)).isEmpty();
         });
     assertThat(reads).as("one read at a time").hasValue(1);
 
     release.countDown();
     assertThat(sampled.get(LONG)).get().extracting(Sampled.Reading::value).isEqualTo(7);
+  }
+
+  @Test
+  void should_read_again_after_a_read_that_ended_with_an_error() {
+    AtomicInteger reads = new AtomicInteger();
+    Sampled<Integer> sampled =
+        new Sampled<>(
+            () -> {
+              if (reads.incrementAndGet() == 1) {
+                throw new NoClassDefFoundError("a driver class");
+              }
+              return 3;
+            },
+            Duration.ofMinutes(1),
+            Clock.systemUTC());
+
+    assertThat(sampled.get(LONG)).as("nothing read").isEmpty();
+    assertThat(sampled.get(LONG)).get().extracting(Sampled.Reading::value).isEqualTo(3);
   }
 
   @Test
