@@ -603,7 +603,7 @@ final class CaptureEngine implements AutoCloseable {
     FutureTask<Void> closing =
         new FutureTask<>(
             () -> {
-              engine.close();
+              closeOnceTasksStarted(engine, () -> completed, TASKS_START_WAIT, TASKS_START_CHECK);
               return null;
             });
     Thread closer = new Thread(closing, "spillway-capture-close-" + endpoint.name());
@@ -615,8 +615,9 @@ final class CaptureEngine implements AutoCloseable {
     } catch (TimeoutException e) {
       log.warn(
           "Capture of database {} stops without Debezium's last positions, which it could not"
-              + " store in Kafka within {} s; the changes since the last stored one are read again"
-              + " at the next start",
+              + " store in Kafka within {} s (Kafka out of reach, or Debezium's tasks still"
+              + " starting: it is closed once they have); the changes since the last stored one"
+              + " are read again at the next start",
           endpoint.name(),
           CLOSE_WAIT.toSeconds());
       return false;
@@ -633,6 +634,49 @@ final class CaptureEngine implements AutoCloseable {
       throw new IllegalStateException(e.getCause());
     }
   }
+
+  /**
+   * Closes {@code engine}, asking again while Debezium refuses because its tasks are still starting
+   * (a start given up on while its task retries the database, say): an engine left so would stream,
+   * unwatched, once they have started. Gives up once the engine has {@code ended} on its own, or
+   * after {@code within}, rethrowing the refusal then; any other failure at once.
+   */
+  static void closeOnceTasksStarted(
+      java.io.Closeable engine,
+      java.util.function.BooleanSupplier ended,
+      Duration within,
+      Duration every)
+      throws IOException, InterruptedException {
+    long until = System.nanoTime() + within.toNanos();
+    while (true) {
+      try {
+        engine.close();
+        return;
+      } catch (IllegalStateException e) {
+        if (e.getMessage() == null || !e.getMessage().contains(TASKS_STARTING)) {
+          throw e;
+        }
+        if (ended.getAsBoolean()) {
+          return;
+        }
+        if (System.nanoTime() > until) {
+          throw e;
+        }
+        Thread.sleep(every.toMillis());
+      }
+    }
+  }
+
+  /** What Debezium's engine says when asked to close while its tasks start. */
+  private static final String TASKS_STARTING = "while tasks are starting";
+
+  /**
+   * How long closing goes on asking an engine whose tasks are starting: Debezium's own retries of
+   * the slot take up to a minute.
+   */
+  private static final Duration TASKS_START_WAIT = Duration.ofSeconds(90);
+
+  private static final Duration TASKS_START_CHECK = Duration.ofMillis(100);
 
   /**
    * Removes the positions Debezium kept for this database's capture, before a slot just made

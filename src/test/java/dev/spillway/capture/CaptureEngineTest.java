@@ -34,6 +34,76 @@ class CaptureEngineTest {
           new ProducerRecord<>("t.events", "1".getBytes(), "a".getBytes()),
           new ProducerRecord<>("t.events", "2".getBytes(), "b".getBytes()));
 
+  /** Debezium's refusal to close an engine whose tasks are starting. */
+  private static final IllegalStateException STARTING =
+      new IllegalStateException(
+          "Cannot stop engine while tasks are starting, this may lead to leaked resource. Wait for"
+              + " the tasks to be fully started.");
+
+  @Test
+  void should_close_an_engine_once_its_tasks_have_started() throws Exception {
+    AtomicInteger asked = new AtomicInteger();
+    CaptureEngine.closeOnceTasksStarted(
+        () -> {
+          if (asked.incrementAndGet() < 3) {
+            throw STARTING;
+          }
+        },
+        () -> false,
+        Duration.ofSeconds(30),
+        Duration.ofMillis(1));
+    assertThat(asked).as("refused twice, then closed").hasValue(3);
+  }
+
+  @Test
+  void should_stop_asking_an_engine_that_ended_on_its_own_or_refuses_past_the_wait() {
+    AtomicInteger asked = new AtomicInteger();
+    AtomicBoolean ended = new AtomicBoolean();
+    assertThat(
+            CompletableFuture.runAsync(
+                () -> {
+                  try {
+                    CaptureEngine.closeOnceTasksStarted(
+                        () -> {
+                          if (asked.incrementAndGet() == 2) {
+                            ended.set(true); // its start failed meanwhile
+                          }
+                          throw STARTING;
+                        },
+                        ended::get,
+                        Duration.ofSeconds(30),
+                        Duration.ofMillis(1));
+                  } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                  }
+                }))
+        .succeedsWithin(Duration.ofSeconds(10));
+    assertThat(asked).hasValue(2);
+
+    assertThatThrownBy(
+            () ->
+                CaptureEngine.closeOnceTasksStarted(
+                    () -> {
+                      throw STARTING;
+                    },
+                    () -> false,
+                    Duration.ZERO,
+                    Duration.ofMillis(1)))
+        .isSameAs(STARTING);
+    IllegalStateException other = new IllegalStateException("Engine is not running");
+    assertThatThrownBy(
+            () ->
+                CaptureEngine.closeOnceTasksStarted(
+                    () -> {
+                      throw other;
+                    },
+                    () -> false,
+                    Duration.ofSeconds(30),
+                    Duration.ofMillis(1)))
+        .as("any other failure at once")
+        .isSameAs(other);
+  }
+
   @Test
   void should_send_changes_again_while_kafka_cannot_take_them_until_it_does() throws Exception {
     AtomicInteger attempts = new AtomicInteger();
