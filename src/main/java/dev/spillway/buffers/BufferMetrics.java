@@ -51,8 +51,8 @@ final class BufferMetrics {
   }
 
   /**
-   * @param rowsWaiting the buffer table's rows, -1 when unknown; called when metrics are scraped
-   *     and for the status report, so it must answer at once
+   * @param rowsWaiting the buffer table's rows, null when unknown (-1 to scrapes and status);
+   *     called when metrics are scraped and for the status report, so it must answer at once
    * @param window how long a timed event counts in the insert-to-handled percentiles and max, at
    *     most
    */
@@ -91,7 +91,7 @@ final class BufferMetrics {
         .description("Batches whose handler runs now")
         .tag("buffer", buffer)
         .register(registry);
-    Gauge.builder("spillway_buffer_rows_waiting", rowsWaiting)
+    Gauge.builder("spillway_buffer_rows_waiting", this, BufferMetrics::rowsWaiting)
         .description("Rows in the buffer table")
         .tag("buffer", buffer)
         .register(registry);

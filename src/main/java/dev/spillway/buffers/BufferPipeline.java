@@ -144,10 +144,7 @@ public final class BufferPipeline {
           new BufferMetrics(
               runtime.registry(),
               b.name(),
-              () ->
-                  rows.get(ROWS_COUNT_WAIT)
-                      .map(r -> r.value() == null ? -1L : r.value())
-                      .orElse(-1L),
+              () -> rows.get(ROWS_COUNT_WAIT).map(Sampled.Reading::value).orElse(null),
               percentileWindow);
       metricsOf.put(b.name(), metrics);
       String topic = topics.bufferBatches(b.name());

@@ -274,7 +274,8 @@ final class CaptureEngine implements AutoCloseable {
             .filter(r -> r.kind() == ChangeKind.INSERT)
             .map(CaptureRoute::table)
             .toList();
-    boolean published = SourcePreparation.publishesApplicationTables(dataSource, slot);
+    // Read only for a slot made anew: whether capture had run (the warning below).
+    boolean published = created && SourcePreparation.publishesApplicationTables(dataSource, slot);
     if (created) {
       SourcePreparation.checkSlotNameFree(dataSource, endpoint.name(), slot);
       // Before the slot is made: a start ending in between leaves no slot, and the next one clears
@@ -292,7 +293,7 @@ final class CaptureEngine implements AutoCloseable {
       asked =
           SourcePreparation.prepare(
               slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
-      if (created && published) {
+      if (published) {
         log.warn(
             "Capture of database {}: replication slot {} was gone, though its publication"
                 + " exists; made a new one, which starts at the present: {}.",
@@ -701,10 +702,9 @@ final class CaptureEngine implements AutoCloseable {
       keys.configure(Map.of(JsonConverterConfig.SCHEMAS_ENABLE_CONFIG, "false"), true);
       byte[] key =
           keys.fromConnectData(
-              ENGINE_NAME_PREFIX + database,
+              engineName(database),
               null,
-              List.of(
-                  ENGINE_NAME_PREFIX + database, Map.of("server", SERVER_NAME_PREFIX + database)));
+              List.of(engineName(database), Map.of("server", serverName(database))));
       producer.send(new ProducerRecord<>(topic, key, null)).get(30, TimeUnit.SECONDS);
     } catch (ExecutionException | TimeoutException e) {
       throw new IllegalStateException(
@@ -718,14 +718,14 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
-  /** Debezium's name for the engine: the namespace of its positions. */
-  private String engineName() {
-    return ENGINE_NAME_PREFIX + endpoint.name();
+  /** Debezium's name for a database's engine: the namespace of its positions. */
+  private static String engineName(String database) {
+    return ENGINE_NAME_PREFIX + database;
   }
 
-  /** Debezium's name for the source: the partition of its positions. */
-  private String serverName() {
-    return SERVER_NAME_PREFIX + endpoint.name();
+  /** Debezium's name for a database's source: the partition of its positions. */
+  private static String serverName(String database) {
+    return SERVER_NAME_PREFIX + database;
   }
 
   /** The error that stopped this engine, or null while it runs. */
@@ -899,9 +899,9 @@ final class CaptureEngine implements AutoCloseable {
   private Properties debeziumProperties() {
     Properties p = new Properties();
     p.putAll(settings.kafkaProperties());
-    p.setProperty("name", engineName());
+    p.setProperty("name", engineName(endpoint.name()));
     p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
-    p.setProperty("topic.prefix", serverName());
+    p.setProperty("topic.prefix", serverName(endpoint.name()));
     p.setProperty("custom.metric.tags", "capture=" + capture);
     p.setProperty("database.hostname", endpoint.host());
     p.setProperty("database.port", String.valueOf(endpoint.port()));

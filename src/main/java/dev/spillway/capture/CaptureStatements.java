@@ -60,9 +60,7 @@ final class CaptureStatements {
   static final String MARK_REREAD =
       "INSERT INTO spillway.capture_reread VALUES (?) ON CONFLICT DO NOTHING";
 
-  /** 1: the table's name. Whether it exists (an installation before it has none). */
-  static final String TABLE_EXISTS = "SELECT 1 WHERE to_regclass(?) IS NOT NULL";
-
+  /** The marks' table (an installation before it has none). */
   static final String REREADS_TABLE = "spillway.capture_reread";
 
   /** 1: slot name. */

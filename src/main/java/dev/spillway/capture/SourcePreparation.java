@@ -157,11 +157,7 @@ final class SourcePreparation {
       WithoutLockTimeout.run(
           c,
           () -> {
-            List<String> listed = new ArrayList<>();
-            tables.forEach(t -> listed.add(t.quoted()));
-            listed.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
-            listed.add(TableName.parse(signals).quoted());
-            lockForPublishing(c, publication, listed);
+            lockForPublishing(c, publication, listed(tables, signals));
             List<TableName> locked = lockAgainstWrites(c, snapshot, LOCK_WAIT);
             // A table published already (for its deletes, or before a new slot) keeps its other
             // changes coming: it stays, its rows read now, as before the wait for its writers.
@@ -170,11 +166,10 @@ final class SourcePreparation {
                 unpublished(c, CaptureStatements.PUBLISHED, publication, unlocked);
             later.addAll(absent);
             later.forEach(CaptureEngine::snapshotName); // refused now, as the snapshot would be
-            List<String> published = new ArrayList<>();
-            tables.stream().filter(t -> !later.contains(t)).forEach(t -> published.add(t.quoted()));
-            published.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
-            published.add(TableName.parse(signals).quoted());
-            String tableList = String.join(", ", published);
+            String tableList =
+                String.join(
+                    ", ",
+                    listed(tables.stream().filter(t -> !later.contains(t)).toList(), signals));
             if (exists(c, CaptureStatements.PUBLICATION_EXISTS, publication)) {
               s.execute("ALTER PUBLICATION " + name + " SET TABLE " + tableList);
               s.execute("ALTER PUBLICATION " + name + " SET (" + options + ")");
@@ -244,6 +239,15 @@ final class SourcePreparation {
           });
     }
     return joined[0];
+  }
+
+  /** What the publication lists: {@code tables}, the heartbeat and signal tables, quoted. */
+  private static List<String> listed(Collection<TableName> tables, String signals) {
+    List<String> listed = new ArrayList<>();
+    tables.forEach(t -> listed.add(t.quoted()));
+    listed.add(TableName.parse(CaptureStatements.HEARTBEAT_TABLE).quoted());
+    listed.add(TableName.parse(signals).quoted());
+    return listed;
   }
 
   /**
@@ -450,10 +454,14 @@ final class SourcePreparation {
         + ".";
   }
 
-  /** Whether the publication exists, asked before {@link #prepare} creates it. */
-  static boolean publicationExists(DataSource ds, String publication) throws SQLException {
+  /**
+   * Whether a slot made anew still waits for its buffer tables' rows to be asked for ({@link
+   * #beforeANewSlot}).
+   */
+  static boolean rereadMarked(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection()) {
-      return exists(c, CaptureStatements.PUBLICATION_EXISTS, publication);
+      return tableOid(c, TableName.parse(CaptureStatements.REREADS_TABLE)) != null
+          && exists(c, CaptureStatements.REREAD_MARKED, slot);
     }
   }
 
@@ -462,17 +470,6 @@ final class SourcePreparation {
    * publication a first start made before its slot, then ended, publishes Spillway's heartbeat
    * table alone.
    */
-  /**
-   * Whether a slot made anew still waits for its buffer tables' rows to be asked for ({@link
-   * #beforeANewSlot}).
-   */
-  static boolean rereadMarked(DataSource ds, String slot) throws SQLException {
-    try (Connection c = ds.getConnection()) {
-      return exists(c, CaptureStatements.TABLE_EXISTS, CaptureStatements.REREADS_TABLE)
-          && exists(c, CaptureStatements.REREAD_MARKED, slot);
-    }
-  }
-
   static boolean publishesApplicationTables(DataSource ds, String publication) throws SQLException {
     try (Connection c = ds.getConnection()) {
       return exists(c, CaptureStatements.PUBLISHES_APPLICATION_TABLES, publication);

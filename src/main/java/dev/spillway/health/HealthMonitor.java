@@ -9,7 +9,9 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -163,15 +165,11 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     if (unread != null) {
       // Their gauges would go on showing what they read before the database went away (a STOP
       // alert firing all the while): unknown until they are read again.
+      Set<String> read = new HashSet<>();
+      out.forEach(r -> read.add(r.indicator() + "|" + r.table()));
       for (HealthIndicator i : all) {
-        for (TableName t :
-            i.perTable() ? tables : java.util.Collections.<TableName>singletonList(null)) {
-          boolean read =
-              out.stream()
-                  .anyMatch(
-                      r ->
-                          r.indicator().equals(i.name()) && java.util.Objects.equals(r.table(), t));
-          if (!read) {
+        for (TableName t : i.perTable() ? tables : Collections.<TableName>singletonList(null)) {
+          if (!read.contains(i.name() + "|" + t)) {
             gauge(db, t, i.name(), unread);
           }
         }
