@@ -519,12 +519,7 @@ abstract class BufferSinkContract {
    * commit while other sessions cannot see it yet.
    */
   private Connection insertingRow101() throws SQLException {
-    Connection late = ds.getConnection();
-    late.setAutoCommit(false);
-    try (Statement st = late.createStatement()) {
-      st.executeUpdate("INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
-    }
-    return late;
+    return TestSql.inTransaction(ds, "INSERT INTO " + table.quoted() + " VALUES (101, 7, 'call')");
   }
 
   /** Waits until a run is waiting for the transactions running when it looked its rows up. */

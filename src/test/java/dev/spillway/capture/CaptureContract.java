@@ -452,13 +452,8 @@ abstract class CaptureContract {
                 }
               });
       try {
-        await()
-            .atMost(TIMEOUT)
-            .alias("start-up waiting for the table's lock")
-            .until(
-                () ->
-                    TestSql.sessions(ds, "", "wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
-                        == 1);
+        // Start-up waiting for the lock the vacuum holds on the captured table.
+        TestSql.awaitBlockedBy(ds, TestSql.pid(vacuum));
         try (Connection app = ds.getConnection();
             Statement st = app.createStatement()) {
           st.execute("SET statement_timeout = '5s'");
@@ -491,36 +486,7 @@ abstract class CaptureContract {
             "LOCK TABLE "
                 + CaptureStatements.HEARTBEAT_TABLE
                 + " IN SHARE UPDATE EXCLUSIVE MODE")) {
-      CompletableFuture<Void> releaseLater =
-          CompletableFuture.runAsync(
-              () -> {
-                await()
-                    .atMost(TIMEOUT)
-                    .alias("the publication waiting for the heartbeat table past 2.5 s")
-                    .until(
-                        () ->
-                            TestSql.sessions(
-                                    ds,
-                                    "CREATE PUBLICATION",
-                                    "wait_event_type = 'Lock'"
-                                        + " AND clock_timestamp() - query_start"
-                                        + " > interval '2.5 s'")
-                                == 1);
-                try {
-                  other.rollback();
-                } catch (SQLException e) {
-                  throw new CompletionException(e);
-                }
-              });
-      try (Capture capture = start(inserts("events"))) {
-        releaseLater.join();
-        insertRange(1, 1);
-        TopicReader.readUntil(
-            infra().bootstrapServers(),
-            topics.bufferEvents("events"),
-            r -> ids(r).contains(1L),
-            TIMEOUT);
-      }
+      startPastTheLockTimeout(other, "CREATE PUBLICATION");
     }
   }
 
@@ -531,36 +497,45 @@ abstract class CaptureContract {
     // Making a slot waits for every transaction running then; the pool's lock timeout is 2 s.
     try (Connection writer =
         TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (0, 'open')")) {
-      CompletableFuture<Void> commitLater =
-          CompletableFuture.runAsync(
-              () -> {
-                await()
-                    .atMost(TIMEOUT)
-                    .alias("the slot waiting for the transaction past 2.5 s")
-                    .until(
-                        () ->
-                            TestSql.sessions(
-                                    ds,
-                                    "SELECT pg_create_logical_replication_slot",
-                                    "wait_event_type = 'Lock'"
-                                        + " AND clock_timestamp() - query_start"
-                                        + " > interval '2.5 s'")
-                                == 1);
-                try {
-                  writer.commit();
-                } catch (SQLException e) {
-                  throw new CompletionException(e);
-                }
-              });
-      try (Capture capture = start(inserts("events"))) {
-        commitLater.join();
-        insertRange(1, 1);
-        TopicReader.readUntil(
-            infra().bootstrapServers(),
-            topics.bufferEvents("events"),
-            r -> ids(r).contains(1L),
-            TIMEOUT);
-      }
+      startPastTheLockTimeout(writer, "SELECT pg_create_logical_replication_slot");
+    }
+  }
+
+  /**
+   * Starts capture of {@code events} while {@code held}'s transaction holds what the start-up
+   * statement beginning with {@code waiting} needs, ending it once that statement has waited past
+   * the pool's 2 s lock timeout; then a row inserted streams.
+   */
+  private void startPastTheLockTimeout(Connection held, String waiting) throws Exception {
+    CompletableFuture<Void> endLater =
+        CompletableFuture.runAsync(
+            () -> {
+              await()
+                  .atMost(TIMEOUT)
+                  .alias(waiting + " waiting past 2.5 s")
+                  .until(
+                      () ->
+                          TestSql.sessions(
+                                  ds,
+                                  waiting,
+                                  "wait_event_type = 'Lock'"
+                                      + " AND clock_timestamp() - query_start"
+                                      + " > interval '2.5 s'")
+                              == 1);
+              try {
+                held.commit();
+              } catch (SQLException e) {
+                throw new CompletionException(e);
+              }
+            });
+    try (Capture capture = start(inserts("events"))) {
+      endLater.join();
+      insertRange(1, 1);
+      TopicReader.readUntil(
+          infra().bootstrapServers(),
+          topics.bufferEvents("events"),
+          r -> ids(r).contains(1L),
+          TIMEOUT);
     }
   }
 
@@ -651,11 +626,8 @@ abstract class CaptureContract {
     try (Capture first = start(deletes)) {
       // published for its deletes only
     }
-    try (Connection open = ds.getConnection()) {
-      open.setAutoCommit(false);
-      try (Statement st = open.createStatement()) {
-        st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
-      }
+    try (Connection open =
+        TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (1, 'open')")) {
       // A buffer joins the table: it cannot be locked, yet it stays published for its deletes.
       try (Capture capture = start(deletes, inserts("events"))) {
         TestSql.exec(ds, "DELETE FROM " + schema + ".events WHERE id = 0");
@@ -681,12 +653,7 @@ abstract class CaptureContract {
     try (Capture first = start(inserts("other"))) {
       // the slot exists from here on (creating one waits for every open transaction to end)
     }
-    Connection open = ds.getConnection();
-    open.setAutoCommit(false);
-    try (Statement st = open.createStatement()) {
-      st.execute("INSERT INTO " + schema + ".events VALUES (1, 'open')");
-    }
-    return open;
+    return TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (1, 'open')");
   }
 
   /** Inserts row {@code n} into {@code other} and waits for it: capture streamed past its start. */

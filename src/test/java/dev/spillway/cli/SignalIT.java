@@ -12,6 +12,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -25,11 +26,15 @@ class SignalIT {
   private Path config;
   private Path postmasterPid;
 
+  /** The pid file of the server a sweep starts in the working directory. */
+  private Path sweepPid;
+
   @BeforeEach
   void setUp() throws IOException {
     config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");
     postmasterPid = dir.resolve("wd/bench/capture/postgres/data/postmaster.pid").toAbsolutePath();
+    sweepPid = dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath();
   }
 
   @Test
@@ -104,7 +109,7 @@ class SignalIT {
       assertThat(pidFile).as("the server's pid file, removed as it stops").doesNotExist();
     } finally {
       spillway.destroyForcibly();
-      stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
+      stopLeftServer(postgres, pidFile);
     }
   }
 
@@ -148,7 +153,7 @@ class SignalIT {
   @Test
   void should_stop_the_embedded_postgresql_a_command_started_to_inspect_when_it_is_terminated()
       throws Exception {
-    Path pidFile = dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath();
+    Path pidFile = sweepPid;
     try (EmbeddedPostgresServer server =
             EmbeddedPostgresServer.start(pidFile.getParent().getParent(), 0, List.of("main"));
         Connection c =
@@ -160,29 +165,10 @@ class SignalIT {
                   + " CREATE TABLE children (id bigint PRIMARY KEY, parent_id bigint);"
                   + " CREATE INDEX ON children (parent_id); INSERT INTO children VALUES (1, 7)");
     }
-    Files.writeString(
-        config,
-        """
-        working-dir: wd
-        loose-foreign-keys:
-          definitions:
-            children:
-              - { table: parents, column: parent_id, on_delete: async_delete }
-        """);
     Path log = dir.resolve("sweep.log");
     // No process runs: the sweep starts the working directory's server, finds parent 7 missing at
     // its first look, then waits an hour for its second.
-    Process spillway =
-        Cli.process(
-                ProcessBuilder.Redirect.to(log.toFile()),
-                "lfk",
-                "sweep",
-                "-c",
-                config.toString(),
-                "--dry-run",
-                "--recheck-after",
-                "1h")
-            .start();
+    Process spillway = dryRunSweep("--recheck-after", "1h");
     Optional<ProcessHandle> postgres = Optional.empty();
     try {
       await()
@@ -196,13 +182,22 @@ class SignalIT {
     } finally {
       spillway.destroyForcibly();
       // Still unknown when the wait failed: the server the sweep started, if any.
-      stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
+      stopLeftServer(postgres, pidFile);
     }
   }
 
   @Test
   void should_stop_the_embedded_postgresql_a_command_is_starting_to_inspect_when_terminated()
       throws Exception {
+    signalWhileTheServerStarts(dryRunSweep(), sweepPid);
+  }
+
+  /**
+   * {@code lfk sweep --dry-run} of {@code children → parents} in a JVM of its own, with the
+   * embedded defaults and no process running, so it starts the working directory's server; what it
+   * prints goes to {@code sweep.log}.
+   */
+  private Process dryRunSweep(String... more) throws IOException {
     Files.writeString(
         config,
         """
@@ -212,16 +207,13 @@ class SignalIT {
             children:
               - { table: parents, column: parent_id, on_delete: async_delete }
         """);
-    signalWhileTheServerStarts(
-        Cli.process(
-                ProcessBuilder.Redirect.to(dir.resolve("sweep.log").toFile()),
-                "lfk",
-                "sweep",
-                "-c",
-                config.toString(),
-                "--dry-run")
-            .start(),
-        dir.resolve("wd/postgres/data/postmaster.pid").toAbsolutePath());
+    List<String> args =
+        new ArrayList<>(List.of("lfk", "sweep", "-c", config.toString(), "--dry-run"));
+    args.addAll(List.of(more));
+    return Cli.process(
+            ProcessBuilder.Redirect.to(dir.resolve("sweep.log").toFile()),
+            args.toArray(String[]::new))
+        .start();
   }
 
   /**
@@ -270,6 +262,11 @@ class SignalIT {
     } catch (IOException | NumberFormatException e) {
       return Optional.empty();
     }
+  }
+
+  /** The same, or the server whose pid file that is, when a wait failed before it was known. */
+  private static void stopLeftServer(Optional<ProcessHandle> postgres, Path pidFile) {
+    stopLeftServer(postgres.or(() -> pid(pidFile).flatMap(ProcessHandle::of)));
   }
 
   /** Stops a server a failed assertion left behind (SIGINT: fast shutdown). */

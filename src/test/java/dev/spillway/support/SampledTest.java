@@ -4,39 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import dev.spillway.testing.SettableClock;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 class SampledTest {
   private static final Duration LONG = Duration.ofSeconds(30);
-
-  /** A clock the test moves. */
-  private static final class Hands extends Clock {
-    final AtomicReference<Instant> now =
-        new AtomicReference<>(Instant.parse("2026-01-01T00:00:00Z"));
-
-    @Override
-    public Instant instant() {
-      return now.get();
-    }
-
-    @Override
-    public java.time.ZoneId getZone() {
-      return ZoneOffset.UTC;
-    }
-
-    @Override
-    public Clock withZone(java.time.ZoneId zone) {
-      return this;
-    }
-  }
 
   @Test
   void should_answer_with_a_read_that_ends_in_time() {
@@ -126,7 +104,7 @@ class SampledTest {
 
   @Test
   void should_answer_with_nothing_once_the_last_read_is_older_than_kept() throws Exception {
-    Hands clock = new Hands();
+    SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
     CountDownLatch hang = new CountDownLatch(1);
     AtomicInteger reads = new AtomicInteger();
     Sampled<Integer> sampled =
@@ -142,14 +120,14 @@ class SampledTest {
     try {
       assertThat(sampled.get(LONG)).get().extracting(Sampled.Reading::value).isEqualTo(5);
 
-      clock.now.set(clock.instant().plusSeconds(59));
+      clock.advance(Duration.ofSeconds(59));
       assertThat(sampled.get(Duration.ofMillis(20)))
           .as("the last value, while the new read hangs")
           .get()
           .extracting(Sampled.Reading::value)
           .isEqualTo(5);
 
-      clock.now.set(clock.instant().plusSeconds(2));
+      clock.advance(Duration.ofSeconds(2));
       assertThat(sampled.get(Duration.ofMillis(20))).as("older than a minute").isEmpty();
     } finally {
       hang.countDown();
