@@ -34,7 +34,8 @@ final class HealthSection {
             n.decimal("connections-throttle", HealthThresholds.DEFAULT_CONNECTIONS_THROTTLE, 0, 1),
             n.decimal("connections-stop", HealthThresholds.DEFAULT_CONNECTIONS_STOP, 0, 1),
             n.positiveDuration("long-transaction", HealthThresholds.DEFAULT_LONG_TRANSACTION),
-            n.positiveDuration("latency-target", HealthThresholds.DEFAULT_LATENCY_TARGET));
+            n.positiveDuration("latency-target", HealthThresholds.DEFAULT_LATENCY_TARGET),
+            n.stringList("replication-lag-ignore"));
     staged(
         n,
         "wal-archive",

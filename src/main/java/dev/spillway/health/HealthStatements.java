@@ -32,14 +32,18 @@ final class HealthStatements {
   /** Current WAL position in bytes since the start of WAL. */
   static final String WAL_POSITION = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint";
 
-  /** Worst replay lag of any standby, in seconds and bytes, then {@link #SEES_ALL}. */
+  /**
+   * 1: text array of application names left out. Worst replay lag of any other standby, in seconds
+   * and bytes, then {@link #SEES_ALL}.
+   */
   // Standbys only: a walsender streaming a logical slot (Spillway's own capture, or any other
   // logical consumer) is not a replica; the slot-WAL indicator watches those.
   static final String REPLICATION_LAG =
       "SELECT COALESCE(max(EXTRACT(EPOCH FROM r.replay_lag)), 0),"
           + " COALESCE(max(pg_wal_lsn_diff(pg_current_wal_lsn(), r.replay_lsn)), 0)::bigint, "
           + SEES_ALL
-          + " FROM pg_stat_replication r WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots s"
+          + " FROM pg_stat_replication r WHERE r.application_name <> ALL (?::text[])"
+          + " AND NOT EXISTS (SELECT 1 FROM pg_replication_slots s"
           + " WHERE s.active_pid = r.pid AND s.slot_type = 'logical')";
 
   /** 1: slot name. WAL kept by that slot. */

@@ -1,6 +1,7 @@
 package dev.spillway.health;
 
 import java.time.Duration;
+import java.util.List;
 
 /**
  * When each indicator throttles or stops work. Defaults follow the practice of large PostgreSQL
@@ -22,6 +23,9 @@ import java.time.Duration;
  * @param longTransaction a transaction holding a lock on the target table longer than this stops
  *     work on that table
  * @param latencyTarget sub-batch p95 above this throttles; above four times this stops
+ * @param replicationLagIgnored standbys, by their {@code application_name}, whose lag neither
+ *     replication-lag indicator reads: one kept behind on purpose ({@code
+ *     recovery_min_apply_delay}) would otherwise stop work for good
  */
 public record HealthThresholds(
     int walArchiveThrottle,
@@ -37,7 +41,8 @@ public record HealthThresholds(
     double connectionsThrottle,
     double connectionsStop,
     Duration longTransaction,
-    Duration latencyTarget) {
+    Duration latencyTarget,
+    List<String> replicationLagIgnored) {
   public static final int DEFAULT_WAL_ARCHIVE_THROTTLE = 21;
   public static final int DEFAULT_WAL_ARCHIVE_STOP = 42;
   public static final long DEFAULT_WAL_RATE_THROTTLE = 100L << 20;
@@ -52,6 +57,10 @@ public record HealthThresholds(
   public static final double DEFAULT_CONNECTIONS_STOP = 0.95;
   public static final Duration DEFAULT_LONG_TRANSACTION = Duration.ofSeconds(60);
   public static final Duration DEFAULT_LATENCY_TARGET = Duration.ofSeconds(1);
+
+  public HealthThresholds {
+    replicationLagIgnored = List.copyOf(replicationLagIgnored);
+  }
 
   public static HealthThresholds defaults() {
     return new HealthThresholds(
@@ -68,6 +77,7 @@ public record HealthThresholds(
         DEFAULT_CONNECTIONS_THROTTLE,
         DEFAULT_CONNECTIONS_STOP,
         DEFAULT_LONG_TRANSACTION,
-        DEFAULT_LATENCY_TARGET);
+        DEFAULT_LATENCY_TARGET,
+        List.of());
   }
 }

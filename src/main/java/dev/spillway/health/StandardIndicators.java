@@ -142,7 +142,7 @@ public final class StandardIndicators {
     }
   }
 
-  /** Replay lag of the slowest standby. */
+  /** Replay lag of the slowest standby not left out by name. */
   static final class ReplicationLag implements HealthIndicator {
     private final HealthThresholds t;
 
@@ -157,13 +157,15 @@ public final class StandardIndicators {
 
     @Override
     public Health sample(Connection c, TableName table) throws SQLException {
-      try (Statement s = c.createStatement();
-          ResultSet rs = s.executeQuery(HealthStatements.REPLICATION_LAG)) {
-        rs.next();
-        if (!rs.getBoolean(3)) {
-          return blind("standbys' replay lag");
+      try (PreparedStatement s = c.prepareStatement(HealthStatements.REPLICATION_LAG)) {
+        s.setArray(1, c.createArrayOf("text", t.replicationLagIgnored().toArray()));
+        try (ResultSet rs = s.executeQuery()) {
+          rs.next();
+          if (!rs.getBoolean(3)) {
+            return blind("standbys' replay lag");
+          }
+          return graded(rs.getDouble(1), rs.getLong(2));
         }
-        return graded(rs.getDouble(1), rs.getLong(2));
       }
     }
 

@@ -453,6 +453,7 @@ class ConfigLoaderTest {
               slot-wal-stop: 8GB
               connections-throttle: 0.7
               long-transaction: 5s
+              replication-lag-ignore: [dr_delayed, reports]
             sink:
               consumers: 2
               max-attempts: 5
@@ -467,6 +468,8 @@ class ConfigLoaderTest {
     assertThat(c.health().thresholds().slotWalStop()).isEqualTo(8L << 30);
     assertThat(c.health().thresholds().connectionsThrottle()).isEqualTo(0.7);
     assertThat(c.health().thresholds().longTransaction()).isEqualTo(Duration.ofSeconds(5));
+    assertThat(c.health().thresholds().replicationLagIgnored())
+        .containsExactly("dr_delayed", "reports");
     assertThat(c.sink().consumers()).isEqualTo(2);
     assertThat(c.sink().maxAttempts()).isEqualTo(5);
     assertThat(c.sink().consumeAfter()).isEqualTo(Duration.ofMinutes(5));
@@ -508,6 +511,9 @@ class ConfigLoaderTest {
             "spillway.yml:2: health.slot-wal-stop must be a size such as 100MB or 4GB, not 'lots'.");
     assertThat(error("health:\n  connections-stop: 1.5\n"))
         .isEqualTo("spillway.yml:2: health.connections-stop must be between 0 and 1, not 1.5.");
+    assertThat(error("health:\n  replication-lag-ignore: dr_delayed\n"))
+        .isEqualTo(
+            "spillway.yml:2: health.replication-lag-ignore must be a list, not 'dr_delayed'.");
     assertThat(error("sink:\n  max-attempts: 0\n"))
         .isEqualTo("spillway.yml:2: sink.max-attempts must be between 1 and 1000, not 0.");
     assertThat(error("sink:\n  retry-backoff: 10s\n  retry-backoff-max: 1s\n"))

@@ -11,6 +11,7 @@ import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
@@ -18,9 +19,14 @@ import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Properties;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
+import org.postgresql.PGConnection;
+import org.postgresql.PGProperty;
 import org.postgresql.ds.PGSimpleDataSource;
+import org.postgresql.replication.LogSequenceNumber;
+import org.postgresql.replication.PGReplicationStream;
 
 /** The monitor's own connection to a real PostgreSQL. */
 class HealthMonitorIT {
@@ -131,6 +137,79 @@ class HealthMonitorIT {
       } finally {
         TestSql.exec(admin, "DROP ROLE " + role);
       }
+    }
+  }
+
+  @Test
+  void should_leave_a_standby_named_in_replication_lag_ignore_out_of_the_lag() throws Exception {
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      DataSource monitored = databases.unpooledSource(DB);
+      try (Connection standby = standbyStuckAtTheCurrentPosition(databases, "kept_behind")) {
+        // 2 MB of WAL the standby never says it replayed, as one delayed on purpose.
+        // (A message in a transaction, whose commit writes it out: pg_current_wal_lsn moves on.)
+        TestSql.exec(ds, "SELECT pg_logical_emit_message(true, 'test', repeat('x', 2 << 20))");
+
+        Health counted =
+            sample(
+                    monitored,
+                    WATCHED,
+                    Thresholds.replicationLagBytes(256 << 10, 1 << 20, List.of()))
+                .get("replication-lag");
+        Health ignored =
+            sample(
+                    monitored,
+                    WATCHED,
+                    Thresholds.replicationLagBytes(256 << 10, 1 << 20, List.of("kept_behind")))
+                .get("replication-lag");
+
+        assertThat(counted.reason()).startsWith("replication-lag: standby replay lag 0.0 s, 2 MB");
+        assertThat(counted.label()).isEqualTo("STOP");
+        assertThat(ignored).isEqualTo(Health.NORMAL);
+      }
+    }
+  }
+
+  /**
+   * A physical replication stream named {@code name} that reports the current WAL position as
+   * replayed once and reads nothing after: pg_stat_replication shows it as a standby falling behind
+   * until its connection, returned, is closed.
+   */
+  private static Connection standbyStuckAtTheCurrentPosition(Databases databases, String name)
+      throws SQLException {
+    Properties props = new Properties();
+    PGProperty.USER.set(props, databases.endpoint(DB).username());
+    PGProperty.REPLICATION.set(props, "true");
+    PGProperty.ASSUME_MIN_SERVER_VERSION.set(props, "10"); // else the driver leaves replication out
+    PGProperty.PREFER_QUERY_MODE.set(props, "simple");
+    PGProperty.APPLICATION_NAME.set(props, name);
+    Connection connection = DriverManager.getConnection(databases.endpoint(DB).url(), props);
+    try {
+      LogSequenceNumber now =
+          LogSequenceNumber.valueOf(
+              TestSql.text(checks(databases), "SELECT pg_current_wal_lsn()::text"));
+      PGReplicationStream stream =
+          connection
+              .unwrap(PGConnection.class)
+              .getReplicationAPI()
+              .replicationStream()
+              .physical()
+              .withStartPosition(now)
+              .start();
+      stream.setFlushedLSN(now);
+      stream.setAppliedLSN(now);
+      stream.forceUpdateStatus();
+      String reported =
+          "SELECT count(*) FROM pg_stat_replication WHERE application_name = '"
+              + name
+              + "' AND replay_lsn IS NOT NULL";
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .until(() -> TestSql.count(checks(databases), reported) == 1);
+      return connection;
+    } catch (SQLException | RuntimeException e) {
+      connection.close();
+      throw e;
     }
   }
 

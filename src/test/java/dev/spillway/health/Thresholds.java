@@ -3,6 +3,7 @@ package dev.spillway.health;
 import java.lang.reflect.RecordComponent;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 
 /** The default thresholds with those of one indicator changed, for tests of that indicator. */
@@ -11,6 +12,17 @@ final class Thresholds {
 
   static HealthThresholds replicationLag(Duration throttle, Duration stop) {
     return defaultsWith(Map.of("replicationLagThrottle", throttle, "replicationLagStop", stop));
+  }
+
+  static HealthThresholds replicationLagBytes(long throttle, long stop, List<String> ignored) {
+    return defaultsWith(
+        Map.of(
+            "replicationLagBytesThrottle",
+            throttle,
+            "replicationLagBytesStop",
+            stop,
+            "replicationLagIgnored",
+            ignored));
   }
 
   static HealthThresholds connections(double throttle, double stop) {

@@ -236,7 +236,8 @@ abstract class SinkContract {
             0.99,
             1.0,
             Duration.ofSeconds(1),
-            Duration.ofHours(1));
+            Duration.ofHours(1),
+            List.of());
     try (HealthMonitor monitor =
             new HealthMonitor(
                 new HealthMonitor.Settings(
