@@ -805,7 +805,7 @@ final class CaptureEngine implements AutoCloseable {
           interrupted |= sendAll(producer, records);
           break;
         } catch (KafkaException e) {
-          if (interrupted || e instanceof InterruptException) {
+          if (interrupted || Thread.interrupted() || e instanceof InterruptException) {
             // Capture is stopping: nothing of this batch is acknowledged, it is read again.
             throw new InterruptedException("capture of database " + database + " stopping");
           }
@@ -857,7 +857,7 @@ final class CaptureEngine implements AutoCloseable {
   /**
    * Sends the records and waits until Kafka has them all. A failure throws the {@link
    * KafkaException} behind the first, once every send has ended, so a batch sent again never
-   * overlaps the attempt before it.
+   * overlaps the attempt before it; the thread is then left interrupted if it was meanwhile.
    *
    * @return whether the thread was interrupted meanwhile (the wait went on regardless)
    */
@@ -891,6 +891,9 @@ final class CaptureEngine implements AutoCloseable {
       }
     }
     if (failed != null) {
+      if (interrupted) {
+        Thread.currentThread().interrupt(); // the stop, not the failure, ends the hand-over
+      }
       throw failed;
     }
     return interrupted;

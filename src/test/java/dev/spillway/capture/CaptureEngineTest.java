@@ -147,6 +147,34 @@ class CaptureEngineTest {
   }
 
   @Test
+  void should_stop_at_once_when_capture_stops_while_a_send_then_fails() throws Exception {
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
+    CompletableFuture<Throwable> ended = new CompletableFuture<>();
+    Thread sending =
+        new Thread(
+            () -> {
+              try {
+                handOver(producer, new CaptureStats(null), false);
+                ended.complete(null);
+              } catch (Throwable t) {
+                ended.complete(t);
+              }
+            });
+    sending.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> producer.history().size() == 2);
+
+    sending.interrupt(); // the engine closing while the sends are waited for
+    producer.errorNext(new TimeoutException("Expiring 1 record(s): 120000 ms has passed"));
+    producer.completeNext();
+
+    assertThat(ended.get(10, TimeUnit.SECONDS))
+        .as("the stop ends the hand-over; the batch is not sent again")
+        .isInstanceOf(InterruptedException.class);
+    assertThat(producer.history()).hasSize(2);
+  }
+
+  @Test
   void should_fail_the_batch_when_kafka_refuses_it_for_good() {
     MockProducer<byte[], byte[]> producer =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
