@@ -73,10 +73,14 @@ final class Catalogs implements AutoCloseable {
       WorkingDirectory dir = WorkingDirectory.acquire(config.workingDir());
       started.own(dir);
       started.starting();
-      EmbeddedPostgresServer server =
-          started.own(
-              EmbeddedPostgresServer.start(
-                  dir.resolve("postgres"), 0, List.of(SpillwayConfig.MAIN)));
+      EmbeddedPostgresServer server;
+      try {
+        server =
+            EmbeddedPostgresServer.start(dir.resolve("postgres"), 0, List.of(SpillwayConfig.MAIN));
+      } finally {
+        started.startEnded(); // started or not: a stop no longer waits for it
+      }
+      started.own(server);
       for (String name : names(server)) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -145,14 +149,18 @@ final class Catalogs implements AutoCloseable {
       starting = true;
     }
 
+    /** The server's start has ended, started or failed. */
+    synchronized void startEnded() {
+      starting = false;
+      notifyAll();
+    }
+
     /**
      * Takes a part to stop; one that comes once the stop has begun is stopped at once.
      *
      * @throws IllegalStateException when the stop has begun
      */
     synchronized <T extends AutoCloseable> T own(T part) {
-      starting = false;
-      notifyAll();
       if (closed) {
         closeQuietly(part);
         throw new IllegalStateException("Spillway is stopping");

@@ -1,0 +1,31 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import dev.spillway.config.SpillwayConfig;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CatalogsTest {
+  @Test
+  void should_fail_at_once_when_the_embedded_server_cannot_start(@TempDir Path base)
+      throws Exception {
+    SpillwayConfig config = SpillwayConfig.defaults(base);
+    Files.createDirectories(config.workingDir());
+    // Where the server's directory should be, a file: its start fails before anything runs.
+    Files.writeString(config.workingDir().resolve("postgres"), "not a directory");
+
+    // A hang, not a speed, is what this bounds: the stop once waited 90 s for a start that had
+    // already failed.
+    assertTimeoutPreemptively(
+        Duration.ofSeconds(60),
+        () ->
+            assertThatThrownBy(() -> Catalogs.open(config).close())
+                .isInstanceOf(FileAlreadyExistsException.class));
+  }
+}
