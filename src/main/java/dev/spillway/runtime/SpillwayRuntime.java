@@ -197,7 +197,9 @@ public final class SpillwayRuntime implements AutoCloseable {
             clock);
     own(lagGauges);
     Map<String, String> urls = new LinkedHashMap<>();
-    endpoints.forEach(e -> urls.put(e.name(), e.url()));
+    if (config.embeddedDatabases()) { // a configured URL may carry a password: not written out
+      endpoints.forEach(e -> urls.put(e.name(), e.url()));
+    }
     workingDir.publish(
         new RuntimeInfo(ProcessHandle.current().pid(), http.port(), bootstrapServers, urls));
   }

@@ -5,12 +5,15 @@ import static org.awaitility.Awaitility.await;
 
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.Databases;
 import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusReport;
+import dev.spillway.testing.EmbeddedInfra;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
@@ -61,6 +64,36 @@ class RuntimeStatusIT {
           .contains(
               "spillway_health_state{database=\"main\",indicator=\"combined\",table=\"\"} 3.0")
           .contains("hikaricp_connections");
+    }
+  }
+
+  @Test
+  void should_write_no_configured_database_url_into_the_working_directory(@TempDir Path dir)
+      throws Exception {
+    try (Databases databases = EmbeddedInfra.get().databases("published")) {
+      String url = databases.endpoint("published").url() + "?password=s3cret-in-the-url";
+      SpillwayConfig config =
+          ConfigLoader.parse(
+              "http:\n  port: 0\ndatabases:\n  main: { url: \""
+                  + url
+                  + "\", username: "
+                  + databases.endpoint("published").username()
+                  + " }\n",
+              "test.yml",
+              null,
+              dir,
+              name -> null);
+      try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+        String published = Files.readString(config.workingDir().resolve("runtime.json"));
+
+        assertThat(published).doesNotContain("s3cret");
+        assertThat(WorkingDirectory.running(config.workingDir()))
+            .hasValueSatisfying(
+                info -> {
+                  assertThat(info.httpPort()).isEqualTo(runtime.httpPort());
+                  assertThat(info.databases()).isEmpty();
+                });
+      }
     }
   }
 }
