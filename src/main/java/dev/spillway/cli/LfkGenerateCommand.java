@@ -13,6 +13,8 @@ import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributeView;
 import java.time.LocalDateTime;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -21,6 +23,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.regex.Pattern;
 import java.util.regex.PatternSyntaxException;
@@ -212,9 +215,15 @@ final class LfkGenerateCommand implements Callable<Integer> {
       // A link to it stays a link: the file it points at is the one replaced.
       Path target = Files.exists(definitions) ? definitions.toRealPath() : definitions;
       Path dir = Files.createDirectories(target.toAbsolutePath().getParent());
-      Path next = Files.createTempFile(dir, target.getFileName().toString(), ".tmp");
+      // Made as any new file is (the umask's mode), then given the mode of the file it replaces:
+      // a file readable by the service's user stays readable.
+      Path next = dir.resolve("." + target.getFileName() + "." + UUID.randomUUID() + ".tmp");
       try {
-        Files.writeString(next, text, StandardCharsets.UTF_8);
+        Files.writeString(next, text, StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+        if (Files.exists(target)
+            && Files.getFileStore(target).supportsFileAttributeView(PosixFileAttributeView.class)) {
+          Files.setPosixFilePermissions(next, Files.getPosixFilePermissions(target));
+        }
         Files.move(
             next, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
       } finally {

@@ -6,8 +6,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -69,5 +72,23 @@ class LfkGenerateCommandTest {
     try (var left = Files.list(dir.resolve("repo"))) {
       assertThat(left).as("no file left from the write").containsExactly(kept);
     }
+  }
+
+  @Test
+  void should_keep_the_definitions_mode_and_give_a_new_file_the_usual_one() throws Exception {
+    Path definitions = Files.writeString(dir.resolve("lfk.yml"), "projects: []\n");
+    Set<PosixFilePermission> shared = PosixFilePermissions.fromString("rw-r--r--");
+    Files.setPosixFilePermissions(definitions, shared);
+    Path fresh = dir.resolve("new.yml");
+    Path usual = Files.writeString(dir.resolve("usual"), "any file this process makes");
+
+    LfkGenerateCommand.writeFiles(definitions, "changed: []\n", Map.of());
+    LfkGenerateCommand.writeFiles(fresh, "changed: []\n", Map.of());
+
+    assertThat(definitions).hasContent("changed: []\n");
+    assertThat(Files.getPosixFilePermissions(definitions)).isEqualTo(shared);
+    assertThat(Files.getPosixFilePermissions(fresh))
+        .as("the umask's mode, as for any file made here")
+        .isEqualTo(Files.getPosixFilePermissions(usual));
   }
 }
