@@ -12,6 +12,13 @@ final class HealthStatements {
   static final String SEES_ALL = "pg_has_role('pg_read_all_stats', 'USAGE')";
 
   /**
+   * This database's oid. The statistics views list every database of the server, where another
+   * database's table can have the same oid (a copy made with {@code CREATE DATABASE … TEMPLATE}).
+   */
+  private static final String THIS_DATABASE =
+      "(SELECT oid FROM pg_database WHERE datname = current_database())";
+
+  /**
    * 1: quoted table. Autovacuum workers on the table, on any of its partitions (autovacuum works on
    * leaves only) or on their TOAST tables (vacuumed as tables of their own); the second column is
    * true when one runs to prevent transaction ID wraparound; the third, {@link #SEES_ALL}.
@@ -22,7 +29,9 @@ final class HealthStatements {
           + " SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%'), "
           + SEES_ALL
           + " FROM pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
-          + " WHERE a.backend_type = 'autovacuum worker' AND v.relid IN (SELECT relid FROM t"
+          + " WHERE a.backend_type = 'autovacuum worker' AND "
+          + THIS_DATABASE
+          + " = v.datid AND v.relid IN (SELECT relid FROM t"
           + " UNION ALL SELECT reltoastrelid FROM pg_class WHERE oid IN (SELECT relid FROM t))";
 
   /** WAL segments written but not yet archived. Needs pg_monitor or superuser. */
@@ -60,17 +69,21 @@ final class HealthStatements {
           + " WHERE backend_type = 'client backend'";
 
   /**
-   * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table, and transactions
-   * older than the threshold holding one, then {@link #SEES_ALL}. Spillway's own sessions are left
-   * out, and so are autovacuum workers: their lock is one DELETE and UPDATE do not wait for, and
-   * {@link #AUTOVACUUM} reads them.
+   * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table or for one of its
+   * rows, and transactions older than the threshold holding a lock on it, then {@link #SEES_ALL}. A
+   * session waiting for a row another transaction locked waits on that transaction's id, which
+   * names no table; while it waits it holds a {@code tuple} lock on the table, taken for that wait
+   * only. Spillway's own sessions are left out, and so are autovacuum workers: their lock is one
+   * DELETE and UPDATE do not wait for, and {@link #AUTOVACUUM} reads them.
    */
   static final String LOCKS =
-      "SELECT count(*) FILTER (WHERE NOT l.granted),"
-          + " count(*) FILTER (WHERE l.granted AND a.xact_start < now() - make_interval(secs => ?)),"
-          + " "
+      "SELECT count(DISTINCT a.pid) FILTER (WHERE NOT l.granted OR l.locktype = 'tuple'),"
+          + " count(DISTINCT a.pid) FILTER (WHERE l.granted"
+          + " AND a.xact_start < now() - make_interval(secs => ?)), "
           + SEES_ALL
           + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-          + " WHERE l.relation = to_regclass(?) AND a.pid <> pg_backend_pid()"
+          + " WHERE l.relation = to_regclass(?) AND l.database = "
+          + THIS_DATABASE
+          + " AND a.pid <> pg_backend_pid()"
           + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker'";
 }

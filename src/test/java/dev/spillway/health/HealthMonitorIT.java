@@ -20,6 +20,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
@@ -294,6 +296,83 @@ class HealthMonitorIT {
     }
   }
 
+  @Test
+  void should_see_a_session_waiting_for_a_row_another_transaction_locked() throws Exception {
+    TableName table = new TableName("public", TestSql.uniqueName("rows"));
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      TestSql.exec(
+          ds,
+          "CREATE TABLE " + table.quoted() + " (id bigint PRIMARY KEY, n int)",
+          "INSERT INTO " + table.quoted() + " VALUES (1, 0)");
+      try (Connection holder =
+          TestSql.inTransaction(ds, "UPDATE " + table.quoted() + " SET n = 1 WHERE id = 1")) {
+        CompletableFuture<Void> waiter =
+            CompletableFuture.runAsync(
+                () -> TestSql.exec(ds, "UPDATE " + table.quoted() + " SET n = 2 WHERE id = 1"));
+        TestSql.awaitBlockedBy(ds, TestSql.pid(holder));
+
+        assertThat(sample(databases.unpooledSource(DB), table))
+            .containsEntry(
+                "locks", new Health.Throttle("locks: 1 session(s) wait for locks on " + table));
+
+        holder.rollback();
+        waiter.get(30, TimeUnit.SECONDS);
+      } finally {
+        TestSql.exec(ds, "DROP TABLE " + table.quoted());
+      }
+    }
+  }
+
+  @Test
+  void should_read_locks_and_autovacuum_of_its_own_database_only() throws Exception {
+    String original = TestSql.uniqueName("health_original");
+    String copy = TestSql.uniqueName("health_copy");
+    TableName table = new TableName("public", "vacuumed");
+    try (Databases databases = EmbeddedInfra.get().databases(DB, original)) {
+      DataSource admin = checks(databases);
+      DataSource inOriginal = unpooled(databases.endpoint(original).url(), databases);
+      try {
+        TestSql.exec(
+            inOriginal,
+            "CREATE TABLE "
+                + table.quoted()
+                + " (id bigint PRIMARY KEY, pad text)"
+                + SLOWEST_AUTOVACUUM);
+        // A copy of the database (made of one no session is in): its table has the same oid.
+        TestSql.exec(admin, "CREATE DATABASE " + copy + " TEMPLATE " + original);
+        DataSource inCopy =
+            unpooled(databases.endpoint(original).url().replace(original, copy), databases);
+        String oid = "SELECT to_regclass('" + table.quoted() + "')::oid::bigint";
+        assertThat(TestSql.count(inCopy, oid)).isEqualTo(TestSql.count(inOriginal, oid));
+
+        // In the copy only: a transaction holding a lock on the table, and autovacuum on it.
+        TestSql.exec(inCopy, deadRows(table));
+        try (Connection old =
+            TestSql.inTransaction(inCopy, "SELECT count(*) FROM " + table.quoted())) {
+          awaitAutovacuumHolding(inCopy, table, Duration.ofSeconds(1));
+          HealthThresholds anyAge = Thresholds.longTransaction(Duration.ofMillis(1));
+
+          assertThat(sample(inCopy, table, anyAge))
+              .as("the copy's own monitor sees both")
+              .containsEntry(
+                  "autovacuum", new Health.Throttle("autovacuum: autovacuum runs on " + table))
+              .extractingByKey("locks")
+              .satisfies(h -> assertThat(h.label()).isEqualTo("STOP"));
+          assertThat(sample(inOriginal, table, anyAge))
+              .containsEntry("autovacuum", Health.NORMAL)
+              .containsEntry("locks", Health.NORMAL);
+        }
+      } finally {
+        // Ends the copy's sessions, autovacuum's among them, to drop it.
+        TestSql.exec(
+            admin,
+            "DROP DATABASE IF EXISTS " + copy + " WITH (FORCE)",
+            "DROP DATABASE IF EXISTS " + original + " WITH (FORCE)");
+      }
+    }
+  }
+
   /** A table's settings for autovacuum at its slowest, on any dead row: it holds its lock long. */
   private static final String SLOWEST_AUTOVACUUM =
       " WITH (autovacuum_vacuum_threshold = 0, autovacuum_vacuum_scale_factor = 0,"
@@ -391,6 +470,14 @@ class HealthMonitorIT {
       }
       return Health.NORMAL;
     }
+  }
+
+  /** Connections to this URL, each opened and closed, as the pool's user. */
+  private static DataSource unpooled(String url, Databases databases) {
+    PGSimpleDataSource ds = new PGSimpleDataSource();
+    ds.setURL(url);
+    ds.setUser(databases.endpoint(DB).username());
+    return ds;
   }
 
   /** Connections of the test's own, told apart from the monitor's by their application name. */
