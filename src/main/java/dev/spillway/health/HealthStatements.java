@@ -34,6 +34,23 @@ final class HealthStatements {
           + " = v.datid AND v.relid IN (SELECT relid FROM t"
           + " UNION ALL SELECT reltoastrelid FROM pg_class WHERE oid IN (SELECT relid FROM t))";
 
+  /**
+   * Whether the database takes no writes: a standby (recovering), or {@code
+   * default_transaction_read_only} on (for maintenance, or a server set up read-only). A setting
+   * made for the database or the role ({@code ALTER DATABASE … SET}) reaches new sessions only,
+   * such as the pool's next connections, not the monitor's own: it is read from where it is kept,
+   * the most specific first.
+   */
+  static final String READ_ONLY =
+      "SELECT pg_is_in_recovery(), COALESCE((SELECT split_part(c, '=', 2)::bool"
+          + " FROM pg_db_role_setting s, unnest(s.setconfig) c"
+          + " WHERE c LIKE 'default\\_transaction\\_read\\_only=%'"
+          + " AND s.setdatabase IN (0, "
+          + "(SELECT oid FROM pg_database WHERE datname = current_database())"
+          + ") AND s.setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = current_user))"
+          + " ORDER BY s.setdatabase <> 0 AND s.setrole <> 0 DESC, s.setrole <> 0 DESC LIMIT 1),"
+          + " current_setting('default_transaction_read_only')::bool)";
+
   /** WAL segments written but not yet archived. Needs pg_monitor or superuser. */
   static final String WAL_ARCHIVE_READY =
       "SELECT count(*) FROM pg_ls_archive_statusdir() WHERE name LIKE '%.ready'";

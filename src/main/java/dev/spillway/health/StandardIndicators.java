@@ -23,6 +23,7 @@ public final class StandardIndicators {
   public static List<HealthIndicator> forDatabase(
       HealthThresholds t, String slot, Clock clock, Supplier<Double> latencyP95) {
     return List.of(
+        new ReadOnly(),
         new Autovacuum(),
         new WalArchive(t),
         new WalRate(t, clock),
@@ -42,6 +43,34 @@ public final class StandardIndicators {
         "Spillway's role may not see "
             + what
             + " (it needs pg_read_all_stats: GRANT pg_monitor TO it)");
+  }
+
+  /**
+   * A database that takes no writes stops work: every statement would fail, and batches are better
+   * left in Kafka until it takes them again (a failover ending, maintenance over) than retried into
+   * the dead letters.
+   */
+  static final class ReadOnly implements HealthIndicator {
+    @Override
+    public String name() {
+      return "read-only";
+    }
+
+    @Override
+    public Health sample(Connection c, TableName table) throws SQLException {
+      try (Statement s = c.createStatement();
+          ResultSet rs = s.executeQuery(HealthStatements.READ_ONLY)) {
+        rs.next();
+        if (rs.getBoolean(1)) {
+          return new Health.Stop("the database is a standby in recovery; it takes no writes");
+        }
+        if (rs.getBoolean(2)) {
+          return new Health.Stop(
+              "default_transaction_read_only is on; the database takes no writes");
+        }
+        return Health.NORMAL;
+      }
+    }
   }
 
   /** Autovacuum on the table: throttles; one preventing wraparound stops. */

@@ -25,12 +25,14 @@ public final class SqlErrors {
   }
 
   private static final String LOCK_NOT_AVAILABLE = "55P03";
+  private static final String READ_ONLY_SQL_TRANSACTION = "25006";
 
   /**
    * Retryable: connection problems (08), serialization failures and deadlocks (40), insufficient
-   * resources (53), operator intervention such as a statement timeout or cancel (57), and lock
-   * timeouts (55P03). Everything else (syntax, missing table or column, constraint violations, data
-   * errors) fails the same way again and is permanent.
+   * resources (53), operator intervention such as a statement timeout or cancel (57), lock timeouts
+   * (55P03), and a database taking no writes (25006: a standby after a failover, or read-only for
+   * maintenance; the health monitor puts it at STOP). Everything else (syntax, missing table or
+   * column, constraint violations, data errors) fails the same way again and is permanent.
    */
   public static Outcome classify(Throwable error) {
     Throwable sql =
@@ -49,7 +51,8 @@ public final class SqlErrors {
           || state.startsWith("40")
           || state.startsWith("53")
           || state.startsWith("57")
-          || state.equals(LOCK_NOT_AVAILABLE)) {
+          || state.equals(LOCK_NOT_AVAILABLE)
+          || state.equals(READ_ONLY_SQL_TRANSACTION)) {
         return new Outcome.RetryableFailure(error);
       }
       return new Outcome.PermanentFailure(error);

@@ -373,6 +373,48 @@ class HealthMonitorIT {
     }
   }
 
+  @Test
+  void should_stop_work_on_a_database_that_takes_no_writes() {
+    String name = TestSql.uniqueName("health_read_only");
+    try (Databases databases = EmbeddedInfra.get().databases(DB, name)) {
+      DataSource admin = checks(databases);
+      DataSource monitored = unpooled(databases.endpoint(name).url(), databases);
+      try (HealthMonitor monitor =
+          new HealthMonitor(
+              HealthMonitor.Settings.defaults(),
+              Map.of(name, monitored),
+              Clock.systemUTC(),
+              new SimpleMeterRegistry())) {
+        monitor.addIndicators(name, List.of(new StandardIndicators.ReadOnly()));
+        monitor.runOnce();
+        assertThat(monitor.state(name, null)).isEqualTo(Health.NORMAL);
+
+        // For new sessions only: the monitor's, kept, is not one.
+        TestSql.exec(admin, "ALTER DATABASE " + name + " SET default_transaction_read_only = on");
+        monitor.runOnce();
+
+        assertThat(monitor.state(name, null))
+            .isEqualTo(
+                new Health.Stop(
+                    "read-only: default_transaction_read_only is on; the database takes no"
+                        + " writes"));
+        TestSql.exec(
+            admin,
+            "ALTER ROLE CURRENT_USER IN DATABASE "
+                + name
+                + " SET default_transaction_read_only = off");
+        monitor.runOnce();
+        assertThat(monitor.readings())
+            .as("the role's own setting in the database comes before the database's")
+            .filteredOn(r -> r.indicator().equals("read-only"))
+            .extracting(HealthMonitor.Reading::health)
+            .containsExactly(Health.NORMAL);
+      } finally {
+        TestSql.exec(admin, "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+      }
+    }
+  }
+
   /** A table's settings for autovacuum at its slowest, on any dead row: it holds its lock long. */
   private static final String SLOWEST_AUTOVACUUM =
       " WITH (autovacuum_vacuum_threshold = 0, autovacuum_vacuum_scale_factor = 0,"

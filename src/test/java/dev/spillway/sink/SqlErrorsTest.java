@@ -18,6 +18,9 @@ class SqlErrorsTest {
     assertThat(classify("08006")).isInstanceOf(Outcome.RetryableFailure.class);
     assertThat(classify("55P03")).isInstanceOf(Outcome.RetryableFailure.class);
     assertThat(classify("53300")).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("25006"))
+        .as("a standby after a failover")
+        .isInstanceOf(Outcome.RetryableFailure.class);
   }
 
   @Test
