@@ -51,10 +51,10 @@ public record CaptureConfig(
   static CaptureConfig from(ConfigNode n) {
     CaptureConfig c =
         new CaptureConfig(
-            n.positiveDuration("poll-interval", DEFAULT_POLL_INTERVAL),
-            n.positiveDuration("heartbeat-interval", DEFAULT_HEARTBEAT_INTERVAL),
+            n.positiveIntMillis("poll-interval", DEFAULT_POLL_INTERVAL),
+            n.positiveIntMillis("heartbeat-interval", DEFAULT_HEARTBEAT_INTERVAL),
             n.integer("max-batch-size", DEFAULT_MAX_BATCH_SIZE, 1, MAX_BATCH_SIZE),
-            n.positiveDuration("offset-flush-interval", DEFAULT_OFFSET_FLUSH_INTERVAL));
+            n.positiveIntMillis("offset-flush-interval", DEFAULT_OFFSET_FLUSH_INTERVAL));
     n.finish();
     return c;
   }

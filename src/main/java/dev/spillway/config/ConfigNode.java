@@ -57,7 +57,7 @@ public final class ConfigNode {
   private static final int MAX_SUGGESTION_DISTANCE = 2;
   private static final int MAX_QUOTED_LENGTH = 40;
   private static final Duration MIN_POSITIVE_DURATION = Duration.ofMillis(1);
-  private static final Duration POSTGRES_MAX_TIMEOUT = Duration.ofMillis(Integer.MAX_VALUE);
+  private static final Duration INT_MILLIS_MAX = Duration.ofMillis(Integer.MAX_VALUE);
 
   private final String source;
   private final String path;
@@ -301,10 +301,7 @@ public final class ConfigNode {
    */
   public Duration postgresTimeout(String key, Duration dflt) {
     return duration(
-        key,
-        dflt,
-        POSTGRES_MAX_TIMEOUT,
-        "must be at most 24d (PostgreSQL's limit), or 0s for none");
+        key, dflt, INT_MILLIS_MAX, "must be at most 24d (PostgreSQL's limit), or 0s for none");
   }
 
   /**
@@ -336,7 +333,19 @@ public final class ConfigNode {
    * counts in whole milliseconds, where a shorter one would be zero.
    */
   public Duration positiveDuration(String key, Duration dflt) {
-    Duration d = duration(key, dflt);
+    return positive(key, duration(key, dflt));
+  }
+
+  /**
+   * A {@link #positiveDuration} given to a client that counts it in milliseconds as an int, such as
+   * Debezium's intervals: at most 24 days.
+   */
+  public Duration positiveIntMillis(String key, Duration dflt) {
+    return positive(
+        key, duration(key, dflt, INT_MILLIS_MAX, "must be at most 24d (Debezium's limit)"));
+  }
+
+  private Duration positive(String key, Duration d) {
     if (d.compareTo(MIN_POSITIVE_DURATION) < 0) {
       throw error(key, "must be at least " + DurationText.format(MIN_POSITIVE_DURATION));
     }

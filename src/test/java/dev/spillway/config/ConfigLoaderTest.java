@@ -249,6 +249,11 @@ class ConfigLoaderTest {
                 + " not '10'.");
     assertThat(error("capture:\n  poll-interval: 0s\n"))
         .isEqualTo("spillway.yml:2: capture.poll-interval must be at least 1ms.");
+    assertThat(error("capture:\n  heartbeat-interval: 30d\n"))
+        .isEqualTo(
+            "spillway.yml:2: capture.heartbeat-interval must be at most 24d (Debezium's limit).");
+    assertThat(parse("capture:\n  heartbeat-interval: 24d\n").capture().heartbeatInterval())
+        .isEqualTo(Duration.ofDays(24));
   }
 
   @Test
