@@ -7,6 +7,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.regex.Pattern;
+import org.apache.kafka.common.utils.Utils;
 
 /**
  * Which Kafka to use and how Spillway names and sizes its topics.
@@ -112,6 +113,19 @@ public record KafkaConfig(
     if (bootstrap.isPresent() && bootstrap.get().isBlank()) {
       throw n.error("bootstrap-servers", "must name at least one host:port");
     }
+    bootstrap.ifPresent(
+        servers -> {
+          for (String server : servers.split(",", -1)) {
+            // As Kafka's clients read each one, without asking DNS.
+            if (Utils.getHost(server.strip()) == null || Utils.getPort(server.strip()) == null) {
+              throw n.error(
+                  "bootstrap-servers",
+                  "must list host:port pairs such as kafka1:9092,kafka2:9092, not '"
+                      + server.strip()
+                      + "'");
+            }
+          }
+        });
     String prefix = n.string("topic-prefix", DEFAULT_TOPIC_PREFIX);
     if (!PREFIX.matcher(prefix).matches()) {
       throw n.error(

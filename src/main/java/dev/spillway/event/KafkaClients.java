@@ -5,12 +5,16 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
+import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.IsolationLevel;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.streams.StreamsConfig;
 
 /** How Spillway's Kafka clients combine its settings with the configured client properties. */
 public final class KafkaClients {
@@ -109,8 +113,39 @@ public final class KafkaClients {
                       + ", since Spillway's producers are idempotent, not '"
                       + value
                       + "'");
-      default -> Optional.empty();
+      default -> unparsable(name, value);
     };
+  }
+
+  /** Every Kafka client's definitions of its settings, which parse and check their values. */
+  private static final List<ConfigDef> DEFINITIONS =
+      List.of(
+          ProducerConfig.configDef(),
+          ConsumerConfig.configDef(),
+          AdminClientConfig.configDef(),
+          StreamsConfig.configDef());
+
+  /**
+   * Why a client defining this setting would refuse the value when it is built (a duration written
+   * {@code 30s} where Kafka counts milliseconds, say), as the client says it; empty for a value it
+   * takes or a setting none of them defines.
+   */
+  private static Optional<String> unparsable(String name, String value) {
+    for (ConfigDef definitions : DEFINITIONS) {
+      ConfigDef.ConfigKey key = definitions.configKeys().get(name);
+      if (key == null) {
+        continue;
+      }
+      try {
+        Object parsed = ConfigDef.parseType(name, value, key.type);
+        if (key.validator != null) {
+          key.validator.ensureValid(name, parsed);
+        }
+      } catch (ConfigException e) {
+        return Optional.of("is refused by Kafka: " + e.getMessage());
+      }
+    }
+    return Optional.empty();
   }
 
   private static boolean wholeNumber(String value, int min, int max) {

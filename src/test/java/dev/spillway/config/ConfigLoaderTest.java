@@ -136,6 +136,32 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_at_load_what_kafka_clients_would_refuse_when_built() {
+    assertThat(error("kafka:\n  bootstrap-servers: kafka\n"))
+        .isEqualTo(
+            "spillway.yml:2: kafka.bootstrap-servers must list host:port pairs such as"
+                + " kafka1:9092,kafka2:9092, not 'kafka'.");
+    assertThat(error("kafka:\n  bootstrap-servers: \"k1:9092,\"\n")).endsWith("not ''.");
+    assertThat(error("kafka:\n  properties:\n    session.timeout.ms: 10s\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.session.timeout.ms is refused by Kafka: Invalid"
+                + " value 10s for configuration session.timeout.ms: Not a number of type INT.");
+    assertThat(error("kafka:\n  properties:\n    main.consumer.fetch.max.bytes: -1\n"))
+        .startsWith(
+            "spillway.yml:3: kafka.properties.main.consumer.fetch.max.bytes is refused by Kafka:"
+                + " Invalid value -1 for configuration fetch.max.bytes");
+    assertThat(
+            parse(
+                    "kafka:\n  bootstrap-servers: \"SASL_SSL://k1:9093, [::1]:9092\"\n"
+                        + "  properties:\n    default.api.timeout.ms: 30000\n"
+                        + "    some.interceptor.setting: anything\n")
+                .kafka()
+                .properties())
+        .containsEntry("default.api.timeout.ms", "30000")
+        .containsEntry("some.interceptor.setting", "anything");
+  }
+
+  @Test
   void should_refuse_client_properties_that_would_undo_what_spillway_sets() {
     assertThat(error("kafka:\n  properties:\n    max.in.flight.requests.per.connection: 10\n"))
         .isEqualTo(

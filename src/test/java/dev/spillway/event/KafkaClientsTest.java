@@ -28,8 +28,12 @@ class KafkaClientsTest {
     assertThat(KafkaClients.refusal("main.consumer.auto.offset.reset", "x")).isPresent();
     assertThat(KafkaClients.refusal("restore.consumer.max.poll.records", "x")).isPresent();
     assertThat(KafkaClients.refusal("consumer.isolation.level", "x")).isPresent();
-    assertThat(KafkaClients.refusal("linger.ms", "x")).isEmpty();
-    assertThat(KafkaClients.refusal("consumer.fetch.min.bytes", "x")).isEmpty();
+    assertThat(KafkaClients.refusal("linger.ms", "5")).isEmpty();
+    assertThat(KafkaClients.refusal("consumer.fetch.min.bytes", "1024")).isEmpty();
     assertThat(KafkaClients.refusal("sasl.jaas.config", "x")).isEmpty();
+    assertThat(KafkaClients.refusal("consumer.fetch.min.bytes", "1kB"))
+        .hasValue(
+            "is refused by Kafka: Invalid value 1kB for configuration fetch.min.bytes: Not a"
+                + " number of type INT");
   }
 }
