@@ -2,6 +2,7 @@ package dev.spillway.cli;
 
 import java.io.PrintWriter;
 import java.nio.file.Path;
+import java.util.List;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -57,13 +58,33 @@ public final class SpillwayCommand implements Runnable {
 
   /** Runs a command line with the given output and returns its exit code. */
   public static int execute(PrintWriter out, PrintWriter err, String... args) {
-    CommandLine cli = new CommandLine(new SpillwayCommand());
+    return execute(new SpillwayCommand(), out, err, args);
+  }
+
+  /**
+   * Runs a command line of this command and returns its exit code. An {@link Error} (a thread the
+   * system would not give, memory run out) is one sentence and exit 1 too: picocli hands it on
+   * rather than to the handler, and the threads already started would keep the process alive
+   * without {@link #main}'s exit, which runs the shutdown hooks stopping them.
+   */
+  static int execute(Object command, PrintWriter out, PrintWriter err, String... args) {
+    CommandLine cli = new CommandLine(command);
     cli.setOut(out);
     cli.setErr(err);
     ErrorHandler handler = new ErrorHandler();
     cli.setExecutionExceptionHandler(handler);
     cli.setParameterExceptionHandler(handler);
     cli.setExecutionStrategy(new CommandLine.RunLast());
-    return cli.execute(args);
+    try {
+      return cli.execute(args);
+    } catch (Error e) {
+      if (List.of(args).contains("--verbose")) {
+        e.printStackTrace(err);
+      }
+      err.println(
+          "Spillway stopped: " + e.getClass().getSimpleName() + ", " + ErrorHandler.sentence(e));
+      err.flush();
+      return ErrorHandler.FAILURE;
+    }
   }
 }

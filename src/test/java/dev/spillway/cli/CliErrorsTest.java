@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.runtime.WorkingDirectory;
 import dev.spillway.testing.Cli;
+import java.io.PrintWriter;
+import java.io.StringWriter;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +15,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
+import picocli.CommandLine;
 
 /** Exit codes and the one-sentence errors users and scripts rely on. */
 class CliErrorsTest {
@@ -337,5 +340,32 @@ class CliErrorsTest {
     assertThat(r.err().strip())
         .startsWith("Invalid value for option '--since': 'yesterday' is neither an instant")
         .doesNotContain("Exception");
+  }
+
+  @Test
+  void should_exit_1_with_one_sentence_when_a_command_ends_in_an_error() {
+    StringWriter out = new StringWriter();
+    StringWriter err = new StringWriter();
+
+    int exit =
+        SpillwayCommand.execute(
+            new ThreadStarved(), new PrintWriter(out, true), new PrintWriter(err, true));
+
+    assertThat(exit).isEqualTo(1);
+    assertThat(err.toString())
+        .isEqualTo(
+            "Spillway stopped: OutOfMemoryError, unable to create native thread: possibly out of"
+                + " memory or process/resource limits reached.\n");
+  }
+
+  /** A command whose start asks for a thread the system will not give. */
+  @CommandLine.Command(name = "starved")
+  static final class ThreadStarved implements Runnable {
+    @Override
+    public void run() {
+      throw new OutOfMemoryError(
+          "unable to create native thread: possibly out of memory or process/resource limits"
+              + " reached");
+    }
   }
 }
