@@ -33,7 +33,13 @@ public final class SinkSection {
             n.duration("shutdown-grace", base.shutdownGrace()));
     n.finish();
     if (s.retryBackoffMax().compareTo(s.retryBackoff()) < 0) {
-      throw n.error("retry-backoff-max", "must not be shorter than retry-backoff");
+      throw n.has("retry-backoff-max")
+          ? n.error("retry-backoff-max", "must not be shorter than retry-backoff")
+          : n.error(
+              "retry-backoff",
+              "must not be longer than retry-backoff-max, "
+                  + DurationText.format(s.retryBackoffMax())
+                  + " unless set (set that higher too)");
     }
     return s;
   }

@@ -40,6 +40,9 @@ public final class DefinitionsFile {
         throw section.error("file", "must name a file");
       }
       Path path = baseDir.resolve(file.get());
+      if (java.nio.file.Files.isDirectory(path)) {
+        throw section.error("file", "names " + path + ", which is a directory, not a file");
+      }
       if (java.nio.file.Files.isRegularFile(path)) {
         all.addAll(parse(ConfigLoader.readNode(path, file.get())));
       } else if (!fileMayBeMissing) {

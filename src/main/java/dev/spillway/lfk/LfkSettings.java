@@ -4,6 +4,7 @@ import dev.spillway.config.ConfigNode;
 import dev.spillway.config.SinkSection;
 import dev.spillway.sink.SinkSettings;
 import java.time.Duration;
+import java.util.List;
 
 /**
  * How loose-foreign-key cleanup batches and runs, from the {@code loose-foreign-keys:} section.
@@ -72,7 +73,14 @@ public record LfkSettings(
             n.integer("max-attempts", DEFAULT_MAX_ATTEMPTS, 1, 1000),
             n.positiveDuration("consume-after", DEFAULT_CONSUME_AFTER),
             n.positiveDuration("max-runtime-per-run", DEFAULT_MAX_RUNTIME_PER_RUN));
-    SinkSettings sink = SinkSection.from(n.section("sink"), cleanup);
+    ConfigNode sinkSection = n.section("sink");
+    for (String key : List.of("max-attempts", "consume-after", "max-runtime-per-run")) {
+      if (n.has(key) && sinkSection.has(key)) {
+        throw sinkSection.error(
+            key, "is set in " + n.path() + " too; keep one (the two would disagree)");
+      }
+    }
+    SinkSettings sink = SinkSection.from(sinkSection, cleanup);
     return new LfkSettings(
         batchSize, maxWait, deleteLimit, updateLimit, maxDeletes, maxUpdates, sink);
   }

@@ -550,5 +550,9 @@ class ConfigLoaderTest {
     assertThat(error("sink:\n  retry-backoff: 10s\n  retry-backoff-max: 1s\n"))
         .isEqualTo(
             "spillway.yml:3: sink.retry-backoff-max must not be shorter than retry-backoff.");
+    assertThat(error("sink:\n  retry-backoff: 2m\n"))
+        .isEqualTo(
+            "spillway.yml:2: sink.retry-backoff must not be longer than retry-backoff-max, 1m"
+                + " unless set (set that higher too).");
   }
 }

@@ -180,7 +180,8 @@ class DefinitionsFileTest {
   }
 
   @Test
-  void should_reject_a_missing_definitions_file_and_unknown_section_keys(@TempDir Path base) {
+  void should_reject_a_missing_definitions_file_and_unknown_section_keys(@TempDir Path base)
+      throws Exception {
     assertThatThrownBy(
             () ->
                 LfkConfig.from(
@@ -194,6 +195,32 @@ class DefinitionsFileTest {
             "spillway.yml:2: loose-foreign-keys.file names "
                 + base.resolve("nowhere.yml")
                 + ", which does not exist.");
+    java.nio.file.Files.createDirectories(base.resolve("config"));
+    assertThatThrownBy(
+            () ->
+                LfkConfig.from(
+                    ConfigLoader.parse(
+                        "loose-foreign-keys:\n  file: config\n",
+                        "spillway.yml",
+                        base.resolve("spillway.yml"),
+                        base,
+                        n -> null)))
+        .hasMessage(
+            "spillway.yml:2: loose-foreign-keys.file names "
+                + base.resolve("config")
+                + ", which is a directory, not a file.");
+    assertThatThrownBy(
+            () ->
+                LfkConfig.from(
+                    ConfigLoader.parse(
+                        "loose-foreign-keys:\n  max-attempts: 5\n  sink:\n    max-attempts: 3\n",
+                        "spillway.yml",
+                        base.resolve("spillway.yml"),
+                        base,
+                        n -> null)))
+        .hasMessage(
+            "spillway.yml:4: loose-foreign-keys.sink.max-attempts is set in loose-foreign-keys too;"
+                + " keep one (the two would disagree).");
     assertThatThrownBy(
             () ->
                 LfkConfig.from(
