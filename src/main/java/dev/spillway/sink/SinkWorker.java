@@ -1,6 +1,7 @@
 package dev.spillway.sink;
 
 import dev.spillway.health.HealthGate;
+import dev.spillway.support.Backoff;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -64,6 +65,14 @@ final class SinkWorker implements AutoCloseable {
 
     /** The table its head batch last ended paused at: it waits while that one is at STOP. */
     Target waitFor;
+
+    /**
+     * Runs in a row of its head batch that Kafka would not take back (to requeue, delay or
+     * dead-letter it), and when ({@code System.nanoTime()}) the head may run again.
+     */
+    int refusedInARow;
+
+    long notBefore;
 
     /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
     volatile boolean forgotten;
@@ -329,6 +338,18 @@ final class SinkWorker implements AutoCloseable {
       done(c.partition());
       w.busy = false;
       w.waitFor = c.result().commit() ? null : c.result().waitFor();
+      if (!c.result().commit() && c.result().outcome() instanceof Outcome.RetryableFailure) {
+        // Kafka did not take the batch back (a topic it may not write, a record too large): it
+        // runs again, its work redone, only after the retry backoff, doubling while this lasts.
+        w.refusedInARow++;
+        w.notBefore =
+            System.nanoTime()
+                + Backoff.doubling(
+                        settings.retryBackoff(), w.refusedInARow, settings.retryBackoffMax())
+                    .toNanos();
+      } else {
+        w.refusedInARow = 0;
+      }
       if (c.result().commit()) {
         w.pending.pollFirst();
         long next = c.result().record().offset() + 1;
@@ -356,6 +377,9 @@ final class SinkWorker implements AutoCloseable {
       SinkRecord record = toSinkRecord(w.pending.peekFirst());
       if (targetStopped(record) || stopped(w.waitFor)) {
         continue; // stays at the head, its partition paused, until health allows
+      }
+      if (w.refusedInARow > 0 && System.nanoTime() - w.notBefore < 0) {
+        continue;
       }
       w.busy = true;
       TopicPartition tp = e.getKey();

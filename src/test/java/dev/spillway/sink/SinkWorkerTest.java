@@ -345,6 +345,54 @@ class SinkWorkerTest {
     assertThat(runs).containsExactly(0L);
   }
 
+  @Test
+  void should_run_a_batch_kafka_would_not_take_back_again_only_after_the_retry_backoff() {
+    release.countDown();
+    AtomicInteger started = new AtomicInteger();
+    BatchHandler refused =
+        new BatchHandler() {
+          @Override
+          public Optional<Target> target(SinkRecord record) {
+            return Optional.of(new Target("main", TableName.parse("t")));
+          }
+
+          @Override
+          public Outcome execute(SinkRecord record, RunContext context) {
+            started.incrementAndGet();
+            return new Outcome.PermanentFailure(new IllegalArgumentException("bad batch"));
+          }
+        };
+    // The dead-letter topic is one Spillway may not write to.
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    producer.sendException =
+        new org.apache.kafka.common.errors.TopicAuthorizationException(Set.of(TOPIC + ".dlq"));
+    worker = worker(Duration.ofMillis(100), refused, HealthGate.ALWAYS_NORMAL, producer);
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    addBatches(0, 1);
+
+    await()
+        .during(Duration.ofMillis(500)) // half the 1 s backoff
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias("not run again at once, each turn redoing its work")
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == 1;
+            });
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == 2;
+            });
+    assertThat(committed()).isEqualTo(-1);
+  }
+
   /** A worker holding the one partition, Kafka taking no commit. */
   private void startWhileKafkaIsDown() {
     release.countDown();
@@ -397,6 +445,18 @@ class SinkWorkerTest {
   }
 
   private SinkWorker worker(Duration grace, BatchHandler handler, HealthGate gate) {
+    return worker(
+        grace,
+        handler,
+        gate,
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()));
+  }
+
+  private SinkWorker worker(
+      Duration grace,
+      BatchHandler handler,
+      HealthGate gate,
+      MockProducer<byte[], byte[]> producer) {
     SinkSettings settings =
         new SinkSettings(
             1,
@@ -416,8 +476,6 @@ class SinkWorkerTest {
             grace);
     Clock clock = Clock.systemUTC();
     SinkMetrics metrics = new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS);
-    MockProducer<byte[], byte[]> producer =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     UnitOfWork unit =
         new UnitOfWork(
             handler,
