@@ -261,6 +261,10 @@ final class SinkWorker implements AutoCloseable {
       return consumer.position(tp, Duration.ZERO);
     } catch (org.apache.kafka.common.errors.TimeoutException | IllegalStateException unknown) {
       return -1;
+    } catch (WakeupException stopping) {
+      // The stop's wakeup, meant for the poll, came while a look-up asked Kafka: the turn ends
+      // with everything it settled counted and committed, and the loop sees the stop.
+      return -1;
     }
   }
 

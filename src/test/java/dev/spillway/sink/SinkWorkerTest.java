@@ -55,8 +55,19 @@ class SinkWorkerTest {
   private final List<Map<TopicPartition, OffsetAndMetadata>> commitsTried =
       Collections.synchronizedList(new ArrayList<>());
 
+  /** Set for a stop's wakeup to end the next position look-up, as it can a real consumer's. */
+  private final AtomicBoolean wakeupAtPosition = new AtomicBoolean();
+
   private final MockConsumer<byte[], byte[]> consumer =
       new MockConsumer<>("earliest") {
+        @Override
+        public synchronized long position(TopicPartition partition, Duration timeout) {
+          if (wakeupAtPosition.getAndSet(false)) {
+            throw new org.apache.kafka.common.errors.WakeupException();
+          }
+          return super.position(partition, timeout);
+        }
+
         @Override
         public synchronized void commitSync(
             Map<TopicPartition, OffsetAndMetadata> offsets, Duration timeout) {
@@ -391,6 +402,25 @@ class SinkWorkerTest {
               return started.get() == 2;
             });
     assertThat(committed()).isEqualTo(-1);
+  }
+
+  @Test
+  void should_settle_and_commit_what_finished_when_the_stop_wakes_a_position_look_up() {
+    release.countDown();
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    addBatches(0, 1);
+    worker.runOnce();
+    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
+
+    // The last batch in hand settled: its partition's position is looked up as the stop wakes it.
+    wakeupAtPosition.set(true);
+    worker.runOnce();
+
+    assertThat(wakeupAtPosition).as("the look-up was woken").isFalse();
+    assertThat(committed()).isEqualTo(1);
   }
 
   /** A worker holding the one partition, Kafka taking no commit. */
