@@ -61,7 +61,16 @@ final class DelayedReleaser implements AutoCloseable {
   private final Consumer<byte[], byte[]> consumer;
   private final Producer<byte[], byte[]> producer;
   private final String delayedTopic;
-  private final String batchesTopic; // for batches delayed without a return address
+  private final List<String> batchesTopics; // the first for batches without a return address
+  private final TopicCheck topicExists;
+  private final String deadLetterTopic;
+
+  /** Whether Kafka has a topic, asked without creating it. */
+  @FunctionalInterface
+  interface TopicCheck {
+    boolean exists(String topic) throws InterruptedException;
+  }
+
   private final Clock clock;
   private final Duration pollTimeout;
   private final long holdBytes;
@@ -78,14 +87,18 @@ final class DelayedReleaser implements AutoCloseable {
       Consumer<byte[], byte[]> consumer,
       Producer<byte[], byte[]> producer,
       String delayedTopic,
-      String batchesTopic,
+      List<String> batchesTopics,
+      TopicCheck topicExists,
+      String deadLetterTopic,
       Clock clock,
       Duration pollTimeout,
       long holdBytes) {
     this.consumer = consumer;
     this.producer = producer;
     this.delayedTopic = delayedTopic;
-    this.batchesTopic = batchesTopic;
+    this.batchesTopics = List.copyOf(batchesTopics);
+    this.topicExists = topicExists;
+    this.deadLetterTopic = deadLetterTopic;
     this.clock = clock;
     this.pollTimeout = pollTimeout;
     this.holdBytes = holdBytes;
@@ -287,13 +300,42 @@ final class DelayedReleaser implements AutoCloseable {
     return sent;
   }
 
-  private Future<RecordMetadata> send(ConsumerRecord<byte[], byte[]> r) {
+  /**
+   * Sends the batch back to its batches topic, which another instance's configuration may have (one
+   * with a buffer this one lacks, during a rolling change); to the dead letters when Kafka no
+   * longer has that topic (its buffer taken out of the configuration, the topic deleted): sent
+   * there, it would wait each turn for a topic that does not come, or create one no one reads.
+   * Replayed once the topic is back, it runs.
+   */
+  private Future<RecordMetadata> send(ConsumerRecord<byte[], byte[]> r)
+      throws InterruptedException {
     RecordHeaders headers = new RecordHeaders(r.headers().toArray());
     headers.remove(SinkHeaders.CONSUME_AFTER);
     String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
+    String to = back == null ? batchesTopics.get(0) : back;
+    if (batchesTopics.contains(to) || topicExists.exists(to)) {
+      return producer.send(new ProducerRecord<>(to, null, r.key(), r.value(), headers));
+    }
+    String why =
+        "it was delayed to return to "
+            + to
+            + ", a topic Kafka no longer has (its buffer left out of the configuration and the"
+            + " topic deleted?)";
+    log.warn(
+        "Delayed batch {}-{}@{}: {}; it goes to the dead letters",
+        r.topic(),
+        r.partition(),
+        r.offset(),
+        why);
+    long now = clock.millis();
+    SinkHeaders.addFailure(
+        headers,
+        IllegalStateException.class.getName(),
+        why,
+        SinkHeaders.position(r.topic(), r.partition(), r.offset()),
+        now);
     return producer.send(
-        new ProducerRecord<>(
-            back == null ? batchesTopic : back, null, r.key(), r.value(), headers));
+        new ProducerRecord<>(deadLetterTopic, null, now, r.key(), r.value(), headers));
   }
 
   /**

@@ -145,7 +145,9 @@ public final class Sink implements AutoCloseable {
             consumer(w, topics.delayGroup(pipeline), 500),
             producer,
             topics.delayed(pipeline),
-            batchesTopic,
+            names,
+            topic -> TopicProvisioner.exists(w.bootstrapServers(), w.kafkaProperties(), topic),
+            topics.dlq(pipeline),
             w.clock(),
             Duration.ofMillis(200),
             DelayedReleaser.DEFAULT_HOLD_BYTES);

@@ -44,7 +44,15 @@ class DelayedReleaserTest {
   private DelayedReleaser releaser(MockConsumer<byte[], byte[]> c, long holdBytes) {
     DelayedReleaser r =
         new DelayedReleaser(
-            c, producer, TP.topic(), "t.batches", clock, Duration.ofMillis(10), holdBytes);
+            c,
+            producer,
+            TP.topic(),
+            List.of("t.batches", "t.other.batches"),
+            topic -> topic.equals("t.elsewhere.batches"),
+            "t.dlq",
+            clock,
+            Duration.ofMillis(10),
+            holdBytes);
     c.rebalance(List.of(TP));
     c.updateBeginningOffsets(Map.of(TP, 0L));
     return r;
@@ -52,8 +60,16 @@ class DelayedReleaserTest {
 
   /** A batch at {@code offset} due {@code in} from the start of the test. */
   private void delayed(long offset, Duration in) {
+    delayed(offset, in, null);
+  }
+
+  /** The same, returning to {@code batchesTopic} (null: none named). */
+  private void delayed(long offset, Duration in, String batchesTopic) {
     RecordHeaders headers = new RecordHeaders();
     headers.add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(NOW.plus(in).toEpochMilli()));
+    if (batchesTopic != null) {
+      headers.add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(batchesTopic));
+    }
     consumer.addRecord(
         new ConsumerRecord<>(
             TP.topic(),
@@ -101,6 +117,33 @@ class DelayedReleaserTest {
     assertThat(producer.history()).extracting(ProducerRecord::topic).containsOnly("t.batches");
     assertThat(committed().offset()).isEqualTo(3);
     assertThat(releaser.waiting()).isZero();
+  }
+
+  @Test
+  void should_dead_letter_a_batch_whose_batches_topic_kafka_no_longer_has() throws Exception {
+    delayed(0, Duration.ZERO, "t.other.batches");
+    delayed(1, Duration.ZERO, "t.gone.batches");
+    delayed(2, Duration.ZERO, null);
+    delayed(3, Duration.ZERO, "t.elsewhere.batches"); // another instance's buffer
+
+    assertThat(releaser.runOnce()).isEqualTo(4);
+
+    assertThat(producer.history())
+        .extracting(r -> r.topic() + ": " + new String(r.value()))
+        .containsExactly(
+            "t.other.batches: batch 0",
+            "t.dlq: batch 1",
+            "t.batches: batch 2",
+            "t.elsewhere.batches: batch 3");
+    ProducerRecord<byte[], byte[]> letter = producer.history().get(1);
+    assertThat(SinkHeaders.text(letter.headers(), SinkHeaders.ERROR_MESSAGE))
+        .isEqualTo(
+            "it was delayed to return to t.gone.batches, a topic Kafka no longer has (its buffer"
+                + " left out of the configuration and the topic deleted?)");
+    assertThat(SinkHeaders.text(letter.headers(), SinkHeaders.BATCHES_TOPIC))
+        .as("where a replay hands it")
+        .isEqualTo("t.gone.batches");
+    assertThat(committed().offset()).isEqualTo(4);
   }
 
   @Test
@@ -231,7 +274,15 @@ class DelayedReleaserTest {
     consumer = new MockConsumer<>("earliest");
     releaser =
         new DelayedReleaser(
-            consumer, flaky, TP.topic(), "t.batches", clock, Duration.ofMillis(10), 1L << 20);
+            consumer,
+            flaky,
+            TP.topic(),
+            List.of("t.batches"),
+            topic -> false,
+            "t.dlq",
+            clock,
+            Duration.ofMillis(10),
+            1L << 20);
     consumer.rebalance(List.of(TP));
     consumer.updateBeginningOffsets(Map.of(TP, 0L));
     delayed(0, Duration.ZERO);
