@@ -178,7 +178,21 @@ public final class DeadLetterReplay {
     if (source == null) {
       return Letter.left(position, failedAt, error, "it names no source");
     }
-    if (sourceTopic == null || !batches.isBatchesTopic().test(sourceTopic)) {
+    // A batch dead-lettered on its way back from the delay topic names the topic it returns to.
+    String returnTopic = header(r, SinkHeaders.BATCHES_TOPIC);
+    String batchesTopic = returnTopic != null ? returnTopic : sourceTopic;
+    if (batchesTopic != null
+        && !batches.isBatchesTopic().test(batchesTopic)
+        && (returnTopic != null || batchesTopic.endsWith(BATCHES_SUFFIX))) {
+      return Letter.left(
+          position,
+          failedAt,
+          error,
+          "its batches topic "
+              + batchesTopic
+              + " is not one of this configuration's (its buffer left out of it?)");
+    }
+    if (batchesTopic == null || !batches.isBatchesTopic().test(batchesTopic)) {
       // A record read before batching, or a change capture could not publish (a row too large).
       return Letter.left(
           position, failedAt, error, "not a batch: it failed on " + source + ", before batching");
@@ -210,11 +224,14 @@ public final class DeadLetterReplay {
         error,
         batch.entity(),
         batch.size(),
-        skip ? null : sourceTopic,
+        skip ? null : batchesTopic,
         fate,
         null,
         skip ? before : null);
   }
+
+  /** How every batches topic's name ends ({@code Topics}), a capture topic's never. */
+  private static final String BATCHES_SUFFIX = ".batches";
 
   /** The topic of a topic-partition@offset position; null when it is not one. */
   static String topicOf(String position) {

@@ -82,7 +82,19 @@ class DeadLetterReplayIT {
   private void deadLetter(
       int partition, Duration age, Duration recordAge, String source, String key, byte[] value)
       throws Exception {
-    RecordHeaders h = new RecordHeaders();
+    deadLetter(partition, age, recordAge, source, key, value, new RecordHeaders());
+  }
+
+  /** The same, with these headers too. */
+  private void deadLetter(
+      int partition,
+      Duration age,
+      Duration recordAge,
+      String source,
+      String key,
+      byte[] value,
+      RecordHeaders h)
+      throws Exception {
     h.add("trace", "kept".getBytes());
     SinkHeaders.addFailure(
         h,
@@ -171,6 +183,41 @@ class DeadLetterReplayIT {
         .isEqualTo(dlq + "-0@1");
     // Nothing more: the dry run sent nothing, the old and the other table's batch stayed.
     assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  @Test
+  void should_send_a_letter_dead_lettered_from_the_delay_topic_to_the_topic_it_returns_to()
+      throws Exception {
+    String batches = topics.cleanupBatches();
+    String delayed = topics.delayed(Pipeline.LFK);
+    Duration age = Duration.ofMinutes(1);
+    RecordHeaders back = new RecordHeaders();
+    back.add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(batches));
+    deadLetter(0, age, age, delayed + "-0@3", "projects", batch("projects", "4"), back);
+    RecordHeaders gone = new RecordHeaders();
+    String goneTopic = topics.bufferBatches("removed");
+    gone.add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(goneTopic));
+    deadLetter(0, age, age, delayed + "-0@4", "projects", batch("projects", "5"), gone);
+    deadLetter(0, age, age, goneTopic + "-1@7", "projects", batch("projects", "6"));
+
+    List<Letter> letters = replay(null, null, false);
+
+    String dlq = topics.dlq(Pipeline.LFK);
+    String left =
+        "its batches topic "
+            + goneTopic
+            + " is not one of this configuration's (its"
+            + " buffer left out of it?)";
+    assertThat(letters)
+        .extracting(Letter::position, Letter::fate, Letter::sentTo, Letter::left)
+        .containsExactly(
+            tuple(dlq + "-0@0", Fate.REPLAYED, batches, null),
+            tuple(dlq + "-0@1", Fate.LEFT, null, left),
+            tuple(dlq + "-0@2", Fate.LEFT, null, left));
+    List<ConsumerRecord<byte[], byte[]>> sent =
+        TopicReader.readUntil(bootstrap, batches, r -> !r.isEmpty(), TIMEOUT);
+    assertThat(sent).hasSize(1);
+    assertThat(EventSerdes.decodeCleanupBatch(sent.get(0).value()).ids()).containsExactly("4");
   }
 
   @Test
