@@ -68,7 +68,12 @@ public final class WorkingDirectory implements AutoCloseable {
     Files.move(tmp, root.resolve(RUNTIME_FILE), StandardCopyOption.REPLACE_EXISTING);
   }
 
-  /** What a running process published in {@code root}, if one is running there. */
+  /**
+   * What a running process published in {@code root}, if one is running there: its pid is alive and
+   * the directory's lock is held. A file left by a process killed outright names a pid that another
+   * process may have since (after a reboot; in a container, where every command's JVM is pid 1), so
+   * the lock decides.
+   */
   public static Optional<RuntimeInfo> running(Path root) {
     Path file = root.resolve(RUNTIME_FILE);
     if (!Files.exists(file)) {
@@ -77,9 +82,25 @@ public final class WorkingDirectory implements AutoCloseable {
     try {
       RuntimeInfo info = JSON.readValue(file.toFile(), RuntimeInfo.class);
       boolean alive = ProcessHandle.of(info.pid()).map(ProcessHandle::isAlive).orElse(false);
-      return alive ? Optional.of(info) : Optional.empty();
+      return alive && locked(root) ? Optional.of(info) : Optional.empty();
     } catch (IOException e) {
       return Optional.empty();
+    }
+  }
+
+  /** Whether a process, this one included, holds the directory's lock. */
+  private static boolean locked(Path root) throws IOException {
+    try (FileChannel channel = FileChannel.open(root.resolve("lock"), StandardOpenOption.WRITE)) {
+      FileLock probe = channel.tryLock();
+      if (probe == null) {
+        return true; // another process's
+      }
+      probe.release();
+      return false;
+    } catch (OverlappingFileLockException e) {
+      return true; // this process's own
+    } catch (java.nio.file.NoSuchFileException e) {
+      return false;
     }
   }
 

@@ -1,0 +1,40 @@
+package dev.spillway.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class WorkingDirectoryTest {
+  /** As a process would publish itself: this JVM's pid, which is alive. */
+  private static final RuntimeInfo INFO =
+      new RuntimeInfo(ProcessHandle.current().pid(), 8088, "localhost:9092", Map.of());
+
+  @Test
+  void should_find_a_process_that_holds_the_directory() throws Exception {
+    try (WorkingDirectory dir = WorkingDirectory.acquire(tmp.resolve("wd"))) {
+      dir.publish(INFO);
+
+      assertThat(WorkingDirectory.running(dir.root())).hasValue(INFO);
+    }
+    assertThat(WorkingDirectory.running(tmp.resolve("wd"))).as("gone with it").isEmpty();
+  }
+
+  @Test
+  void should_not_take_a_live_pid_for_the_process_a_file_left_behind_names() throws Exception {
+    Path root = tmp.resolve("wd");
+    try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
+      dir.publish(INFO);
+      Files.copy(root.resolve("runtime.json"), tmp.resolve("left.json"));
+    }
+    // Killed outright: the lock went with the process, the file stayed, and its pid is another's.
+    Files.copy(tmp.resolve("left.json"), root.resolve("runtime.json"));
+
+    assertThat(WorkingDirectory.running(root)).isEmpty();
+  }
+
+  @TempDir Path tmp;
+}
