@@ -42,6 +42,8 @@ public final class BuffersSection {
     ConfigNode section = config.pipelineSection("buffers");
     List<BufferSettings> out = new ArrayList<>();
     Map<TableName, String> tables = new HashMap<>();
+    // Kafka takes '.' and '_' in topic names as one: orders.eu's topics and orders_eu's collide.
+    Map<String, String> kafkaNames = new HashMap<>();
     for (String name : section.keys()) {
       ConfigNode n =
           section
@@ -71,6 +73,14 @@ public final class BuffersSection {
                 + " characters, where Kafka takes at most "
                 + Topics.MAX_NAME_LENGTH
                 + "; shorten the buffer's name");
+      }
+      String clash = kafkaNames.putIfAbsent(name.replace('.', '_'), name);
+      if (clash != null) {
+        throw section.error(
+            name,
+            "would give the buffer Kafka topics that collide with buffer "
+                + clash
+                + "'s (Kafka takes '.' and '_' as one in topic names); name the buffer otherwise");
       }
       BufferSettings b = buffer(name, n, config);
       String other = tables.putIfAbsent(b.table(), name);

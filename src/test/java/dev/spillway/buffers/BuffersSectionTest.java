@@ -376,6 +376,12 @@ class BuffersSectionTest {
         "buffers:\n  e v:\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:2: buffers.e v is not a usable buffer name (letters, digits, '.', '_', '-').");
     refused(
+        "buffers:\n  orders.eu:\n    table: orders_a\n    handler: { sql: \"SELECT :ids\" }\n"
+            + "  orders_eu:\n    table: orders_b\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:5: buffers.orders_eu would give the buffer Kafka topics that collide with"
+            + " buffer orders.eu's (Kafka takes '.' and '_' as one in topic names); name the buffer"
+            + " otherwise.");
+    refused(
         "buffers:\n  events:\n    database: ci\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.database names database 'ci', which is not configured"
             + " (known: main).");
