@@ -51,7 +51,8 @@ public final class StreamsApp implements AutoCloseable {
    * @param tick how often the topology's wall-clock punctuators run; the thread waits for input no
    *     longer than that (Kafka Streams' {@code poll.ms}, 100 ms unless shorter), as a punctuator
    *     cannot run while it waits
-   * @throws IllegalStateException when it does not reach RUNNING within a minute
+   * @throws IllegalStateException when it fails before it runs, saying why, or does not reach
+   *     RUNNING within a minute
    */
   public static StreamsApp start(
       String applicationId,
@@ -74,10 +75,12 @@ public final class StreamsApp implements AutoCloseable {
             replicationFactor);
     KafkaStreams streams = new KafkaStreams(topology, p);
     StreamsApp app = new StreamsApp(applicationId, streams);
-    CountDownLatch running = new CountDownLatch(1);
+    CountDownLatch running = new CountDownLatch(1); // or failed: no use waiting on
     streams.setStateListener(
         (now, before) -> {
-          if (now == KafkaStreams.State.RUNNING) {
+          if (now == KafkaStreams.State.RUNNING
+              || now == KafkaStreams.State.PENDING_ERROR
+              || now == KafkaStreams.State.ERROR) {
             running.countDown();
           }
           if (now == KafkaStreams.State.ERROR && app.failure == null) {
@@ -103,7 +106,13 @@ public final class StreamsApp implements AutoCloseable {
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
           }
           log.error("Streams application {} failed", applicationId, e);
-          app.failure = "Streams application " + applicationId + " failed: " + e.getMessage();
+          Throwable root = Causes.root(e);
+          app.failure =
+              "Streams application "
+                  + applicationId
+                  + " failed: "
+                  + e.getMessage()
+                  + (root == e || root.getMessage() == null ? "" : " (" + root.getMessage() + ")");
           return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
     streams.start();
@@ -111,6 +120,10 @@ public final class StreamsApp implements AutoCloseable {
       app.close();
       throw new IllegalStateException(
           "Streams application " + applicationId + " did not start within " + START_TIMEOUT);
+    }
+    if (app.failure != null) { // failed while it started: a changelog it may not create, say
+      app.close();
+      throw new IllegalStateException(app.failure);
     }
     log.info("Streams application {} running", applicationId);
     return app;
