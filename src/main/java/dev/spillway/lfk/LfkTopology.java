@@ -57,6 +57,9 @@ public final class LfkTopology {
             new Batcher(
                 PENDING_STORE,
                 settings.batchSize(),
+                // A batch's ids take up to twice the bytes of its deleted records (a bytea key's
+                // hex text), and must fit one Kafka record too.
+                Batcher.MAX_BATCH_BYTES / 2,
                 settings.maxWait(),
                 Batcher.BatchBuilder.keepingKey(LfkTopology::toBatch)),
         CHECK);

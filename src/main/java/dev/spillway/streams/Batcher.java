@@ -77,7 +77,8 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
   /**
    * A batcher whose batches carry at most {@code maxBytes} bytes of values (one value alone more).
    */
-  Batcher(String storeName, int maxSize, long maxBytes, Duration maxWait, BatchBuilder toBatch) {
+  public Batcher(
+      String storeName, int maxSize, long maxBytes, Duration maxWait, BatchBuilder toBatch) {
     this.storeName = storeName;
     this.maxSize = maxSize;
     this.maxBytes = maxBytes;

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.spillway.event.CleanupBatch;
 import dev.spillway.event.DeletedRecord;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.KafkaClients;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
@@ -103,6 +104,37 @@ class LfkTopologyTest {
     deleted(PROJECTS, 6L, 70);
     // The next batch of the same parent gets the next key, so it may land on another partition.
     assertThat(batches()).containsExactly("public.projects#1=public.projects [4, 5, 6] @50");
+  }
+
+  @Test
+  void should_keep_each_batch_of_long_bytea_keys_within_a_kafka_record() {
+    driver.close();
+    LfkSettings unlimited =
+        new LfkSettings(
+            100_000, Duration.ofSeconds(2), 1000, 500, 100_000, 50_000, SinkSettings.defaults());
+    Properties p = new Properties();
+    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "lfk-topology-test-bytea");
+    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
+    driver = new TopologyTestDriver(LfkTopology.build(TOPICS, unlimited, () -> {}), p);
+    in =
+        driver.createInputTopic(
+            TOPICS.deletedRecords(), new StringSerializer(), new ByteArraySerializer());
+    out =
+        driver.createOutputTopic(
+            TOPICS.cleanupBatches(), new StringDeserializer(), new ByteArrayDeserializer());
+    // A bytea key's id is its hex text: twice its bytes in the batch, against once in the record.
+    for (int i = 0; i < 2_000; i++) {
+      byte[] key = new byte[1_000];
+      java.nio.ByteBuffer.wrap(key).putInt(i);
+      deleted(PROJECTS, key, i);
+    }
+    driver.advanceWallClockTime(Duration.ofSeconds(3));
+
+    List<byte[]> values = out.readValuesToList();
+    assertThat(values)
+        .allSatisfy(v -> assertThat(v.length).isLessThanOrEqualTo(KafkaClients.MAX_VALUE_BYTES));
+    assertThat(values.stream().mapToInt(v -> EventSerdes.decodeCleanupBatch(v).ids().size()).sum())
+        .isEqualTo(2_000);
   }
 
   @Test
