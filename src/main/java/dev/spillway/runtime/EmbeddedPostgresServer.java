@@ -46,21 +46,35 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
    * running on that data was left by a process that ended without stopping it, and is stopped
    * first.
    *
+   * <p>What the server and its tools say goes to {@code dir}/server.log; when it does not start,
+   * the exception ends with the last of it, and a server left starting is stopped.
+   *
    * @param port the TCP port, or 0 for a free one
    */
   public static EmbeddedPostgresServer start(Path dir, int port, Collection<String> databases)
       throws IOException {
+    return start(dir, port, databases, STARTUP_WAIT);
+  }
+
+  /** How long a start waits for the server to take connections (crash recovery included). */
+  static final Duration STARTUP_WAIT = Duration.ofSeconds(60);
+
+  static EmbeddedPostgresServer start(
+      Path dir, int port, Collection<String> databases, Duration startupWait) throws IOException {
     Path data = dir.resolve("data");
     Path binaries = dir.resolve("binaries");
     Files.createDirectories(dir);
     stopLeftRunning(data);
+    ProcessBuilder.Redirect said = ProcessBuilder.Redirect.appendTo(dir.resolve(LOG).toFile());
     EmbeddedPostgres.Builder builder =
         EmbeddedPostgres.builder()
             .setDataDirectory(data)
             .setCleanDataDirectory(false)
             .setOverrideWorkingDirectory(binaries.toFile())
             .setRegisterShutdownHook(false)
-            .setPGStartupWait(Duration.ofSeconds(60))
+            .setOutputRedirector(said)
+            .setErrorRedirector(said)
+            .setPGStartupWait(startupWait)
             .setServerConfig("wal_level", "logical")
             .setServerConfig("max_wal_senders", "64")
             .setServerConfig("max_replication_slots", "64")
@@ -74,7 +88,23 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     if (port != 0) {
       builder.setPort(port);
     }
-    EmbeddedPostgres postgres = builder.start();
+    EmbeddedPostgres postgres;
+    try {
+      postgres = builder.start();
+    } catch (IOException | RuntimeException e) {
+      try {
+        stopLeftRunning(data); // one still recovering when the wait ended, say
+      } catch (IOException left) {
+        e.addSuppressed(left);
+      }
+      throw new IOException(
+          "The embedded PostgreSQL in "
+              + dir
+              + " did not start: "
+              + e.getMessage()
+              + lastWords(dir),
+          e);
+    }
     EmbeddedPostgresServer server = new EmbeddedPostgresServer(postgres);
     try {
       server.createMissing(databases);
@@ -85,6 +115,45 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     log.info("Embedded PostgreSQL on port {} (data in {})", postgres.getPort(), data);
     return server;
   }
+
+  /** Where the server and its tools write what they say. */
+  static final String LOG = "server.log";
+
+  /**
+   * What the server's log says of the last start: the server's own messages since {@code pg_ctl}
+   * began it (the last five), else the log's last three lines; nothing when the log is empty.
+   */
+  private static String lastWords(Path dir) {
+    List<String> lines;
+    try {
+      lines = Files.readAllLines(dir.resolve(LOG)).stream().filter(l -> !l.isBlank()).toList();
+    } catch (IOException e) {
+      return "";
+    }
+    int start = 0;
+    for (int i = 0; i < lines.size(); i++) {
+      if (lines.get(i).contains("waiting for server to start")) {
+        start = i;
+      }
+    }
+    List<String> server =
+        lines.subList(start, lines.size()).stream()
+            .filter(l -> SERVER_MESSAGE.matcher(l).find())
+            .toList();
+    List<String> shown = server.isEmpty() ? lines : server;
+    if (shown.isEmpty()) {
+      return "";
+    }
+    int keep = server.isEmpty() ? 3 : 5;
+    return "; "
+        + dir.resolve(LOG)
+        + " says: "
+        + String.join(" | ", shown.subList(Math.max(0, shown.size() - keep), shown.size()));
+  }
+
+  /** A line the server logged of its own, at a level saying something may be wrong. */
+  private static final java.util.regex.Pattern SERVER_MESSAGE =
+      java.util.regex.Pattern.compile("\\b(LOG|WARNING|ERROR|FATAL|PANIC):");
 
   /**
    * Stops the server a killed process (SIGKILL, out of memory) left running on {@code data}: the

@@ -1,0 +1,39 @@
+package dev.spillway.runtime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.time.Duration;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Starting the embedded PostgreSQL on data of its own. */
+class EmbeddedPostgresServerIT {
+  @TempDir Path dir;
+
+  @Test
+  void should_say_what_the_server_said_when_it_does_not_start_and_leave_nothing_running()
+      throws Exception {
+    Path postgres = dir.resolve("postgres");
+    EmbeddedPostgresServer.start(postgres, 0, List.of()).close();
+    // A setting the server cannot read: it refuses to start.
+    Files.writeString(
+        postgres.resolve("data").resolve("postgresql.conf"),
+        "\nshared_buffers = lots\n",
+        StandardOpenOption.APPEND);
+
+    assertThatThrownBy(
+            () -> EmbeddedPostgresServer.start(postgres, 0, List.of(), Duration.ofSeconds(5)))
+        .isInstanceOf(IOException.class)
+        .hasMessageStartingWith("The embedded PostgreSQL in " + postgres + " did not start: ")
+        .hasMessageContaining(postgres.resolve("server.log") + " says: ")
+        .hasMessageContaining("shared_buffers")
+        .hasMessageContaining("lots");
+    assertThat(EmbeddedPostgresServer.serverOf(postgres.resolve("data"))).isEmpty();
+  }
+}
