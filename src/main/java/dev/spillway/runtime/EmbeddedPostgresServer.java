@@ -35,9 +35,36 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
   private static final Duration LEFT_RUNNING_STOP = Duration.ofSeconds(60);
 
   private final EmbeddedPostgres postgres;
+  private final Path dir;
 
-  private EmbeddedPostgresServer(EmbeddedPostgres postgres) {
+  /**
+   * The server's process, watched for an exit no stop asked for; null when it could not be read.
+   */
+  private final ProcessHandle process;
+
+  private volatile boolean closing;
+
+  private EmbeddedPostgresServer(EmbeddedPostgres postgres, Path dir) throws IOException {
     this.postgres = postgres;
+    this.dir = dir;
+    this.process = serverOf(dir.resolve("data")).orElse(null);
+  }
+
+  /**
+   * Why the server no longer runs, when it ended without being stopped (killed, or unable to go on:
+   * a full disk it could not recover from): nothing of Spillway's works without it, and only a new
+   * start brings it back.
+   */
+  public Optional<String> failure() {
+    if (closing || process == null || process.isAlive()) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        "the embedded PostgreSQL (pid "
+            + process.pid()
+            + ") exited; "
+            + dir.resolve(LOG)
+            + " says why");
   }
 
   /**
@@ -105,7 +132,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
               + lastWords(dir),
           e);
     }
-    EmbeddedPostgresServer server = new EmbeddedPostgresServer(postgres);
+    EmbeddedPostgresServer server = new EmbeddedPostgresServer(postgres, dir);
     try {
       server.createMissing(databases);
     } catch (SQLException e) {
@@ -267,6 +294,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
 
   @Override
   public void close() throws IOException {
+    closing = true;
     postgres.close();
     log.info("Embedded PostgreSQL stopped");
   }

@@ -98,6 +98,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   private HttpEndpoint http;
   private volatile ConsumerLagGauges lagGauges;
   private volatile Capture capture;
+  private volatile EmbeddedPostgresServer embeddedPostgres;
   private HealthMonitor health;
   private final Map<String, LatencyWindow> latency = new java.util.concurrent.ConcurrentHashMap<>();
   private final Map<Pipeline, Sink> sinks = new java.util.concurrent.ConcurrentHashMap<>();
@@ -150,6 +151,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       List<String> names = new ArrayList<>(List.of(MAIN));
       extraEmbeddedDatabases.stream().filter(n -> !names.contains(n)).forEach(names::add);
       EmbeddedPostgresServer postgres = startPostgres(names);
+      embeddedPostgres = postgres;
       for (String name : names) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -402,6 +404,9 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /** Why a part stopped on its own, if one did; the process should then exit with 1. */
   public Optional<String> failure() {
+    if (embeddedPostgres != null && embeddedPostgres.failure().isPresent()) {
+      return embeddedPostgres.failure();
+    }
     if (capture != null && capture.failure().isPresent()) {
       return capture.failure();
     }

@@ -96,4 +96,33 @@ class RuntimeStatusIT {
       }
     }
   }
+
+  @Test
+  void should_fail_when_the_embedded_postgresql_exits_without_being_stopped(@TempDir Path dir)
+      throws Exception {
+    SpillwayConfig config =
+        ConfigLoader.parse("http:\n  port: 0\n", "test.yml", null, dir, n -> null);
+    try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
+      assertThat(runtime.failure()).isEmpty();
+      ProcessHandle server =
+          EmbeddedPostgresServer.serverOf(config.workingDir().resolve("postgres").resolve("data"))
+              .orElseThrow();
+
+      // Ended from outside, as by an operator or after a failure it cannot recover from.
+      new ProcessBuilder("kill", "-INT", Long.toString(server.pid())).start().waitFor();
+      server.onExit().get(60, java.util.concurrent.TimeUnit.SECONDS);
+
+      await()
+          .atMost(Duration.ofSeconds(10))
+          .untilAsserted(
+              () ->
+                  assertThat(runtime.failure())
+                      .hasValue(
+                          "the embedded PostgreSQL (pid "
+                              + server.pid()
+                              + ") exited; "
+                              + config.workingDir().resolve("postgres").resolve("server.log")
+                              + " says why"));
+    }
+  }
 }
