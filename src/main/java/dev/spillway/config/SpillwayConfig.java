@@ -136,6 +136,8 @@ public record SpillwayConfig(
         pipelineSections);
   }
 
+  private static final String UNUSABLE_IN_WORKING_DIR = ",\"$`\\";
+
   private static Path workingDir(ConfigNode root, Path baseDir) {
     String dir = root.string("working-dir", DEFAULT_WORKING_DIR);
     if (dir.isBlank()) {
@@ -146,6 +148,20 @@ public record SpillwayConfig(
       resolved = baseDir.toAbsolutePath().resolve(dir).normalize();
     } catch (InvalidPathException e) {
       throw root.error("working-dir", "is not a valid path (" + e.getReason() + ")");
+    }
+    // The embedded broker reads a ',' in its log directory as two directories, and the embedded
+    // PostgreSQL's start goes through a shell line that quotes its paths in double quotes.
+    for (char c : UNUSABLE_IN_WORKING_DIR.toCharArray()) {
+      if (resolved.toString().indexOf(c) >= 0) {
+        throw root.error(
+            "working-dir",
+            "names "
+                + resolved
+                + ", whose '"
+                + c
+                + "' the embedded Kafka broker or PostgreSQL cannot take in a path; set"
+                + " working-dir to a path without one");
+      }
     }
     // What exists of it must be directories: a start would fail making it, after reading this.
     for (Path p = resolved; p != null; p = p.getParent()) {

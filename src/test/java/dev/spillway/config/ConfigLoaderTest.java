@@ -444,6 +444,23 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_working_dir_the_embedded_servers_cannot_take(@TempDir Path dir)
+      throws Exception {
+    Path file = dir.resolve("spillway.yml");
+    Files.writeString(file, "working-dir: \"clients,old/state\"\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(
+            file
+                + ":1: working-dir names "
+                + dir.resolve("clients,old/state")
+                + ", whose ',' the embedded Kafka broker or PostgreSQL cannot take in a path; set"
+                + " working-dir to a path without one.");
+    Files.writeString(file, "working-dir: \"a$b\"\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV)).hasMessageContaining("whose '$'");
+  }
+
+  @Test
   void should_refuse_a_working_dir_that_is_a_file_or_lies_under_one(@TempDir Path dir)
       throws Exception {
     Path file = dir.resolve("spillway.yml");
