@@ -66,6 +66,8 @@ public final class Databases implements AutoCloseable {
     ds.setConnectTimeout(MONITOR_CONNECT_SECONDS);
     ds.setLoginTimeout(MONITOR_CONNECT_SECONDS);
     ds.setSocketTimeout(MONITOR_READ_SECONDS);
+    ds.setSocketFactory(KeepaliveSocketFactory.class.getName());
+    ds.setTcpKeepAlive(true); // else the driver turns the factory's keepalive off
     return ds;
   }
 
@@ -78,6 +80,9 @@ public final class Databases implements AutoCloseable {
     c.setMaximumPoolSize(e.poolSize());
     c.setMinimumIdle(1);
     c.addDataSourceProperty("ApplicationName", "spillway");
+    // A server that vanishes mid-statement is noticed within about 25 s (KeepaliveSocketFactory).
+    c.addDataSourceProperty("socketFactory", KeepaliveSocketFactory.class.getName());
+    c.addDataSourceProperty("tcpKeepAlive", "true"); // else the driver turns keepalive off
     if (!e.lockTimeout().isZero()) {
       // Every statement of Spillway's gives up a lock wait after this (SQLSTATE 55P03): the sink
       // ends such a run unfinished and puts its batch back, behind other work.

@@ -1,11 +1,18 @@
 package dev.spillway.jdbc;
 
 import static dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.spillway.testing.EmbeddedInfra;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.ServerSocket;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.Statement;
 import java.util.List;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
 /** A database Spillway cannot reach is named, with what the driver could not do. */
@@ -42,5 +49,52 @@ class DatabasesIT {
               "Spillway cannot connect to database ci (no-such-host.invalid:5432/builds): The connection"
                   + " attempt failed: unknown host no-such-host.invalid");
     }
+  }
+
+  @Test
+  void should_probe_the_server_of_every_connection_it_opens_within_seconds() throws Exception {
+    assumeTrue(runs("ss", "-V"), "ss (iproute2) shows a socket's keepalive timer");
+    try (Databases databases = EmbeddedInfra.get().databases("keepalive")) {
+      for (DataSource ds :
+          List.of(databases.dataSource("keepalive"), databases.unpooledSource("keepalive"))) {
+        try (Connection c = ds.getConnection();
+            Statement s = c.createStatement();
+            ResultSet rs =
+                s.executeQuery(
+                    "SELECT client_port FROM pg_stat_activity WHERE pid = pg_backend_pid()")) {
+          rs.next();
+          int port = rs.getInt(1);
+          // The connection's own socket, by its local port: a keepalive timer of at most 10 s.
+          String socket = output("ss", "-tnoH", "state", "established", "sport = :" + port);
+          assertThat(socket).containsPattern("timer:\\(keepalive,[0-9.]+(ms|sec),0\\)");
+          assertThat(keepaliveSeconds(socket)).isLessThanOrEqualTo(10.0);
+        }
+      }
+    }
+  }
+
+  /** The seconds left on the keepalive timer {@code ss} shows. */
+  private static double keepaliveSeconds(String ss) {
+    java.util.regex.Matcher m =
+        java.util.regex.Pattern.compile("keepalive,([0-9.]+)(ms|sec)").matcher(ss);
+    assertThat(m.find()).isTrue();
+    double value = Double.parseDouble(m.group(1));
+    // ss writes seconds as "9.988ms" on some versions ("sec" on others): below 60, seconds.
+    return m.group(2).equals("ms") && value > 60 ? value / 1000 : value;
+  }
+
+  private static boolean runs(String... command) {
+    try {
+      return new ProcessBuilder(command).redirectErrorStream(true).start().waitFor() == 0;
+    } catch (java.io.IOException | InterruptedException e) {
+      return false;
+    }
+  }
+
+  private static String output(String... command) throws Exception {
+    Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes());
+    p.waitFor();
+    return out;
   }
 }

@@ -1,0 +1,75 @@
+package dev.spillway.jdbc;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.Socket;
+import java.net.SocketOption;
+import javax.net.SocketFactory;
+import jdk.net.ExtendedSocketOptions;
+
+/**
+ * The sockets of Spillway's database connections: TCP keepalive probes after {@value #IDLE_SECONDS}
+ * s of silence, every {@value #INTERVAL_SECONDS} s, given up after {@value #COUNT} unanswered. A
+ * server that vanishes while a statement waits for its answer (a host gone in a failover, a network
+ * cut) is noticed within about 25 s, and the statement fails as a lost connection, which the sink
+ * retries; without them the statement would wait for the system's keepalive (two hours by default),
+ * or for ever, holding its worker. A live server answers the probes while it runs a long statement,
+ * which no probe cuts short. The driver names this class in its {@code socketFactory} setting.
+ */
+public final class KeepaliveSocketFactory extends SocketFactory {
+  static final int IDLE_SECONDS = 10;
+  static final int INTERVAL_SECONDS = 5;
+  static final int COUNT = 3;
+
+  @Override
+  public Socket createSocket() throws IOException {
+    return withKeepalive(new Socket());
+  }
+
+  @Override
+  public Socket createSocket(String host, int port) throws IOException {
+    Socket s = createSocket();
+    s.connect(new java.net.InetSocketAddress(host, port));
+    return s;
+  }
+
+  @Override
+  public Socket createSocket(String host, int port, InetAddress localHost, int localPort)
+      throws IOException {
+    Socket s = createSocket();
+    s.bind(new java.net.InetSocketAddress(localHost, localPort));
+    s.connect(new java.net.InetSocketAddress(host, port));
+    return s;
+  }
+
+  @Override
+  public Socket createSocket(InetAddress host, int port) throws IOException {
+    Socket s = createSocket();
+    s.connect(new java.net.InetSocketAddress(host, port));
+    return s;
+  }
+
+  @Override
+  public Socket createSocket(InetAddress address, int port, InetAddress localAddress, int localPort)
+      throws IOException {
+    Socket s = createSocket();
+    s.bind(new java.net.InetSocketAddress(localAddress, localPort));
+    s.connect(new java.net.InetSocketAddress(address, port));
+    return s;
+  }
+
+  /** Turns keepalive on, with Spillway's timing where the system lets a socket have its own. */
+  static Socket withKeepalive(Socket s) throws IOException {
+    s.setKeepAlive(true);
+    set(s, ExtendedSocketOptions.TCP_KEEPIDLE, IDLE_SECONDS);
+    set(s, ExtendedSocketOptions.TCP_KEEPINTERVAL, INTERVAL_SECONDS);
+    set(s, ExtendedSocketOptions.TCP_KEEPCOUNT, COUNT);
+    return s;
+  }
+
+  private static void set(Socket s, SocketOption<Integer> option, int value) throws IOException {
+    if (s.supportedOptions().contains(option)) {
+      s.setOption(option, value);
+    }
+  }
+}
