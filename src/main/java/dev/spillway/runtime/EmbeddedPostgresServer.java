@@ -93,6 +93,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     Files.createDirectories(dir);
     stopLeftRunning(data);
     ProcessBuilder.Redirect said = ProcessBuilder.Redirect.appendTo(dir.resolve(LOG).toFile());
+    long logBefore = Files.exists(dir.resolve(LOG)) ? Files.size(dir.resolve(LOG)) : 0;
     EmbeddedPostgres.Builder builder =
         EmbeddedPostgres.builder()
             .setDataDirectory(data)
@@ -119,18 +120,17 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     try {
       postgres = builder.start();
     } catch (IOException | RuntimeException e) {
+      String words = lastWords(dir, logBefore); // before the stop adds its own
       try {
-        stopLeftRunning(data); // one still recovering when the wait ended, say
+        // One still recovering when the wait ended, say: its pg_ctl, which waits for it, ends
+        // first, so the server it started has its pid file to be found by.
+        awaitStartTools(data);
+        stopLeftRunning(data);
       } catch (IOException left) {
         e.addSuppressed(left);
       }
       throw new IOException(
-          "The embedded PostgreSQL in "
-              + dir
-              + " did not start: "
-              + e.getMessage()
-              + lastWords(dir),
-          e);
+          "The embedded PostgreSQL in " + dir + " did not start: " + e.getMessage() + words, e);
     }
     EmbeddedPostgresServer server = new EmbeddedPostgresServer(postgres, dir);
     try {
@@ -143,30 +143,59 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     return server;
   }
 
+  /**
+   * Waits for this process's {@code pg_ctl} runs on {@code data} to end: a start it gave up waiting
+   * for goes on in {@code pg_ctl -w}, which ends once the server takes connections or fails (60 s
+   * at most, its own limit).
+   */
+  private static void awaitStartTools(Path data) throws IOException {
+    String path = data.toString();
+    List<ProcessHandle> tools =
+        ProcessHandle.current()
+            .descendants()
+            .filter(
+                p ->
+                    p.info().command().map(c -> c.endsWith("pg_ctl")).orElse(false)
+                        && List.of(p.info().arguments().orElse(new String[0])).contains(path))
+            .toList();
+    for (ProcessHandle tool : tools) {
+      try {
+        tool.onExit().get(LEFT_RUNNING_STOP.toSeconds(), TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("Interrupted while waiting for pg_ctl on " + data, e);
+      } catch (ExecutionException | TimeoutException e) {
+        throw new IOException("pg_ctl on " + data + " did not end within 60 s", e);
+      }
+    }
+  }
+
   /** Where the server and its tools write what they say. */
   static final String LOG = "server.log";
 
   /**
-   * What the server's log says of the last start: the server's own messages since {@code pg_ctl}
-   * began it (the last five), else the log's last three lines; nothing when the log is empty.
+   * What the server's log says of this start, written past {@code from}: the server's own messages
+   * (the last five), else the last three lines; nothing when it wrote none.
    */
-  private static String lastWords(Path dir) {
-    List<String> lines;
-    try {
-      lines = Files.readAllLines(dir.resolve(LOG)).stream().filter(l -> !l.isBlank()).toList();
+  private static String lastWords(Path dir, long from) {
+    byte[] said;
+    try (java.nio.channels.SeekableByteChannel log = Files.newByteChannel(dir.resolve(LOG))) {
+      long start = Math.max(from, log.size() - LAST_WORDS_BYTES);
+      java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate((int) (log.size() - start));
+      log.position(start);
+      while (buffer.hasRemaining() && log.read(buffer) >= 0) {
+        // reads to the end
+      }
+      said = java.util.Arrays.copyOf(buffer.array(), buffer.position());
     } catch (IOException e) {
       return "";
     }
-    int start = 0;
-    for (int i = 0; i < lines.size(); i++) {
-      if (lines.get(i).contains("waiting for server to start")) {
-        start = i;
-      }
-    }
-    List<String> server =
-        lines.subList(start, lines.size()).stream()
-            .filter(l -> SERVER_MESSAGE.matcher(l).find())
+    List<String> lines =
+        new String(said, java.nio.charset.StandardCharsets.UTF_8)
+            .lines()
+            .filter(l -> !l.isBlank())
             .toList();
+    List<String> server = lines.stream().filter(l -> SERVER_MESSAGE.matcher(l).find()).toList();
     List<String> shown = server.isEmpty() ? lines : server;
     if (shown.isEmpty()) {
       return "";
@@ -177,6 +206,9 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
         + " says: "
         + String.join(" | ", shown.subList(Math.max(0, shown.size() - keep), shown.size()));
   }
+
+  /** The most of the log's end read for {@link #lastWords}. */
+  private static final int LAST_WORDS_BYTES = 64 * 1024;
 
   /** A line the server logged of its own, at a level saying something may be wrong. */
   private static final java.util.regex.Pattern SERVER_MESSAGE =

@@ -33,7 +33,23 @@ class EmbeddedPostgresServerIT {
         .hasMessageStartingWith("The embedded PostgreSQL in " + postgres + " did not start: ")
         .hasMessageContaining(postgres.resolve("server.log") + " says: ")
         .hasMessageContaining("shared_buffers")
-        .hasMessageContaining("lots");
+        .hasMessageContaining("lots")
+        .as("nothing of the start before, which went well")
+        .hasMessageNotContaining("ready to accept connections");
+    assertThat(EmbeddedPostgresServer.serverOf(postgres.resolve("data"))).isEmpty();
+  }
+
+  @Test
+  void should_stop_a_server_still_starting_when_the_start_gives_up_waiting() throws Exception {
+    Path postgres = dir.resolve("postgres");
+    EmbeddedPostgresServer.start(postgres, 0, List.of()).close();
+
+    // A wait shorter than any start: the server comes up after the start gave up on it.
+    assertThatThrownBy(
+            () -> EmbeddedPostgresServer.start(postgres, 0, List.of(), Duration.ofMillis(1)))
+        .isInstanceOf(IOException.class)
+        .hasMessageContaining("did not start: Gave up waiting");
+
     assertThat(EmbeddedPostgresServer.serverOf(postgres.resolve("data"))).isEmpty();
   }
 }
