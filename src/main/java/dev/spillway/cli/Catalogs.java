@@ -77,10 +77,11 @@ final class Catalogs implements AutoCloseable {
       try {
         server =
             EmbeddedPostgresServer.start(dir.resolve("postgres"), 0, List.of(SpillwayConfig.MAIN));
-      } finally {
-        started.startEnded(); // started or not: a stop no longer waits for it
+      } catch (IOException | RuntimeException e) {
+        started.startEnded(); // nothing started: a stop no longer waits for it
+        throw e;
       }
-      started.own(server);
+      started.own(server); // and the start ended, in one step: a stop waiting stops it
       for (String name : names(server)) {
         endpoints.add(
             new DatabaseEndpoint(
@@ -149,7 +150,7 @@ final class Catalogs implements AutoCloseable {
       starting = true;
     }
 
-    /** The server's start has ended, started or failed. */
+    /** The server's start has failed: a stop no longer waits for it. */
     synchronized void startEnded() {
       starting = false;
       notifyAll();
@@ -161,6 +162,8 @@ final class Catalogs implements AutoCloseable {
      * @throws IllegalStateException when the stop has begun
      */
     synchronized <T extends AutoCloseable> T own(T part) {
+      starting = false;
+      notifyAll();
       if (closed) {
         closeQuietly(part);
         throw new IllegalStateException("Spillway is stopping");
