@@ -36,20 +36,25 @@ final class HealthStatements {
 
   /**
    * Whether the database takes no writes: a standby (recovering), or {@code
-   * default_transaction_read_only} on (for maintenance, or a server set up read-only). A setting
-   * made for the database or the role ({@code ALTER DATABASE … SET}) reaches new sessions only,
-   * such as the pool's next connections, not the monitor's own: it is read from where it is kept,
-   * the most specific first.
+   * default_transaction_read_only} on (for maintenance, or a server set up read-only), as a new
+   * session, such as the pool's next connection, would have it. A setting made for the database or
+   * the role ({@code ALTER DATABASE … SET}) reaches new sessions only, not the monitor's own kept
+   * one: it is read from where it is kept, the most specific first (database and role, role,
+   * database, every database). Without one, the session's own value, which a reloaded server
+   * setting reaches; unless it came from such a setting since taken back: then the default, off.
    */
   static final String READ_ONLY =
       "SELECT pg_is_in_recovery(), COALESCE((SELECT split_part(c, '=', 2)::bool"
           + " FROM pg_db_role_setting s, unnest(s.setconfig) c"
           + " WHERE c LIKE 'default\\_transaction\\_read\\_only=%'"
           + " AND s.setdatabase IN (0, "
-          + "(SELECT oid FROM pg_database WHERE datname = current_database())"
+          + THIS_DATABASE
           + ") AND s.setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = current_user))"
-          + " ORDER BY s.setdatabase <> 0 AND s.setrole <> 0 DESC, s.setrole <> 0 DESC LIMIT 1),"
-          + " current_setting('default_transaction_read_only')::bool)";
+          + " ORDER BY s.setdatabase <> 0 AND s.setrole <> 0 DESC, s.setrole <> 0 DESC,"
+          + " s.setdatabase <> 0 DESC LIMIT 1),"
+          + " (SELECT CASE WHEN source IN ('database', 'user', 'database user')"
+          + " THEN boot_val::bool ELSE setting::bool END"
+          + " FROM pg_settings WHERE name = 'default_transaction_read_only'))";
 
   /** WAL segments written but not yet archived. Needs pg_monitor or superuser. */
   static final String WAL_ARCHIVE_READY =

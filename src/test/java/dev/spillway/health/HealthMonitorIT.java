@@ -376,43 +376,66 @@ class HealthMonitorIT {
   @Test
   void should_stop_work_on_a_database_that_takes_no_writes() {
     String name = TestSql.uniqueName("health_read_only");
+    Health stop =
+        new Health.Stop(
+            "read-only: default_transaction_read_only is on; the database takes no writes");
     try (Databases databases = EmbeddedInfra.get().databases(DB, name)) {
       DataSource admin = checks(databases);
       DataSource monitored = unpooled(databases.endpoint(name).url(), databases);
-      try (HealthMonitor monitor =
-          new HealthMonitor(
-              HealthMonitor.Settings.defaults(),
-              Map.of(name, monitored),
-              Clock.systemUTC(),
-              new SimpleMeterRegistry())) {
-        monitor.addIndicators(name, List.of(new StandardIndicators.ReadOnly()));
-        monitor.runOnce();
-        assertThat(monitor.state(name, null)).isEqualTo(Health.NORMAL);
+      try (HealthMonitor before = standard(name, monitored)) {
+        assertThat(readOnly(before)).isEqualTo(Health.NORMAL);
 
         // For new sessions only: the monitor's, kept, is not one.
         TestSql.exec(admin, "ALTER DATABASE " + name + " SET default_transaction_read_only = on");
-        monitor.runOnce();
+        assertThat(readOnly(before)).isEqualTo(stop);
 
-        assertThat(monitor.state(name, null))
-            .isEqualTo(
-                new Health.Stop(
-                    "read-only: default_transaction_read_only is on; the database takes no"
-                        + " writes"));
-        TestSql.exec(
-            admin,
-            "ALTER ROLE CURRENT_USER IN DATABASE "
-                + name
-                + " SET default_transaction_read_only = off");
-        monitor.runOnce();
-        assertThat(monitor.readings())
-            .as("the role's own setting in the database comes before the database's")
-            .filteredOn(r -> r.indicator().equals("read-only"))
-            .extracting(HealthMonitor.Reading::health)
-            .containsExactly(Health.NORMAL);
+        try (HealthMonitor during = standard(name, monitored)) {
+          assertThat(readOnly(during)).isEqualTo(stop);
+
+          // Maintenance over: the session opened during it keeps its value, the database has none.
+          TestSql.exec(admin, "ALTER DATABASE " + name + " RESET default_transaction_read_only");
+          assertThat(readOnly(during)).isEqualTo(Health.NORMAL);
+
+          TestSql.exec(
+              admin,
+              "ALTER DATABASE " + name + " SET default_transaction_read_only = on",
+              "ALTER ROLE CURRENT_USER IN DATABASE "
+                  + name
+                  + " SET default_transaction_read_only = off");
+          assertThat(readOnly(during))
+              .as("the role's own setting in the database comes before the database's")
+              .isEqualTo(Health.NORMAL);
+        }
       } finally {
         TestSql.exec(admin, "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
       }
     }
+  }
+
+  /** A monitor of the standard indicators on one database, sampled once. */
+  private static HealthMonitor standard(String name, DataSource ds) {
+    HealthMonitor monitor =
+        new HealthMonitor(
+            HealthMonitor.Settings.defaults(),
+            Map.of(name, ds),
+            Clock.systemUTC(),
+            new SimpleMeterRegistry());
+    monitor.addIndicators(
+        name,
+        StandardIndicators.forDatabase(
+            HealthThresholds.defaults(), null, Clock.systemUTC(), () -> Double.NaN));
+    monitor.runOnce();
+    return monitor;
+  }
+
+  /** What the read-only indicator reads at the monitor's next sample. */
+  private static Health readOnly(HealthMonitor monitor) {
+    monitor.runOnce();
+    return monitor.readings().stream()
+        .filter(r -> r.indicator().equals("read-only"))
+        .map(HealthMonitor.Reading::health)
+        .findFirst()
+        .orElseThrow();
   }
 
   /** A table's settings for autovacuum at its slowest, on any dead row: it holds its lock long. */
