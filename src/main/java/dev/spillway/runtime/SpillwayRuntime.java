@@ -87,6 +87,13 @@ public final class SpillwayRuntime implements AutoCloseable {
   private final Instant startedAt;
   private final Deque<AutoCloseable> started = new ArrayDeque<>(); // guarded by this
   private boolean closing; // guarded by this
+
+  /**
+   * Set as a stop begins: what stops meanwhile (the embedded PostgreSQL told to, say) is no
+   * failure.
+   */
+  private volatile boolean stopping;
+
   private boolean postgresStarting; // guarded by this
   private boolean captureStarting; // guarded by this
   private final PrometheusMeterRegistry registry =
@@ -404,7 +411,9 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   /** Why a part stopped on its own, if one did; the process should then exit with 1. */
   public Optional<String> failure() {
-    if (embeddedPostgres != null && embeddedPostgres.failure().isPresent()) {
+    // A service manager's stop signals the embedded PostgreSQL too, which then ends as soon as
+    // the pools let go of it: part of the stop, not a failure.
+    if (!stopping && embeddedPostgres != null && embeddedPostgres.failure().isPresent()) {
       return embeddedPostgres.failure();
     }
     if (capture != null && capture.failure().isPresent()) {
@@ -537,6 +546,7 @@ public final class SpillwayRuntime implements AutoCloseable {
    */
   @Override
   public synchronized void close() {
+    stopping = true;
     closing = true;
     // An embedded PostgreSQL still starting (a signal during start-up) would outlive the JVM, which
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before

@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -124,5 +125,34 @@ class RuntimeStatusIT {
                               + config.workingDir().resolve("postgres").resolve("server.log")
                               + " says why"));
     }
+  }
+
+  @Test
+  void should_not_take_the_embedded_postgresql_ending_during_a_stop_for_a_failure(@TempDir Path dir)
+      throws Exception {
+    SpillwayConfig config =
+        ConfigLoader.parse("http:\n  port: 0\n", "test.yml", null, dir, n -> null);
+    SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    ProcessHandle server =
+        EmbeddedPostgresServer.serverOf(config.workingDir().resolve("postgres").resolve("data"))
+            .orElseThrow();
+    // As systemd's stop signals every process of the service at once: the server ends before the
+    // runtime's stop reaches it (fast shutdown here, to have it ended before the stop begins).
+    new ProcessBuilder("kill", "-INT", Long.toString(server.pid())).start().waitFor();
+    server.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+
+    Thread stop = new Thread(runtime::close);
+    long began = System.nanoTime();
+    stop.start();
+    // What the service manager's watch (run's loop, /livez) reads while the stop goes on.
+    java.util.List<Optional<String>> read = new java.util.ArrayList<>();
+    while (stop.isAlive()) {
+      if (System.nanoTime() - began > Duration.ofMillis(100).toNanos()) {
+        read.add(runtime.failure());
+      }
+      stop.join(10);
+    }
+
+    assertThat(read).as("read while it stopped").isNotEmpty().containsOnly(Optional.empty());
   }
 }
