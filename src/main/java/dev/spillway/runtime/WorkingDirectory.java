@@ -18,6 +18,14 @@ import java.util.Optional;
  */
 public final class WorkingDirectory implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /**
+   * The directories this process holds. Asked whether one is held, this process answers from here:
+   * on Linux, closing any channel to the lock file would let go of the process's lock on it.
+   */
+  private static final java.util.Set<Path> HELD =
+      java.util.concurrent.ConcurrentHashMap.newKeySet();
+
   private static final String RUNTIME_FILE = "runtime.json";
 
   private final Path root;
@@ -50,6 +58,7 @@ public final class WorkingDirectory implements AutoCloseable {
       throw new IllegalStateException(
           "Working directory " + root + " is in use by another Spillway process.");
     }
+    HELD.add(root.toAbsolutePath().normalize());
     return new WorkingDirectory(root, channel, lock);
   }
 
@@ -88,26 +97,39 @@ public final class WorkingDirectory implements AutoCloseable {
     }
   }
 
-  /** Whether a process, this one included, holds the directory's lock. */
-  private static boolean locked(Path root) throws IOException {
-    try (FileChannel channel = FileChannel.open(root.resolve("lock"), StandardOpenOption.WRITE)) {
-      FileLock probe = channel.tryLock();
+  /**
+   * Whether a process, this one included, holds the directory's lock. Another process's is probed
+   * with a shared lock, which the holder's exclusive one refuses, read-only (a user who may not
+   * write the file may ask too); one that may not read it is taken at its pid's word.
+   */
+  private static boolean locked(Path root) {
+    if (HELD.contains(root.toAbsolutePath().normalize())) {
+      return true;
+    }
+    try (FileChannel channel = FileChannel.open(root.resolve("lock"), StandardOpenOption.READ)) {
+      FileLock probe = channel.tryLock(0, Long.MAX_VALUE, true);
       if (probe == null) {
-        return true; // another process's
+        return true;
       }
       probe.release();
       return false;
     } catch (OverlappingFileLockException e) {
-      return true; // this process's own
+      return true;
     } catch (java.nio.file.NoSuchFileException e) {
       return false;
+    } catch (IOException e) {
+      return true;
     }
   }
 
   @Override
   public void close() throws IOException {
-    Files.deleteIfExists(root.resolve(RUNTIME_FILE));
-    lock.release();
-    lockChannel.close();
+    try {
+      Files.deleteIfExists(root.resolve(RUNTIME_FILE));
+    } finally {
+      HELD.remove(root.toAbsolutePath().normalize());
+      lock.release();
+      lockChannel.close();
+    }
   }
 }

@@ -1,6 +1,7 @@
 package dev.spillway.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,6 +35,25 @@ class WorkingDirectoryTest {
     Files.copy(tmp.resolve("left.json"), root.resolve("runtime.json"));
 
     assertThat(WorkingDirectory.running(root)).isEmpty();
+  }
+
+  @Test
+  void should_keep_holding_the_directory_after_saying_whether_it_is_held() throws Exception {
+    Path locks = Path.of("/proc/locks");
+    assumeTrue(Files.isReadable(locks), "the kernel lists its file locks in /proc/locks");
+    try (WorkingDirectory dir = WorkingDirectory.acquire(tmp.resolve("wd"))) {
+      dir.publish(INFO);
+      String inode = String.valueOf(Files.getAttribute(dir.resolve("lock"), "unix:ino"));
+
+      assertThat(WorkingDirectory.running(dir.root())).hasValue(INFO);
+
+      assertThat(Files.readAllLines(locks))
+          .as("this process's lock on the directory, still there")
+          .anyMatch(
+              l ->
+                  l.contains(" " + ProcessHandle.current().pid() + " ")
+                      && l.matches(".*:" + inode + " .*"));
+    }
   }
 
   @TempDir Path tmp;
