@@ -114,6 +114,11 @@ public record SpillwayConfig(
     Map<String, ConfigNode> databaseNodes = root.children("databases");
     Map<String, DatabaseConfig> databases = DatabaseConfig.allFrom(databaseNodes);
     slotNames(kafkaNode, kafka.topicPrefix(), databaseNodes);
+    embeddedPathProblem(workingDir, kafka.embedded(), databases.isEmpty())
+        .ifPresent(
+            problem -> {
+              throw root.error("working-dir", problem);
+            });
     Map<String, String> tables = tables(root, namesOf(databases));
     CaptureConfig capture = CaptureConfig.from(root.section("capture"));
     HealthMonitor.Settings health = HealthSection.from(root.section("health"));
@@ -136,7 +141,36 @@ public record SpillwayConfig(
         pipelineSections);
   }
 
-  private static final String UNUSABLE_IN_WORKING_DIR = ",\"$`\\";
+  /** What the embedded broker cannot take in its path: it reads a ',' as two directories. */
+  private static final String UNUSABLE_BY_EMBEDDED_KAFKA = ",";
+
+  /**
+   * What the embedded PostgreSQL cannot take in its path: its start goes through a shell line that
+   * quotes paths in double quotes.
+   */
+  private static final String UNUSABLE_BY_EMBEDDED_POSTGRES = "\"$`\\";
+
+  /**
+   * Why the embedded parts named cannot run in {@code dir}, a sentence after the key; empty when
+   * they can.
+   */
+  private static Optional<String> embeddedPathProblem(Path dir, boolean kafka, boolean postgres) {
+    String unusable =
+        (kafka ? UNUSABLE_BY_EMBEDDED_KAFKA : "") + (postgres ? UNUSABLE_BY_EMBEDDED_POSTGRES : "");
+    for (char c : unusable.toCharArray()) {
+      if (dir.toString().indexOf(c) >= 0) {
+        return Optional.of(
+            "names "
+                + dir
+                + ", whose '"
+                + c
+                + "' the embedded "
+                + (UNUSABLE_BY_EMBEDDED_KAFKA.indexOf(c) >= 0 ? "Kafka broker" : "PostgreSQL")
+                + " cannot take in a path; set working-dir to a path without one");
+      }
+    }
+    return Optional.empty();
+  }
 
   private static Path workingDir(ConfigNode root, Path baseDir) {
     String dir = root.string("working-dir", DEFAULT_WORKING_DIR);
@@ -148,20 +182,6 @@ public record SpillwayConfig(
       resolved = baseDir.toAbsolutePath().resolve(dir).normalize();
     } catch (InvalidPathException e) {
       throw root.error("working-dir", "is not a valid path (" + e.getReason() + ")");
-    }
-    // The embedded broker reads a ',' in its log directory as two directories, and the embedded
-    // PostgreSQL's start goes through a shell line that quotes its paths in double quotes.
-    for (char c : UNUSABLE_IN_WORKING_DIR.toCharArray()) {
-      if (resolved.toString().indexOf(c) >= 0) {
-        throw root.error(
-            "working-dir",
-            "names "
-                + resolved
-                + ", whose '"
-                + c
-                + "' the embedded Kafka broker or PostgreSQL cannot take in a path; set"
-                + " working-dir to a path without one");
-      }
     }
     // What exists of it must be directories: a start would fail making it, after reading this.
     for (Path p = resolved; p != null; p = p.getParent()) {
@@ -269,8 +289,18 @@ public record SpillwayConfig(
     return tables.getOrDefault(TableName.parse(table).toString(), MAIN);
   }
 
-  /** The same settings with embedded Kafka and databases, as the quickstart and benchmarks use. */
+  /**
+   * The same settings with embedded Kafka and databases, as the quickstart and benchmarks use.
+   *
+   * @throws ConfigException when they cannot run in the working directory
+   */
   public SpillwayConfig embedded() {
+    embeddedPathProblem(workingDir, true, true)
+        .ifPresent(
+            problem -> {
+              throw new ConfigException(
+                  source == null ? "(defaults)" : source.toString(), null, "working-dir", problem);
+            });
     KafkaConfig k =
         new KafkaConfig(
             Optional.empty(),

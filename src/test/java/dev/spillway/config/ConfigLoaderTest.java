@@ -454,10 +454,28 @@ class ConfigLoaderTest {
             file
                 + ":1: working-dir names "
                 + dir.resolve("clients,old/state")
-                + ", whose ',' the embedded Kafka broker or PostgreSQL cannot take in a path; set"
+                + ", whose ',' the embedded Kafka broker cannot take in a path; set"
                 + " working-dir to a path without one.");
     Files.writeString(file, "working-dir: \"a$b\"\n");
-    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV)).hasMessageContaining("whose '$'");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .hasMessageContaining("whose '$' the embedded PostgreSQL");
+
+    // Neither embedded: only Streams' state lives there, which any path takes.
+    Files.writeString(
+        file,
+        "working-dir: \"clients,old/$state\"\nkafka:\n  bootstrap-servers: k1:9092\n"
+            + "databases:\n  main: { url: \"jdbc:postgresql://db/app\", username: s }\n");
+    SpillwayConfig external = ConfigLoader.load(file, NO_ENV);
+    assertThat(external.workingDir()).isEqualTo(dir.resolve("clients,old/$state"));
+    // The quickstart and benchmarks run both embedded there.
+    assertThatThrownBy(external::embedded)
+        .isInstanceOf(ConfigException.class)
+        .hasMessage(
+            file.toAbsolutePath()
+                + ": working-dir names "
+                + dir.resolve("clients,old/$state")
+                + ", whose ',' the embedded Kafka broker cannot take in a path; set working-dir"
+                + " to a path without one.");
   }
 
   @Test
