@@ -401,6 +401,23 @@ class SinkWorkerTest {
               worker.runOnce();
               return started.get() == 2;
             });
+    await()
+        .during(Duration.ofMillis(1_500)) // the backoff doubled: 2 s now
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias("the backoff doubling while Kafka keeps refusing")
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == 2;
+            });
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == 3;
+            });
     assertThat(committed()).isEqualTo(-1);
   }
 
