@@ -40,7 +40,8 @@ public final class DefinitionCheck {
    * @param baseType without: {@code character varying}, {@code bpchar} (not {@code character},
    *     which means {@code character(1)}), so a cast to it neither cuts nor rounds
    */
-  private record Column(int attnum, String type, String baseType, boolean notNull) {}
+  private record Column(
+      int attnum, String type, String baseType, boolean notNull, String category) {}
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
@@ -136,6 +137,19 @@ public final class DefinitionCheck {
     }
     String parentKey = parent.primaryKey().get(0);
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
+    if (!cleanable(column, parentColumn)) {
+      throw problem(
+          k,
+          k.column()
+              + " is "
+              + column.baseType()
+              + " and the parent's key "
+              + parentColumn.baseType()
+              + ", which cleanup cannot compare (it reads each deleted key as "
+              + column.baseType()
+              + "): give the column the key's kind of type, an integer one for a text key, or"
+              + " text");
+    }
     Optional<String> unsweepable =
         columnIndexed
             ? comparable(column.baseType(), parentColumn.baseType())
@@ -316,7 +330,8 @@ public final class DefinitionCheck {
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, -1),"
-                    + " attnotnull FROM pg_attribute"
+                    + " attnotnull, (SELECT typcategory FROM pg_type WHERE oid = atttypid)"
+                    + " FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
       ps.setString(2, column);
@@ -325,10 +340,28 @@ public final class DefinitionCheck {
           throw problem(
               k, "names column " + column + ", which " + name.displayName() + " does not have");
         }
-        return new Column(rs.getInt(1), rs.getString(2), rs.getString(3), rs.getBoolean(4));
+        return new Column(
+            rs.getInt(1), rs.getString(2), rs.getString(3), rs.getBoolean(4), rs.getString(5));
       }
     }
   }
+
+  /**
+   * Whether cleanup, which casts each deleted key's text to the child column's type, can find a
+   * child of every key: a child of text takes any key; one of the key's kind of type (numbers,
+   * dates and times, ...: PostgreSQL's type category) takes its keys; an integer child of a text
+   * key is asked only for the keys that are integers. Any other pair would fail every batch on the
+   * first key the column's type does not read (a uuid child of a bigint key), or clean nothing.
+   */
+  private static boolean cleanable(Column child, Column parent) {
+    return STRING_CATEGORY.equals(child.category())
+        || child.category().equals(parent.category())
+        || (STRING_CATEGORY.equals(parent.category())
+            && Set.of("smallint", "integer", "bigint").contains(child.baseType()));
+  }
+
+  /** PostgreSQL's type category of text, varchar, char(n) and their domains. */
+  private static final String STRING_CATEGORY = "S";
 
   /**
    * Whether the sweep can tell, comparing a child's value with parent keys in the parent's type,

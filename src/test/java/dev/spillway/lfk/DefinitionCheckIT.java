@@ -52,6 +52,9 @@ class DefinitionCheckIT {
         "CREATE TABLE k.hashed (id bigint PRIMARY KEY, project_id bigint)",
         "CREATE INDEX ON k.hashed USING hash (project_id)",
         "CREATE TABLE k.partial (id bigint PRIMARY KEY, project_id bigint)",
+        "CREATE TABLE k.uuid_uses (id bigint PRIMARY KEY, project_id uuid)",
+        "CREATE TABLE k.things (id uuid PRIMARY KEY)",
+        "CREATE TABLE k.thing_uses (id bigint PRIMARY KEY, thing_id bigint)",
         "CREATE INDEX ON k.partial (project_id) WHERE project_id > 0");
     // A concurrent build that fails leaves an index PostgreSQL keeps but never uses.
     assertThatThrownBy(
@@ -295,6 +298,16 @@ class DefinitionCheckIT {
                 entry("merge_requests", "projects", "project_id", "async_delete")
                     + "    conditions: { archived: true }\n"))
         .endsWith("names column archived, which k.merge_requests does not have.");
+    assertThat(error(entry("uuid_uses", "projects", "project_id", "async_delete")))
+        .endsWith(
+            "project_id is uuid and the parent's key bigint, which cleanup cannot compare (it"
+                + " reads each deleted key as uuid): give the column the key's kind of type, an"
+                + " integer one for a text key, or text.");
+    assertThat(error(entry("thing_uses", "things", "thing_id", "async_delete")))
+        .endsWith(
+            "thing_id is bigint and the parent's key uuid, which cleanup cannot compare (it"
+                + " reads each deleted key as bigint): give the column the key's kind of type, an"
+                + " integer one for a text key, or text.");
   }
 
   @Test
