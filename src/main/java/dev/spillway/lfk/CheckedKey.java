@@ -55,11 +55,17 @@ public record CheckedKey(
    * failing the whole batch; a {@code double precision} key's {@code 1.2345678E7} is {@code
    * 12345678}); for other types, the id as it is, but a {@code character(n)} key's padding dropped
    * for a column of another type, as PostgreSQL compares them ({@code 'AB '} is the {@code varchar}
-   * child's {@code 'AB'}).
+   * child's {@code 'AB'}); none for a {@code character(n)} column and a key of another type ending
+   * in a space.
    */
   public Optional<String> asColumnValue(String id) {
     if (BPCHAR.equals(parentKeyType) && !BPCHAR.equals(columnType)) {
       id = id.replaceFirst(" +$", "");
+    }
+    if (BPCHAR.equals(columnType) && !BPCHAR.equals(parentKeyType) && id.endsWith(" ")) {
+      // A character(n) column holds no value of its own with trailing spaces, and compares
+      // without them: asked for 'AB ', it would give the children of a live 'AB'.
+      return Optional.empty();
     }
     BigInteger max =
         switch (columnType) {

@@ -50,6 +50,16 @@ class CheckedKeyTest {
         .contains("AB      ");
   }
 
+  @Test
+  void should_ask_a_character_column_for_no_text_key_ending_in_a_space() {
+    CheckedKey padded = referringTo("bpchar", "text");
+    assertThat(padded.asColumnValue("AB "))
+        .as("'AB' would answer: a live key's children")
+        .isEmpty();
+    assertThat(padded.asColumnValue("AB")).contains("AB");
+    assertThat(padded.asColumnValue(" AB")).contains(" AB");
+  }
+
   private static CheckedKey referringToCharacter(String columnType) {
     return referringTo(columnType, "bpchar");
   }
