@@ -8,6 +8,7 @@ import dev.spillway.event.TableName;
 import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
 import dev.spillway.sink.ReleasedPastCommit;
+import dev.spillway.sink.SinkHeaders;
 import dev.spillway.streams.Batcher;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -83,15 +84,17 @@ public final class LfkBacklog {
             from.put(tp, c.offset());
             released.put(tp, ReleasedPastCommit.offsets(c));
           });
-      TopicRange.Each delayed =
-          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true));
       range.read(
           topics.delayed(Pipeline.LFK),
           partitions -> from,
           r -> {
             TopicPartition tp = new TopicPartition(r.topic(), r.partition());
             if (!released.getOrDefault(tp, Set.of()).contains(r.offset())) {
-              delayed.accept(r);
+              // Rescheduled: delayed out of attempts. One waiting out a lock timeout (it names
+              // its lock waits) is only pending.
+              boolean rescheduled = r.headers().lastHeader(SinkHeaders.LOCK_WAITS) == null;
+              decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), rescheduled))
+                  .accept(r);
             }
           });
     }

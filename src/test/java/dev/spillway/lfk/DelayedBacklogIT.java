@@ -9,6 +9,7 @@ import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.ops.ConsumerLag;
 import dev.spillway.sink.ReleasedPastCommit;
+import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.EmbeddedInfra;
 import java.util.List;
 import java.util.Map;
@@ -49,11 +50,17 @@ class DelayedBacklogIT {
             Map.of("bootstrap.servers", bootstrap),
             new ByteArraySerializer(),
             new ByteArraySerializer())) {
-      // offset 0: two ids, waiting; 1: three ids, released; 2: four ids, waiting
-      for (int n : new int[] {2, 3, 4}) {
+      // offset 0: two ids, waiting; 1: three ids, released; 2: four ids, waiting; 3: five ids,
+      // waiting out a lock timeout
+      for (int n : new int[] {2, 3, 4, 5}) {
         List<String> ids = IntStream.rangeClosed(1, n).mapToObj(Integer::toString).toList();
         byte[] batch = EventSerdes.encode(new CleanupBatch("main", parents, ids, 1_000_000L));
-        producer.send(new ProducerRecord<>(delayed, 0, null, batch)).get();
+        ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(delayed, 0, null, batch);
+        if (n == 5) {
+          r.headers()
+              .add(SinkHeaders.LOCK_WAITS, java.nio.ByteBuffer.allocate(4).putInt(1).array());
+        }
+        producer.send(r).get();
       }
     }
     try (KafkaConsumer<byte[], byte[]> group =
@@ -75,15 +82,15 @@ class DelayedBacklogIT {
         .satisfies(
             p -> {
               assertThat(p.table()).isEqualTo(parents.toString());
-              assertThat(p.pending()).as("ids of batches 0 and 2").isEqualTo(6);
-              assertThat(p.rescheduled()).isEqualTo(6);
+              assertThat(p.pending()).as("ids of batches 0, 2 and 3").isEqualTo(11);
+              assertThat(p.rescheduled()).as("not the lock timeout's").isEqualTo(6);
             });
     assertThat(ConsumerLag.read(bootstrap, Map.of(), topics.prefix()))
         .singleElement()
         .satisfies(
             lag -> {
               assertThat(lag.topic()).isEqualTo(delayed);
-              assertThat(lag.lag()).as("batches 0 and 2").isEqualTo(2);
+              assertThat(lag.lag()).as("batches 0, 2 and 3").isEqualTo(3);
             });
   }
 }
