@@ -312,6 +312,19 @@ public final class BufferPipeline {
                 + e.getMessage()
                 + "); key the buffer by a column of a scalar type");
       }
+      if ("timetz".equals(BufferStatements.baseType(c, b.table(), shape.idColumn()))) {
+        // Capture passes it on turned to UTC, and timetz equality compares the zone too: the row
+        // would never be found again, never handed over, never deleted.
+        throw error(
+            b,
+            "table",
+            "names table "
+                + b.table().displayName()
+                + ", whose primary key "
+                + shape.idColumn()
+                + " is of type time with time zone, which capture passes on turned to UTC and so"
+                + " cannot be looked up again; key the buffer by a column of another type");
+      }
       if (b.archiveTable().isPresent()) {
         List<String> archive = BufferStatements.columns(c, b.archiveTable().get());
         if (archive.isEmpty()) {

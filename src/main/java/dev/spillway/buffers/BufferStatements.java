@@ -91,6 +91,24 @@ final class BufferStatements {
     return out;
   }
 
+  /** The {@code pg_type.typname} a column's type is, through domains (a domain over one too). */
+  static String baseType(Connection c, TableName table, String column) throws SQLException {
+    try (PreparedStatement ps =
+        c.prepareStatement(
+            "WITH RECURSIVE reach (oid) AS (SELECT atttypid "
+                + COLUMNS_OF
+                + " AND attname = ? UNION ALL SELECT t.typbasetype FROM reach r"
+                + " JOIN pg_type t ON t.oid = r.oid WHERE t.typtype = 'd')"
+                + " SELECT t.typname FROM reach r JOIN pg_type t ON t.oid = r.oid"
+                + " WHERE t.typtype <> 'd'")) {
+      ps.setString(1, table.quoted());
+      ps.setString(2, column);
+      try (ResultSet rs = ps.executeQuery()) {
+        return rs.next() ? rs.getString(1) : null;
+      }
+    }
+  }
+
   /** Types capture passes on neither alone nor in arrays, by {@code pg_type.typname}. */
   private static final String UNCAPTURED =
       "'point', 'line', 'lseg', 'box', 'path', 'polygon', 'circle', 'bit', 'varbit', 'geometry',"

@@ -546,6 +546,7 @@ abstract class BufferSinkContract {
             + schema
             + ".odd_archive (id bigint, contact_id bigint, activity jsonb, at timestamptz)",
         "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".zoned_key (id timetz PRIMARY KEY, note text)",
         "CREATE TYPE " + schema + ".pair AS (a int, b text)",
         "CREATE DOMAIN " + schema + ".span AS interval",
         "CREATE DOMAIN " + schema + ".spot AS point",
@@ -587,6 +588,13 @@ abstract class BufferSinkContract {
                 + ".array_key, whose primary key id is of type int4[], which cannot be passed as"
                 + " an array parameter (")
         .endsWith("); key the buffer by a column of a scalar type.");
+    assertThat(refusal(new TableName(schema, "zoned_key")))
+        .contains(
+            "names table "
+                + schema
+                + ".zoned_key, whose primary key id is of type time with time zone, which capture"
+                + " passes on turned to UTC and so cannot be looked up again; key the buffer by a"
+                + " column of another type.");
     assertThat(refusal(new TableName(schema, "nope")))
         .endsWith("names table " + schema + ".nope, which does not exist in database " + DB + ".");
     assertThat(refusal(new TableName(schema, "no_key")))
