@@ -299,14 +299,18 @@ final class BatchRun {
       BufferStatements.remaining(c, buffer.table(), missingIds)
           .forEach(i -> there.add(missing.get(i)));
     }
-    // A row inserted while a snapshot read its table can come twice: as its insert and as a read.
+    // A row inserted while a snapshot read its table can come twice: as its insert and as a read;
+    // and a row replaced under its key (a DELETE, then an INSERT) as two inserts. The last event
+    // of a key is the row the table holds now, the one deleted after.
     Set<Object> once = new HashSet<>();
-    return Optional.of(
-        IntStream.range(0, events.size())
-            .filter(there::contains)
-            .mapToObj(events::get)
-            .filter(e -> once.add(comparable(id(e))))
-            .toList());
+    List<BufferEvent> last = new ArrayList<>();
+    for (int i = events.size() - 1; i >= 0; i--) {
+      if (there.contains(i) && once.add(comparable(id(events.get(i))))) {
+        last.add(events.get(i));
+      }
+    }
+    Collections.reverse(last);
+    return Optional.of(last);
   }
 
   /**

@@ -474,6 +474,29 @@ abstract class BufferSinkContract {
     }
   }
 
+  @Test
+  void should_hand_over_the_newer_of_two_inserts_of_one_key_in_a_batch() throws Exception {
+    // The application replaced row 301 (DELETE, then INSERT under the same key) before its batch
+    // ran: both inserts are in the batch, and the table holds the second.
+    TestSql.exec(ds, "INSERT INTO " + table.quoted() + " VALUES (301, 7, 'email')");
+    BufferEvent first = batch(301, 301).events().get(0);
+    Map<String, Object> replaced = new LinkedHashMap<>(first.row());
+    replaced.put("activity", "email");
+    BufferEvent second = copy(first, replaced, first.lsn() + 1, 0);
+    List<Object> activities = new CopyOnWriteArrayList<>();
+    start(
+        settings(),
+        b -> {
+          b.rows().forEach(r -> activities.add(r.get("activity")));
+          return BulkHandler.Result.success();
+        });
+
+    produce(BufferBatch.of(NAME, List.of(first, second)));
+
+    await().atMost(TIMEOUT).until(() -> rows(301, 301) == 0);
+    assertThat(activities).as("the row the table held, deleted after").containsExactly("email");
+  }
+
   /** {@code b} with the event of row {@code id} inserted by transaction {@code xid}. */
   private static BufferBatch withTransaction(BufferBatch b, long id, long xid) {
     List<BufferEvent> events = new ArrayList<>();
