@@ -21,6 +21,15 @@ import java.util.regex.Pattern;
  */
 public final class DefinitionsFile {
   private static final Pattern TABLE = Pattern.compile("[^.\\s]+(\\.[^.\\s]+)?");
+
+  /** A name this file's table names can write: one without a '.' or white space in it. */
+  private static final Pattern NAME_PART = Pattern.compile("[^.\\s]+");
+
+  /** Whether this file can name the table, as {@code table} or {@code schema.table}. */
+  static boolean nameable(TableName t) {
+    return NAME_PART.matcher(t.schema()).matches() && NAME_PART.matcher(t.table()).matches();
+  }
+
   private static final int MAX_DELETE_LIMIT = 1_000_000;
 
   private DefinitionsFile() {}

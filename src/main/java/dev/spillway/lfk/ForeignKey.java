@@ -24,6 +24,9 @@ import javax.sql.DataSource;
  *     to; a key to another unique column cannot become one
  * @param childHasPrimaryKey whether the referencing table has a primary key, by which cleanup
  *     deletes and updates its rows; without one, a loose foreign key is refused at start-up
+ * @param columnNotNull whether a referencing column is {@code NOT NULL}: a key setting it to NULL
+ *     on delete (PostgreSQL takes one, failing each such delete) becomes a definition refused at
+ *     start-up
  */
 public record ForeignKey(
     String database,
@@ -35,7 +38,8 @@ public record ForeignKey(
     String definition,
     List<String> referenced,
     boolean toPrimaryKey,
-    boolean childHasPrimaryKey) {
+    boolean childHasPrimaryKey,
+    boolean columnNotNull) {
   public ForeignKey {
     Objects.requireNonNull(database, "database");
     columns = List.copyOf(columns);
@@ -73,7 +77,9 @@ public record ForeignKey(
             + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.confrelid"
             + "   AND pk.contype = 'p' AND pk.conkey = con.confkey),"
             + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.conrelid"
-            + "   AND pk.contype = 'p')"
+            + "   AND pk.contype = 'p'),"
+            + " EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = con.conrelid"
+            + "   AND a.attnum = ANY (con.conkey) AND a.attnotnull)"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -100,7 +106,8 @@ public record ForeignKey(
                 rs.getString(6),
                 List.of(referenced),
                 rs.getBoolean(10),
-                rs.getBoolean(11)));
+                rs.getBoolean(11),
+                rs.getBoolean(12)));
       }
     }
     return out;

@@ -147,6 +147,18 @@ public final class LfkGenerator {
       return java.util.Optional.of(
           "the child has no primary key, which cleanup deletes and updates rows by");
     }
+    if (r.key().looseAction().get() == OnDelete.ASYNC_NULLIFY && r.key().columnNotNull()) {
+      // So does it this one: async_nullify of a NOT NULL column.
+      return java.util.Optional.of(
+          "ON DELETE SET NULL of a NOT NULL column, which cleanup cannot set to NULL");
+    }
+    for (TableName t : List.of(r.key().from(), r.key().to())) {
+      if (!DefinitionsFile.nameable(t)) {
+        return java.util.Optional.of(
+            t.displayName()
+                + " has a '.' or a space in its name, which the definitions file cannot write");
+      }
+    }
     return java.util.Optional.empty();
   }
 

@@ -24,7 +24,8 @@ class LfkGeneratorTest {
         "FOREIGN KEY (" + column + ") REFERENCES " + to + "(id) ON DELETE CASCADE",
         List.of("id"),
         true,
-        true);
+        true,
+        false);
   }
 
   private static final List<ForeignKey> KEYS =
@@ -88,6 +89,50 @@ class LfkGeneratorTest {
   }
 
   @Test
+  void should_skip_keys_whose_definition_run_would_refuse_or_misread() {
+    ForeignKey nullified = fk("merge_requests", "pipelines", "head_pipeline_id", "nullify");
+    ForeignKey notNull =
+        new ForeignKey(
+            "main",
+            nullified.from(),
+            nullified.to(),
+            nullified.columns(),
+            "nullify",
+            nullified.name(),
+            nullified.definition(),
+            nullified.referenced(),
+            true,
+            true,
+            true);
+    assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(1, false, nullified))).isEmpty();
+    assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(2, false, notNull)))
+        .hasValue("ON DELETE SET NULL of a NOT NULL column, which cleanup cannot set to NULL");
+    assertThat(
+            LfkGenerator.skipReason(
+                new LfkGenerator.Row(
+                    3, false, fk("order items", "projects", "project_id", "cascade"))))
+        .hasValue(
+            "order items has a '.' or a space in its name, which the definitions file cannot"
+                + " write");
+    ForeignKey builds = fk("builds", "projects", "project_id", "cascade");
+    ForeignKey toDotted =
+        new ForeignKey(
+            "main",
+            builds.from(),
+            new TableName("public", "a.b"), // read back, a.b would be table b of schema a
+            builds.columns(),
+            "cascade",
+            builds.name(),
+            builds.definition(),
+            builds.referenced(),
+            true,
+            true,
+            false);
+    assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(4, false, toDotted)))
+        .hasValue("a.b has a '.' or a space in its name, which the definitions file cannot write");
+  }
+
+  @Test
   void should_add_one_entry_for_a_key_two_databases_hold() {
     ForeignKey main = fk("ci_builds", "projects", "project_id", "cascade");
     ForeignKey ci =
@@ -101,7 +146,8 @@ class LfkGeneratorTest {
             main.definition(),
             main.referenced(),
             true,
-            true);
+            true,
+            false);
     String entry =
         "ci_builds:\n  - table: projects\n    column: project_id\n    on_delete: async_delete\n";
     assertThat(LfkGenerator.addDefinitions("", List.of(main, ci))).isEqualTo(entry);
