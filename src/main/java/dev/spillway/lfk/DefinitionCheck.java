@@ -40,8 +40,20 @@ public final class DefinitionCheck {
    * @param baseType without: {@code character varying}, {@code bpchar} (not {@code character},
    *     which means {@code character(1)}), so a cast to it neither cuts nor rounds
    */
+  /**
+   * @param notNullCheck whether a check constraint of the column alone says {@code IS NOT NULL} (as
+   *     GitLab adds one before a column is declared NOT NULL)
+   * @param setBySystem why PostgreSQL refuses an UPDATE setting it (a generated column, an identity
+   *     one GENERATED ALWAYS), or null
+   */
   private record Column(
-      int attnum, String type, String baseType, boolean notNull, String category) {}
+      int attnum,
+      String type,
+      String baseType,
+      boolean notNull,
+      String category,
+      boolean notNullCheck,
+      String setBySystem) {}
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
@@ -113,17 +125,15 @@ public final class DefinitionCheck {
     rowSecurity(k, "child", k.child(), child);
     DataSource ds = dataSource(childDb, k);
     Column column = column(ds, child, k.child(), k.column(), k);
-    if (k.onDelete() == OnDelete.ASYNC_NULLIFY && column.notNull()) {
-      throw problem(k, "sets " + k.column() + " to NULL, but " + notNull(k, k.column()));
+    if (k.onDelete() == OnDelete.ASYNC_NULLIFY) {
+      settable(k, k.column(), column, true);
     }
     Integer targetAttnum = null;
     if (k.targetColumn().isPresent()) {
       String name = k.targetColumn().get();
       Column target = column(ds, child, k.child(), name, k);
       targetAttnum = target.attnum();
-      if (k.targetValue() == null && target.notNull()) {
-        throw problem(k, "sets " + name + " to NULL, but " + notNull(k, name));
-      }
+      settable(k, name, target, k.targetValue() == null);
       fits(ds, k, "target_value", name, target, k.targetValue());
     }
     for (LooseForeignKey.Condition c : k.conditions()) {
@@ -189,8 +199,22 @@ public final class DefinitionCheck {
     }
   }
 
-  private static String notNull(LooseForeignKey k, String column) {
-    return k.child().displayName() + "." + column + " is declared NOT NULL";
+  /**
+   * Refuses a column cleanup's UPDATE could never set: one PostgreSQL sets alone, or, set to NULL,
+   * one declared NOT NULL or kept from NULL by a check constraint; each batch would fail on it.
+   */
+  private static void settable(LooseForeignKey k, String name, Column c, boolean toNull) {
+    String column = k.child().displayName() + "." + name;
+    if (c.setBySystem() != null) {
+      throw problem(k, "sets " + name + ", but " + column + " is " + c.setBySystem());
+    }
+    if (toNull && c.notNull()) {
+      throw problem(k, "sets " + name + " to NULL, but " + column + " is declared NOT NULL");
+    }
+    if (toNull && c.notNullCheck()) {
+      throw problem(
+          k, "sets " + name + " to NULL, but a check constraint keeps " + column + " from NULL");
+    }
   }
 
   /**
@@ -330,7 +354,12 @@ public final class DefinitionCheck {
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, -1),"
-                    + " attnotnull, (SELECT typcategory FROM pg_type WHERE oid = atttypid)"
+                    + " attnotnull, (SELECT typcategory FROM pg_type WHERE oid = atttypid),"
+                    + " EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = attrelid"
+                    + " AND contype = 'c' AND conkey = ARRAY[attnum]"
+                    + " AND pg_get_constraintdef(oid) ~* 'IS NOT NULL'),"
+                    + " CASE WHEN attgenerated <> '' THEN 'a generated column'"
+                    + " WHEN attidentity = 'a' THEN 'an identity column GENERATED ALWAYS' END"
                     + " FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
@@ -341,7 +370,13 @@ public final class DefinitionCheck {
               k, "names column " + column + ", which " + name.displayName() + " does not have");
         }
         return new Column(
-            rs.getInt(1), rs.getString(2), rs.getString(3), rs.getBoolean(4), rs.getString(5));
+            rs.getInt(1),
+            rs.getString(2),
+            rs.getString(3),
+            rs.getBoolean(4),
+            rs.getString(5),
+            rs.getBoolean(6),
+            rs.getString(7));
       }
     }
   }

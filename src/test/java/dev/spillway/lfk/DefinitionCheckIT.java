@@ -53,6 +53,11 @@ class DefinitionCheckIT {
         "CREATE INDEX ON k.hashed USING hash (project_id)",
         "CREATE TABLE k.partial (id bigint PRIMARY KEY, project_id bigint)",
         "CREATE TABLE k.uuid_uses (id bigint PRIMARY KEY, project_id uuid)",
+        "CREATE TABLE k.checked (id bigint PRIMARY KEY, project_id bigint,"
+            + " CONSTRAINT check_project_id_not_null CHECK (project_id IS NOT NULL) NOT VALID)",
+        "CREATE TABLE k.computed (id bigint PRIMARY KEY, project_id bigint,"
+            + " half bigint GENERATED ALWAYS AS (project_id / 2) STORED,"
+            + " serial bigint GENERATED ALWAYS AS IDENTITY)",
         "CREATE TABLE k.things (id uuid PRIMARY KEY)",
         "CREATE TABLE k.thing_uses (id bigint PRIMARY KEY, thing_id bigint)",
         "CREATE INDEX ON k.partial (project_id) WHERE project_id > 0");
@@ -255,6 +260,20 @@ class DefinitionCheckIT {
         .endsWith(
             "has target_value '99999999999', which column status of type integer does not"
                 + " accept.");
+    assertThat(error(entry("checked", "projects", "project_id", "async_nullify")))
+        .endsWith(
+            "sets project_id to NULL, but a check constraint keeps k.checked.project_id from"
+                + " NULL.");
+    assertThat(
+            error(
+                entry("computed", "projects", "project_id", "update_column_to")
+                    + "    target_column: half\n    target_value: 1\n"))
+        .endsWith("sets half, but k.computed.half is a generated column.");
+    assertThat(
+            error(
+                entry("computed", "projects", "project_id", "update_column_to")
+                    + "    target_column: serial\n    target_value: 1\n"))
+        .endsWith("sets serial, but k.computed.serial is an identity column GENERATED ALWAYS.");
   }
 
   @Test
