@@ -254,6 +254,20 @@ public final class BufferPipeline {
     }
   }
 
+  /** A buffer refused for its key's type: {@code typeAndWhy} follows "is of type". */
+  private static ConfigException keyRefused(
+      BufferSettings b, BufferStatements.Shape shape, String typeAndWhy) {
+    return error(
+        b,
+        "table",
+        "names table "
+            + b.table().displayName()
+            + ", whose primary key "
+            + shape.idColumn()
+            + " is of type "
+            + typeAndWhy);
+  }
+
   static BufferTable check(BufferSettings b, DataSource ds) throws SQLException {
     try (Connection c = ds.getConnection()) {
       BufferStatements.Shape shape =
@@ -297,15 +311,10 @@ public final class BufferPipeline {
         BufferStatements.idArray(c, shape.idType(), List.of());
       } catch (SQLException e) {
         // Every statement passes the batch's ids as an array of the key's type.
-        throw error(
+        throw keyRefused(
             b,
-            "table",
-            "names table "
-                + b.table().displayName()
-                + ", whose primary key "
-                + shape.idColumn()
-                + " is of type "
-                + (shape.idType().startsWith("_")
+            shape,
+            (shape.idType().startsWith("_")
                     ? shape.idType().substring(1) + "[]" // how pg_type names an array type
                     : shape.idType())
                 + ", which cannot be passed as an array parameter ("
@@ -315,15 +324,11 @@ public final class BufferPipeline {
       if ("timetz".equals(BufferStatements.baseType(c, b.table(), shape.idColumn()))) {
         // Capture passes it on turned to UTC, and timetz equality compares the zone too: the row
         // would never be found again, never handed over, never deleted.
-        throw error(
+        throw keyRefused(
             b,
-            "table",
-            "names table "
-                + b.table().displayName()
-                + ", whose primary key "
-                + shape.idColumn()
-                + " is of type time with time zone, which capture passes on turned to UTC and so"
-                + " cannot be looked up again; key the buffer by a column of another type");
+            shape,
+            "time with time zone, which capture passes on turned to UTC and so cannot be looked up"
+                + " again; key the buffer by a column of another type");
       }
       if (b.archiveTable().isPresent()) {
         List<String> archive = BufferStatements.columns(c, b.archiveTable().get());

@@ -2,6 +2,7 @@ package dev.spillway.jdbc;
 
 import java.io.IOException;
 import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketOption;
 import javax.net.SocketFactory;
@@ -28,34 +29,41 @@ public final class KeepaliveSocketFactory extends SocketFactory {
 
   @Override
   public Socket createSocket(String host, int port) throws IOException {
-    Socket s = createSocket();
-    s.connect(new java.net.InetSocketAddress(host, port));
-    return s;
+    return connected(new InetSocketAddress(host, port), null);
   }
 
   @Override
   public Socket createSocket(String host, int port, InetAddress localHost, int localPort)
       throws IOException {
-    Socket s = createSocket();
-    s.bind(new java.net.InetSocketAddress(localHost, localPort));
-    s.connect(new java.net.InetSocketAddress(host, port));
-    return s;
+    return connected(
+        new InetSocketAddress(host, port), new InetSocketAddress(localHost, localPort));
   }
 
   @Override
   public Socket createSocket(InetAddress host, int port) throws IOException {
-    Socket s = createSocket();
-    s.connect(new java.net.InetSocketAddress(host, port));
-    return s;
+    return connected(new InetSocketAddress(host, port), null);
   }
 
   @Override
   public Socket createSocket(InetAddress address, int port, InetAddress localAddress, int localPort)
       throws IOException {
+    return connected(
+        new InetSocketAddress(address, port), new InetSocketAddress(localAddress, localPort));
+  }
+
+  /** A socket of this factory's, bound to {@code local} when given, connected to {@code to}. */
+  private Socket connected(InetSocketAddress to, InetSocketAddress local) throws IOException {
     Socket s = createSocket();
-    s.bind(new java.net.InetSocketAddress(localAddress, localPort));
-    s.connect(new java.net.InetSocketAddress(address, port));
-    return s;
+    try {
+      if (local != null) {
+        s.bind(local);
+      }
+      s.connect(to);
+      return s;
+    } catch (IOException e) {
+      s.close();
+      throw e;
+    }
   }
 
   /** Turns keepalive on, with Spillway's timing where the system lets a socket have its own. */

@@ -179,57 +179,33 @@ class DefinitionsFileTest {
     assertThat(lfk.definitions().get(1).where()).isEqualTo("spillway.yml:6");
   }
 
+  /** The loose-foreign-keys section of this spillway.yml, in {@code base}. */
+  private static LfkConfig lfk(Path base, String yaml) {
+    return LfkConfig.from(
+        ConfigLoader.parse(yaml, "spillway.yml", base.resolve("spillway.yml"), base, n -> null));
+  }
+
   @Test
   void should_reject_a_missing_definitions_file_and_unknown_section_keys(@TempDir Path base)
       throws Exception {
-    assertThatThrownBy(
-            () ->
-                LfkConfig.from(
-                    ConfigLoader.parse(
-                        "loose-foreign-keys:\n  file: nowhere.yml\n",
-                        "spillway.yml",
-                        base.resolve("spillway.yml"),
-                        base,
-                        n -> null)))
+    assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  file: nowhere.yml\n"))
         .hasMessage(
             "spillway.yml:2: loose-foreign-keys.file names "
                 + base.resolve("nowhere.yml")
                 + ", which does not exist.");
     java.nio.file.Files.createDirectories(base.resolve("config"));
-    assertThatThrownBy(
-            () ->
-                LfkConfig.from(
-                    ConfigLoader.parse(
-                        "loose-foreign-keys:\n  file: config\n",
-                        "spillway.yml",
-                        base.resolve("spillway.yml"),
-                        base,
-                        n -> null)))
+    assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  file: config\n"))
         .hasMessage(
             "spillway.yml:2: loose-foreign-keys.file names "
                 + base.resolve("config")
                 + ", which is a directory, not a file.");
     assertThatThrownBy(
             () ->
-                LfkConfig.from(
-                    ConfigLoader.parse(
-                        "loose-foreign-keys:\n  max-attempts: 5\n  sink:\n    max-attempts: 3\n",
-                        "spillway.yml",
-                        base.resolve("spillway.yml"),
-                        base,
-                        n -> null)))
+                lfk(base, "loose-foreign-keys:\n  max-attempts: 5\n  sink:\n    max-attempts: 3\n"))
         .hasMessage(
             "spillway.yml:4: loose-foreign-keys.sink.max-attempts is set in loose-foreign-keys too;"
                 + " keep one (the two would disagree).");
-    assertThatThrownBy(
-            () ->
-                LfkConfig.from(
-                    ConfigLoader.parse(
-                        "loose-foreign-keys:\n  batch_size: 10\n",
-                        "spillway.yml",
-                        base.resolve("spillway.yml"),
-                        base,
-                        n -> null)))
+    assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  batch_size: 10\n"))
         .hasMessage(
             "spillway.yml:2: unknown key loose-foreign-keys.batch_size (did you mean batch-size?).");
   }

@@ -28,6 +28,23 @@ class LfkGeneratorTest {
         false);
   }
 
+  /** {@code k} held by {@code database}, referring to {@code to}, its column NOT NULL or not. */
+  private static ForeignKey like(
+      ForeignKey k, String database, TableName to, boolean columnNotNull) {
+    return new ForeignKey(
+        database,
+        k.from(),
+        to,
+        k.columns(),
+        k.onDelete(),
+        k.name(),
+        k.definition(),
+        k.referenced(),
+        k.toPrimaryKey(),
+        k.childHasPrimaryKey(),
+        columnNotNull);
+  }
+
   private static final List<ForeignKey> KEYS =
       List.of(
           fk("ci_builds", "projects", "project_id", "cascade"),
@@ -91,19 +108,7 @@ class LfkGeneratorTest {
   @Test
   void should_skip_keys_whose_definition_run_would_refuse_or_misread() {
     ForeignKey nullified = fk("merge_requests", "pipelines", "head_pipeline_id", "nullify");
-    ForeignKey notNull =
-        new ForeignKey(
-            "main",
-            nullified.from(),
-            nullified.to(),
-            nullified.columns(),
-            "nullify",
-            nullified.name(),
-            nullified.definition(),
-            nullified.referenced(),
-            true,
-            true,
-            true);
+    ForeignKey notNull = like(nullified, "main", nullified.to(), true);
     assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(1, false, nullified))).isEmpty();
     assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(2, false, notNull)))
         .hasValue("ON DELETE SET NULL of a NOT NULL column, which cleanup cannot set to NULL");
@@ -115,19 +120,8 @@ class LfkGeneratorTest {
             "order items has a '.' or a space in its name, which the definitions file cannot"
                 + " write");
     ForeignKey builds = fk("builds", "projects", "project_id", "cascade");
-    ForeignKey toDotted =
-        new ForeignKey(
-            "main",
-            builds.from(),
-            new TableName("public", "a.b"), // read back, a.b would be table b of schema a
-            builds.columns(),
-            "cascade",
-            builds.name(),
-            builds.definition(),
-            builds.referenced(),
-            true,
-            true,
-            false);
+    // Read back, a.b would be table b of schema a.
+    ForeignKey toDotted = like(builds, "main", new TableName("public", "a.b"), false);
     assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(4, false, toDotted)))
         .hasValue("a.b has a '.' or a space in its name, which the definitions file cannot write");
   }
@@ -135,19 +129,7 @@ class LfkGeneratorTest {
   @Test
   void should_add_one_entry_for_a_key_two_databases_hold() {
     ForeignKey main = fk("ci_builds", "projects", "project_id", "cascade");
-    ForeignKey ci =
-        new ForeignKey(
-            "ci",
-            main.from(),
-            main.to(),
-            main.columns(),
-            main.onDelete(),
-            main.name(),
-            main.definition(),
-            main.referenced(),
-            true,
-            true,
-            false);
+    ForeignKey ci = like(main, "ci", main.to(), false);
     String entry =
         "ci_builds:\n  - table: projects\n    column: project_id\n    on_delete: async_delete\n";
     assertThat(LfkGenerator.addDefinitions("", List.of(main, ci))).isEqualTo(entry);

@@ -48,12 +48,20 @@ class LfkTopologyTest {
 
   @BeforeEach
   void setUp() {
+    drive(settings);
+    dlq =
+        driver.createOutputTopic(
+            TOPICS.dlq(Pipeline.LFK), new StringDeserializer(), new ByteArrayDeserializer());
+  }
+
+  /** The topology with these settings, on a test driver, with its input and output topics. */
+  private void drive(LfkSettings with) {
     Properties p = new Properties();
     p.put(StreamsConfig.APPLICATION_ID_CONFIG, "lfk-topology-test");
     p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
     driver =
         new TopologyTestDriver(
-            LfkTopology.build(TOPICS, settings, malformed::incrementAndGet),
+            LfkTopology.build(TOPICS, with, malformed::incrementAndGet),
             p,
             Instant.parse("2026-01-01T00:00:00Z"));
     in =
@@ -62,9 +70,6 @@ class LfkTopologyTest {
     out =
         driver.createOutputTopic(
             TOPICS.cleanupBatches(), new StringDeserializer(), new ByteArrayDeserializer());
-    dlq =
-        driver.createOutputTopic(
-            TOPICS.dlq(Pipeline.LFK), new StringDeserializer(), new ByteArrayDeserializer());
   }
 
   @AfterEach
@@ -109,19 +114,9 @@ class LfkTopologyTest {
   @Test
   void should_keep_each_batch_of_long_bytea_keys_within_a_kafka_record() {
     driver.close();
-    LfkSettings unlimited =
+    drive(
         new LfkSettings(
-            100_000, Duration.ofSeconds(2), 1000, 500, 100_000, 50_000, SinkSettings.defaults());
-    Properties p = new Properties();
-    p.put(StreamsConfig.APPLICATION_ID_CONFIG, "lfk-topology-test-bytea");
-    p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, "unused:9092");
-    driver = new TopologyTestDriver(LfkTopology.build(TOPICS, unlimited, () -> {}), p);
-    in =
-        driver.createInputTopic(
-            TOPICS.deletedRecords(), new StringSerializer(), new ByteArraySerializer());
-    out =
-        driver.createOutputTopic(
-            TOPICS.cleanupBatches(), new StringDeserializer(), new ByteArrayDeserializer());
+            100_000, Duration.ofSeconds(2), 1000, 500, 100_000, 50_000, SinkSettings.defaults()));
     // A bytea key's id is its hex text: twice its bytes in the batch, against once in the record.
     for (int i = 0; i < 2_000; i++) {
       byte[] key = new byte[1_000];

@@ -165,17 +165,10 @@ class SinkWorkerTest {
   void should_stop_saying_why_when_a_batch_ends_with_an_error_instead_of_holding_its_partition()
       throws Exception {
     BatchHandler failing =
-        new BatchHandler() {
-          @Override
-          public Optional<Target> target(SinkRecord record) {
-            return Optional.of(new Target("main", TableName.parse("t")));
-          }
-
-          @Override
-          public Outcome execute(SinkRecord record, RunContext context) {
-            throw new AssertionError("a defect in the handler");
-          }
-        };
+        onTableT(
+            (record, context) -> {
+              throw new AssertionError("a defect in the handler");
+            });
     worker = worker(Duration.ofMillis(100), failing);
     worker.subscribe();
     consumer.rebalance(List.of(TP));
@@ -361,18 +354,11 @@ class SinkWorkerTest {
     release.countDown();
     AtomicInteger started = new AtomicInteger();
     BatchHandler refused =
-        new BatchHandler() {
-          @Override
-          public Optional<Target> target(SinkRecord record) {
-            return Optional.of(new Target("main", TableName.parse("t")));
-          }
-
-          @Override
-          public Outcome execute(SinkRecord record, RunContext context) {
-            started.incrementAndGet();
-            return new Outcome.PermanentFailure(new IllegalArgumentException("bad batch"));
-          }
-        };
+        onTableT(
+            (record, context) -> {
+              started.incrementAndGet();
+              return new Outcome.PermanentFailure(new IllegalArgumentException("bad batch"));
+            });
     // The dead-letter topic is one Spillway may not write to.
     MockProducer<byte[], byte[]> producer =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
@@ -384,40 +370,11 @@ class SinkWorkerTest {
     consumer.updateBeginningOffsets(Map.of(TP, 0L));
     addBatches(0, 1);
 
-    await()
-        .during(Duration.ofMillis(500)) // half the 1 s backoff
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("not run again at once, each turn redoing its work")
-        .until(
-            () -> {
-              worker.runOnce();
-              return started.get() == 1;
-            });
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return started.get() == 2;
-            });
-    await()
-        .during(Duration.ofMillis(1_500)) // the backoff doubled: 2 s now
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("the backoff doubling while Kafka keeps refusing")
-        .until(
-            () -> {
-              worker.runOnce();
-              return started.get() == 2;
-            });
-    await()
-        .atMost(WAIT)
-        .until(
-            () -> {
-              worker.runOnce();
-              return started.get() == 3;
-            });
+    // Half the 1 s backoff, then three quarters of the 2 s it doubles to.
+    turnWithoutRunningAgain(started, 1, Duration.ofMillis(500), "not run again at once");
+    turnUntilStarted(started, 2);
+    turnWithoutRunningAgain(started, 2, Duration.ofMillis(1_500), "the backoff doubling");
+    turnUntilStarted(started, 3);
     assertThat(committed()).isEqualTo(-1);
   }
 
@@ -438,6 +395,53 @@ class SinkWorkerTest {
 
     assertThat(wakeupAtPosition).as("the look-up was woken").isFalse();
     assertThat(committed()).isEqualTo(1);
+  }
+
+  /** How a test's handler runs a batch. */
+  @FunctionalInterface
+  private interface Run {
+    Outcome execute(SinkRecord record, RunContext context) throws Exception;
+  }
+
+  /** A handler whose every batch works on table t of database main, run as {@code run} says. */
+  private static BatchHandler onTableT(Run run) {
+    return new BatchHandler() {
+      @Override
+      public Optional<Target> target(SinkRecord record) {
+        return Optional.of(new Target("main", TableName.parse("t")));
+      }
+
+      @Override
+      public Outcome execute(SinkRecord record, RunContext context) throws Exception {
+        return run.execute(record, context);
+      }
+    };
+  }
+
+  /** Turns the worker for {@code during}, the batch started {@code times} all along. */
+  private void turnWithoutRunningAgain(
+      AtomicInteger started, int times, Duration during, String why) {
+    await()
+        .during(during)
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias(why)
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == times;
+            });
+  }
+
+  /** Turns the worker until the batch has started {@code times}. */
+  private void turnUntilStarted(AtomicInteger started, int times) {
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return started.get() == times;
+            });
   }
 
   /** A worker holding the one partition, Kafka taking no commit. */
