@@ -41,7 +41,8 @@ final class HealthStatements {
    * the role ({@code ALTER DATABASE … SET}) reaches new sessions only, not the monitor's own kept
    * one: it is read from where it is kept, the most specific first (database and role, role,
    * database, every database). Without one, the session's own value, which a reloaded server
-   * setting reaches; unless it came from such a setting since taken back: then the default, off.
+   * setting reaches; unless it came from such a setting since taken back (for every database and
+   * role too, {@code ALTER ROLE ALL SET}): then the default, off.
    */
   static final String READ_ONLY =
       "SELECT pg_is_in_recovery(), COALESCE((SELECT split_part(c, '=', 2)::bool"
@@ -52,7 +53,7 @@ final class HealthStatements {
           + ") AND s.setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = current_user))"
           + " ORDER BY s.setdatabase <> 0 AND s.setrole <> 0 DESC, s.setrole <> 0 DESC,"
           + " s.setdatabase <> 0 DESC LIMIT 1),"
-          + " (SELECT CASE WHEN source IN ('database', 'user', 'database user')"
+          + " (SELECT CASE WHEN source IN ('global', 'database', 'user', 'database user')"
           + " THEN boot_val::bool ELSE setting::bool END"
           + " FROM pg_settings WHERE name = 'default_transaction_read_only'))";
 
