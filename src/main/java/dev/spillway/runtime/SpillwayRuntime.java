@@ -545,8 +545,12 @@ public final class SpillwayRuntime implements AutoCloseable {
    * SIGTERM.
    */
   @Override
-  public synchronized void close() {
-    stopping = true;
+  public void close() {
+    stopping = true; // at once, though another stop holds the lock
+    closeInOrder();
+  }
+
+  private synchronized void closeInOrder() {
     closing = true;
     // An embedded PostgreSQL still starting (a signal during start-up) would outlive the JVM, which
     // exits once this hook returns: wait for its start, whose own() then stops it at once, before

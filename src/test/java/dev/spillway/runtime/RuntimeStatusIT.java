@@ -133,26 +133,34 @@ class RuntimeStatusIT {
     SpillwayConfig config =
         ConfigLoader.parse("http:\n  port: 0\n", "test.yml", null, dir, n -> null);
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
-    ProcessHandle server =
-        EmbeddedPostgresServer.serverOf(config.workingDir().resolve("postgres").resolve("data"))
-            .orElseThrow();
-    // As systemd's stop signals every process of the service at once: the server ends before the
-    // runtime's stop reaches it (fast shutdown here, to have it ended before the stop begins).
-    new ProcessBuilder("kill", "-INT", Long.toString(server.pid())).start().waitFor();
-    server.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+    try {
+      ProcessHandle server =
+          EmbeddedPostgresServer.serverOf(config.workingDir().resolve("postgres").resolve("data"))
+              .orElseThrow();
+      // As systemd's stop signals every process of the service at once: the server ends before
+      // the runtime's stop reaches it (fast shutdown here, to have it ended before the stop).
+      new ProcessBuilder("kill", "-INT", Long.toString(server.pid())).start().waitFor();
+      server.onExit().get(30, java.util.concurrent.TimeUnit.SECONDS);
+      assertThat(runtime.failure()).as("before the stop, a failure").isPresent();
 
-    Thread stop = new Thread(runtime::close);
-    long began = System.nanoTime();
-    stop.start();
-    // What the service manager's watch (run's loop, /livez) reads while the stop goes on.
-    java.util.List<Optional<String>> read = new java.util.ArrayList<>();
-    while (stop.isAlive()) {
-      if (System.nanoTime() - began > Duration.ofMillis(100).toNanos()) {
-        read.add(runtime.failure());
+      Thread stop = new Thread(runtime::close);
+      long began = System.nanoTime();
+      stop.start();
+      // What the service manager's watch (run's loop, /livez) reads while the stop goes on,
+      // once it has begun (the stop says so first thing; 100 ms is room for the thread to start).
+      java.util.List<Optional<String>> read = new java.util.ArrayList<>();
+      long until = began + Duration.ofSeconds(120).toNanos();
+      while (stop.isAlive() && System.nanoTime() < until) {
+        if (System.nanoTime() - began > Duration.ofMillis(100).toNanos()) {
+          read.add(runtime.failure());
+        }
+        stop.join(10);
       }
-      stop.join(10);
-    }
 
-    assertThat(read).as("read while it stopped").isNotEmpty().containsOnly(Optional.empty());
+      assertThat(stop.isAlive()).as("stopped within 2 min").isFalse();
+      assertThat(read).as("read while it stopped").isNotEmpty().containsOnly(Optional.empty());
+    } finally {
+      runtime.close(); // a second close does nothing
+    }
   }
 }
