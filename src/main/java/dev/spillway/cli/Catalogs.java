@@ -77,7 +77,7 @@ final class Catalogs implements AutoCloseable {
       try {
         server =
             EmbeddedPostgresServer.start(dir.resolve("postgres"), 0, List.of(SpillwayConfig.MAIN));
-      } catch (IOException | RuntimeException e) {
+      } catch (IOException | RuntimeException | Error e) {
         started.startEnded(); // nothing started: a stop no longer waits for it
         throw e;
       }

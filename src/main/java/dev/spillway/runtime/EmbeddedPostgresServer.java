@@ -124,8 +124,11 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
       try {
         // One still recovering when the wait ended, say: its pg_ctl, which waits for it, ends
         // first, so the server it started has its pid file to be found by.
-        awaitStartTools(data);
-        stopLeftRunning(data);
+        try {
+          awaitStartTools(data);
+        } finally {
+          stopLeftRunning(data);
+        }
       } catch (IOException left) {
         e.addSuppressed(left);
       }
@@ -180,7 +183,8 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
   private static String lastWords(Path dir, long from) {
     byte[] said;
     try (java.nio.channels.SeekableByteChannel log = Files.newByteChannel(dir.resolve(LOG))) {
-      long start = Math.max(from, log.size() - LAST_WORDS_BYTES);
+      // Past what it held before, unless it was emptied meanwhile (rotated, say).
+      long start = Math.max(from > log.size() ? 0 : from, log.size() - LAST_WORDS_BYTES);
       java.nio.ByteBuffer buffer = java.nio.ByteBuffer.allocate((int) (log.size() - start));
       log.position(start);
       while (buffer.hasRemaining() && log.read(buffer) >= 0) {

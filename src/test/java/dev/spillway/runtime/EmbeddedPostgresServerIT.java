@@ -2,6 +2,7 @@ package dev.spillway.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -9,6 +10,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.List;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -34,8 +36,9 @@ class EmbeddedPostgresServerIT {
         .hasMessageContaining(postgres.resolve("server.log") + " says: ")
         .hasMessageContaining("shared_buffers")
         .hasMessageContaining("lots")
-        .as("nothing of the start before, which went well")
-        .hasMessageNotContaining("ready to accept connections");
+        .as("nothing of the start and stop before, which went well")
+        .hasMessageNotContaining("ready to accept connections")
+        .hasMessageNotContaining("shut down");
     assertThat(EmbeddedPostgresServer.serverOf(postgres.resolve("data"))).isEmpty();
   }
 
@@ -50,6 +53,16 @@ class EmbeddedPostgresServerIT {
         .isInstanceOf(IOException.class)
         .hasMessageContaining("did not start: Gave up waiting");
 
-    assertThat(EmbeddedPostgresServer.serverOf(postgres.resolve("data"))).isEmpty();
+    // Nor one coming up a little after the start gave up on it.
+    await()
+        .during(Duration.ofSeconds(3))
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> EmbeddedPostgresServer.serverOf(postgres.resolve("data")).isEmpty());
+  }
+
+  /** Whatever a failing test left running on its data, before that data is deleted. */
+  @AfterEach
+  void stopLeftRunning() throws IOException {
+    EmbeddedPostgresServer.stopLeftRunning(dir.resolve("postgres").resolve("data"));
   }
 }
