@@ -66,8 +66,10 @@ public final class Databases implements AutoCloseable {
     ds.setConnectTimeout(MONITOR_CONNECT_SECONDS);
     ds.setLoginTimeout(MONITOR_CONNECT_SECONDS);
     ds.setSocketTimeout(MONITOR_READ_SECONDS);
-    ds.setSocketFactory(KeepaliveSocketFactory.class.getName());
-    ds.setTcpKeepAlive(true); // else the driver turns the factory's keepalive off
+    if (ds.getSocketFactory() == null) { // one the URL names (a cloud's proxy, say) stays
+      ds.setSocketFactory(KeepaliveSocketFactory.class.getName());
+      ds.setTcpKeepAlive(true); // else the driver turns the factory's keepalive off
+    }
     return ds;
   }
 
