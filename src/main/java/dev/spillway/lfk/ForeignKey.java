@@ -24,9 +24,9 @@ import javax.sql.DataSource;
  *     to; a key to another unique column cannot become one
  * @param childHasPrimaryKey whether the referencing table has a primary key, by which cleanup
  *     deletes and updates its rows; without one, a loose foreign key is refused at start-up
- * @param columnNotNull whether a referencing column is {@code NOT NULL}: a key setting it to NULL
- *     on delete (PostgreSQL takes one, failing each such delete) becomes a definition refused at
- *     start-up
+ * @param columnNotNull whether a referencing column is {@code NOT NULL}, or kept from NULL by a
+ *     check constraint of its own: a key setting it to NULL on delete (PostgreSQL takes one,
+ *     failing each such delete) becomes a definition refused at start-up
  */
 public record ForeignKey(
     String database,
@@ -80,6 +80,9 @@ public record ForeignKey(
             + "   AND pk.contype = 'p'),"
             + " EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = con.conrelid"
             + "   AND a.attnum = ANY (con.conkey) AND a.attnotnull)"
+            + " OR EXISTS (SELECT 1 FROM pg_constraint ck WHERE ck.conrelid = con.conrelid"
+            + "   AND ck.contype = 'c' AND ck.conkey = con.conkey"
+            + "   AND pg_get_constraintdef(ck.oid) ~* 'IS NOT NULL')"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"

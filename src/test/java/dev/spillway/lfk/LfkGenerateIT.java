@@ -170,21 +170,37 @@ class LfkGenerateIT {
     try (Databases dbs = EmbeddedInfra.get().databases("gen_nopk")) {
       TestSql.exec(
           dbs.dataSource("gen_nopk"),
-          "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_parents CASCADE",
+          "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_owners, nopk_checked, nopk_parents"
+              + " CASCADE",
           "CREATE TABLE nopk_parents (id bigint PRIMARY KEY)",
           "CREATE TABLE nopk_items (id bigint PRIMARY KEY,"
               + " parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
           "CREATE INDEX ON nopk_items (parent_id)",
           "CREATE TABLE nopk_logs (parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
-          "CREATE INDEX ON nopk_logs (parent_id)");
+          "CREATE INDEX ON nopk_logs (parent_id)",
+          // PostgreSQL takes a key setting a NOT NULL column to NULL (each such delete fails).
+          "CREATE TABLE nopk_owners (id bigint PRIMARY KEY,"
+              + " parent_id bigint NOT NULL REFERENCES nopk_parents ON DELETE SET NULL)",
+          "CREATE INDEX ON nopk_owners (parent_id)",
+          // The same, kept from NULL by a check constraint, as GitLab adds before NOT NULL.
+          "CREATE TABLE nopk_checked (id bigint PRIMARY KEY,"
+              + " parent_id bigint REFERENCES nopk_parents ON DELETE SET NULL,"
+              + " CONSTRAINT check_parent_id CHECK (parent_id IS NOT NULL) NOT VALID)",
+          "CREATE INDEX ON nopk_checked (parent_id)");
       Path config = config(main);
 
       Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_parents$");
       assertThat(run.exitCode()).as(run.err()).isZero();
       assertThat(run.out())
           .contains(
-              "Skipping 1 (nopk_logs.parent_id): the child has no primary key, which cleanup"
+              "(nopk_logs.parent_id): the child has no primary key, which cleanup"
                   + " deletes and updates rows by")
+          .contains(
+              "(nopk_owners.parent_id): ON DELETE SET NULL of a NOT NULL column, which cleanup"
+                  + " cannot set to NULL")
+          .contains(
+              "(nopk_checked.parent_id): ON DELETE SET NULL of a NOT NULL column, which cleanup"
+                  + " cannot set to NULL")
           .contains("Added 1 loose foreign keys to");
       // What was written passes the check 'run' starts with.
       DefinitionCheck.Result checked =
@@ -195,7 +211,10 @@ class LfkGenerateIT {
       assertThat(checked.keys())
           .extracting(k -> k.key().describe())
           .containsExactly("nopk_items.parent_id → nopk_parents (async_delete)");
-      assertThat(Files.readString(migration(".up.sql"))).doesNotContain("nopk_logs");
+      assertThat(Files.readString(migration(".up.sql")))
+          .doesNotContain("nopk_logs")
+          .doesNotContain("nopk_owners")
+          .doesNotContain("nopk_checked");
     }
   }
 
