@@ -44,6 +44,10 @@ public final class WorkingDirectory implements AutoCloseable {
    * @throws IllegalStateException when another process holds it
    */
   public static WorkingDirectory acquire(Path root) throws IOException {
+    if (HELD.contains(root.toAbsolutePath().normalize())) {
+      // Its lock probed through a channel of its own would be let go of when that one closes.
+      throw new IllegalStateException("Working directory " + root + " is in use by this process.");
+    }
     Files.createDirectories(root);
     FileChannel channel =
         FileChannel.open(root.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);

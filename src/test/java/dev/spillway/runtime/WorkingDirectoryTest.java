@@ -1,6 +1,7 @@
 package dev.spillway.runtime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Files;
@@ -46,6 +47,8 @@ class WorkingDirectoryTest {
       String inode = String.valueOf(Files.getAttribute(dir.resolve("lock"), "unix:ino"));
 
       assertThat(WorkingDirectory.running(dir.root())).hasValue(INFO);
+      assertThatThrownBy(() -> WorkingDirectory.acquire(dir.root()))
+          .hasMessage("Working directory " + dir.root() + " is in use by this process.");
 
       assertThat(Files.readAllLines(locks))
           .as("this process's lock on the directory, still there")
