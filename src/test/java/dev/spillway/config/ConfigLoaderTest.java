@@ -467,6 +467,21 @@ class ConfigLoaderTest {
             + "databases:\n  main: { url: \"jdbc:postgresql://db/app\", username: s }\n");
     SpillwayConfig external = ConfigLoader.load(file, NO_ENV);
     assertThat(external.workingDir()).isEqualTo(dir.resolve("clients,old/$state"));
+    // One embedded, the other not: only its limit holds.
+    Files.writeString(
+        file,
+        "working-dir: \"clients,old\"\ndatabases:\n  main: { url: \"jdbc:postgresql://db/app\", username: s }\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .hasMessageContaining("whose ',' the embedded Kafka broker");
+    Files.writeString(file, "working-dir: \"clients,old\"\nkafka:\n  bootstrap-servers: k1:9092\n");
+    assertThat(ConfigLoader.load(file, NO_ENV).workingDir()).isEqualTo(dir.resolve("clients,old"));
+    Files.writeString(file, "working-dir: \"a$b\"\nkafka:\n  bootstrap-servers: k1:9092\n");
+    assertThatThrownBy(() -> ConfigLoader.load(file, NO_ENV))
+        .hasMessageContaining("whose '$' the embedded PostgreSQL");
+    Files.writeString(
+        file,
+        "working-dir: \"a$b\"\ndatabases:\n  main: { url: \"jdbc:postgresql://db/app\", username: s }\n");
+    assertThat(ConfigLoader.load(file, NO_ENV).workingDir()).isEqualTo(dir.resolve("a$b"));
     // The quickstart and benchmarks run both embedded there.
     assertThatThrownBy(external::embedded)
         .isInstanceOf(ConfigException.class)

@@ -171,18 +171,17 @@ class HealthMonitorIT {
         assertThat(Long.parseLong(counted.reason().replaceAll(".* (\\d+) MB$", "$1")))
             .isGreaterThanOrEqualTo(2);
         assertThat(ignored).isEqualTo(Health.NORMAL);
-      } finally {
-        // Gone before another test reads the shared server's standbys.
-        await()
-            .atMost(Duration.ofSeconds(30))
-            .until(
-                () ->
-                    TestSql.count(
-                            ds,
-                            "SELECT count(*) FROM pg_stat_replication"
-                                + " WHERE application_name = 'kept_behind'")
-                        == 0);
       }
+      // Gone, its connection closed, before another test reads the shared server's standbys.
+      await()
+          .atMost(Duration.ofSeconds(30))
+          .until(
+              () ->
+                  TestSql.count(
+                          ds,
+                          "SELECT count(*) FROM pg_stat_replication"
+                              + " WHERE application_name = 'kept_behind'")
+                      == 0);
     }
   }
 

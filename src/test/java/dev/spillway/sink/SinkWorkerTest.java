@@ -353,9 +353,11 @@ class SinkWorkerTest {
   void should_run_a_batch_kafka_would_not_take_back_again_only_after_the_retry_backoff() {
     release.countDown();
     AtomicInteger started = new AtomicInteger();
+    List<Long> startedAt = Collections.synchronizedList(new ArrayList<>());
     BatchHandler refused =
         onTableT(
             (record, context) -> {
+              startedAt.add(System.nanoTime());
               started.incrementAndGet();
               return new Outcome.PermanentFailure(new IllegalArgumentException("bad batch"));
             });
@@ -375,6 +377,11 @@ class SinkWorkerTest {
     turnUntilStarted(started, 2);
     turnWithoutRunningAgain(started, 2, Duration.ofMillis(1_500), "the backoff doubling");
     turnUntilStarted(started, 3);
+    long first = startedAt.get(1) - startedAt.get(0);
+    long second = startedAt.get(2) - startedAt.get(1);
+    assertThat(Duration.ofNanos(second - first))
+        .as("the second wait a second longer than the first (1 s, then 2 s)")
+        .isGreaterThan(Duration.ofMillis(500));
     assertThat(committed()).isEqualTo(-1);
   }
 
