@@ -63,6 +63,13 @@ final class DelayedReleaser implements AutoCloseable {
   private final String delayedTopic;
   private final List<String> batchesTopics; // the first for batches without a return address
   private final TopicCheck topicExists;
+
+  /** Other instances' batches topics Kafka was seen to have, and when (the clock's millis). */
+  private final Map<String, Long> seenToExist = new HashMap<>();
+
+  /** How long a topic seen to exist is taken to exist without asking Kafka again. */
+  static final Duration SEEN_TO_EXIST = Duration.ofMinutes(1);
+
   private final String deadLetterTopic;
 
   /** Whether Kafka has a topic, asked without creating it. */
@@ -313,7 +320,7 @@ final class DelayedReleaser implements AutoCloseable {
     headers.remove(SinkHeaders.CONSUME_AFTER);
     String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
     String to = back == null ? batchesTopics.get(0) : back;
-    if (batchesTopics.contains(to) || topicExists.exists(to)) {
+    if (batchesTopics.contains(to) || exists(to)) {
       return producer.send(new ProducerRecord<>(to, null, r.key(), r.value(), headers));
     }
     String why =
@@ -336,6 +343,25 @@ final class DelayedReleaser implements AutoCloseable {
         now);
     return producer.send(
         new ProducerRecord<>(deadLetterTopic, null, now, r.key(), r.value(), headers));
+  }
+
+  /**
+   * Whether Kafka has the topic, asked at most once a minute for one it has: a rolling change
+   * adding a buffer can delay many of its batches, each asking through an admin client of its own.
+   */
+  private boolean exists(String topic) throws InterruptedException {
+    long now = clock.millis();
+    Long seen = seenToExist.get(topic);
+    if (seen != null && now - seen < SEEN_TO_EXIST.toMillis()) {
+      return true;
+    }
+    boolean exists = topicExists.exists(topic);
+    if (exists) {
+      seenToExist.put(topic, now);
+    } else {
+      seenToExist.remove(topic);
+    }
+    return exists;
   }
 
   /**

@@ -39,6 +39,10 @@ class DelayedReleaserTest {
   private final MockProducer<byte[], byte[]> producer =
       new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
   private MockConsumer<byte[], byte[]> consumer = new MockConsumer<>("earliest");
+
+  /** The topics the releaser asked Kafka whether it has. */
+  private final List<String> asked = new java.util.ArrayList<>();
+
   private DelayedReleaser releaser = releaser(consumer, DelayedReleaser.DEFAULT_HOLD_BYTES);
 
   private DelayedReleaser releaser(MockConsumer<byte[], byte[]> c, long holdBytes) {
@@ -48,7 +52,10 @@ class DelayedReleaserTest {
             producer,
             TP.topic(),
             List.of("t.batches", "t.other.batches"),
-            topic -> topic.equals("t.elsewhere.batches"),
+            topic -> {
+              asked.add(topic);
+              return topic.equals("t.elsewhere.batches");
+            },
             "t.dlq",
             clock,
             Duration.ofMillis(10),
@@ -144,6 +151,25 @@ class DelayedReleaserTest {
         .as("where a replay hands it")
         .isEqualTo("t.gone.batches");
     assertThat(committed().offset()).isEqualTo(4);
+  }
+
+  @Test
+  void should_ask_kafka_for_another_instances_topic_once_a_minute() throws Exception {
+    delayed(0, Duration.ZERO, "t.elsewhere.batches");
+    delayed(1, Duration.ZERO, "t.elsewhere.batches");
+    releaser.runOnce();
+    delayed(2, Duration.ofMinutes(2), "t.elsewhere.batches");
+    clock.advance(Duration.ofSeconds(30));
+    releaser.runOnce();
+    assertThat(asked)
+        .as("once for the first minute's batches")
+        .containsExactly("t.elsewhere.batches");
+
+    clock.advance(Duration.ofMinutes(2));
+    releaser.runOnce();
+
+    assertThat(asked).hasSize(2);
+    assertThat(sent()).containsExactly("batch 0", "batch 1", "batch 2");
   }
 
   @Test
