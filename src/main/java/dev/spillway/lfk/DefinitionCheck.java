@@ -391,9 +391,11 @@ public final class DefinitionCheck {
   private static boolean cleanable(Column child, Column parent) {
     return STRING_CATEGORY.equals(child.category())
         || child.category().equals(parent.category())
-        || (STRING_CATEGORY.equals(parent.category())
-            && Set.of("smallint", "integer", "bigint").contains(child.baseType()));
+        || (STRING_CATEGORY.equals(parent.category()) && INTEGERS.contains(child.baseType()));
   }
+
+  /** The integer types, as {@code format_type} names them. */
+  private static final Set<String> INTEGERS = Set.of("smallint", "integer", "bigint");
 
   /** PostgreSQL's type category of text, varchar, char(n) and their domains. */
   private static final String STRING_CATEGORY = "S";
@@ -405,11 +407,10 @@ public final class DefinitionCheck {
    * key's text cast back gives the key). A text key read as a number would not: '08' and 8.
    */
   static boolean comparable(String childType, String parentType) {
-    Set<String> integers = Set.of("smallint", "integer", "bigint");
     // Not bpchar: its text drops the padding a parent's bpchar or text key compares with.
     Set<String> texts = Set.of("text", "character varying");
     return childType.equals(parentType)
-        || (integers.contains(childType) && integers.contains(parentType))
+        || (INTEGERS.contains(childType) && INTEGERS.contains(parentType))
         || texts.contains(childType);
   }
 

@@ -84,16 +84,19 @@ public final class LfkBacklog {
             from.put(tp, c.offset());
             released.put(tp, ReleasedPastCommit.offsets(c));
           });
+      // Rescheduled: delayed out of attempts. One waiting out a lock timeout (it names its lock
+      // waits) is only pending.
+      TopicRange.Each rescheduled =
+          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true));
+      TopicRange.Each waiting =
+          decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), false));
       range.read(
           topics.delayed(Pipeline.LFK),
           partitions -> from,
           r -> {
             TopicPartition tp = new TopicPartition(r.topic(), r.partition());
             if (!released.getOrDefault(tp, Set.of()).contains(r.offset())) {
-              // Rescheduled: delayed out of attempts. One waiting out a lock timeout (it names
-              // its lock waits) is only pending.
-              boolean rescheduled = r.headers().lastHeader(SinkHeaders.LOCK_WAITS) == null;
-              decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), rescheduled))
+              (r.headers().lastHeader(SinkHeaders.LOCK_WAITS) == null ? rescheduled : waiting)
                   .accept(r);
             }
           });
