@@ -463,11 +463,7 @@ abstract class CaptureContract {
         vacuum.rollback();
       }
       try (Capture capture = starting.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
-        TopicReader.readUntil(
-            infra().bootstrapServers(),
-            topics.bufferEvents("events"),
-            r -> ids(r).contains(1L),
-            TIMEOUT);
+        awaitEvent(1);
       }
     }
   }
@@ -531,11 +527,7 @@ abstract class CaptureContract {
     try (Capture capture = start(inserts("events"))) {
       endLater.join();
       insertRange(1, 1);
-      TopicReader.readUntil(
-          infra().bootstrapServers(),
-          topics.bufferEvents("events"),
-          r -> ids(r).contains(1L),
-          TIMEOUT);
+      awaitEvent(1);
     }
   }
 
@@ -809,7 +801,7 @@ abstract class CaptureContract {
       // The server ends the first one's stream: it reconnects 10 s later and keeps its slot.
       endSender(settings.slotName(DB));
       insertRange(1, 1);
-      TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
+      awaitEvent(1);
       assertThat(first.failure()).isEmpty();
       assertThat(second.standingBy()).as("still standing by").containsOnlyKeys(DB);
       assertThat(third.standingBy()).as("still standing by").containsOnlyKeys(DB);
@@ -882,7 +874,7 @@ abstract class CaptureContract {
         relay.cut();
         tookOver(second, clock);
         insertRange(1, 1);
-        TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
+        awaitEvent(1);
 
         // Back, the first one's engine is refused the slot: once it has had nothing for 17 s, it
         // stands by, not failed.
@@ -916,7 +908,7 @@ abstract class CaptureContract {
             new Databases(List.of(relay.relaying(direct, 2)), new SimpleMeterRegistry());
         Capture capture = start(relayed, Clock.systemUTC(), inserts("events"))) {
       insertRange(1, 1);
-      TopicReader.readUntil(infra().bootstrapServers(), topic, r -> ids(r).contains(1L), TIMEOUT);
+      awaitEvent(1);
 
       relay.cut(); // a server restart, say, longer than a stream goes without a batch
       await()
@@ -1027,11 +1019,7 @@ abstract class CaptureContract {
       tookOver(second, clock);
       locker.rollback();
       insertRange(1, 1);
-      TopicReader.readUntil(
-          infra().bootstrapServers(),
-          topics.bufferEvents("events"),
-          r -> ids(r).contains(1L),
-          TIMEOUT);
+      awaitEvent(1);
       assertThat(second.failure()).isEmpty();
     } finally {
       first.close();
@@ -1623,5 +1611,14 @@ abstract class CaptureContract {
       ids.add((Long) EventSerdes.decodeBufferEvent(r.value()).row().get("id"));
     }
     return ids;
+  }
+
+  /** Waits until the buffer events of table events hold row {@code id}'s insert. */
+  private void awaitEvent(long id) {
+    TopicReader.readUntil(
+        infra().bootstrapServers(),
+        topics.bufferEvents("events"),
+        r -> ids(r).contains(id),
+        TIMEOUT);
   }
 }

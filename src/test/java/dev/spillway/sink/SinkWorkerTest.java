@@ -119,10 +119,7 @@ class SinkWorkerTest {
   @Test
   void should_ignore_a_batch_that_ends_after_its_partition_was_revoked_and_assigned_back()
       throws Exception {
-    worker = worker(Duration.ofMillis(100));
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100)));
     addBatches(0, 3);
     worker.runOnce(); // claims 0..2 and starts batch 0, which hangs
     await().atMost(WAIT).until(() -> !firstRun.get());
@@ -144,10 +141,7 @@ class SinkWorkerTest {
   @Test
   void should_commit_past_the_transaction_marker_after_the_batches_it_settled() {
     release.countDown();
-    worker = worker(Duration.ofMillis(100));
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100)));
     addBatches(0, 2);
     turnUntilCommitted(2);
 
@@ -169,10 +163,7 @@ class SinkWorkerTest {
             (record, context) -> {
               throw new AssertionError("a defect in the handler");
             });
-    worker = worker(Duration.ofMillis(100), failing);
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100), failing));
     addBatches(0, 2);
     worker.runOnce();
 
@@ -324,10 +315,7 @@ class SinkWorkerTest {
             return new Outcome.Done(1);
           }
         };
-    worker = worker(Duration.ofMillis(100), twoTables, gate);
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100), twoTables, gate));
     addBatches(0, 1);
     worker.runOnce();
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
@@ -366,10 +354,9 @@ class SinkWorkerTest {
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     producer.sendException =
         new org.apache.kafka.common.errors.TopicAuthorizationException(Set.of(TOPIC + ".dlq"));
-    worker = worker(Duration.ofMillis(100), refused, HealthGate.ALWAYS_NORMAL, producer);
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker =
+        holdingTheOnePartition(
+            worker(Duration.ofMillis(100), refused, HealthGate.ALWAYS_NORMAL, producer));
     addBatches(0, 1);
 
     // Half the 1 s backoff, then three quarters of the 2 s it doubles to.
@@ -388,10 +375,7 @@ class SinkWorkerTest {
   @Test
   void should_settle_and_commit_what_finished_when_the_stop_wakes_a_position_look_up() {
     release.countDown();
-    worker = worker(Duration.ofMillis(100));
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100)));
     addBatches(0, 1);
     worker.runOnce();
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
@@ -451,13 +435,18 @@ class SinkWorkerTest {
             });
   }
 
+  /** The worker, subscribed and assigned the one partition, read from its start. */
+  private SinkWorker holdingTheOnePartition(SinkWorker w) {
+    w.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    return w;
+  }
+
   /** A worker holding the one partition, Kafka taking no commit. */
   private void startWhileKafkaIsDown() {
     release.countDown();
-    worker = worker(Duration.ofMillis(100));
-    worker.subscribe();
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100)));
     kafkaDown.set(true);
   }
 
