@@ -45,9 +45,12 @@ public final class Topics {
     return name(Pipeline.BUFFERS, checked(buffer) + ".events");
   }
 
+  /** How a buffer's batches topic's name ends; no other topic's does. */
+  public static final String BUFFER_BATCHES_SUFFIX = ".batches";
+
   /** One buffer's batches, taken and run by the sink workers. */
   public String bufferBatches(String buffer) {
-    return batches(Pipeline.BUFFERS, checked(buffer) + ".batches");
+    return batches(Pipeline.BUFFERS, checked(buffer) + BUFFER_BATCHES_SUFFIX);
   }
 
   /** Batches a sink worker takes and runs; the consumer group is the claim. */

@@ -3,6 +3,7 @@ package dev.spillway.ops;
 import dev.spillway.event.KafkaClients;
 import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.TopicRange;
+import dev.spillway.event.Topics;
 import dev.spillway.sink.SinkHeaders;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -183,7 +184,7 @@ public final class DeadLetterReplay {
     String batchesTopic = returnTopic != null ? returnTopic : sourceTopic;
     if (batchesTopic != null
         && !batches.isBatchesTopic().test(batchesTopic)
-        && (returnTopic != null || batchesTopic.endsWith(BATCHES_SUFFIX))) {
+        && (returnTopic != null || batchesTopic.endsWith(Topics.BUFFER_BATCHES_SUFFIX))) {
       return Letter.left(
           position,
           failedAt,
@@ -229,9 +230,6 @@ public final class DeadLetterReplay {
         null,
         skip ? before : null);
   }
-
-  /** How every batches topic's name ends ({@code Topics}), a capture topic's never. */
-  private static final String BATCHES_SUFFIX = ".batches";
 
   /** The topic of a topic-partition@offset position; null when it is not one. */
   static String topicOf(String position) {
