@@ -7,6 +7,7 @@ import com.zaxxer.hikari.pool.HikariPool;
 import dev.spillway.support.Causes;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.UnknownHostException;
+import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -66,10 +67,15 @@ public final class Databases implements AutoCloseable {
     ds.setConnectTimeout(MONITOR_CONNECT_SECONDS);
     ds.setLoginTimeout(MONITOR_CONNECT_SECONDS);
     ds.setSocketTimeout(MONITOR_READ_SECONDS);
-    if (ds.getSocketFactory() == null) { // one the URL names (a cloud's proxy, say) stays
-      ds.setSocketFactory(KeepaliveSocketFactory.class.getName());
-      ds.setTcpKeepAlive(true); // else the driver turns the factory's keepalive off
-    }
+    KeepaliveSocketFactory.driverSettings(e.url())
+        .forEach(
+            (key, value) -> {
+              try {
+                ds.setProperty(key, value);
+              } catch (SQLException unknown) {
+                throw new IllegalStateException(unknown); // the driver's own setting names
+              }
+            });
     return ds;
   }
 
@@ -83,8 +89,7 @@ public final class Databases implements AutoCloseable {
     c.setMinimumIdle(1);
     c.addDataSourceProperty("ApplicationName", "spillway");
     // A server that vanishes mid-statement is noticed within about 25 s (KeepaliveSocketFactory).
-    c.addDataSourceProperty("socketFactory", KeepaliveSocketFactory.class.getName());
-    c.addDataSourceProperty("tcpKeepAlive", "true"); // else the driver turns keepalive off
+    KeepaliveSocketFactory.driverSettings(e.url()).forEach(c::addDataSourceProperty);
     if (!e.lockTimeout().isZero()) {
       // Every statement of Spillway's gives up a lock wait after this (SQLSTATE 55P03): the sink
       // ends such a run unfinished and puts its batch back, behind other work.

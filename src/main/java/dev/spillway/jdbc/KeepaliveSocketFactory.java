@@ -5,8 +5,12 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketOption;
+import java.util.Map;
+import java.util.Properties;
 import javax.net.SocketFactory;
 import jdk.net.ExtendedSocketOptions;
+import org.postgresql.Driver;
+import org.postgresql.PGProperty;
 
 /**
  * The sockets of Spillway's database connections: TCP keepalive probes after {@value #IDLE_SECONDS}
@@ -18,6 +22,23 @@ import jdk.net.ExtendedSocketOptions;
  * which no probe cuts short. The driver names this class in its {@code socketFactory} setting.
  */
 public final class KeepaliveSocketFactory extends SocketFactory {
+  /**
+   * The driver settings that give a connection to {@code url} these sockets; none when the URL
+   * names a socket factory of its own (a cloud's proxy, say), which it keeps.
+   */
+  static Map<String, String> driverSettings(String url) {
+    Properties named = Driver.parseURL(url, new Properties());
+    if (named != null && named.containsKey(PGProperty.SOCKET_FACTORY.getName())) {
+      return Map.of();
+    }
+    return Map.of(
+        PGProperty.SOCKET_FACTORY.getName(),
+        KeepaliveSocketFactory.class.getName(),
+        // Else the driver turns the socket's keepalive off again.
+        PGProperty.TCP_KEEP_ALIVE.getName(),
+        "true");
+  }
+
   static final int IDLE_SECONDS = 10;
   static final int INTERVAL_SECONDS = 5;
   static final int COUNT = 3;

@@ -65,6 +65,62 @@ class DatabasesIT {
   }
 
   @Test
+  void should_open_the_pools_connections_with_a_socket_factory_the_url_names() throws Exception {
+    DatabaseEndpoint real = EmbeddedInfra.get().database("keepalive");
+    String url = real.url() + "?socketFactory=" + PlainSockets.class.getName();
+    try (Databases dbs =
+        new Databases(
+            List.of(
+                new DatabaseEndpoint("ci", url, real.username(), null, 2, DEFAULT_LOCK_TIMEOUT)),
+            new SimpleMeterRegistry())) {
+      int before = PlainSockets.made.get();
+      try (Connection c = dbs.dataSource("ci").getConnection()) {
+        assertThat(c.isValid(5)).isTrue();
+      }
+      assertThat(PlainSockets.made.get())
+          .as("the URL's factory made its sockets")
+          .isGreaterThan(before);
+    }
+  }
+
+  /** A socket factory a URL names, counting the sockets it makes. */
+  public static final class PlainSockets extends javax.net.SocketFactory {
+    static final java.util.concurrent.atomic.AtomicInteger made =
+        new java.util.concurrent.atomic.AtomicInteger();
+
+    @Override
+    public java.net.Socket createSocket() {
+      made.incrementAndGet();
+      return new java.net.Socket();
+    }
+
+    @Override
+    public java.net.Socket createSocket(String host, int port) throws java.io.IOException {
+      throw new java.io.IOException("the driver asks for an unconnected socket");
+    }
+
+    @Override
+    public java.net.Socket createSocket(
+        String host, int port, java.net.InetAddress local, int localPort)
+        throws java.io.IOException {
+      throw new java.io.IOException("the driver asks for an unconnected socket");
+    }
+
+    @Override
+    public java.net.Socket createSocket(java.net.InetAddress host, int port)
+        throws java.io.IOException {
+      throw new java.io.IOException("the driver asks for an unconnected socket");
+    }
+
+    @Override
+    public java.net.Socket createSocket(
+        java.net.InetAddress address, int port, java.net.InetAddress local, int localPort)
+        throws java.io.IOException {
+      throw new java.io.IOException("the driver asks for an unconnected socket");
+    }
+  }
+
+  @Test
   void should_probe_the_server_of_every_connection_it_opens_within_seconds() throws Exception {
     assumeTrue(
         runs("ss", "-tnoH", "state", "established"), "ss (iproute2) shows a socket's timers");
