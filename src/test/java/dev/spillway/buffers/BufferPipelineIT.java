@@ -712,7 +712,18 @@ class BufferPipelineIT {
             await()
                 .atMost(TIMEOUT)
                 .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + schema + ".typed") == 0);
+            assertThat(TestSql.count(ds, "SELECT count(*) FROM " + schema + ".typed_archive"))
+                .as("rows deleted when dead-lettered are not archived; the replay archives them")
+                .isZero();
 
+            assertThat(receiver.calls().get(0).rows())
+                .extracting(r -> ((Number) r.get("id")).longValue(), r -> r.get("payload"))
+                .as("bytea posted as base64")
+                .containsExactlyInAnyOrder(
+                    org.assertj.core.groups.Tuple.tuple(1L, "AAH/"),
+                    org.assertj.core.groups.Tuple.tuple(2L, ""),
+                    org.assertj.core.groups.Tuple.tuple(3L, null),
+                    org.assertj.core.groups.Tuple.tuple(4L, "XCI="));
             assertThat(receiver.calls().get(0).rows())
                 .filteredOn(r -> ((Number) r.get("id")).longValue() == 1)
                 .extracting(r -> r.get("tags"), r -> r.get("nums"))

@@ -1509,6 +1509,13 @@ abstract class BufferSinkContract {
       List<BulkReceiver.Call> calls = receiver.calls();
       assertThat(calls).hasSize(2);
       assertThat(calls).allMatch(c -> b.groupId().equals(c.idempotencyKey()));
+      assertThat(calls)
+          .as("the configured headers, and the body's type")
+          .allSatisfy(
+              c -> {
+                assertThat(c.headers()).containsEntry("authorization", "Bearer t");
+                assertThat(c.headers().get("content-type")).startsWith("application/json");
+              });
       assertThat(calls.get(1).rows())
           .extracting(r -> r.get("id"), r -> r.get("activity"))
           .containsExactly(

@@ -10,7 +10,9 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
@@ -19,13 +21,21 @@ import java.util.function.Function;
 
 /**
  * A real HTTP endpoint on localhost standing in for a bulk API: it records every call (rows,
- * Idempotency-Key, arrival time) and answers what the test scripts for the n-th call.
+ * headers, arrival time) and answers what the test scripts for the n-th call.
  */
 public final class BulkReceiver implements AutoCloseable {
   private static final ObjectMapper JSON = new ObjectMapper();
 
-  /** One call as received. */
-  public record Call(String idempotencyKey, List<Map<String, Object>> rows, long atNanos) {}
+  /**
+   * One call as received.
+   *
+   * @param headers the first value of each request header, by its name in lower case
+   */
+  public record Call(Map<String, String> headers, List<Map<String, Object>> rows, long atNanos) {
+    public String idempotencyKey() {
+      return headers.get("idempotency-key");
+    }
+  }
 
   /** What to answer. */
   public record Answer(int status, Map<String, String> headers, String body) {
@@ -79,9 +89,11 @@ public final class BulkReceiver implements AutoCloseable {
       int n;
       synchronized (calls) {
         n = calls.size();
-        calls.add(
-            new Call(
-                exchange.getRequestHeaders().getFirst("Idempotency-Key"), rows, System.nanoTime()));
+        Map<String, String> headers = new HashMap<>();
+        exchange
+            .getRequestHeaders()
+            .forEach((name, values) -> headers.put(name.toLowerCase(Locale.ROOT), values.get(0)));
+        calls.add(new Call(Map.copyOf(headers), rows, System.nanoTime()));
       }
       Answer a = script.apply(n);
       a.headers().forEach((k, v) -> exchange.getResponseHeaders().add(k, v));
