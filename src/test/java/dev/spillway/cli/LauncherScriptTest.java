@@ -97,9 +97,30 @@ class LauncherScriptTest {
         .containsExactly(
             "-Xmx1g",
             "-Xlog:gc*:file=gc*.log",
-            "-jar",
+            "-cp",
             app.toRealPath().resolve("target/spillway.jar").toString(),
+            "dev.spillway.cli.SpillwayCommand",
             "status");
+  }
+
+  @Test
+  void should_add_spillway_classpath_after_the_jar_unglobbed() throws Exception {
+    Files.createDirectories(dir.resolve("lib"));
+    Files.writeString(dir.resolve("lib/a.jar"), "");
+
+    Run run =
+        launch(
+            app.resolve("bin/spillway"),
+            Map.of("SPILLWAY_CLASSPATH", "/opt/crm/crm.jar:lib/*"),
+            "run");
+
+    assertThat(run.exit).isZero();
+    assertThat(run.out.lines())
+        .containsExactly(
+            "-cp",
+            app.toRealPath().resolve("target/spillway.jar") + ":/opt/crm/crm.jar:lib/*",
+            "dev.spillway.cli.SpillwayCommand",
+            "run");
   }
 
   @Test
