@@ -192,7 +192,7 @@ public final class Capture implements AutoCloseable {
       return capture;
     } catch (SQLException e) {
       capture.close();
-      throw new CaptureSetupException("Could not prepare capture: " + e.getMessage(), e);
+      throw CaptureSetupException.of("Could not prepare capture: " + e.getMessage(), e);
     } catch (RuntimeException | InterruptedException e) {
       capture.close();
       throw e;

@@ -364,7 +364,7 @@ final class CaptureEngine implements AutoCloseable {
         throw lost;
       }
       if (f != null) {
-        throw new CaptureSetupException(
+        throw CaptureSetupException.of(
             "Capture of database "
                 + endpoint.name()
                 + " could not start: "
@@ -377,7 +377,8 @@ final class CaptureEngine implements AutoCloseable {
         if (lost != null) {
           throw new SlotUnavailableException(lost.sentence());
         }
-        throw new CaptureSetupException(
+        // Not the database's refusal (that fails the engine): it, or the machine, is slow.
+        throw new IllegalStateException(
             "Capture of database "
                 + endpoint.name()
                 + " did not start streaming within "

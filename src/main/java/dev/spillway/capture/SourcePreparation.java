@@ -106,7 +106,7 @@ final class SourcePreparation {
         }
       }
     } catch (SQLException e) {
-      throw new CaptureSetupException(
+      throw CaptureSetupException.of(
           "Could not check database " + database + " for capture: " + e.getMessage(), e);
     }
   }
