@@ -149,13 +149,13 @@ final class BatchRun {
           return new Outcome.Done(context.rows());
         }
       }
-      if (before.get().attempts() >= buffer.settings.maxAttempts()) {
-        // Its last call was the last allowed (the run ended deleting what that call took).
-        buffer.settled(retryKey);
+      if (before.get().givenUp() || before.get().attempts() >= buffer.settings.maxAttempts()) {
+        // Its last call was the last allowed, or was rejected (the run ended deleting what that
+        // call took, or Kafka did not take its dead letter): no call more.
         return exhausted(
             pending,
             before.get().attempts(),
-            false,
+            before.get().rejected(),
             Objects.requireNonNullElse(before.get().reason(), "no attempt left"));
       }
       first = before.get().attempts() + 1;
@@ -199,7 +199,9 @@ final class BatchRun {
       }
       boolean rejected = result instanceof BulkHandler.Result.Reject;
       if (rejected || attempt >= buffer.settings.maxAttempts()) {
-        buffer.settled(retryKey);
+        // Forgotten only once its dead letter is written (BufferBatchHandler.deadLettered): should
+        // Kafka refuse the letter, the batch's next run calls no more and dead-letters it again.
+        buffer.retrying(retryKey, RunningBuffer.Retrying.givenUp(attempt, rejected, reason));
         return exhausted(pending, attempt, rejected, reason);
       }
       buffer.retrying(retryKey, new RunningBuffer.Retrying(attempt, notBefore));

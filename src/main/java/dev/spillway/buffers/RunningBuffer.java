@@ -46,15 +46,25 @@ final class RunningBuffer {
    *     deleted ({@code on-exhausted: delete}): the next run deletes them and does no more, rather
    *     than call the handler again and dead-letter the batch twice; {@code handled} then holds the
    *     ids of those rows as the batch has them
+   * @param givenUp whether the calls ended with rows left (rejected, or the last allowed) and the
+   *     batch is to be dead-lettered: the next run, should its letter not have been written, calls
+   *     no more and dead-letters it again
+   * @param rejected whether the handler rejected the batch, when {@code givenUp}
    */
   record Retrying(
-      int attempts, long notBeforeNanos, Set<Object> handled, String reason, boolean deadLettered) {
+      int attempts,
+      long notBeforeNanos,
+      Set<Object> handled,
+      String reason,
+      boolean deadLettered,
+      boolean givenUp,
+      boolean rejected) {
     Retrying {
       handled = Set.copyOf(handled);
     }
 
     Retrying(int attempts, long notBeforeNanos, Set<Object> handled, String reason) {
-      this(attempts, notBeforeNanos, handled, reason, false);
+      this(attempts, notBeforeNanos, handled, reason, false, false, false);
     }
 
     Retrying(int attempts, long notBeforeNanos) {
@@ -63,12 +73,18 @@ final class RunningBuffer {
 
     /** A batch dead-lettered whose rows, these ids, are still to be deleted. */
     static Retrying afterDeadLetter(Collection<Object> ids) {
-      return new Retrying(0, 0, Set.copyOf(ids), null, true);
+      return new Retrying(0, 0, Set.copyOf(ids), null, true, false, false);
+    }
+
+    /** Calls ended with rows left, to be dead-lettered. */
+    static Retrying givenUp(int attempts, boolean rejected, String reason) {
+      return new Retrying(attempts, 0, Set.of(), reason, false, true, rejected);
     }
 
     /** The same, its handled rows deleted. */
     Retrying deleted() {
-      return new Retrying(attempts, notBeforeNanos, Set.of(), reason, deadLettered);
+      return new Retrying(
+          attempts, notBeforeNanos, Set.of(), reason, deadLettered, givenUp, rejected);
     }
   }
 

@@ -95,13 +95,33 @@ public final class SinkHeaders {
     return ByteBuffer.allocate(Long.BYTES).putLong(v).array();
   }
 
+  /**
+   * The most of a failure's message a dead letter keeps, in UTF-8 bytes: a handler's reason or a
+   * database's error may be long, and a letter Kafka refuses as too large is never written.
+   */
+  static final int MESSAGE_KEPT_BYTES = 8 * 1024;
+
   /** The headers every dead letter carries: why it failed, where it was read and when. */
   public static void addFailure(
       Headers headers, String errorClass, String message, String source, long failedAtMillis) {
     headers.add(ERROR_CLASS, text(errorClass));
-    headers.add(ERROR_MESSAGE, text(message));
+    headers.add(ERROR_MESSAGE, text(cut(message)));
     headers.add(SOURCE, text(source));
     setFailedAt(headers, failedAtMillis);
+  }
+
+  /** The message, or its first {@link #MESSAGE_KEPT_BYTES} saying it was cut, whole characters. */
+  static String cut(String message) {
+    byte[] bytes = message.getBytes(StandardCharsets.UTF_8);
+    if (bytes.length <= MESSAGE_KEPT_BYTES) {
+      return message;
+    }
+    String tail = " … (cut; " + bytes.length + " bytes in all)";
+    int end = MESSAGE_KEPT_BYTES - tail.getBytes(StandardCharsets.UTF_8).length;
+    while ((bytes[end] & 0xC0) == 0x80) { // not within a character's bytes
+      end--;
+    }
+    return new String(bytes, 0, end, StandardCharsets.UTF_8) + tail;
   }
 
   /** Sets {@link #FAILED_AT}, in epoch milliseconds, replacing any there. */

@@ -1550,6 +1550,58 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_not_call_a_rejecting_handler_again_while_kafka_refuses_its_dead_letter()
+      throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    start(
+        settings().withAttempts(5, Duration.ofMillis(20), OnExhausted.DELETE),
+        batch -> {
+          calls.incrementAndGet();
+          return BulkHandler.Result.reject("bad contact");
+        });
+    String dlq = topics.dlq(Pipeline.BUFFERS);
+    // Every letter is larger than the topic then takes.
+    maxMessageBytes(dlq, "64");
+    produce(batch(1, 3));
+    await().atMost(TIMEOUT).until(() -> calls.get() == 1);
+
+    // The batch runs again and again as its letter is refused: dead-lettered, not handed over.
+    await()
+        .during(Duration.ofSeconds(2))
+        .atMost(Duration.ofSeconds(10))
+        .until(() -> calls.get() == 1 && rows(1, 3) == 3);
+    maxMessageBytes(dlq, "1048588");
+
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), dlq, 1, TIMEOUT).get(0);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .endsWith("3 event(s) rejected by its handler on attempt 1: bad contact");
+    await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
+    assertThat(calls).hasValue(1);
+  }
+
+  private void maxMessageBytes(String topic, String bytes) throws Exception {
+    try (org.apache.kafka.clients.admin.Admin admin =
+        org.apache.kafka.clients.admin.Admin.create(
+            Map.of("bootstrap.servers", infra.bootstrapServers()))) {
+      org.apache.kafka.common.config.ConfigResource resource =
+          new org.apache.kafka.common.config.ConfigResource(
+              org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic);
+      admin
+          .incrementalAlterConfigs(
+              Map.of(
+                  resource,
+                  List.of(
+                      new org.apache.kafka.clients.admin.AlterConfigOp(
+                          new org.apache.kafka.clients.admin.ConfigEntry(
+                              "max.message.bytes", bytes),
+                          org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET))))
+          .all()
+          .get();
+    }
+  }
+
+  @Test
   void should_refuse_an_sql_handler_postgresql_refuses_before_any_batch_meets_it()
       throws Exception {
     BufferTable t = BufferPipeline.check(settings(), ds);
