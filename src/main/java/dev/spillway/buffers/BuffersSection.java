@@ -133,7 +133,7 @@ public final class BuffersSection {
               + ", the longest it doubles to, not "
               + DurationText.format(backoff));
     }
-    OnExhausted onExhausted = onExhausted(n);
+    OnExhausted onExhausted = onExhausted(n, handler);
     Optional<TableName> archive =
         n.has("archive-table")
             ? Optional.of(tableName(n, "archive-table", null))
@@ -190,8 +190,15 @@ public final class BuffersSection {
     return TableName.parse(written);
   }
 
-  private static OnExhausted onExhausted(ConfigNode n) {
-    String v = n.string("on-exhausted", BufferSettings.DEFAULT_ON_EXHAUSTED.name());
+  /**
+   * {@code delete} unless written, but {@code keep} for an sql handler: its statement is given only
+   * the ids and reads the rows from the table, which a replay of a batch whose rows were deleted
+   * would find empty, a statement succeeding with nothing done.
+   */
+  private static OnExhausted onExhausted(ConfigNode n, HandlerSpec handler) {
+    OnExhausted byDefault =
+        handler instanceof HandlerSpec.Sql ? OnExhausted.KEEP : BufferSettings.DEFAULT_ON_EXHAUSTED;
+    String v = n.string("on-exhausted", byDefault.name());
     try {
       return OnExhausted.valueOf(v.trim().toUpperCase(Locale.ROOT));
     } catch (IllegalArgumentException e) {

@@ -110,6 +110,26 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_keep_the_rows_of_an_sql_handlers_dead_letters_unless_told_to_delete_them() {
+    List<BufferSettings> all =
+        read(
+            """
+            buffers:
+              by_default:
+                handler: { sql: "SELECT :ids" }
+              written:
+                on-exhausted: delete
+                handler: { sql: "SELECT :ids" }
+              by_class:
+                handler: { class: dev.spillway.buffers.BuffersSectionTest$NoopHandler }
+            """);
+
+    assertThat(all)
+        .extracting(BufferSettings::onExhausted)
+        .containsExactly(OnExhausted.KEEP, OnExhausted.DELETE, OnExhausted.DELETE);
+  }
+
+  @Test
   void should_double_the_backoff_per_attempt_up_to_a_minute() {
     BufferSettings b =
         read("buffers:\n  e:\n    retry-backoff: 1s\n    handler: { sql: \"SELECT :ids\" }\n")
