@@ -135,6 +135,8 @@ public final class BufferPipeline {
     List<BatchesTopic> batches = new ArrayList<>();
     List<String> needed = new ArrayList<>();
     int inFlight = 0;
+    // A scrape (or a report) asks every buffer's count in turn: together they wait at most this.
+    Duration countWait = ROWS_COUNT_WAIT.dividedBy(Math.max(1, buffers.size()));
     for (BufferSettings b : buffers) {
       DataSource ds = runtime.databases().dataSource(b.database());
       BufferTable table = check(b, ds);
@@ -144,7 +146,7 @@ public final class BufferPipeline {
           new BufferMetrics(
               runtime.registry(),
               b.name(),
-              () -> rows.get(ROWS_COUNT_WAIT).map(Sampled.Reading::value).orElse(null),
+              () -> rows.get(countWait).map(Sampled.Reading::value).orElse(null),
               percentileWindow);
       metricsOf.put(b.name(), metrics);
       String topic = topics.bufferBatches(b.name());
@@ -239,9 +241,9 @@ public final class BufferPipeline {
   }
 
   /**
-   * How long a metrics scrape or the status report waits for the rows waiting in a buffer table to
-   * be counted (a count that takes longer, on a database down or a pool at work, ends in the
-   * background), and how long a count is shown after it was taken.
+   * How long a metrics scrape or the status report waits for the rows waiting in the buffer tables
+   * to be counted, all of them together (a count that takes longer, on a database down or a pool at
+   * work, ends in the background), and how long a count is shown after it was taken.
    */
   private static final Duration ROWS_COUNT_WAIT = Duration.ofSeconds(1);
 

@@ -7,6 +7,7 @@ import dev.spillway.capture.CaptureSettings;
 import dev.spillway.capture.CaptureStats;
 import dev.spillway.capture.SlotState;
 import dev.spillway.config.DatabaseConfig;
+import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TopicProvisioner;
@@ -436,6 +437,10 @@ public final class SpillwayRuntime implements AutoCloseable {
   public StatusReport status() {
     List<StatusReport.DatabaseStatus> dbs = new ArrayList<>();
     Map<String, Instant> standingBy = capture == null ? Map.of() : capture.standingBy();
+    // Each database's slots in turn: together they wait at most SLOTS_WAIT.
+    java.time.Duration slotsWait =
+        java.time.Duration.ofMillis(
+            SLOTS_WAIT.toMillis() / Math.max(1, databases.endpoints().size()));
     for (DatabaseEndpoint e : databases.endpoints()) {
       List<StatusReport.SlotStatus> slots = new ArrayList<>();
       String error = null;
@@ -448,12 +453,12 @@ public final class SpillwayRuntime implements AutoCloseable {
                           () -> SlotState.read(name, databases.dataSource(name)),
                           SLOTS_KEPT_FOR,
                           clock))
-              .get(SLOTS_WAIT);
+              .get(slotsWait);
       if (read.isEmpty()) {
         error =
             "no answer within "
-                + SLOTS_WAIT.toSeconds()
-                + " s in the last "
+                + DurationText.format(slotsWait)
+                + " in the last "
                 + SLOTS_KEPT_FOR.toSeconds()
                 + " s (the database is down, or every connection of Spillway's pool is at work)";
       } else if (read.get().error() != null) {

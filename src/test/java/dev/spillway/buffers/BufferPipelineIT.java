@@ -452,7 +452,7 @@ class BufferPipelineIT {
                   .singleElement()
                   .extracting(StatusReport.DatabaseStatus::error)
                   .asString()
-                  .startsWith("no answer within 2 s");
+                  .startsWith("no answer within 2s");
               assertThat(status.buffers())
                   .singleElement()
                   .satisfies(b -> assertThat(b.rowsWaiting()).as("unknown").isEqualTo(-1));
