@@ -243,6 +243,8 @@ public final class Capture implements AutoCloseable {
   private void standByAgain(CaptureEngine engine) {
     engines.remove(engine); // it no longer streams: nothing of it is let go when this one closes
     closeEngine(engine);
+    // Its slot's WAL is the streaming process's to tell now; not a figure frozen at its last check.
+    stats.slot(engine.database(), settings.slotName(engine.database())).set(null, null);
     standBy(engine.database(), "another process took its replication slot over");
   }
 

@@ -44,6 +44,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -860,10 +861,14 @@ abstract class CaptureContract {
     try (TcpProxy relay = new TcpProxy(direct.host(), direct.port());
         Databases relayed =
             new Databases(List.of(relay.relaying(direct, 2)), new SimpleMeterRegistry())) {
-      Capture first = start(relayed, Clock.systemUTC(), inserts("events"));
+      SimpleMeterRegistry firstMetrics = new SimpleMeterRegistry();
+      Capture first = start(relayed, Clock.systemUTC(), firstMetrics, inserts("events"));
+      Supplier<Double> firstHeld =
+          () -> firstMetrics.get("spillway_capture_slot_wal_held_bytes").gauge().value();
       try (Capture second =
           start(Duration.ofMillis(200), new SimpleMeterRegistry(), clock, inserts("events"))) {
         assertThat(second.standingBy()).containsOnlyKeys(DB);
+        await().atMost(TIMEOUT).until(() -> !firstHeld.get().isNaN());
         // Nothing inserted for longer than that: the first's heartbeats say it streams.
         await()
             .during(quiet.plusSeconds(5))
@@ -882,6 +887,7 @@ abstract class CaptureContract {
         await().atMost(TIMEOUT).until(() -> first.standingBy().containsKey(DB));
         assertThat(first.failure()).isEmpty();
         assertThat(second.failure()).isEmpty();
+        assertThat(firstHeld.get()).as("the slot's WAL, unknown to one standing by").isNaN();
 
         second.close(); // lets the slot go: the first takes it over again
         await().atMost(TIMEOUT).until(() -> first.standingBy().isEmpty());
@@ -944,11 +950,17 @@ abstract class CaptureContract {
   /** A capture of its own of {@code routes} through {@code through}, slots checked every 200 ms. */
   private Capture start(Databases through, Clock clock, CaptureRoute... routes)
       throws InterruptedException {
+    return start(through, clock, new SimpleMeterRegistry(), routes);
+  }
+
+  private Capture start(
+      Databases through, Clock clock, SimpleMeterRegistry metrics, CaptureRoute... routes)
+      throws InterruptedException {
     return Capture.start(
         new CapturePlan(List.of(routes)),
         through,
         settings,
-        new CaptureStats(new SimpleMeterRegistry()),
+        new CaptureStats(metrics),
         clock,
         Duration.ofMillis(200));
   }
