@@ -61,7 +61,8 @@ public final class ConfigLoader {
   /**
    * Reads another YAML file the configuration names (such as loose-foreign-key definitions) as a
    * node, so its errors name that file and line like the configuration's own. An absent or empty
-   * file gives an empty node.
+   * file gives an empty node. Its values take no {@code ${env:…}}: {@code lfk generate} rewrites
+   * such a file, and would write the values in their place.
    *
    * @param name how messages name the file
    */
@@ -70,7 +71,7 @@ public final class ConfigLoader {
       throw ConfigException.file(name, "file " + name + " does not exist", null);
     }
     try {
-      return root(Files.readString(file, StandardCharsets.UTF_8), name, n -> null);
+      return root(Files.readString(file, StandardCharsets.UTF_8), name, null);
     } catch (CharacterCodingException e) {
       throw ConfigException.file(name, "file " + name + " is not UTF-8 text", e);
     } catch (IOException e) {

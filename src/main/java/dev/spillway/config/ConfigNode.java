@@ -64,7 +64,10 @@ public final class ConfigNode {
   private final int line;
   private final Map<String, NodeTuple> entries;
   private final Set<String> read = new LinkedHashSet<>();
+
+  /** Values of environment variables; null for a file whose values take no {@code ${env:…}}. */
   private final Function<String, String> env;
+
   private final MappingNode node;
 
   /**
@@ -593,6 +596,16 @@ public final class ConfigNode {
             "refers to environment variable "
                 + quote(name)
                 + ", which is not a valid name (letters, digits and '_')");
+      }
+      if (env == null) {
+        throw new ConfigException(
+            source,
+            at,
+            qualified(key),
+            "refers to environment variable "
+                + name
+                + ", which this file cannot: only the configuration file's values take ${env:…};"
+                + " write the value here, or the definition in the configuration");
       }
       String v = env.apply(name);
       if (v == null) {

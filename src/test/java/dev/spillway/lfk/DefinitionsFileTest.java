@@ -84,6 +84,24 @@ class DefinitionsFileTest {
   }
 
   @Test
+  void should_refuse_an_environment_reference_in_the_file_saying_where_they_are_taken() {
+    assertThat(
+            error(
+                """
+                packages:
+                  - table: projects
+                    column: project_id
+                    on_delete: update_column_to
+                    target_column: status
+                    target_value: ${env:HOME}
+                """))
+        .isEqualTo(
+            "lfk.yml:6: packages[1].target_value refers to environment variable HOME, which this"
+                + " file cannot: only the configuration file's values take ${env:…}; write the"
+                + " value here, or the definition in the configuration.");
+  }
+
+  @Test
   void should_accept_conditions_as_a_mapping() throws Exception {
     List<LooseForeignKey> keys =
         read(
