@@ -59,11 +59,12 @@ final class QuickstartCommand implements Callable<Integer> {
     SpillwayRuntime runtime;
     try {
       runtime = SpillwayRuntime.start(config, Set.of(LfkDemo.CI), Clock.systemUTC());
-    } catch (HttpEndpoint.PortInUseException e) {
+    } catch (HttpEndpoint.PortUnavailableException e) {
       // Taking the port comes first, so nothing was started. A demo need not fail for a port a
       // running Spillway holds: `status` finds this process through its working directory.
       out.printf(
-          "  HTTP port %d is in use: the quickstart takes a free one.%n", config.http().port());
+          "  HTTP port %d %s: the quickstart takes a free one.%n",
+          config.http().port(), e.inUse() ? "is in use" : "cannot be taken");
       runtime =
           SpillwayRuntime.start(config.withHttpPort(0), Set.of(LfkDemo.CI), Clock.systemUTC());
     }

@@ -49,12 +49,36 @@ public final class HttpEndpoint implements AutoCloseable {
     return http;
   }
 
-  /** The port asked for is held by another process. */
-  public static final class PortInUseException extends IllegalStateException {
-    PortInUseException(int port, Throwable cause) {
-      super(
-          "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one).",
-          cause);
+  /**
+   * The port asked for cannot be taken: another process holds it, or the system refuses it (a port
+   * below 1024 without the privilege).
+   */
+  public static final class PortUnavailableException extends IllegalStateException {
+    private final boolean inUse;
+
+    PortUnavailableException(int port, java.net.BindException cause) {
+      super(sentence(port, cause), cause);
+      this.inUse = inUse(cause);
+    }
+
+    /** Whether another process holds the port, rather than the system refusing it. */
+    public boolean inUse() {
+      return inUse;
+    }
+
+    private static boolean inUse(java.net.BindException e) {
+      return String.valueOf(e.getMessage()).contains("in use");
+    }
+
+    static String sentence(int port, java.net.BindException e) {
+      return inUse(e)
+          ? "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one)."
+          : "HTTP port "
+              + port
+              + " cannot be taken ("
+              + e.getMessage()
+              + "); set http.port to another port (0 picks one; one below 1024 needs the"
+              + " privilege to bind it).";
     }
   }
 
@@ -63,14 +87,14 @@ public final class HttpEndpoint implements AutoCloseable {
    * else (a broker, capture), and serves once what it reports on runs ({@link #serve}).
    *
    * @param port 0 for a free port
-   * @throws PortInUseException when another process holds it
+   * @throws PortUnavailableException when another process holds it, or the system refuses it
    */
   public static HttpEndpoint bind(int port) throws IOException {
     HttpServer server;
     try {
       server = HttpServer.create(new InetSocketAddress(port), 0);
     } catch (java.net.BindException e) {
-      throw new PortInUseException(port, e);
+      throw new PortUnavailableException(port, e);
     }
     // A thread per request being answered: a client that sends half a request and stalls holds
     // only its own, so /livez and /metrics still answer (the server reads a request on the thread

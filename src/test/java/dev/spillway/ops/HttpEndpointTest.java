@@ -22,6 +22,21 @@ import org.junit.jupiter.api.Test;
 
 class HttpEndpointTest {
   @Test
+  void should_tell_a_port_another_process_holds_from_one_the_system_refuses() {
+    assertThat(
+            HttpEndpoint.PortUnavailableException.sentence(
+                8088, new java.net.BindException("Address already in use")))
+        .isEqualTo("HTTP port 8088 is already in use; set http.port to a free port (0 picks one).");
+    // As a user without the privilege for a port below 1024 is answered (not seen as root).
+    assertThat(
+            HttpEndpoint.PortUnavailableException.sentence(
+                80, new java.net.BindException("Permission denied")))
+        .isEqualTo(
+            "HTTP port 80 cannot be taken (Permission denied); set http.port to another port (0"
+                + " picks one; one below 1024 needs the privilege to bind it).");
+  }
+
+  @Test
   void should_answer_the_liveness_probe_200_while_running_and_503_with_why_once_failed()
       throws Exception {
     AtomicReference<Optional<String>> failure = new AtomicReference<>(Optional.empty());
