@@ -126,15 +126,15 @@ final class BufferMetrics {
    * dead-letter topic: their time would be how long they were left there.
    */
   void handled(Collection<BufferEvent> events, long nowMillis, boolean replayed) {
+    if (!replayed && !events.isEmpty()) {
+      for (BufferEvent e : events) {
+        insertToHandled.record(
+            Math.max(0, nowMillis * 1000 - e.commitTimeMicros()), TimeUnit.MICROSECONDS);
+      }
+      lastTimedMillis = nowMillis; // after the samples: a reading in between finds them there
+    }
+    // Counted after they are timed: whoever sees them counted finds their times recorded.
     handled.increment(events.size());
-    if (replayed || events.isEmpty()) {
-      return;
-    }
-    for (BufferEvent e : events) {
-      insertToHandled.record(
-          Math.max(0, nowMillis * 1000 - e.commitTimeMicros()), TimeUnit.MICROSECONDS);
-    }
-    lastTimedMillis = nowMillis; // after the samples: a reading in between finds them there
   }
 
   void deadLettered(int events) {
