@@ -88,7 +88,7 @@ final class BufferMetrics {
             .distributionStatisticBufferLength(WINDOW_PARTS)
             .register(registry);
     Gauge.builder("spillway_buffer_batches_in_flight", inFlight, AtomicInteger::get)
-        .description("Batches whose handler runs now")
+        .description("Batches being run: their handler called, or waiting for a call")
         .tag("buffer", buffer)
         .register(registry);
     Gauge.builder("spillway_buffer_rows_waiting", this, BufferMetrics::rowsWaiting)

@@ -89,7 +89,7 @@ public record StatusReport(
    * One buffer table.
    *
    * @param rowsWaiting rows in the buffer table now, or -1 when it could not be counted
-   * @param batchesInFlight batches whose handler runs now
+   * @param batchesInFlight batches being run: their handler called, or waiting for a call
    * @param deadLetteredBatches batches whose remaining events went to the dead-letter topic since
    *     start
    * @param republishedEvents inserts capture published a second time (a take-over) that this
