@@ -109,10 +109,13 @@ final class BufferStatements {
     }
   }
 
-  /** Types capture passes on neither alone nor in arrays, by {@code pg_type.typname}. */
+  /**
+   * Types capture passes on neither alone nor in arrays, by {@code pg_type.typname}: {@code hstore}
+   * comes as JSON, which its input does not read.
+   */
   private static final String UNCAPTURED =
       "'point', 'line', 'lseg', 'box', 'path', 'polygon', 'circle', 'bit', 'varbit', 'geometry',"
-          + " 'geography'";
+          + " 'geography', 'hstore'";
 
   /** The rows of {@code pg_attribute} of the columns of the table in the next parameter. */
   private static final String COLUMNS_OF =

@@ -574,9 +574,10 @@ abstract class BufferSinkContract {
         "CREATE DOMAIN " + schema + ".span AS interval",
         "CREATE DOMAIN " + schema + ".spot AS point",
         "CREATE DOMAIN " + schema + ".place AS " + schema + ".spot",
+        "CREATE EXTENSION IF NOT EXISTS hstore SCHEMA public",
         "CREATE TABLE "
             + schema
-            + ".odd_columns (id bigint PRIMARY KEY, at point, note text, p "
+            + ".odd_columns (id bigint PRIMARY KEY, attrs public.hstore, at point, note text, p "
             + schema
             + ".pair, spans int4multirange, flags bit(3), waits interval[], tags text[], costs"
             + " money[], docs xml[], pairs "
@@ -590,7 +591,7 @@ abstract class BufferSinkContract {
         .contains(
             "names table "
                 + schema
-                + ".odd_columns, whose column(s) at (point), p ("
+                + ".odd_columns, whose column(s) attrs (hstore), at (point), p ("
                 + schema
                 + ".pair), spans (int4multirange), flags (bit(3)), waits (interval[]), costs"
                 + " (money[]), docs (xml[]), pairs ("
