@@ -201,6 +201,8 @@ final class CaptureEngine implements AutoCloseable {
    *     starting capture from it, before anything is changed
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
+    // Another installation's slot of the same name is neither stood by for nor taken over.
+    SourcePreparation.checkOwner(dataSource, endpoint.name(), slot, owner());
     // Held until the engine streams for good, so another instance starting finds it streaming.
     SourcePreparation.StartLock lock =
         SourcePreparation.lockStart(direct, dataSource, slot, timeout);
@@ -254,6 +256,10 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
+  private String owner() {
+    return SourcePreparation.owner(settings.topics().prefix(), endpoint.name());
+  }
+
   private void startLocked(Duration timeout) throws SQLException, InterruptedException {
     if (!SourcePreparation.slotReleased(dataSource, slot, SLOT_RELEASE_WAIT)) {
       // Another process streams from it; changing the publication under it would change what it
@@ -292,7 +298,12 @@ final class CaptureEngine implements AutoCloseable {
     try {
       asked =
           SourcePreparation.prepare(
-              slot, dataSource, plan.tables(endpoint.name()), plan.kinds(endpoint.name()), unread);
+              slot,
+              owner(),
+              dataSource,
+              plan.tables(endpoint.name()),
+              plan.kinds(endpoint.name()),
+              unread);
       if (published) {
         log.warn(
             "Capture of database {}: replication slot {} was gone, though its publication"

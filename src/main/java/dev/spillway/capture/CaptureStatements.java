@@ -133,6 +133,18 @@ final class CaptureStatements {
   /** 1: publication name. */
   static final String PUBLICATION_EXISTS = "SELECT 1 FROM pg_publication WHERE pubname = ?";
 
+  /** A string as an SQL literal (with standard_conforming_strings, PostgreSQL's default). */
+  static String literal(String value) {
+    return "'" + value.replace("'", "''") + "'";
+  }
+
+  /**
+   * 1: publication. Its comment, which names the installation and database it is capture's of
+   * ({@link SourcePreparation#owner}); no row without the publication.
+   */
+  static final String PUBLICATION_OWNER =
+      "SELECT obj_description(oid, 'pg_publication') FROM pg_publication WHERE pubname = ?";
+
   /** 1: publication. The tables it lists, each as {@code schema.table} quoted where needed. */
   static final String PUBLISHED_RELATIONS =
       "SELECT format('%I.%I', n.nspname, c.relname) FROM pg_publication p"

@@ -131,6 +131,7 @@ final class SourcePreparation {
    */
   static Asked prepare(
       String publication,
+      String owner,
       DataSource ds,
       Collection<TableName> tables,
       Set<ChangeKind> kinds,
@@ -182,6 +183,11 @@ final class SourcePreparation {
                       + " WITH ("
                       + options
                       + ")");
+            }
+            // Marked as this installation's (one made before the mark came is taken as its).
+            try (Statement mark = c.createStatement()) {
+              mark.execute(
+                  "COMMENT ON PUBLICATION " + name + " IS " + CaptureStatements.literal(owner));
             }
             s.execute(CaptureStatements.clearSignals(signals));
             try (PreparedStatement asked = c.prepareStatement(CaptureStatements.CLEAR_REREAD)) {
@@ -322,6 +328,47 @@ final class SourcePreparation {
       }
     }
     return holding;
+  }
+
+  /**
+   * What capture's publication is marked with (a comment): the exact topic prefix and database
+   * name. Slot and publication names are those lower-cased with punctuation made {@code _}, so two
+   * installations whose prefixes differ only so ({@code team-a}, {@code team_a}) would share them,
+   * each taking the other's slot over and rewriting its publication.
+   */
+  static String owner(String topicPrefix, String database) {
+    return "Spillway capture: kafka.topic-prefix " + topicPrefix + ", database " + database;
+  }
+
+  /**
+   * Refuses a publication of this name marked as another installation's: before this one stands by
+   * for its slot, takes it over or changes the publication.
+   *
+   * @throws CaptureSetupException naming the other
+   */
+  static void checkOwner(DataSource ds, String database, String publication, String owner)
+      throws SQLException {
+    try (Connection c = ds.getConnection();
+        PreparedStatement ps = c.prepareStatement(CaptureStatements.PUBLICATION_OWNER)) {
+      ps.setString(1, publication);
+      try (ResultSet rs = ps.executeQuery()) {
+        String mark = rs.next() ? rs.getString(1) : null;
+        if (mark != null && mark.startsWith("Spillway capture: ") && !mark.equals(owner)) {
+          throw new CaptureSetupException(
+              "Replication slot and publication "
+                  + publication
+                  + " of database "
+                  + database
+                  + " are another installation's ("
+                  + mark.substring("Spillway capture: ".length())
+                  + "), whose names differ from this one's only in case or punctuation; nothing"
+                  + " was changed: give this one another kafka.topic-prefix (or, if that is this"
+                  + " installation renamed, let it take them: COMMENT ON PUBLICATION "
+                  + TableName.quote(publication)
+                  + " IS NULL).");
+        }
+      }
+    }
   }
 
   /**

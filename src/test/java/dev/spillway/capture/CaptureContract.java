@@ -1569,6 +1569,47 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_refuse_the_slot_of_an_installation_whose_prefix_differs_only_in_case()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String prefix = topics.prefix();
+    CaptureSettings twin =
+        new CaptureSettings(
+            settings.bootstrapServers(),
+            new Topics(prefix.toUpperCase(java.util.Locale.ROOT)),
+            settings.partitions(),
+            settings.replicationFactor(),
+            settings.kafkaProperties(),
+            settings.pollInterval(),
+            settings.heartbeatInterval(),
+            settings.maxBatchSize(),
+            settings.offsetFlushInterval());
+    assertThat(twin.slotName(DB)).isEqualTo(settings.slotName(DB));
+    try (Capture first = start(inserts("events"))) {
+      assertThatThrownBy(
+              () ->
+                  Capture.start(
+                      new CapturePlan(List.of(inserts("events"))),
+                      databases,
+                      twin,
+                      new CaptureStats(null),
+                      Clock.systemUTC()))
+          .isInstanceOf(CaptureSetupException.class)
+          .hasMessageStartingWith(
+              "Replication slot and publication "
+                  + settings.slotName(DB)
+                  + " of database capture are another installation's (kafka.topic-prefix "
+                  + prefix
+                  + ", database capture), whose names differ from this one's only in case or"
+                  + " punctuation; nothing was changed");
+
+      insertRange(1, 1);
+      awaitEvent(1); // the first goes on
+      assertThat(first.standingBy()).isEmpty();
+    }
+  }
+
+  @Test
   void should_refuse_a_role_without_replication_rights() {
     String role = "r" + schema;
     TestSql.exec(
