@@ -173,7 +173,7 @@ public final class LfkBench {
     runtime.startCapture(pipeline.routes(runtime.topics()));
     Sink sink = runtime.sink(Pipeline.LFK).orElseThrow();
     warmUp(ds, TIMED);
-    healthy(TIMED);
+    Healthy.await(runtime, TIMED.child(), "the child table", out);
 
     SinkCounts before = counts(sink);
     Watch spillway = deleteAndWatch(ds, TIMED, o, TIMEOUT);
@@ -266,7 +266,7 @@ public final class LfkBench {
         "5) Spillway's cleanup again, of the same rows in a second pair of tables loaded before"
             + " capture started, with the probe%n");
     out.flush();
-    healthy(PROBED);
+    Healthy.await(runtime, PROBED.child(), "the child table", out);
     SinkCounts before = counts(sink);
     probe.start();
     Watch w = deleteAndWatch(ds, PROBED, o, PROBE_TIMEOUT);
@@ -450,28 +450,6 @@ public final class LfkBench {
       }
       Thread.sleep(50);
     }
-  }
-
-  /**
-   * Waits until the child table's health is NORMAL again: loading a million rows writes WAL fast
-   * enough to throttle, and the cleanup should not pay for the benchmark's own set-up.
-   */
-  private void healthy(Tables t) throws InterruptedException {
-    long start = System.nanoTime();
-    long deadline = start + Duration.ofMinutes(2).toNanos();
-    Health h;
-    while (!((h = runtime.health().state(SpillwayRuntime.MAIN, t.child())) instanceof Health.Normal)
-        && System.nanoTime() < deadline) {
-      Thread.sleep(100);
-    }
-    if (!(h instanceof Health.Normal)) {
-      out.printf("   health after loading still %s: %s%n", h.label(), h.reason());
-    } else if (System.nanoTime() - start > Duration.ofMillis(100).toNanos()) {
-      out.printf(
-          "   waited %.1f s after loading for the child table's health to be NORMAL%n",
-          since(start));
-    }
-    out.flush();
   }
 
   /**
