@@ -332,6 +332,31 @@ public final class BufferPipeline {
             "time with time zone, which capture passes on turned to UTC and so cannot be looked up"
                 + " again; key the buffer by a column of another type");
       }
+      List<String[]> asJson = BufferStatements.passedAsJson(c, b.table());
+      if (asJson.stream().anyMatch(col -> col[0].equals(shape.idColumn()))) {
+        throw keyRefused(
+            b,
+            shape,
+            "hstore, which capture passes on as JSON, which hstore does not read, and so cannot be"
+                + " looked up again; key the buffer by a column of another type");
+      }
+      if (b.archiveTable().isPresent() && !asJson.isEmpty()) {
+        // A replayed batch whose rows were deleted is archived from its events.
+        throw error(
+            b,
+            "archive-table",
+            "has archive-table "
+                + b.archiveTable().get().displayName()
+                + ", but capture passes column(s) "
+                + asJson.stream()
+                    .map(col -> col[0] + " (" + col[1] + ")")
+                    .collect(Collectors.joining(", "))
+                + " of "
+                + b.table().displayName()
+                + " on as JSON, which their type does not read, so a replayed batch's rows could"
+                + " not be archived from its events; store them as text, or leave archive-table"
+                + " out");
+      }
       if (b.archiveTable().isPresent()) {
         List<String> archive = BufferStatements.columns(c, b.archiveTable().get());
         if (archive.isEmpty()) {

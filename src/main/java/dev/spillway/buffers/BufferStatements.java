@@ -62,9 +62,31 @@ final class BufferStatements {
    * strings come as bytes; and arrays of those, or of intervals, money, xml or names, are left out.
    */
   static List<String[]> uncapturable(Connection c, TableName table) throws SQLException {
+    return columnsReaching(
+        c,
+        table,
+        "t.typtype IN ('c', 'm') OR t.typname IN ("
+            + UNCAPTURED
+            + ") OR (r.in_array AND t.typname IN ('interval', 'money', 'xml', 'name'))");
+  }
+
+  /**
+   * The columns (name, type as written) of a table whose values capture passes on as JSON, which
+   * the type's input does not read back ({@code hstore}, alone or in arrays or domains): handed
+   * over as such, but no row could be looked up by such a key, nor archived from its events.
+   */
+  static List<String[]> passedAsJson(Connection c, TableName table) throws SQLException {
+    return columnsReaching(c, table, "t.typname = 'hstore'");
+  }
+
+  /**
+   * The columns of the table, in table order, whose type or a type it leads to (through domains, a
+   * domain over a domain included, and arrays' element types) matches {@code condition} on {@code
+   * t} (its {@code pg_type}) and {@code r.in_array} (whether it is within an array).
+   */
+  private static List<String[]> columnsReaching(Connection c, TableName table, String condition)
+      throws SQLException {
     List<String[]> out = new ArrayList<>();
-    // Every type a column's type leads to, through domains (their base types, a domain over a
-    // domain included) and arrays (their element types), and whether it is within an array.
     try (PreparedStatement ps =
         c.prepareStatement(
             "WITH RECURSIVE reach (attnum, attname, shown, oid, in_array) AS ("
@@ -76,10 +98,8 @@ final class BufferStatements {
                 + " FROM reach r JOIN pg_type t ON t.oid = r.oid"
                 + " WHERE t.typtype = 'd' OR (t.typcategory = 'A' AND t.typelem <> 0))"
                 + " SELECT DISTINCT r.attnum, r.attname, r.shown FROM reach r"
-                + " JOIN pg_type t ON t.oid = r.oid"
-                + " WHERE t.typtype IN ('c', 'm') OR t.typname IN ("
-                + UNCAPTURED
-                + ") OR (r.in_array AND t.typname IN ('interval', 'money', 'xml', 'name'))"
+                + " JOIN pg_type t ON t.oid = r.oid WHERE "
+                + condition
                 + " ORDER BY r.attnum")) {
       ps.setString(1, table.quoted()); // the table, quoted
       try (ResultSet rs = ps.executeQuery()) {
@@ -109,13 +129,10 @@ final class BufferStatements {
     }
   }
 
-  /**
-   * Types capture passes on neither alone nor in arrays, by {@code pg_type.typname}: {@code hstore}
-   * comes as JSON, which its input does not read.
-   */
+  /** Types capture passes on neither alone nor in arrays, by {@code pg_type.typname}. */
   private static final String UNCAPTURED =
       "'point', 'line', 'lseg', 'box', 'path', 'polygon', 'circle', 'bit', 'varbit', 'geometry',"
-          + " 'geography', 'hstore'";
+          + " 'geography'";
 
   /** The rows of {@code pg_attribute} of the columns of the table in the next parameter. */
   private static final String COLUMNS_OF =

@@ -559,7 +559,7 @@ abstract class BufferSinkContract {
   }
 
   @Test
-  void should_refuse_a_buffer_table_it_cannot_match_rows_of_before_starting() {
+  void should_refuse_a_buffer_table_it_cannot_match_rows_of_before_starting() throws Exception {
     TestSql.exec(
         ds,
         "CREATE TABLE " + schema + ".no_key (a bigint)",
@@ -575,9 +575,12 @@ abstract class BufferSinkContract {
         "CREATE DOMAIN " + schema + ".spot AS point",
         "CREATE DOMAIN " + schema + ".place AS " + schema + ".spot",
         "CREATE EXTENSION IF NOT EXISTS hstore SCHEMA public",
+        "CREATE TABLE " + schema + ".hstore_key (id public.hstore PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".hstore_attrs (id bigint PRIMARY KEY, attrs public.hstore[])",
+        "CREATE TABLE " + schema + ".hstore_archive (LIKE " + schema + ".hstore_attrs)",
         "CREATE TABLE "
             + schema
-            + ".odd_columns (id bigint PRIMARY KEY, attrs public.hstore, at point, note text, p "
+            + ".odd_columns (id bigint PRIMARY KEY, at point, note text, p "
             + schema
             + ".pair, spans int4multirange, flags bit(3), waits interval[], tags text[], costs"
             + " money[], docs xml[], pairs "
@@ -591,7 +594,7 @@ abstract class BufferSinkContract {
         .contains(
             "names table "
                 + schema
-                + ".odd_columns, whose column(s) attrs (hstore), at (point), p ("
+                + ".odd_columns, whose column(s) at (point), p ("
                 + schema
                 + ".pair), spans (int4multirange), flags (bit(3)), waits (interval[]), costs"
                 + " (money[]), docs (xml[]), pairs ("
@@ -619,6 +622,29 @@ abstract class BufferSinkContract {
                 + ".zoned_key, whose primary key id is of type time with time zone, which capture"
                 + " passes on turned to UTC and so cannot be looked up again; key the buffer by a"
                 + " column of another type.");
+    assertThat(refusal(new TableName(schema, "hstore_key")))
+        .endsWith(
+            ".hstore_key, whose primary key id is of type hstore, which capture passes on as JSON,"
+                + " which hstore does not read, and so cannot be looked up again; key the buffer by"
+                + " a column of another type.");
+    TableName attrs = new TableName(schema, "hstore_attrs");
+    BufferSettings hstore = BufferSettings.of(NAME, attrs, DB, new HandlerSpec.Sql("unused :ids"));
+    assertThat(BufferPipeline.check(hstore, ds).idColumn())
+        .as("handed over as JSON")
+        .isEqualTo("id");
+    assertThatThrownBy(
+            () ->
+                BufferPipeline.check(
+                    hstore.withArchive(new TableName(schema, "hstore_archive")), ds))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageEndingWith(
+            " has archive-table "
+                + schema
+                + ".hstore_archive, but capture passes column(s) attrs (hstore[]) of "
+                + schema
+                + ".hstore_attrs on as JSON, which their type does not read, so a replayed"
+                + " batch's rows could not be archived from its events; store them as text, or"
+                + " leave archive-table out.");
     assertThat(refusal(new TableName(schema, "nope")))
         .endsWith("names table " + schema + ".nope, which does not exist in database " + DB + ".");
     assertThat(refusal(new TableName(schema, "no_key")))
