@@ -125,17 +125,17 @@ final class RunningBuffer {
 
   /**
    * Remembers where a batch's retries stand, for its next run should this one end first. Past
-   * {@link #RETRYING_KEPT} batches it forgets one, a batch whose calls go on rather than one
-   * dead-lettered while another is left: forgotten, a count only starts again, where a forgotten
-   * dead letter would be called and dead-lettered again (as one still is when all it remembers are
-   * dead letters).
+   * {@link #RETRYING_KEPT} batches it forgets one, a batch whose calls go on rather than one given
+   * up or dead-lettered while another is left: forgotten, a count only starts again, where a
+   * forgotten dead letter would be called and dead-lettered again (as one still is when all it
+   * remembers are such).
    */
   void retrying(String key, Retrying at) {
     if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(key)) {
       String forgotten = null;
       for (Map.Entry<String, Retrying> e : retrying.entrySet()) {
         forgotten = e.getKey();
-        if (!e.getValue().deadLettered()) {
+        if (!e.getValue().deadLettered() && !e.getValue().givenUp()) {
           break;
         }
       }

@@ -163,25 +163,35 @@ class RunningBufferTest {
     for (int i = 0; i < 100; i++) {
       b.retrying("dead-" + i, deadLettered);
     }
+    RunningBuffer.Retrying givenUp = RunningBuffer.Retrying.givenUp(2, true, "bad contact");
+    for (int i = 0; i < 50; i++) {
+      b.retrying("given-up-" + i, givenUp);
+    }
     for (int i = 0; i < 2 * RunningBuffer.RETRYING_KEPT; i++) {
       b.retrying("g-" + i, new RunningBuffer.Retrying(1, 0));
     }
     assertThat(IntStream.range(0, 100).filter(i -> b.retrying("dead-" + i).isPresent()))
         .as("dead letters whose rows are still to be deleted")
         .hasSize(100);
+    assertThat(IntStream.range(0, 50).filter(i -> b.retrying("given-up-" + i).isPresent()))
+        .as("batches given up whose dead letters are still to be written")
+        .hasSize(50);
     long kept =
         IntStream.range(0, 2 * RunningBuffer.RETRYING_KEPT)
             .filter(i -> b.retrying("g-" + i).isPresent())
             .count();
-    assertThat(kept).isEqualTo(RunningBuffer.RETRYING_KEPT - 100);
+    assertThat(kept).isEqualTo(RunningBuffer.RETRYING_KEPT - 150);
 
     for (int i = 100; i < RunningBuffer.RETRYING_KEPT + 100; i++) {
       b.retrying("dead-" + i, deadLettered); // nothing else left to forget
     }
     assertThat(
             IntStream.range(0, RunningBuffer.RETRYING_KEPT + 100)
-                .filter(i -> b.retrying("dead-" + i).isPresent())
-                .count())
+                    .filter(i -> b.retrying("dead-" + i).isPresent())
+                    .count()
+                + IntStream.range(0, 50)
+                    .filter(i -> b.retrying("given-up-" + i).isPresent())
+                    .count())
         .isEqualTo(RunningBuffer.RETRYING_KEPT);
   }
 
