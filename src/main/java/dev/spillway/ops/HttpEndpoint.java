@@ -58,7 +58,7 @@ public final class HttpEndpoint implements AutoCloseable {
 
     PortUnavailableException(int port, java.net.BindException cause) {
       super(sentence(port, cause), cause);
-      this.inUse = inUse(cause);
+      this.inUse = inUse(port, cause);
     }
 
     /** Whether another process holds the port, rather than the system refusing it. */
@@ -66,12 +66,16 @@ public final class HttpEndpoint implements AutoCloseable {
       return inUse;
     }
 
-    private static boolean inUse(java.net.BindException e) {
-      return String.valueOf(e.getMessage()).contains("in use");
+    /**
+     * In use, unless the system may have refused it: a port below 1024, whose message does not say
+     * it is in use (the system's words, in the process's language).
+     */
+    private static boolean inUse(int port, java.net.BindException e) {
+      return port == 0 || port >= 1024 || String.valueOf(e.getMessage()).contains("in use");
     }
 
     static String sentence(int port, java.net.BindException e) {
-      return inUse(e)
+      return inUse(port, e)
           ? "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one)."
           : "HTTP port "
               + port

@@ -27,6 +27,11 @@ class HttpEndpointTest {
             HttpEndpoint.PortUnavailableException.sentence(
                 8088, new java.net.BindException("Address already in use")))
         .isEqualTo("HTTP port 8088 is already in use; set http.port to a free port (0 picks one).");
+    // The system's words in another language: above 1024 only another process can hold it.
+    assertThat(
+            HttpEndpoint.PortUnavailableException.sentence(
+                8088, new java.net.BindException("Die Adresse wird bereits verwendet")))
+        .startsWith("HTTP port 8088 is already in use;");
     // As a user without the privilege for a port below 1024 is answered (not seen as root).
     assertThat(
             HttpEndpoint.PortUnavailableException.sentence(
