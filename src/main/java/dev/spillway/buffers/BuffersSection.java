@@ -251,7 +251,8 @@ public final class BuffersSection {
       try {
         uri = new URI(url);
       } catch (URISyntaxException e) {
-        throw n.error("url", "is not a URL ('" + url + "': " + e.getReason().toLowerCase() + ")");
+        throw n.error(
+            "url", "is not a URL ('" + url + "': " + e.getReason().toLowerCase(Locale.ROOT) + ")");
       }
     }
     if (uri == null || uri.getHost() == null) {

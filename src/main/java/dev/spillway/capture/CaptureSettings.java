@@ -4,6 +4,7 @@ import dev.spillway.event.Topics;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -49,7 +50,7 @@ public record CaptureSettings(
 
   /** The replication slot (and publication) of a database under a topic prefix. */
   public static String slotName(String topicPrefix, String database) {
-    return (topicPrefix + "_" + database).toLowerCase().replaceAll("[^a-z0-9_]", "_");
+    return (topicPrefix + "_" + database).toLowerCase(Locale.ROOT).replaceAll("[^a-z0-9_]", "_");
   }
 
   /** PostgreSQL's longest identifier; a longer slot name is refused, a publication's cut short. */

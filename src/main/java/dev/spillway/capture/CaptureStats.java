@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -217,7 +218,7 @@ public final class CaptureStats {
                 .description("Changes captured and acknowledged by Kafka")
                 .tag("database", k.database())
                 .tag("table", k.table().toString())
-                .tag("operation", k.kind().name().toLowerCase())
+                .tag("operation", k.kind().name().toLowerCase(Locale.ROOT))
                 .register(registry);
           }
           return adder;

@@ -130,7 +130,7 @@ public final class LfkGenerator {
     }
     if (r.key().looseAction().isEmpty()) {
       return java.util.Optional.of(
-          "ON DELETE " + r.key().onDelete().toUpperCase() + " has no loose equivalent");
+          "ON DELETE " + r.key().onDelete().toUpperCase(Locale.ROOT) + " has no loose equivalent");
     }
     if (!r.key().toPrimaryKey()) {
       // Cleanup matches the column against the parent's primary key: converted, this key would

@@ -25,6 +25,18 @@ class CaptureSettingsTest {
   }
 
   @Test
+  void should_name_the_slot_alike_whatever_the_jvms_language() {
+    java.util.Locale before = java.util.Locale.getDefault();
+    try {
+      // Turkish lower-cases I to a dotless i, which is not among a slot name's characters.
+      java.util.Locale.setDefault(java.util.Locale.forLanguageTag("tr-TR"));
+      assertThat(settings("ACME-INT").slotName("MAIN")).isEqualTo("acme_int_main");
+    } finally {
+      java.util.Locale.setDefault(before);
+    }
+  }
+
+  @Test
   void should_refuse_databases_that_would_share_a_slot() {
     assertThatThrownBy(() -> settings("spillway").checkSlotNames(List.of("main", "ci-1", "CI_1")))
         .isInstanceOf(CaptureSetupException.class)
