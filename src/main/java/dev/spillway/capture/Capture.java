@@ -71,6 +71,9 @@ public final class Capture implements AutoCloseable {
   /** Why a take-over stopped capture; written once, by the take-over thread. */
   private volatile String takeOverFailure;
 
+  /** The database's refusal that stopped a take-over, when that was why; written with it. */
+  private volatile CaptureSetupException takeOverRefusal;
+
   private volatile boolean closing;
 
   /** This instance's own few seconds on top of {@link #TAKE_OVER_AFTER}. */
@@ -145,7 +148,11 @@ public final class Capture implements AutoCloseable {
       throws InterruptedException {
     settings.checkSlotNames(plan.databases());
     for (String db : plan.databases()) {
-      SourcePreparation.check(db, databases.dataSource(db), plan.tables(db));
+      SourcePreparation.check(
+          db,
+          databases.dataSource(db),
+          plan.tables(db),
+          plan.kinds(db).contains(ChangeKind.DELETE));
     }
     Set<String> topics = new LinkedHashSet<>();
     plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));
@@ -223,6 +230,10 @@ public final class Capture implements AutoCloseable {
     } catch (SlotBusyException busy) {
       engines.remove(engine);
       closeEngine(engine);
+      // The slot streams: its process marked the publication before it did, so a twin
+      // installation starting while that one prepared finds the mark now, not standing by.
+      SourcePreparation.checkOwner(
+          databases.dataSource(db), db, settings.slotName(db), engine.owner());
       if (!standingBy.containsKey(db)) {
         standBy(db, busy.getMessage());
       }
@@ -265,7 +276,8 @@ public final class Capture implements AutoCloseable {
    * instances standing by for one database do not all start at once), for a process that died
    * leaves no mark. A database out of reach is asked again at the next turn; another instance
    * taking the slot first leaves this one standing by; a take-over that starts and fails {@link
-   * #TAKE_OVER_TRIES} times in a row stops capture, as a failing start-up does.
+   * #TAKE_OVER_TRIES} times in a row stops capture, as a failing start-up does, and one the
+   * database refuses ({@link CaptureSetupException}) at once.
    */
   private void takeOver() {
     for (String db : standingBy.keySet()) {
@@ -310,12 +322,14 @@ public final class Capture implements AutoCloseable {
         if (closing) {
           return; // the interrupt of closing, surfacing as a failure to connect
         }
-        if (streamsElsewhere(db)) {
+        if (e instanceof CaptureSetupException refused) {
+          // Not tried again: the database refuses this installation's capture as configured (its
+          // slot another installation's, a right taken away), as it would refuse a start.
+          takeOverRefusal = refused;
+        } else if (streamsElsewhere(db)) {
           log.info("Capture of database {} stands by on: another instance took the slot first", db);
           continue;
-        }
-        int tries = failedTakeOvers.merge(db, 1, Integer::sum);
-        if (tries < TAKE_OVER_TRIES) {
+        } else if (failedTakeOvers.merge(db, 1, Integer::sum) < TAKE_OVER_TRIES) {
           log.warn(
               "Capture of database {} could not take over ({}); it tries again",
               db,
@@ -366,8 +380,8 @@ public final class Capture implements AutoCloseable {
     if (loss != null) {
       return loss.gone() ? ReadAgain.AT_FIRST_START : ReadAgain.SLOT_LOST;
     }
-    if (!SourcePreparation.insertsUnpublished(ds, slot, tables).isEmpty()) {
-      return ReadAgain.AT_FIRST_START; // a table joining the publication is read when it joins
+    if (!SourcePreparation.notYetRead(ds, slot, tables).isEmpty()) {
+      return ReadAgain.AT_FIRST_START; // a table new to a buffer is read when capture next starts
     }
     SourcePreparation.requestSnapshot(ds, database, slot, tables);
     return ReadAgain.ASKED;
@@ -380,6 +394,14 @@ public final class Capture implements AutoCloseable {
   /** The databases this process stands by for, and since when. */
   public Map<String, Instant> standingBy() {
     return Map.copyOf(standingBy);
+  }
+
+  /**
+   * The database's refusal behind {@link #failure()}, when a take-over stopped on one: the process
+   * then ends as for a refusal at start (exit 2).
+   */
+  public Optional<CaptureSetupException> refusal() {
+    return Optional.ofNullable(takeOverRefusal);
   }
 
   /** The first error that stopped a capture engine, if any did. */

@@ -40,6 +40,8 @@ import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.json.JsonConverterConfig;
 import org.apache.kafka.connect.source.SourceRecord;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.util.HostSpec;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -256,7 +258,8 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
-  private String owner() {
+  /** What this installation's publication of the database is marked with. */
+  String owner() {
     return SourcePreparation.owner(settings.topics().prefix(), endpoint.name());
   }
 
@@ -293,7 +296,7 @@ final class CaptureEngine implements AutoCloseable {
     List<TableName> unread =
         created || publishesSharedSignals() || SourcePreparation.rereadMarked(dataSource, slot)
             ? inserted
-            : SourcePreparation.insertsUnpublished(dataSource, slot, inserted);
+            : SourcePreparation.notYetRead(dataSource, slot, inserted);
     SourcePreparation.Asked asked;
     try {
       asked =
@@ -303,6 +306,7 @@ final class CaptureEngine implements AutoCloseable {
               dataSource,
               plan.tables(endpoint.name()),
               plan.kinds(endpoint.name()),
+              inserted,
               unread);
       if (published) {
         log.warn(
@@ -911,16 +915,33 @@ final class CaptureEngine implements AutoCloseable {
     return interrupted;
   }
 
-  private Properties debeziumProperties() {
+  private Properties debeziumProperties() throws SQLException {
     Properties p = new Properties();
     p.putAll(settings.kafkaProperties());
     p.setProperty("name", engineName(endpoint.name()));
     p.setProperty("connector.class", "io.debezium.connector.postgresql.PostgresConnector");
     p.setProperty("topic.prefix", serverName(endpoint.name()));
     p.setProperty("custom.metric.tags", "capture=" + capture);
-    p.setProperty("database.hostname", endpoint.host());
-    p.setProperty("database.port", String.valueOf(endpoint.port()));
+    // Where the pool's connections are, which made the slot: with several hosts in the URL (a
+    // primary and its standbys, targetServerType=primary), the one that answered as asked.
+    HostSpec reached;
+    try (Connection c = dataSource.getConnection()) {
+      reached = c.unwrap(BaseConnection.class).getQueryExecutor().getHostSpec();
+    }
+    p.setProperty("database.hostname", reached.getHost());
+    p.setProperty("database.port", String.valueOf(reached.getPort()));
     p.setProperty("database.dbname", endpoint.databaseName());
+    // The URL's TLS settings, which Debezium's connection would otherwise go without.
+    Properties url = endpoint.parsedUrl();
+    for (String tls : List.of("sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword")) {
+      String value = url.getProperty(tls);
+      if (value != null) {
+        p.setProperty("database." + tls, value);
+      }
+    }
+    if (url.getProperty("sslmode") == null && "true".equalsIgnoreCase(url.getProperty("ssl"))) {
+      p.setProperty("database.sslmode", "verify-full"); // what the driver takes ssl=true for
+    }
     p.setProperty("database.user", endpoint.username());
     if (endpoint.password() != null) {
       p.setProperty("database.password", endpoint.password());

@@ -21,6 +21,15 @@ final class CaptureStatements {
   static final String HAS_PRIMARY_KEY =
       "SELECT 1 FROM pg_index WHERE indrelid = ? AND indisprimary";
 
+  /**
+   * 1: table oid. A row when the table, or one of its leaf partitions, has {@code REPLICA IDENTITY
+   * NOTHING}: the partition's name, qualified, or null for the table itself.
+   */
+  static final String WITHOUT_IDENTITY =
+      "SELECT CASE WHEN p.relid <> ?::oid THEN p.relid::regclass::text END"
+          + " FROM pg_partition_tree(?::oid) p JOIN pg_class c ON c.oid = p.relid"
+          + " WHERE p.isleaf AND c.relreplident = 'n' LIMIT 1";
+
   static final String CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS spillway";
 
   /**
@@ -68,6 +77,28 @@ final class CaptureStatements {
 
   /** 1: slot name. */
   static final String CLEAR_REREAD = "DELETE FROM spillway.capture_reread WHERE slot = ?";
+
+  /**
+   * Per slot, the tables whose inserts capture handed to a buffer as of its last start: a table the
+   * publication carried for another pipeline (a loose-foreign-key parent) that gains a buffer is
+   * then told apart from one a buffer has read all along.
+   */
+  static final String CREATE_BUFFERED =
+      "CREATE TABLE IF NOT EXISTS spillway.capture_buffered (slot text, schema_name text,"
+          + " table_name text, PRIMARY KEY (slot, schema_name, table_name))";
+
+  /** The buffered tables' table (an installation before it has none). */
+  static final String BUFFERED_TABLE = "spillway.capture_buffered";
+
+  /** 1: slot name. */
+  static final String BUFFERED =
+      "SELECT schema_name, table_name FROM spillway.capture_buffered WHERE slot = ?";
+
+  /** 1: slot name. */
+  static final String CLEAR_BUFFERED = "DELETE FROM spillway.capture_buffered WHERE slot = ?";
+
+  /** 1: slot name, 2: schema, 3: table. */
+  static final String ADD_BUFFERED = "INSERT INTO spillway.capture_buffered VALUES (?, ?, ?)";
 
   /** 1 and 2: slot name. Marks the slot let go, unless a process streams from it already. */
   static final String MARK_RELEASED =

@@ -59,8 +59,14 @@ final class SourcePreparation {
 
   private SourcePreparation() {}
 
-  /** Throws {@link CaptureSetupException} when the database cannot be captured as planned. */
-  static void check(String database, DataSource ds, Collection<TableName> tables) {
+  /**
+   * Throws {@link CaptureSetupException} when the database cannot be captured as planned.
+   *
+   * @param deletes whether capture publishes the database's deletes (it has loose-foreign-key
+   *     parents): PostgreSQL then refuses every DELETE on a published table without a replica
+   *     identity
+   */
+  static void check(String database, DataSource ds, Collection<TableName> tables, boolean deletes) {
     try (Connection c = ds.getConnection()) {
       String walLevel = single(c, CaptureStatements.WAL_LEVEL);
       if (!"logical".equals(walLevel)) {
@@ -104,6 +110,29 @@ final class SourcePreparation {
             }
           }
         }
+        if (deletes) {
+          try (PreparedStatement ps = c.prepareStatement(CaptureStatements.WITHOUT_IDENTITY)) {
+            ps.setLong(1, oid);
+            ps.setLong(2, oid);
+            try (ResultSet rs = ps.executeQuery()) {
+              if (rs.next()) {
+                String part = rs.getString(1);
+                throw new CaptureSetupException(
+                    "Table "
+                        + t
+                        + " in database "
+                        + database
+                        + (part == null ? "" : " has a partition, " + part + ", that")
+                        + " has REPLICA IDENTITY NOTHING: once capture publishes the database's"
+                        + " deletes (for its loose-foreign-key parents), PostgreSQL refuses every"
+                        + " DELETE on it; nothing was changed: give it a replica identity (ALTER"
+                        + " TABLE "
+                        + (part == null ? t.quoted() : part)
+                        + " REPLICA IDENTITY DEFAULT).");
+              }
+            }
+          }
+        }
       }
     } catch (SQLException e) {
       throw CaptureSetupException.of(
@@ -135,6 +164,7 @@ final class SourcePreparation {
       DataSource ds,
       Collection<TableName> tables,
       Set<ChangeKind> kinds,
+      List<TableName> inserted,
       List<TableName> snapshot)
       throws SQLException {
     try (Connection c = ds.getConnection();
@@ -143,6 +173,7 @@ final class SourcePreparation {
       s.execute(CaptureStatements.CREATE_HEARTBEAT);
       s.execute(CaptureStatements.CREATE_RELEASES);
       s.execute(CaptureStatements.CREATE_REREADS);
+      s.execute(CaptureStatements.CREATE_BUFFERED);
       String signals = CaptureStatements.signalTable(publication);
       s.execute(CaptureStatements.createSignal(signals));
       // Only the kinds some route needs leave the server: a database holding buffer tables alone
@@ -193,6 +224,18 @@ final class SourcePreparation {
             try (PreparedStatement asked = c.prepareStatement(CaptureStatements.CLEAR_REREAD)) {
               asked.setString(1, publication); // asked for below, or joining later
               asked.execute();
+            }
+            try (PreparedStatement clear = c.prepareStatement(CaptureStatements.CLEAR_BUFFERED);
+                PreparedStatement add = c.prepareStatement(CaptureStatements.ADD_BUFFERED)) {
+              clear.setString(1, publication);
+              clear.execute();
+              for (TableName t : inserted) {
+                add.setString(1, publication);
+                add.setString(2, t.schema());
+                add.setString(3, t.table());
+                add.addBatch();
+              }
+              add.executeBatch();
             }
             holding.addAll(
                 holdingRows(c, snapshot.stream().filter(t -> !later.contains(t)).toList()));
@@ -362,7 +405,8 @@ final class SourcePreparation {
                   + " are another installation's ("
                   + mark.substring("Spillway capture: ".length())
                   + "), whose names differ from this one's only in case or punctuation; nothing"
-                  + " was changed: give this one another kafka.topic-prefix (or, if that is this"
+                  + " was changed in the database: give this one another kafka.topic-prefix (or, if"
+                  + " that is this"
                   + " installation renamed, let it take them: COMMENT ON PUBLICATION "
                   + TableName.quote(publication)
                   + " IS NULL).");
@@ -571,12 +615,37 @@ final class SourcePreparation {
   }
 
   /**
-   * The tables among {@code inserted} whose inserts the publication does not publish yet, asked
-   * before {@link #prepare} changes it: rows inserted before they join it are never decoded.
+   * The tables among {@code inserted} whose rows no buffer has read yet, asked before {@link
+   * #prepare} changes the publication: those whose inserts it does not publish yet (rows inserted
+   * before they join it are never decoded), and those the last start handed to no buffer though the
+   * publication carried them (a loose-foreign-key parent gaining a buffer: its inserts were decoded
+   * and passed over). A slot whose last start recorded none (one of a version before the record, or
+   * with no buffer) goes by the publication alone.
    */
-  static List<TableName> insertsUnpublished(
+  static List<TableName> notYetRead(
       DataSource ds, String publication, Collection<TableName> inserted) throws SQLException {
-    return unpublished(ds, CaptureStatements.INSERTS_PUBLISHED, publication, inserted);
+    try (Connection c = ds.getConnection()) {
+      List<TableName> unread =
+          new ArrayList<>(
+              unpublished(c, CaptureStatements.INSERTS_PUBLISHED, publication, inserted));
+      Set<TableName> buffered = new HashSet<>();
+      if (tableOid(c, TableName.parse(CaptureStatements.BUFFERED_TABLE)) != null) {
+        try (PreparedStatement ps = c.prepareStatement(CaptureStatements.BUFFERED)) {
+          ps.setString(1, publication);
+          try (ResultSet rs = ps.executeQuery()) {
+            while (rs.next()) {
+              buffered.add(new TableName(rs.getString(1), rs.getString(2)));
+            }
+          }
+        }
+      }
+      if (!buffered.isEmpty()) {
+        inserted.stream()
+            .filter(t -> !buffered.contains(t) && !unread.contains(t))
+            .forEach(unread::add);
+      }
+      return unread;
+    }
   }
 
   /** Whether the table exists. */

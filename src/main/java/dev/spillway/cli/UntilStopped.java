@@ -21,8 +21,9 @@ final class UntilStopped {
     while (!runtime.awaitClosed(Duration.ofSeconds(1))) {
       Optional<String> failure = runtime.failure();
       if (failure.isPresent()) {
+        Optional<RuntimeException> cause = runtime.failureCause();
         runtime.close();
-        throw new IllegalStateException(failure.get());
+        throw new IllegalStateException(failure.get(), cause.orElse(null));
       }
     }
     return ErrorHandler.OK;

@@ -410,6 +410,15 @@ public final class SpillwayRuntime implements AutoCloseable {
     return captureStats;
   }
 
+  /**
+   * The exception behind {@link #failure()} when it is a database's refusal to be captured as
+   * configured (a take-over that found the slot another installation's): the process should then
+   * exit with 2.
+   */
+  public Optional<RuntimeException> failureCause() {
+    return capture == null ? Optional.empty() : capture.refusal().map(RuntimeException.class::cast);
+  }
+
   /** Why a part stopped on its own, if one did; the process should then exit with 1. */
   public Optional<String> failure() {
     // A service manager's stop signals the embedded PostgreSQL too, which then ends as soon as
@@ -499,7 +508,7 @@ public final class SpillwayRuntime implements AutoCloseable {
                     new StatusReport.CaptureCount(
                         c.database(),
                         c.table().toString(),
-                        c.kind().name().toLowerCase(),
+                        c.kind().name().toLowerCase(java.util.Locale.ROOT),
                         c.changes())));
     List<StatusReport.HealthStatus> healthStatus = new ArrayList<>();
     for (HealthMonitor.State h : health.states()) {

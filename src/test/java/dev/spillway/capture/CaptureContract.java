@@ -1,6 +1,7 @@
 package dev.spillway.capture;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
@@ -22,6 +23,7 @@ import dev.spillway.testing.TcpProxy;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -218,6 +220,73 @@ abstract class CaptureContract {
       assertThat(read)
           .extracting(r -> EventSerdes.decodeBufferEvent(r.value()).table())
           .containsExactlyInAnyOrderElementsOf(names.stream().map(this::table).toList());
+    }
+  }
+
+  @Test
+  void should_read_once_the_rows_of_a_loose_foreign_key_parent_that_gains_a_buffer()
+      throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
+        "CREATE TABLE " + schema + ".uploads (id bigint PRIMARY KEY, v text)");
+    CaptureRoute parent =
+        new CaptureRoute(DB, table("uploads"), ChangeKind.DELETE, topics.deletedRecords());
+    try (Capture capture = start(inserts("events"), parent)) {
+      // Published for their deletes, with the database's inserts (for events): passed over.
+      TestSql.exec(ds, "INSERT INTO " + schema + ".uploads VALUES (1, 'a'), (2, 'b')");
+      insertRange(1, 1);
+      awaitEvent(1); // after the uploads' inserts in the stream
+    }
+
+    try (Capture capture = start(inserts("events"), parent, inserts("uploads"))) {
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readAtLeast(
+              infra().bootstrapServers(), topics.bufferEvents("uploads"), 2, TIMEOUT);
+      assertThat(ids(read)).containsExactlyInAnyOrder(1L, 2L);
+    }
+    try (Capture again = start(inserts("events"), parent, inserts("uploads"))) {
+      TestSql.exec(ds, "INSERT INTO " + schema + ".uploads VALUES (3, 'c')");
+      List<ConsumerRecord<byte[], byte[]>> read =
+          TopicReader.readUntil(
+              infra().bootstrapServers(),
+              topics.bufferEvents("uploads"),
+              r -> ids(r).contains(3L),
+              TIMEOUT);
+      assertThat(read).as("read once, not at every start").hasSize(3);
+    }
+  }
+
+  @Test
+  void should_stream_from_the_host_of_a_url_naming_several_that_answered_as_the_primary()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    DatabaseEndpoint direct = databases.endpoint(DB);
+    try (ServerSocket closed = new ServerSocket(0)) {
+      int nobody = closed.getLocalPort();
+      closed.close(); // a host listed first that is down, as a failed primary is
+      DatabaseEndpoint listed =
+          new DatabaseEndpoint(
+              DB,
+              "jdbc:postgresql://127.0.0.1:"
+                  + nobody
+                  + ","
+                  + direct.host()
+                  + ":"
+                  + direct.port()
+                  + "/"
+                  + direct.databaseName()
+                  + "?targetServerType=primary",
+              direct.username(),
+              direct.password(),
+              2,
+              direct.lockTimeout());
+      try (Databases both = new Databases(List.of(listed), new SimpleMeterRegistry());
+          Capture capture = start(both, Clock.systemUTC(), inserts("events"))) {
+        insertRange(1, 1);
+        awaitEvent(1);
+        assertThat(capture.failure()).isEmpty();
+      }
     }
   }
 
@@ -1569,21 +1638,44 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_refuse_a_table_without_replica_identity_in_a_database_whose_deletes_it_publishes() {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".bare (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
+        "CREATE TABLE "
+            + schema
+            + ".bare_1 PARTITION OF "
+            + schema
+            + ".bare FOR VALUES FROM"
+            + " (0) TO (100)",
+        "ALTER TABLE " + schema + ".bare_1 REPLICA IDENTITY NOTHING",
+        "CREATE TABLE " + schema + ".parents (id bigint PRIMARY KEY)");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("parents"), ChangeKind.DELETE, topics.deletedRecords());
+
+    // Its inserts alone: PostgreSQL takes its deletes, which are not published.
+    assertThatCode(() -> start(inserts("bare")).close()).doesNotThrowAnyException();
+    assertThatThrownBy(() -> start(inserts("bare"), deletes))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage(
+            "Table "
+                + schema
+                + ".bare in database capture has a partition, "
+                + schema
+                + ".bare_1, that has REPLICA IDENTITY NOTHING: once capture publishes the"
+                + " database's deletes (for its loose-foreign-key parents), PostgreSQL refuses"
+                + " every DELETE on it; nothing was changed: give it a replica identity (ALTER"
+                + " TABLE "
+                + schema
+                + ".bare_1 REPLICA IDENTITY DEFAULT).");
+  }
+
+  @Test
   void should_refuse_the_slot_of_an_installation_whose_prefix_differs_only_in_case()
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String prefix = topics.prefix();
-    CaptureSettings twin =
-        new CaptureSettings(
-            settings.bootstrapServers(),
-            new Topics(prefix.toUpperCase(java.util.Locale.ROOT)),
-            settings.partitions(),
-            settings.replicationFactor(),
-            settings.kafkaProperties(),
-            settings.pollInterval(),
-            settings.heartbeatInterval(),
-            settings.maxBatchSize(),
-            settings.offsetFlushInterval());
+    CaptureSettings twin = twin();
     assertThat(twin.slotName(DB)).isEqualTo(settings.slotName(DB));
     try (Capture first = start(inserts("events"))) {
       assertThatThrownBy(
@@ -1607,6 +1699,66 @@ abstract class CaptureContract {
       awaitEvent(1); // the first goes on
       assertThat(first.standingBy()).isEmpty();
     }
+  }
+
+  @Test
+  void should_stop_a_take_over_of_the_slot_of_an_installation_whose_prefix_differs_only_in_case()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    String publication = settings.slotName(DB);
+    Capture first = start(inserts("events"));
+    Capture twin;
+    try {
+      // As a first installation of a version that did not mark its publication: the twin finds
+      // no mark and stands by.
+      TestSql.exec(ds, "COMMENT ON PUBLICATION " + publication + " IS NULL");
+      twin =
+          Capture.start(
+              new CapturePlan(List.of(inserts("events"))),
+              databases,
+              twin(),
+              new CaptureStats(null),
+              Clock.systemUTC(),
+              Duration.ofMillis(200));
+      assertThat(twin.standingBy()).containsOnlyKeys(DB);
+      TestSql.exec(
+          ds,
+          "COMMENT ON PUBLICATION "
+              + publication
+              + " IS '"
+              + SourcePreparation.owner(topics.prefix(), DB)
+              + "'");
+    } finally {
+      first.close(); // lets the slot go: the twin tries to take it over
+    }
+    try (twin) {
+      await().atMost(TIMEOUT).until(() -> twin.failure().isPresent());
+      assertThat(twin.failure().get()).contains(" are another installation's (kafka.topic-prefix ");
+      assertThat(twin.refusal()).isPresent();
+      assertThat(
+              TestSql.count(
+                  ds,
+                  "SELECT count(*) FROM pg_replication_slots WHERE active"
+                      + " AND slot_name = '"
+                      + publication
+                      + "'"))
+          .as("not taken over")
+          .isZero();
+    }
+  }
+
+  /** Settings of another installation, whose prefix is this one's in upper case. */
+  private CaptureSettings twin() {
+    return new CaptureSettings(
+        settings.bootstrapServers(),
+        new Topics(topics.prefix().toUpperCase(java.util.Locale.ROOT)),
+        settings.partitions(),
+        settings.replicationFactor(),
+        settings.kafkaProperties(),
+        settings.pollInterval(),
+        settings.heartbeatInterval(),
+        settings.maxBatchSize(),
+        settings.offsetFlushInterval());
   }
 
   @Test
