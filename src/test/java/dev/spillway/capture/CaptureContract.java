@@ -425,17 +425,7 @@ abstract class CaptureContract {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     String topic = topics.bufferEvents("events");
     Topics others = new Topics(topics.prefix() + "o");
-    CaptureSettings otherSettings =
-        new CaptureSettings(
-            settings.bootstrapServers(),
-            others,
-            settings.partitions(),
-            settings.replicationFactor(),
-            settings.kafkaProperties(),
-            settings.pollInterval(),
-            settings.heartbeatInterval(),
-            settings.maxBatchSize(),
-            settings.offsetFlushInterval());
+    CaptureSettings otherSettings = with(others, settings.heartbeatInterval());
     String othersTopic = others.bufferEvents("events");
     // The other installation's process names the database its own way (one process runs one
     // engine per database name).
@@ -1004,6 +994,11 @@ abstract class CaptureContract {
   }
 
   private CaptureSettings withHeartbeat(Duration heartbeat) {
+    return with(topics, heartbeat);
+  }
+
+  /** These settings with other topics (another installation's) and heartbeat interval. */
+  private CaptureSettings with(Topics topics, Duration heartbeat) {
     return new CaptureSettings(
         settings.bootstrapServers(),
         topics,
@@ -1166,17 +1161,7 @@ abstract class CaptureContract {
 
   @Test
   void should_move_an_idle_slot_forward_whichever_kind_alone_is_published() throws Exception {
-    settings =
-        new CaptureSettings(
-            settings.bootstrapServers(),
-            settings.topics(),
-            settings.partitions(),
-            settings.replicationFactor(),
-            settings.kafkaProperties(),
-            settings.pollInterval(),
-            Duration.ofMillis(300),
-            settings.maxBatchSize(),
-            settings.offsetFlushInterval());
+    settings = withHeartbeat(Duration.ofMillis(300));
     TestSql.exec(
         ds,
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
@@ -1749,16 +1734,9 @@ abstract class CaptureContract {
 
   /** Settings of another installation, whose prefix is this one's in upper case. */
   private CaptureSettings twin() {
-    return new CaptureSettings(
-        settings.bootstrapServers(),
+    return with(
         new Topics(topics.prefix().toUpperCase(java.util.Locale.ROOT)),
-        settings.partitions(),
-        settings.replicationFactor(),
-        settings.kafkaProperties(),
-        settings.pollInterval(),
-        settings.heartbeatInterval(),
-        settings.maxBatchSize(),
-        settings.offsetFlushInterval());
+        settings.heartbeatInterval());
   }
 
   @Test
