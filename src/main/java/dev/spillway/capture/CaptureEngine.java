@@ -296,7 +296,14 @@ final class CaptureEngine implements AutoCloseable {
     List<TableName> unread =
         created || publishesSharedSignals() || SourcePreparation.rereadMarked(dataSource, slot)
             ? inserted
-            : SourcePreparation.notYetRead(dataSource, slot, inserted);
+            : SourcePreparation.notYetRead(
+                dataSource,
+                slot,
+                inserted,
+                plan.routes(endpoint.name()).stream()
+                    .filter(r -> r.kind() == ChangeKind.DELETE)
+                    .map(CaptureRoute::table)
+                    .toList());
     SourcePreparation.Asked asked;
     try {
       asked =
@@ -915,6 +922,26 @@ final class CaptureEngine implements AutoCloseable {
     return interrupted;
   }
 
+  /**
+   * The URL's TLS settings ({@code sslmode}, {@code sslrootcert}, {@code sslfactory}, ...) as
+   * Debezium's settings, which it hands to the driver: its connection would otherwise go without
+   * them. A bare {@code ssl} without {@code sslmode} is {@code verify-full}, as the driver takes
+   * it.
+   */
+  static Map<String, String> tlsSettings(Properties url) {
+    Map<String, String> tls = new java.util.TreeMap<>();
+    for (String key : url.stringPropertyNames()) {
+      if (key.startsWith("ssl") && !key.equals("ssl")) {
+        tls.put("database." + key, url.getProperty(key));
+      }
+    }
+    String ssl = url.getProperty("ssl");
+    if (url.getProperty("sslmode") == null && ssl != null && !"false".equalsIgnoreCase(ssl)) {
+      tls.put("database.sslmode", "verify-full");
+    }
+    return tls;
+  }
+
   private Properties debeziumProperties() throws SQLException {
     Properties p = new Properties();
     p.putAll(settings.kafkaProperties());
@@ -931,17 +958,7 @@ final class CaptureEngine implements AutoCloseable {
     p.setProperty("database.hostname", reached.getHost());
     p.setProperty("database.port", String.valueOf(reached.getPort()));
     p.setProperty("database.dbname", endpoint.databaseName());
-    // The URL's TLS settings, which Debezium's connection would otherwise go without.
-    Properties url = endpoint.parsedUrl();
-    for (String tls : List.of("sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword")) {
-      String value = url.getProperty(tls);
-      if (value != null) {
-        p.setProperty("database." + tls, value);
-      }
-    }
-    if (url.getProperty("sslmode") == null && "true".equalsIgnoreCase(url.getProperty("ssl"))) {
-      p.setProperty("database.sslmode", "verify-full"); // what the driver takes ssl=true for
-    }
+    p.putAll(tlsSettings(endpoint.parsedUrl()));
     p.setProperty("database.user", endpoint.username());
     if (endpoint.password() != null) {
       p.setProperty("database.password", endpoint.password());

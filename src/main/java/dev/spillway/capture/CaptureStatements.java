@@ -22,13 +22,15 @@ final class CaptureStatements {
       "SELECT 1 FROM pg_index WHERE indrelid = ? AND indisprimary";
 
   /**
-   * 1: table oid. A row when the table, or one of its leaf partitions, has {@code REPLICA IDENTITY
-   * NOTHING}: the partition's name, qualified, or null for the table itself.
+   * 1, 2, 3: table oid. A row when the table, or one of its leaf partitions, has {@code REPLICA
+   * IDENTITY NOTHING}: its name as SQL writes it, and whether it is a partition.
    */
   static final String WITHOUT_IDENTITY =
-      "SELECT CASE WHEN p.relid <> ?::oid THEN p.relid::regclass::text END"
-          + " FROM pg_partition_tree(?::oid) p JOIN pg_class c ON c.oid = p.relid"
-          + " WHERE p.isleaf AND c.relreplident = 'n' LIMIT 1";
+      // pg_partition_tree gives nothing for a table neither partitioned nor a partition.
+      "SELECT c.oid::regclass::text, c.oid <> ?::oid FROM pg_class c"
+          + " WHERE c.relkind = 'r' AND c.relreplident = 'n'"
+          + " AND (c.oid = ?::oid OR c.oid IN (SELECT relid FROM pg_partition_tree(?::oid)))"
+          + " LIMIT 1";
 
   static final String CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS spillway";
 

@@ -114,20 +114,21 @@ final class SourcePreparation {
           try (PreparedStatement ps = c.prepareStatement(CaptureStatements.WITHOUT_IDENTITY)) {
             ps.setLong(1, oid);
             ps.setLong(2, oid);
+            ps.setLong(3, oid);
             try (ResultSet rs = ps.executeQuery()) {
               if (rs.next()) {
-                String part = rs.getString(1);
+                String name = rs.getString(1);
                 throw new CaptureSetupException(
                     "Table "
                         + t
                         + " in database "
                         + database
-                        + (part == null ? "" : " has a partition, " + part + ", that")
+                        + (rs.getBoolean(2) ? " has a partition, " + name + ", that" : "")
                         + " has REPLICA IDENTITY NOTHING: once capture publishes the database's"
                         + " deletes (for its loose-foreign-key parents), PostgreSQL refuses every"
                         + " DELETE on it; nothing was changed: give it a replica identity (ALTER"
                         + " TABLE "
-                        + (part == null ? t.quoted() : part)
+                        + name
                         + " REPLICA IDENTITY DEFAULT).");
               }
             }
@@ -620,10 +621,18 @@ final class SourcePreparation {
    * before they join it are never decoded), and those the last start handed to no buffer though the
    * publication carried them (a loose-foreign-key parent gaining a buffer: its inserts were decoded
    * and passed over). A slot whose last start recorded none (one of a version before the record, or
-   * with no buffer) goes by the publication alone.
+   * with no buffer) goes by the publication and by {@code deleted}: a table captured for its
+   * deletes too may have been published for them alone, and is read (a table a buffer read all
+   * along is read again, its rows handed over twice, rather than one never read).
+   *
+   * @param deleted the tables whose deletes capture publishes
    */
   static List<TableName> notYetRead(
-      DataSource ds, String publication, Collection<TableName> inserted) throws SQLException {
+      DataSource ds,
+      String publication,
+      Collection<TableName> inserted,
+      Collection<TableName> deleted)
+      throws SQLException {
     try (Connection c = ds.getConnection()) {
       List<TableName> unread =
           new ArrayList<>(
@@ -639,11 +648,10 @@ final class SourcePreparation {
           }
         }
       }
-      if (!buffered.isEmpty()) {
-        inserted.stream()
-            .filter(t -> !buffered.contains(t) && !unread.contains(t))
-            .forEach(unread::add);
-      }
+      inserted.stream()
+          .filter(t -> !unread.contains(t))
+          .filter(t -> buffered.isEmpty() ? deleted.contains(t) : !buffered.contains(t))
+          .forEach(unread::add);
       return unread;
     }
   }

@@ -10,6 +10,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -294,5 +295,27 @@ class CaptureEngineTest {
     assertThatThrownBy(() -> CaptureEngine.snapshotName(new TableName("app", table)))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessageStartingWith("Table app." + table + " holds rows from before capture");
+  }
+
+  @Test
+  void should_hand_debezium_the_urls_tls_settings() {
+    java.util.function.Function<String, Map<String, String>> tls =
+        url ->
+            CaptureEngine.tlsSettings(
+                org.postgresql.Driver.parseURL(url, new java.util.Properties()));
+
+    assertThat(
+            tls.apply(
+                "jdbc:postgresql://db/app?ssl=true&sslfactory=org.postgresql.ssl.NonValidatingFactory"))
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of(
+                "database.sslmode", "verify-full",
+                "database.sslfactory", "org.postgresql.ssl.NonValidatingFactory"));
+    assertThat(
+            tls.apply(
+                "jdbc:postgresql://db/app?sslmode=verify-ca&sslrootcert=/etc/pg/root.crt&ssl=true"))
+        .containsExactlyInAnyOrderEntriesOf(
+            Map.of("database.sslmode", "verify-ca", "database.sslrootcert", "/etc/pg/root.crt"));
+    assertThat(tls.apply("jdbc:postgresql://db/app?ssl=false&tcpKeepAlive=true")).isEmpty();
   }
 }
