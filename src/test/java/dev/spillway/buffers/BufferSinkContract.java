@@ -1580,15 +1580,26 @@ abstract class BufferSinkContract {
   void should_not_call_a_rejecting_handler_again_while_kafka_refuses_its_dead_letter()
       throws Exception {
     AtomicInteger calls = new AtomicInteger();
+    String dlq = topics.dlq(Pipeline.BUFFERS);
+    // Every letter is larger than the topic takes, from its start (a setting changed later takes a
+    // moment to reach the broker's log).
+    try (org.apache.kafka.clients.admin.Admin admin =
+        org.apache.kafka.clients.admin.Admin.create(
+            Map.of("bootstrap.servers", infra.bootstrapServers()))) {
+      admin
+          .createTopics(
+              List.of(
+                  new org.apache.kafka.clients.admin.NewTopic(dlq, 1, (short) 1)
+                      .configs(Map.of("max.message.bytes", "64"))))
+          .all()
+          .get();
+    }
     start(
         settings().withAttempts(5, Duration.ofMillis(20), OnExhausted.DELETE),
         batch -> {
           calls.incrementAndGet();
           return BulkHandler.Result.reject("bad contact");
         });
-    String dlq = topics.dlq(Pipeline.BUFFERS);
-    // Every letter is larger than the topic then takes.
-    maxMessageBytes(dlq, "64");
     produce(batch(1, 3));
     await().atMost(TIMEOUT).until(() -> calls.get() == 1);
 
