@@ -380,7 +380,7 @@ public final class Capture implements AutoCloseable {
     if (loss != null) {
       return loss.gone() ? ReadAgain.AT_FIRST_START : ReadAgain.SLOT_LOST;
     }
-    if (!SourcePreparation.notYetRead(ds, slot, tables, List.of()).isEmpty()) {
+    if (!SourcePreparation.notYetRead(ds, slot, tables).isEmpty()) {
       return ReadAgain.AT_FIRST_START; // a table new to a buffer is read when capture next starts
     }
     SourcePreparation.requestSnapshot(ds, database, slot, tables);

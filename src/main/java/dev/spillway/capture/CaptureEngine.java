@@ -296,14 +296,7 @@ final class CaptureEngine implements AutoCloseable {
     List<TableName> unread =
         created || publishesSharedSignals() || SourcePreparation.rereadMarked(dataSource, slot)
             ? inserted
-            : SourcePreparation.notYetRead(
-                dataSource,
-                slot,
-                inserted,
-                plan.routes(endpoint.name()).stream()
-                    .filter(r -> r.kind() == ChangeKind.DELETE)
-                    .map(CaptureRoute::table)
-                    .toList());
+            : SourcePreparation.notYetRead(dataSource, slot, inserted);
     SourcePreparation.Asked asked;
     try {
       asked =
@@ -936,7 +929,9 @@ final class CaptureEngine implements AutoCloseable {
       }
     }
     String ssl = url.getProperty("ssl");
-    if (url.getProperty("sslmode") == null && ssl != null && !"false".equalsIgnoreCase(ssl)) {
+    if (url.getProperty("sslmode") == null
+        && ssl != null
+        && (ssl.isEmpty() || Boolean.parseBoolean(ssl))) {
       tls.put("database.sslmode", "verify-full");
     }
     return tls;

@@ -22,13 +22,17 @@ final class CaptureStatements {
       "SELECT 1 FROM pg_index WHERE indrelid = ? AND indisprimary";
 
   /**
-   * 1, 2, 3: table oid. A row when the table, or one of its leaf partitions, has {@code REPLICA
-   * IDENTITY NOTHING}: its name as SQL writes it, and whether it is a partition.
+   * 1, 2, 3: table oid. A row when the table, or one of its leaf partitions, has no replica
+   * identity ({@code REPLICA IDENTITY NOTHING}, or {@code USING INDEX} an index since dropped): its
+   * name as SQL writes it, and whether it is a partition.
    */
   static final String WITHOUT_IDENTITY =
       // pg_partition_tree gives nothing for a table neither partitioned nor a partition.
       "SELECT c.oid::regclass::text, c.oid <> ?::oid FROM pg_class c"
-          + " WHERE c.relkind = 'r' AND c.relreplident = 'n'"
+          + " WHERE c.relkind = 'r' AND (c.relreplident = 'n' OR c.relreplident = 'i'"
+          // An identity index dropped leaves the table without one, as NOTHING does.
+          + " AND NOT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid"
+          + " AND i.indisreplident))"
           + " AND (c.oid = ?::oid OR c.oid IN (SELECT relid FROM pg_partition_tree(?::oid)))"
           + " LIMIT 1";
 

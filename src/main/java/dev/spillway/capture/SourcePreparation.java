@@ -124,7 +124,8 @@ final class SourcePreparation {
                         + " in database "
                         + database
                         + (rs.getBoolean(2) ? " has a partition, " + name + ", that" : "")
-                        + " has REPLICA IDENTITY NOTHING: once capture publishes the database's"
+                        + " has no replica identity (REPLICA IDENTITY NOTHING, or its identity"
+                        + " index dropped): once capture publishes the database's"
                         + " deletes (for its loose-foreign-key parents), PostgreSQL refuses every"
                         + " DELETE on it; nothing was changed: give it a replica identity (ALTER"
                         + " TABLE "
@@ -621,18 +622,11 @@ final class SourcePreparation {
    * before they join it are never decoded), and those the last start handed to no buffer though the
    * publication carried them (a loose-foreign-key parent gaining a buffer: its inserts were decoded
    * and passed over). A slot whose last start recorded none (one of a version before the record, or
-   * with no buffer) goes by the publication and by {@code deleted}: a table captured for its
-   * deletes too may have been published for them alone, and is read (a table a buffer read all
-   * along is read again, its rows handed over twice, rather than one never read).
-   *
-   * @param deleted the tables whose deletes capture publishes
+   * with no buffer) has every table read: which of them a buffer read all along cannot be told, and
+   * rows handed over twice are better than rows never read.
    */
   static List<TableName> notYetRead(
-      DataSource ds,
-      String publication,
-      Collection<TableName> inserted,
-      Collection<TableName> deleted)
-      throws SQLException {
+      DataSource ds, String publication, Collection<TableName> inserted) throws SQLException {
     try (Connection c = ds.getConnection()) {
       List<TableName> unread =
           new ArrayList<>(
@@ -649,8 +643,7 @@ final class SourcePreparation {
         }
       }
       inserted.stream()
-          .filter(t -> !unread.contains(t))
-          .filter(t -> buffered.isEmpty() ? deleted.contains(t) : !buffered.contains(t))
+          .filter(t -> !unread.contains(t) && !buffered.contains(t))
           .forEach(unread::add);
       return unread;
     }

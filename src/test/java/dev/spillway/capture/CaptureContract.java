@@ -1643,6 +1643,10 @@ abstract class CaptureContract {
         "ALTER TABLE " + schema + ".bare_1 REPLICA IDENTITY NOTHING",
         "CREATE TABLE " + schema + ".plain (id bigint PRIMARY KEY)",
         "ALTER TABLE " + schema + ".plain REPLICA IDENTITY NOTHING",
+        "CREATE TABLE " + schema + ".keyed (id bigint PRIMARY KEY, k int NOT NULL)",
+        "CREATE UNIQUE INDEX keyed_k ON " + schema + ".keyed (k)",
+        "ALTER TABLE " + schema + ".keyed REPLICA IDENTITY USING INDEX keyed_k",
+        "DROP INDEX " + schema + ".keyed_k",
         "CREATE TABLE " + schema + ".parents (id bigint PRIMARY KEY)");
     CaptureRoute deletes =
         new CaptureRoute(DB, table("parents"), ChangeKind.DELETE, topics.deletedRecords());
@@ -1656,7 +1660,7 @@ abstract class CaptureContract {
                 + schema
                 + ".bare in database capture has a partition, "
                 + schema
-                + ".bare_1, that has REPLICA IDENTITY NOTHING: once capture publishes the"
+                + ".bare_1, that has no replica identity (REPLICA IDENTITY NOTHING, or its identity index dropped): once capture publishes the"
                 + " database's deletes (for its loose-foreign-key parents), PostgreSQL refuses"
                 + " every DELETE on it; nothing was changed: give it a replica identity (ALTER"
                 + " TABLE "
@@ -1665,8 +1669,16 @@ abstract class CaptureContract {
     assertThatThrownBy(() -> start(inserts("plain"), deletes))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessageStartingWith(
-            "Table " + schema + ".plain in database capture has REPLICA IDENTITY NOTHING: ")
+            "Table "
+                + schema
+                + ".plain in database capture has no replica identity (REPLICA IDENTITY NOTHING, or its identity index dropped): ")
         .hasMessageEndingWith(" (ALTER TABLE " + schema + ".plain REPLICA IDENTITY DEFAULT).");
+    assertThatThrownBy(() -> start(inserts("keyed"), deletes))
+        .as("its identity index dropped")
+        .hasMessageStartingWith(
+            "Table "
+                + schema
+                + ".keyed in database capture has no replica identity (REPLICA IDENTITY NOTHING, or its identity index dropped): ");
   }
 
   @Test

@@ -316,6 +316,10 @@ class CaptureEngineTest {
                 "jdbc:postgresql://db/app?sslmode=verify-ca&sslrootcert=/etc/pg/root.crt&ssl=true"))
         .containsExactlyInAnyOrderEntriesOf(
             Map.of("database.sslmode", "verify-ca", "database.sslrootcert", "/etc/pg/root.crt"));
+    assertThat(tls.apply("jdbc:postgresql://db/app?ssl"))
+        .containsEntry("database.sslmode", "verify-full");
+    // As the driver takes them: not true, so its default (prefer), which Debezium's is too.
+    assertThat(tls.apply("jdbc:postgresql://db/app?ssl=1")).isEmpty();
     assertThat(tls.apply("jdbc:postgresql://db/app?ssl=false&tcpKeepAlive=true")).isEmpty();
   }
 }
