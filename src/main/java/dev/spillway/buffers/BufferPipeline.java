@@ -340,8 +340,10 @@ public final class BufferPipeline {
             "hstore, which capture passes on as JSON, which hstore does not read, and so cannot be"
                 + " looked up again; key the buffer by a column of another type");
       }
-      if (b.archiveTable().isPresent() && !asJson.isEmpty()) {
-        // A replayed batch whose rows were deleted is archived from its events.
+      if (b.archiveTable().isPresent()
+          && b.onExhausted() == OnExhausted.DELETE
+          && !asJson.isEmpty()) {
+        // A replayed batch whose rows were deleted when dead-lettered is archived from its events.
         throw error(
             b,
             "archive-table",

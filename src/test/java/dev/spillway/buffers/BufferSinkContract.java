@@ -645,6 +645,15 @@ abstract class BufferSinkContract {
                 + ".hstore_attrs on as JSON, which their type does not read, so a replayed"
                 + " batch's rows could not be archived from its events; store them as text, or"
                 + " leave archive-table out.");
+    assertThat(
+            BufferPipeline.check(
+                    hstore
+                        .withArchive(new TableName(schema, "hstore_archive"))
+                        .withAttempts(3, Duration.ofMillis(20), OnExhausted.KEEP),
+                    ds)
+                .idColumn())
+        .as("rows kept at dead-lettering: a replay archives them from the table")
+        .isEqualTo("id");
     assertThat(refusal(new TableName(schema, "nope")))
         .endsWith("names table " + schema + ".nope, which does not exist in database " + DB + ".");
     assertThat(refusal(new TableName(schema, "no_key")))
