@@ -230,10 +230,6 @@ public final class Capture implements AutoCloseable {
     } catch (SlotBusyException busy) {
       engines.remove(engine);
       closeEngine(engine);
-      // The slot streams: its process marked the publication before it did, so a twin
-      // installation starting while that one prepared finds the mark now, not standing by.
-      SourcePreparation.checkOwner(
-          databases.dataSource(db), db, settings.slotName(db), engine.owner());
       if (!standingBy.containsKey(db)) {
         standBy(db, busy.getMessage());
       }

@@ -203,12 +203,13 @@ final class CaptureEngine implements AutoCloseable {
    *     starting capture from it, before anything is changed
    */
   void start(Duration timeout) throws SQLException, InterruptedException {
-    // Another installation's slot of the same name is neither stood by for nor taken over.
-    SourcePreparation.checkOwner(dataSource, endpoint.name(), slot, owner());
     // Held until the engine streams for good, so another instance starting finds it streaming.
     SourcePreparation.StartLock lock =
         SourcePreparation.lockStart(direct, dataSource, slot, timeout);
     if (lock.held() == null) {
+      // Another installation's slot of the same name is not stood by for: a process streaming
+      // from it, or starting to, marked its publication first.
+      checkOwner();
       throw lock.slotStreams()
           ? streamsToAnother()
           : new SlotBusyException(
@@ -224,6 +225,7 @@ final class CaptureEngine implements AutoCloseable {
     startLock.set(lock.held());
     boolean streaming = false;
     try {
+      checkOwner(); // nor taken over
       startLocked(timeout);
       streaming = true;
     } finally {
@@ -258,8 +260,12 @@ final class CaptureEngine implements AutoCloseable {
     }
   }
 
+  private void checkOwner() throws SQLException {
+    SourcePreparation.checkOwner(dataSource, endpoint.name(), slot, owner());
+  }
+
   /** What this installation's publication of the database is marked with. */
-  String owner() {
+  private String owner() {
     return SourcePreparation.owner(settings.topics().prefix(), endpoint.name());
   }
 

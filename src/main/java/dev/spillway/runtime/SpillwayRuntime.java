@@ -447,9 +447,9 @@ public final class SpillwayRuntime implements AutoCloseable {
     List<StatusReport.DatabaseStatus> dbs = new ArrayList<>();
     Map<String, Instant> standingBy = capture == null ? Map.of() : capture.standingBy();
     // Each database's slots in turn: together they wait at most SLOTS_WAIT.
-    java.time.Duration slotsWait =
-        java.time.Duration.ofMillis(
-            SLOTS_WAIT.toMillis() / Math.max(1, databases.endpoints().size()));
+    // Whole milliseconds: a report says the wait.
+    Duration slotsWait =
+        Duration.ofMillis(SLOTS_WAIT.toMillis() / Math.max(1, databases.endpoints().size()));
     for (DatabaseEndpoint e : databases.endpoints()) {
       List<StatusReport.SlotStatus> slots = new ArrayList<>();
       String error = null;
