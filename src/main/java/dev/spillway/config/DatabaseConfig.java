@@ -1,11 +1,19 @@
 package dev.spillway.config;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Properties;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
 import java.util.regex.Pattern;
+import org.postgresql.Driver;
 
 /**
  * A PostgreSQL database Spillway reads from or writes to. {@link #toString()} never shows the
@@ -32,6 +40,7 @@ public record DatabaseConfig(
 
   static final int MAX_POOL_SIZE = 200;
   static final String URL_PREFIX = "jdbc:postgresql:";
+  private static final String DRIVER_LOGGER = "org.postgresql";
   static final Pattern NAME = Pattern.compile("[a-z][a-z0-9_]*");
   private static final Pattern URL_PASSWORD =
       Pattern.compile("(?i)(password=)[^&;]*|(//[^/@:]*:)[^/@]*@");
@@ -79,6 +88,10 @@ public record DatabaseConfig(
     if (!url.startsWith(URL_PREFIX)) {
       throw n.error("url", "must be a PostgreSQL JDBC URL starting with " + URL_PREFIX);
     }
+    String unreadable = driversObjection(url);
+    if (unreadable != null) {
+      throw n.error("url", "is not one the PostgreSQL driver reads: " + unreadable);
+    }
     DatabaseConfig c =
         new DatabaseConfig(
             name,
@@ -89,6 +102,42 @@ public record DatabaseConfig(
             n.postgresTimeout("lock-timeout", DEFAULT_LOCK_TIMEOUT));
     n.finish();
     return c;
+  }
+
+  /**
+   * Why the PostgreSQL driver cannot read {@code url} (a port that is not a number from 1 to 65535,
+   * a broken {@code %}-escape), in its own words; null when it can. The driver logs its reason
+   * rather than throwing it: it is caught here, so the configuration error says it once instead of
+   * a log line before it, and pools, capture and status never meet the URL unread.
+   */
+  static String driversObjection(String url) {
+    Logger driver = Logger.getLogger(DRIVER_LOGGER);
+    List<String> said = new ArrayList<>();
+    Handler keep =
+        new Handler() {
+          @Override
+          public void publish(LogRecord r) {
+            said.add(new SimpleFormatter().formatMessage(r));
+          }
+
+          @Override
+          public void flush() {}
+
+          @Override
+          public void close() {}
+        };
+    boolean toParents = driver.getUseParentHandlers();
+    driver.addHandler(keep);
+    driver.setUseParentHandlers(false);
+    try {
+      if (Driver.parseURL(url, new Properties()) != null) {
+        return null;
+      }
+    } finally {
+      driver.removeHandler(keep);
+      driver.setUseParentHandlers(toParents);
+    }
+    return said.isEmpty() ? "it refuses it" : String.join("; ", said).strip();
   }
 
   /** The URL with any password in it shown as {@code ****}: for logs, status and pages. */

@@ -67,7 +67,7 @@ public final class Databases implements AutoCloseable {
     ds.setConnectTimeout(MONITOR_CONNECT_SECONDS);
     ds.setLoginTimeout(MONITOR_CONNECT_SECONDS);
     ds.setSocketTimeout(MONITOR_READ_SECONDS);
-    KeepaliveSocketFactory.driverSettings(e.url())
+    KeepaliveSocketFactory.driverSettings(e)
         .forEach(
             (key, value) -> {
               try {
@@ -89,7 +89,7 @@ public final class Databases implements AutoCloseable {
     c.setMinimumIdle(1);
     c.addDataSourceProperty("ApplicationName", "spillway");
     // A server that vanishes mid-statement is noticed within about 25 s (KeepaliveSocketFactory).
-    KeepaliveSocketFactory.driverSettings(e.url()).forEach(c::addDataSourceProperty);
+    KeepaliveSocketFactory.driverSettings(e).forEach(c::addDataSourceProperty);
     if (!e.lockTimeout().isZero()) {
       // Every statement of Spillway's gives up a lock wait after this (SQLSTATE 55P03): the sink
       // ends such a run unfinished and puts its batch back, behind other work.

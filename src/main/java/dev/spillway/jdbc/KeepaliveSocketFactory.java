@@ -6,10 +6,8 @@ import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketOption;
 import java.util.Map;
-import java.util.Properties;
 import javax.net.SocketFactory;
 import jdk.net.ExtendedSocketOptions;
-import org.postgresql.Driver;
 import org.postgresql.PGProperty;
 
 /**
@@ -23,12 +21,11 @@ import org.postgresql.PGProperty;
  */
 public final class KeepaliveSocketFactory extends SocketFactory {
   /**
-   * The driver settings that give a connection to {@code url} these sockets; none when the URL
+   * The driver settings that give a connection to {@code database} these sockets; none when its URL
    * names a socket factory of its own (a cloud's proxy, say), which it keeps.
    */
-  static Map<String, String> driverSettings(String url) {
-    Properties named = Driver.parseURL(url, new Properties());
-    if (named != null && named.containsKey(PGProperty.SOCKET_FACTORY.getName())) {
+  static Map<String, String> driverSettings(DatabaseEndpoint database) {
+    if (database.parsedUrl().containsKey(PGProperty.SOCKET_FACTORY.getName())) {
       return Map.of();
     }
     return Map.of(

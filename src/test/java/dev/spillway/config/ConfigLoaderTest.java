@@ -261,6 +261,17 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_reject_a_url_the_driver_cannot_read_in_the_drivers_words() {
+    assertThat(error("databases:\n  main: { url: 'jdbc:postgresql://h:54x32/db', username: a }\n"))
+        .isEqualTo(
+            "spillway.yml:2: databases.main.url is not one the PostgreSQL driver reads: JDBC URL"
+                + " invalid port number: 54x32.");
+    assertThat(error("databases:\n  main: { url: 'jdbc:postgresql://h:70000/db', username: a }\n"))
+        .startsWith("spillway.yml:2: databases.main.url is not one the PostgreSQL driver reads: ")
+        .contains("70000");
+  }
+
+  @Test
   void should_reject_a_duplicate_key_at_its_second_line() {
     assertThat(error("http:\n  port: 1\n  port: 2\n"))
         .isEqualTo(
