@@ -122,7 +122,7 @@ final class BatchRun {
   private Outcome runToEnd() throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     checkpoint();
     Optional<RunningBuffer.Retrying> before = buffer.retrying(retryKey);
-    if (before.isPresent() && before.get().deadLettered()) {
+    if (before.isPresent() && before.get().stage() == RunningBuffer.Stage.DEAD_LETTERED) {
       return deleteDeadLettered(before.get().handled());
     }
     Optional<List<BufferEvent>> buffered = toHandle();
@@ -155,7 +155,7 @@ final class BatchRun {
         return exhausted(
             pending,
             before.get().attempts(),
-            before.get().rejected(),
+            before.get().stage() == RunningBuffer.Stage.REJECTED,
             Objects.requireNonNullElse(before.get().reason(), "no attempt left"));
       }
       first = before.get().attempts() + 1;

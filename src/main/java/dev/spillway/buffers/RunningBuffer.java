@@ -42,29 +42,16 @@ final class RunningBuffer {
    *     may not be deleted yet: the next run deletes those still there rather than hand them over
    *     again
    * @param reason why the last call left rows, or null when it left none
-   * @param deadLettered whether what the calls left is already dead-lettered, its rows to be
-   *     deleted ({@code on-exhausted: delete}): the next run deletes them and does no more, rather
-   *     than call the handler again and dead-letter the batch twice; {@code handled} then holds the
-   *     ids of those rows as the batch has them
-   * @param givenUp whether the calls ended with rows left (rejected, or the last allowed) and the
-   *     batch is to be dead-lettered: the next run, should its letter not have been written, calls
-   *     no more and dead-letters it again
-   * @param rejected whether the handler rejected the batch, when {@code givenUp}
+   * @param stage whether the batch is still being called, given up, or already dead-lettered
    */
   record Retrying(
-      int attempts,
-      long notBeforeNanos,
-      Set<Object> handled,
-      String reason,
-      boolean deadLettered,
-      boolean givenUp,
-      boolean rejected) {
+      int attempts, long notBeforeNanos, Set<Object> handled, String reason, Stage stage) {
     Retrying {
       handled = Set.copyOf(handled);
     }
 
     Retrying(int attempts, long notBeforeNanos, Set<Object> handled, String reason) {
-      this(attempts, notBeforeNanos, handled, reason, false, false, false);
+      this(attempts, notBeforeNanos, handled, reason, Stage.CALLING);
     }
 
     Retrying(int attempts, long notBeforeNanos) {
@@ -73,19 +60,42 @@ final class RunningBuffer {
 
     /** A batch dead-lettered whose rows, these ids, are still to be deleted. */
     static Retrying afterDeadLetter(Collection<Object> ids) {
-      return new Retrying(0, 0, Set.copyOf(ids), null, true, false, false);
+      return new Retrying(0, 0, Set.copyOf(ids), null, Stage.DEAD_LETTERED);
     }
 
     /** Calls ended with rows left, to be dead-lettered. */
     static Retrying givenUp(int attempts, boolean rejected, String reason) {
-      return new Retrying(attempts, 0, Set.of(), reason, false, true, rejected);
+      return new Retrying(
+          attempts, 0, Set.of(), reason, rejected ? Stage.REJECTED : Stage.EXHAUSTED);
     }
 
     /** The same, its handled rows deleted. */
     Retrying deleted() {
-      return new Retrying(
-          attempts, notBeforeNanos, Set.of(), reason, deadLettered, givenUp, rejected);
+      return new Retrying(attempts, notBeforeNanos, Set.of(), reason, stage);
     }
+
+    boolean givenUp() {
+      return stage == Stage.EXHAUSTED || stage == Stage.REJECTED;
+    }
+  }
+
+  /** Where a batch remembered between runs stands. */
+  enum Stage {
+    /** Its calls go on: the next run numbers on after {@code attempts}. */
+    CALLING,
+    /**
+     * Its last allowed call left rows, to be dead-lettered: the next run, should its letter not
+     * have been written, calls no more and dead-letters it again.
+     */
+    EXHAUSTED,
+    /** The handler rejected it; otherwise as {@link #EXHAUSTED}. */
+    REJECTED,
+    /**
+     * Dead-lettered, its rows to be deleted ({@code on-exhausted: delete}): the next run deletes
+     * them and does no more, rather than call the handler again and dead-letter the batch twice;
+     * {@code handled} holds the ids of those rows as the batch has them.
+     */
+    DEAD_LETTERED
   }
 
   final BufferSettings settings;
@@ -135,7 +145,7 @@ final class RunningBuffer {
       String forgotten = null;
       for (Map.Entry<String, Retrying> e : retrying.entrySet()) {
         forgotten = e.getKey();
-        if (!e.getValue().deadLettered() && !e.getValue().givenUp()) {
+        if (e.getValue().stage() == Stage.CALLING) {
           break;
         }
       }
