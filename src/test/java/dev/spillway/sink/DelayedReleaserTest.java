@@ -158,18 +158,20 @@ class DelayedReleaserTest {
     delayed(0, Duration.ZERO, "t.elsewhere.batches");
     delayed(1, Duration.ZERO, "t.elsewhere.batches");
     releaser.runOnce();
-    delayed(2, Duration.ofMinutes(2), "t.elsewhere.batches");
+    delayed(2, Duration.ofSeconds(30), "t.elsewhere.batches");
+    delayed(3, Duration.ofMinutes(2), "t.elsewhere.batches");
     clock.advance(Duration.ofSeconds(30));
     releaser.runOnce();
+    assertThat(sent()).containsExactly("batch 0", "batch 1", "batch 2");
     assertThat(asked)
-        .as("once for the first minute's batches")
+        .as("once for the first minute's batches, a later turn's among them")
         .containsExactly("t.elsewhere.batches");
 
     clock.advance(Duration.ofMinutes(2));
     releaser.runOnce();
 
     assertThat(asked).hasSize(2);
-    assertThat(sent()).containsExactly("batch 0", "batch 1", "batch 2");
+    assertThat(sent()).containsExactly("batch 0", "batch 1", "batch 2", "batch 3");
   }
 
   @Test
