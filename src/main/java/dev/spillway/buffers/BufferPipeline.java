@@ -437,16 +437,14 @@ public final class BufferPipeline {
     try {
       return type.getConstructor().newInstance();
     } catch (ReflectiveOperationException | LinkageError e) {
-      // A constructor's own exception, or a static initializer's (loading did not run it).
+      // A constructor's own exception, or a static initializer's (loading did not run it): a
+      // problem of the configuration or of the class's own (a setting it reads missing), which a
+      // restart would meet again, so exit 2 at the handler's line.
       Throwable cause = e.getCause() == null ? e : e.getCause();
-      throw new IllegalStateException(
-          "The handler class "
-              + type.getName()
-              + " of buffer "
-              + b.name()
-              + " could not be created: "
-              + cause,
-          cause);
+      throw error(
+          b,
+          "handler",
+          "names the handler class " + type.getName() + ", which could not be created: " + cause);
     }
   }
 

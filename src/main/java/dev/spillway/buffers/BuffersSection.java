@@ -34,6 +34,11 @@ import java.util.regex.Pattern;
  */
 public final class BuffersSection {
   private static final Pattern NAME = Pattern.compile("[a-zA-Z0-9._-]+");
+  private static final Map<String, String> WHAT_EACH_KIND_TAKES =
+      Map.of(
+          "http", "its settings, { url: … }",
+          "sql", "the statement",
+          "class", "the handler's class name");
 
   private BuffersSection() {}
 
@@ -41,7 +46,8 @@ public final class BuffersSection {
   public static List<BufferSettings> read(SpillwayConfig config) {
     ConfigNode section = config.pipelineSection("buffers");
     List<BufferSettings> out = new ArrayList<>();
-    Map<TableName, String> tables = new HashMap<>();
+    // A table is one per database: shards with the same schema each have a buffer of their own.
+    Map<List<Object>, String> tables = new HashMap<>();
     // Kafka takes '.' and '_' in topic names as one: orders.eu's topics and orders_eu's collide.
     Map<String, String> kafkaNames = new HashMap<>();
     for (String name : section.keys()) {
@@ -83,9 +89,11 @@ public final class BuffersSection {
                 + "'s (Kafka takes '.' and '_' as one in topic names); name the buffer otherwise");
       }
       BufferSettings b = buffer(name, n, config);
-      String other = tables.putIfAbsent(b.table(), name);
+      String other = tables.putIfAbsent(List.of(b.database(), b.table()), name);
       if (other != null) {
-        throw n.error("table", "is the same table as buffer " + other + "'s");
+        throw n.error(
+            "table",
+            "is the same table as buffer " + other + "'s, in the same database " + b.database());
       }
       out.add(b);
     }
@@ -176,11 +184,16 @@ public final class BuffersSection {
   private static TableName tableName(ConfigNode n, String key, String dflt) {
     String written = dflt == null ? n.requiredString(key) : n.string(key, dflt);
     String[] parts = written.split("\\.", -1);
-    if (parts.length > 2
-        || written.isBlank()
-        || written.chars().anyMatch(Character::isWhitespace)) {
+    if (parts.length > 2 || written.isBlank()) {
       throw n.error(
           key, "is not a table name (write table or schema.table), not '" + written + "'");
+    }
+    if (written.chars().anyMatch(Character::isWhitespace)) {
+      throw n.error(
+          key,
+          "names a table with a space in its name, '"
+              + written
+              + "', which Spillway does not take; rename the table");
     }
     for (String p : parts) {
       if (p.isEmpty()) {
@@ -209,6 +222,13 @@ public final class BuffersSection {
   private static HandlerSpec handler(ConfigNode h) {
     h.only("http", "sql", "class"); // an unknown key explains more than "exactly one"
     int kinds = (h.has("http") ? 1 : 0) + (h.has("sql") ? 1 : 0) + (h.has("class") ? 1 : 0);
+    if (kinds == 0) {
+      for (Map.Entry<String, String> kind : WHAT_EACH_KIND_TAKES.entrySet()) {
+        if (h.keys().contains(kind.getKey())) {
+          throw h.error(kind.getKey(), "is empty: write " + kind.getValue());
+        }
+      }
+    }
     if (kinds != 1) {
       throw h.invalid(
           kinds == 0
@@ -257,6 +277,13 @@ public final class BuffersSection {
     }
     if (uri == null || uri.getHost() == null) {
       throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
+    }
+    if (uri.getRawUserInfo() != null) {
+      // Not shown: it may hold a password, which would also reach logs and dead letters.
+      throw n.error(
+          "url",
+          "must not hold a user name or password, which Java's HTTP client never sends; give"
+              + " them as a header, headers: { Authorization: \"Basic ${env:NAME}\" }");
     }
     Map<String, String> headers = n.stringMap("headers");
     headers.forEach(

@@ -36,9 +36,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -78,38 +80,65 @@ class BufferPipelineIT {
   private static void withBuffers(
       Path dir, Function<String, String> buffers, Function<String, List<String>> tables, Body body)
       throws Exception {
+    withBuffers(dir, List.of(), buffers, tables, body);
+  }
+
+  /**
+   * The same with databases besides {@code main}, named so in the configuration, each with the same
+   * schema and tables.
+   */
+  private static void withBuffers(
+      Path dir,
+      List<String> others,
+      Function<String, String> buffers,
+      Function<String, List<String>> tables,
+      Body body)
+      throws Exception {
     EmbeddedInfra infra = EmbeddedInfra.get();
-    DatabaseEndpoint db = infra.database("pipeline");
+    Map<String, String> databases = new LinkedHashMap<>(); // Spillway's name → the server's
+    databases.put("main", "pipeline");
+    others.forEach(name -> databases.put(name, "pipeline_" + name));
     String id = UUID.randomUUID().toString().replace("-", "").substring(0, 8);
     String prefix = "p" + id;
     String schema = "s" + id;
+    StringBuilder entries = new StringBuilder();
+    databases.forEach(
+        (name, onServer) -> {
+          DatabaseEndpoint db = infra.database(onServer);
+          entries.append(
+              String.format(
+                  "  %s: { url: \"%s\", username: %s }%n", name, db.url(), db.username()));
+        });
     String yaml =
         String.format(
                 """
                 http: { port: 0 }
                 kafka: { bootstrap-servers: "%s", topic-prefix: %s, partitions: 3 }
                 databases:
-                  main: { url: "%s", username: %s }
-                buffers:
+                %sbuffers:
                 """,
-                infra.bootstrapServers(), prefix, db.url(), db.username())
+                infra.bootstrapServers(), prefix, entries)
             + buffers.apply(schema);
     // Also on disk, for the commands a test runs against this Spillway.
     Files.writeString(dir.resolve("spillway.yml"), yaml);
     SpillwayConfig config = ConfigLoader.parse(yaml, "test.yml", dir, name -> null);
     BufferPipeline pipeline = BufferPipeline.fromConfig(config);
     try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
-      DataSource ds = runtime.databases().dataSource("main");
-      TestSql.exec(ds, "CREATE SCHEMA " + schema);
-      TestSql.exec(ds, tables.apply(schema).toArray(String[]::new));
+      for (String name : databases.keySet()) {
+        DataSource ds = runtime.databases().dataSource(name);
+        TestSql.exec(ds, "CREATE SCHEMA " + schema);
+        TestSql.exec(ds, tables.apply(schema).toArray(String[]::new));
+      }
       pipeline.start(runtime, Clock.systemUTC());
       runtime.startCapture(pipeline.routes(runtime.topics()));
-      body.run(runtime, ds, schema);
+      body.run(runtime, runtime.databases().dataSource("main"), schema);
     } finally {
-      try (var databases = infra.databases("pipeline")) {
-        TestSql.dropCapture(databases.dataSource("pipeline"), prefix + "_main");
-        TestSql.exec(
-            databases.dataSource("pipeline"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+      for (Map.Entry<String, String> db : databases.entrySet()) {
+        try (var opened = infra.databases(db.getValue())) {
+          DataSource ds = opened.dataSource(db.getValue());
+          TestSql.dropCapture(ds, prefix + "_" + db.getKey());
+          TestSql.exec(ds, "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
+        }
       }
     }
   }
@@ -240,6 +269,60 @@ class BufferPipelineIT {
                         assertThat(config.get("cleanup.policy").value()).isEqualTo("compact");
                       });
             }
+          });
+    }
+  }
+
+  @Test
+  void should_run_a_buffer_per_database_over_tables_of_the_same_name(@TempDir Path dir)
+      throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      withBuffers(
+          dir,
+          List.of("shard2"),
+          schema ->
+              String.format(
+                  """
+                    activity_main:
+                      table: %1$s.contact_activity_events
+                      max-wait: 200ms
+                      handler:
+                        http: { url: "%2$s", headers: { X-Shard: main } }
+                    activity_shard2:
+                      table: %1$s.contact_activity_events
+                      database: shard2
+                      max-wait: 200ms
+                      handler:
+                        http: { url: "%2$s", headers: { X-Shard: shard2 } }
+                  """,
+                  schema, receiver.url()),
+          BufferPipelineIT::activityTable,
+          (runtime, ds, schema) -> {
+            DataSource shard2 = runtime.databases().dataSource("shard2");
+            String insert =
+                "INSERT INTO " + schema + ".contact_activity_events (contact_id, activity) VALUES";
+            TestSql.exec(ds, insert + " (1, 'call')", insert + " (2, 'call')");
+            TestSql.exec(shard2, insert + " (3, 'call')");
+
+            await().atMost(TIMEOUT).until(() -> receiver.rows() >= 3);
+            awaitEmptied(ds, schema);
+            awaitEmptied(shard2, schema);
+            Map<String, List<Long>> byShard = new TreeMap<>();
+            receiver
+                .calls()
+                .forEach(
+                    c ->
+                        c.rows()
+                            .forEach(
+                                r ->
+                                    byShard
+                                        .computeIfAbsent(
+                                            c.headers().get("x-shard"), k -> new ArrayList<>())
+                                        .add(((Number) r.get("contact_id")).longValue())));
+            byShard.values().forEach(ids -> ids.sort(null));
+            assertThat(byShard)
+                .as("each database's rows by its own buffer, once")
+                .isEqualTo(Map.of("main", List.of(1L, 2L), "shard2", List.of(3L)));
           });
     }
   }

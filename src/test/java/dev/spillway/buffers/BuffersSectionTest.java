@@ -209,6 +209,50 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_refuse_an_empty_handler_kind_naming_what_it_takes() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      sql:\n",
+        "spillway.yml:4: buffers.events.handler.sql is empty: write the statement.");
+    refused(
+        "buffers:\n  events:\n    handler: { class: }\n",
+        "spillway.yml:3: buffers.events.handler.class is empty: write the handler's class name.");
+  }
+
+  @Test
+  void should_refuse_a_url_holding_credentials_without_showing_them() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"https://sync:s3cret@crm/bulk\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url must not hold a user name or password,"
+            + " which Java's HTTP client never sends; give them as a header, headers: {"
+            + " Authorization: \"Basic ${env:NAME}\" }.");
+  }
+
+  @Test
+  void should_take_a_table_once_per_database() {
+    String databases =
+        "databases:\n  main: { url: \"jdbc:postgresql://db1/app\", username: a }\n"
+            + "  shard2: { url: \"jdbc:postgresql://db2/app\", username: a }\n";
+    List<BufferSettings> shards =
+        read(
+            databases
+                + "buffers:\n  events_main:\n    table: events\n    handler: { sql: \"SELECT"
+                + " :ids\" }\n  events_shard2:\n    table: events\n    database: shard2\n"
+                + "    handler: { sql: \"SELECT :ids\" }\n");
+    assertThat(shards).extracting(BufferSettings::database).containsExactly("main", "shard2");
+    refused(
+        databases
+            + "buffers:\n  a:\n    table: events\n    handler: { sql: \"SELECT :ids\" }\n"
+            + "  b:\n    table: public.events\n    database: main\n"
+            + "    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:9: buffers.b.table is the same table as buffer a's, in the same database"
+            + " main.");
+    refused(
+        "buffers:\n  a:\n    table: my events\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.a.table names a table with a space in its name, 'my events',"
+            + " which Spillway does not take; rename the table.");
+  }
+
+  @Test
   void should_refuse_an_http_handler_without_a_usable_url() {
     refused(
         "buffers:\n  events:\n    handler:\n      http: { timeout: 1s }\n",
@@ -282,12 +326,14 @@ class BuffersSectionTest {
                   + name
                   + "\n")
               .get(0);
+      // Exit 2 at the handler's line: what a restart would meet again.
       assertThatThrownBy(() -> BufferPipeline.handler(b, null, null, Clock.systemUTC()))
-          .isInstanceOf(IllegalStateException.class)
+          .isInstanceOf(ConfigException.class)
           .hasMessageStartingWith(
-              "The handler class dev.spillway.buffers.BuffersSectionTest$"
+              "spillway.yml:3: buffers.events names the handler class"
+                  + " dev.spillway.buffers.BuffersSectionTest$"
                   + name
-                  + " of buffer events could not be created: java.lang.")
+                  + ", which could not be created: java.lang.")
           .hasMessageNotContaining("null");
     }
   }

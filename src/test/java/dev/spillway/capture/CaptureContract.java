@@ -16,6 +16,7 @@ import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.jdbc.Databases;
+import dev.spillway.runtime.EmbeddedPostgresServer;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.SettableClock;
@@ -25,7 +26,9 @@ import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
@@ -54,6 +57,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 import org.slf4j.LoggerFactory;
@@ -265,18 +269,25 @@ abstract class CaptureContract {
   }
 
   @Test
-  void should_stream_from_the_host_of_a_url_naming_several_that_answered_as_the_primary()
-      throws Exception {
+  void should_stream_from_the_host_of_a_url_naming_several_that_answered_as_the_primary(
+      @TempDir Path dir) throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     DatabaseEndpoint direct = databases.endpoint(DB);
-    try (ServerSocket closed = new ServerSocket(0)) {
+    // Listed before the primary: a host that is down, as a failed primary is, and one that answers
+    // read-only, as a standby does, holding the same database but neither slot nor publication.
+    try (ServerSocket closed = new ServerSocket(0);
+        EmbeddedPostgresServer standby =
+            EmbeddedPostgresServer.start(dir, 0, List.of(direct.databaseName()))) {
       int nobody = closed.getLocalPort();
-      closed.close(); // a host listed first that is down, as a failed primary is
+      closed.close();
+      readOnly(standby, direct);
       DatabaseEndpoint listed =
           new DatabaseEndpoint(
               DB,
               "jdbc:postgresql://127.0.0.1:"
                   + nobody
+                  + ",127.0.0.1:"
+                  + standby.port()
                   + ","
                   + direct.host()
                   + ":"
@@ -294,6 +305,29 @@ abstract class CaptureContract {
         awaitEvent(1);
         assertThat(capture.failure()).isEmpty();
       }
+    }
+  }
+
+  /** Makes {@code server} answer {@code as}'s logins to its database read-only, as a standby. */
+  private static void readOnly(EmbeddedPostgresServer server, DatabaseEndpoint as)
+      throws SQLException {
+    try (Connection c =
+            DriverManager.getConnection(
+                server.jdbcUrl("postgres"), EmbeddedPostgresServer.SUPERUSER, null);
+        Statement s = c.createStatement()) {
+      if (!as.username().equals(EmbeddedPostgresServer.SUPERUSER)) {
+        s.execute(
+            "CREATE ROLE "
+                + TableName.quote(as.username())
+                + " LOGIN SUPERUSER"
+                + (as.password() == null
+                    ? ""
+                    : " PASSWORD '" + as.password().replace("'", "''") + "'"));
+      }
+      s.execute(
+          "ALTER DATABASE "
+              + TableName.quote(as.databaseName())
+              + " SET default_transaction_read_only = on");
     }
   }
 
@@ -1675,6 +1709,7 @@ abstract class CaptureContract {
         .hasMessageEndingWith(" (ALTER TABLE " + schema + ".plain REPLICA IDENTITY DEFAULT).");
     assertThatThrownBy(() -> start(inserts("keyed"), deletes))
         .as("its identity index dropped")
+        .isInstanceOf(CaptureSetupException.class)
         .hasMessageStartingWith(
             "Table "
                 + schema

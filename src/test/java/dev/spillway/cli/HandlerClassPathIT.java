@@ -2,6 +2,7 @@ package dev.spillway.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.spillway.testing.Cli;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -53,16 +54,8 @@ class HandlerClassPathIT {
 
   private Result spillway(String classPath, Path config) throws Exception {
     Process p =
-        new ProcessBuilder(
-                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp",
-                classPath,
-                "dev.spillway.cli.SpillwayCommand",
-                "run",
-                "-c",
-                config.toString())
+        Cli.process(classPath, ProcessBuilder.Redirect.PIPE, "run", "-c", config.toString())
             .directory(dir.toFile())
-            .redirectErrorStream(true)
             .start();
     String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();

@@ -152,6 +152,7 @@ class DatabasesIT {
     java.util.regex.Matcher m =
         java.util.regex.Pattern.compile("keepalive,(?:(\\d+)min)?([0-9.]+)?(ms|sec)?,").matcher(ss);
     assertThat(m.find()).as(ss).isTrue();
+    assertThat(m.group(1) != null || m.group(2) != null).as("a time left in " + ss).isTrue();
     double minutes = m.group(1) == null ? 0 : Double.parseDouble(m.group(1));
     double value = m.group(2) == null ? 0 : Double.parseDouble(m.group(2));
     boolean milliseconds = "ms".equals(m.group(3)) && !m.group(2).contains(".");

@@ -33,10 +33,16 @@ public final class Cli {
    * standard error included, goes to {@code output}.
    */
   public static ProcessBuilder process(ProcessBuilder.Redirect output, String... args) {
+    return process(System.getProperty("java.class.path"), output, args);
+  }
+
+  /** The same on {@code classPath}: the built jar, say, as {@code bin/spillway} runs it. */
+  public static ProcessBuilder process(
+      String classPath, ProcessBuilder.Redirect output, String... args) {
     List<String> command = new ArrayList<>();
     command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     command.add("-cp");
-    command.add(System.getProperty("java.class.path"));
+    command.add(classPath);
     command.add(SpillwayCommand.class.getName());
     command.addAll(List.of(args));
     return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output);
