@@ -278,6 +278,10 @@ public final class BuffersSection {
     if (uri == null || uri.getHost() == null) {
       throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
     }
+    if (uri.getPort() == 0 || uri.getPort() > 65535) {
+      // Java's HTTP client refuses it at each call: every batch would be dead-lettered.
+      throw n.error("url", "has port " + uri.getPort() + ", where a port is from 1 to 65535");
+    }
     if (uri.getRawUserInfo() != null) {
       // Not shown: it may hold a password, which would also reach logs and dead letters.
       throw n.error(

@@ -116,8 +116,9 @@ public record KafkaConfig(
     bootstrap.ifPresent(
         servers -> {
           for (String server : servers.split(",", -1)) {
-            // As Kafka's clients read each one, without asking DNS.
-            if (Utils.getHost(server.strip()) == null || Utils.getPort(server.strip()) == null) {
+            // As Kafka's clients read each one, without asking DNS; they refuse a port out of
+            // range only when they start.
+            if (Utils.getHost(server.strip()) == null || !portInRange(server.strip())) {
               throw n.error(
                   "bootstrap-servers",
                   "must list host:port pairs such as kafka1:9092,kafka2:9092, not '"
@@ -149,5 +150,15 @@ public record KafkaConfig(
             properties(n));
     n.finish();
     return c;
+  }
+
+  /** Whether {@code server} ends in {@code :port} with a port from 1 to 65535. */
+  private static boolean portInRange(String server) {
+    try {
+      Integer port = Utils.getPort(server);
+      return port != null && port >= 1 && port <= 65535;
+    } catch (NumberFormatException tooLong) {
+      return false;
+    }
   }
 }

@@ -1,5 +1,7 @@
 package dev.spillway.ops;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -27,6 +29,28 @@ public final class StatusClient {
               + response.statusCode()
               + (body.isEmpty() || body.contains("\n") ? "." : ": " + body));
     }
-    return HttpEndpoint.JSON.readValue(response.body(), StatusReport.class);
+    return read(response.body(), port);
+  }
+
+  /**
+   * The report as this version reads it: what a process of another version adds is passed over (an
+   * upgrade leaves the old one running until it is restarted); what cannot be read is said in one
+   * sentence.
+   */
+  static StatusReport read(String body, int port) throws IOException {
+    try {
+      return HttpEndpoint.JSON
+          .readerFor(StatusReport.class)
+          .without(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+          .readValue(body);
+    } catch (JsonProcessingException e) {
+      throw new IOException(
+          "The status API on port "
+              + port
+              + " answered a report this version of Spillway cannot read ("
+              + e.getOriginalMessage()
+              + "); is the process there another version? Its own status command reads it.",
+          e);
+    }
   }
 }

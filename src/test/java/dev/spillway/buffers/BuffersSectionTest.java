@@ -269,6 +269,10 @@ class BuffersSectionTest {
         "buffers:\n  events:\n    handler:\n      http: { url: \"http://crm/a bulk\" }\n",
         "spillway.yml:4: buffers.events.handler.http.url is not a URL ('http://crm/a bulk': illegal"
             + " character in path).");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"http://crm:80800/bulk\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url has port 80800, where a port is from 1 to"
+            + " 65535.");
   }
 
   @Test

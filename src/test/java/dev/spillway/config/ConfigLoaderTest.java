@@ -142,6 +142,9 @@ class ConfigLoaderTest {
             "spillway.yml:2: kafka.bootstrap-servers must list host:port pairs such as"
                 + " kafka1:9092,kafka2:9092, not 'kafka'.");
     assertThat(error("kafka:\n  bootstrap-servers: \"k1:9092,\"\n")).endsWith("not ''.");
+    assertThat(error("kafka:\n  bootstrap-servers: k1:99999\n")).endsWith("not 'k1:99999'.");
+    assertThat(error("kafka:\n  bootstrap-servers: k1:99999999999\n"))
+        .endsWith("not 'k1:99999999999'.");
     assertThat(error("kafka:\n  properties:\n    session.timeout.ms: 10s\n"))
         .isEqualTo(
             "spillway.yml:3: kafka.properties.session.timeout.ms is refused by Kafka: Invalid"

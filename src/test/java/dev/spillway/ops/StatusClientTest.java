@@ -1,0 +1,30 @@
+package dev.spillway.ops;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import org.junit.jupiter.api.Test;
+
+class StatusClientTest {
+  @Test
+  void should_read_a_report_of_another_version_passing_over_what_it_does_not_know()
+      throws Exception {
+    StatusReport read =
+        StatusClient.read("{\"pid\": 42, \"startedAt\": \"then\", \"addedLater\": {\"x\": 1}}", 1);
+
+    assertThat(read.pid()).isEqualTo(42);
+    assertThat(read.startedAt()).isEqualTo("then");
+  }
+
+  @Test
+  void should_say_in_one_sentence_what_it_cannot_read() {
+    assertThatThrownBy(() -> StatusClient.read("{\"pid\": \"not a number\"}", 8088))
+        .isInstanceOf(IOException.class)
+        .hasMessageStartingWith(
+            "The status API on port 8088 answered a report this version of Spillway cannot read (")
+        .hasMessageEndingWith(
+            "); is the process there another version? Its own status command reads it.")
+        .hasMessageNotContaining("\n");
+  }
+}
