@@ -52,6 +52,10 @@ final class BuffersCommand implements Runnable {
       int code = ErrorHandler.OK;
       try (Catalogs catalogs = Catalogs.open(config)) {
         for (BufferSettings b : chosen) {
+          Capture.requireTables(
+              catalogs.databases().dataSource(b.database()), b.database(), List.of(b.table()));
+        }
+        for (BufferSettings b : chosen) {
           DataSource ds = catalogs.databases().dataSource(b.database());
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());
           String rows;

@@ -64,6 +64,21 @@ class BuffersRereadIT {
       assertThat(unknown.exitCode()).isEqualTo(2);
       assertThat(unknown.err())
           .startsWith("nope is not a buffer of the configuration (buffers: activity)");
+
+      // A table renamed before its buffer's configuration: nothing to wait for.
+      try (var databases = installation.infra.databases("pipeline")) {
+        TestSql.exec(
+            databases.dataSource("pipeline"),
+            "ALTER TABLE " + installation.table() + " RENAME TO renamed");
+      }
+      Cli.Result gone = Cli.run("buffers", "reread", "activity", "-c", file);
+      assertThat(gone.exitCode()).as(gone.out() + gone.err()).isEqualTo(2);
+      assertThat(gone.out()).isEmpty();
+      assertThat(gone.err())
+          .contains(
+              "Table "
+                  + installation.table()
+                  + " does not exist in database main; nothing was asked.");
     }
   }
 
