@@ -270,6 +270,17 @@ public final class BufferPipeline {
             + typeAndWhy);
   }
 
+  /**
+   * The tables' part of {@link #check} alone, for buffers held back while their inserts are still
+   * captured ({@code run --only lfk}): a table capture would refuse is named with its buffer's
+   * entry, before anything runs.
+   */
+  public void checkTables(SpillwayRuntime runtime) throws SQLException {
+    for (BufferSettings b : buffers) {
+      check(b, runtime.databases().dataSource(b.database()));
+    }
+  }
+
   static BufferTable check(BufferSettings b, DataSource ds) throws SQLException {
     try (Connection c = ds.getConnection()) {
       BufferStatements.Shape shape =

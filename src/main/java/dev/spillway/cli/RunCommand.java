@@ -133,8 +133,12 @@ final class RunCommand implements Callable<Integer> {
     // Buffers are checked before the loose-foreign-key pipeline starts (its definitions are
     // checked first thing there), so a mistake in either stops the start before anything runs.
     Clock clock = Clock.systemUTC();
-    BufferPipeline.Checked checked =
-        !buffers.isEmpty() && only.contains(Only.buffers) ? buffers.check(runtime, clock) : null;
+    BufferPipeline.Checked checked = null;
+    if (!buffers.isEmpty() && only.contains(Only.buffers)) {
+      checked = buffers.check(runtime, clock);
+    } else if (!buffers.isEmpty()) {
+      buffers.checkTables(runtime); // held back, but their inserts are captured
+    }
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)
