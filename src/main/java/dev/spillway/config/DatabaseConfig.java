@@ -14,6 +14,11 @@ import java.util.logging.Logger;
 import java.util.logging.SimpleFormatter;
 import java.util.regex.Pattern;
 import org.postgresql.Driver;
+import org.postgresql.PGProperty;
+import org.postgresql.hostchooser.HostRequirement;
+import org.postgresql.jdbc.GSSEncMode;
+import org.postgresql.jdbc.SslMode;
+import org.postgresql.util.PSQLException;
 
 /**
  * A PostgreSQL database Spillway reads from or writes to. {@link #toString()} never shows the
@@ -129,15 +134,48 @@ public record DatabaseConfig(
     boolean toParents = driver.getUseParentHandlers();
     driver.addHandler(keep);
     driver.setUseParentHandlers(false);
+    Properties settings;
     try {
-      if (Driver.parseURL(url, new Properties()) != null) {
-        return null;
-      }
+      settings = Driver.parseURL(url, new Properties());
     } finally {
       driver.removeHandler(keep);
       driver.setUseParentHandlers(toParents);
     }
-    return said.isEmpty() ? "it refuses it" : String.join("; ", said).strip();
+    if (settings == null) {
+      return said.isEmpty() ? "it refuses it" : String.join("; ", said).strip();
+    }
+    return settingsObjection(settings);
+  }
+
+  /**
+   * What the driver would refuse of the URL's settings only when it connects, without a word sent
+   * to the server: a misspelt {@code sslmode}, {@code gssEncMode} or {@code targetServerType}, a
+   * setting that takes a number given something else. Null when none.
+   */
+  private static String settingsObjection(Properties settings) {
+    try {
+      SslMode.of(settings);
+      GSSEncMode.of(settings);
+      String target = PGProperty.TARGET_SERVER_TYPE.getOrDefault(settings);
+      try {
+        HostRequirement.getTargetServerType(target);
+      } catch (IllegalArgumentException unknown) {
+        return "Invalid targetServerType value: " + target;
+      }
+      for (PGProperty p : PGProperty.values()) {
+        String byDefault = p.getDefaultValue();
+        // The port is checked above, one per host.
+        if (p != PGProperty.PG_PORT
+            && p.isPresent(settings)
+            && byDefault != null
+            && byDefault.matches("-?\\d+")) {
+          p.getInt(settings);
+        }
+      }
+      return null;
+    } catch (PSQLException refused) {
+      return refused.getMessage();
+    }
   }
 
   /** The URL with any password in it shown as {@code ****}: for logs, status and pages. */

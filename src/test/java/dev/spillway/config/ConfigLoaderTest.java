@@ -272,6 +272,29 @@ class ConfigLoaderTest {
     assertThat(error("databases:\n  main: { url: 'jdbc:postgresql://h:70000/db', username: a }\n"))
         .startsWith("spillway.yml:2: databases.main.url is not one the PostgreSQL driver reads: ")
         .contains("70000");
+    // Settings it would refuse only when connecting, after a broker had started.
+    String reads = "spillway.yml:2: databases.main.url is not one the PostgreSQL driver reads: ";
+    for (Map.Entry<String, String> setting :
+        Map.of(
+                "sslmode=verify-fulll", "Invalid sslmode value: verify-fulll.",
+                "gssEncMode=x", "Invalid gssEncMode value: x.",
+                "targetServerType=primry", "Invalid targetServerType value: primry.",
+                "connectTimeout=abc",
+                    "connectTimeout parameter value must be an integer but was: abc.")
+            .entrySet()) {
+      assertThat(
+              error(
+                  "databases:\n  main: { url: 'jdbc:postgresql://h/db?"
+                      + setting.getKey()
+                      + "', username: a }\n"))
+          .isEqualTo(reads + setting.getValue());
+    }
+    assertThat(
+            parse(
+                    "databases:\n  main: { url: 'jdbc:postgresql://h1:5432,h2:5433/db?sslmode=require"
+                        + "&targetServerType=primary&connectTimeout=5', username: a }\n")
+                .databases())
+        .containsOnlyKeys("main");
   }
 
   @Test
