@@ -231,7 +231,9 @@ public final class BufferPipeline {
         s.retryBackoff(),
         s.retryBackoffMax(),
         Long.MAX_VALUE,
-        Duration.ofDays(1),
+        // None: a run waiting out a day's quota (429s, an hour's Retry-After each) ended as a
+        // limit reached, went back whole, and counted toward the sink's max-attempts.
+        Duration.ofMillis(Long.MAX_VALUE),
         s.subBatchPause(),
         s.throttlePause(),
         s.throttleFactor(),

@@ -33,7 +33,9 @@ public interface BulkHandler extends AutoCloseable {
    *
    * @param buffer the buffer's name
    * @param groupId the idempotency key: the same for every delivery of this batch
-   * @param attempt 1 for the first call in this run, then 2, 3…
+   * @param attempt 1 for the batch's first call, then 2, 3…, numbered on across runs of the batch
+   *     in this process (a run ended between calls, by a stop or health at STOP); from 1 again in
+   *     another process, after a restart, or in a replay
    * @param idColumn the buffer table's primary-key column
    * @param rows the rows still in the buffer table, each every column by name, in insert order
    */

@@ -7,6 +7,7 @@ import dev.spillway.config.ConfigException;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.TableName;
+import dev.spillway.sink.SinkSettings;
 import dev.spillway.testing.Cli;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -127,6 +128,15 @@ class BuffersSectionTest {
     assertThat(all)
         .extracting(BufferSettings::onExhausted)
         .containsExactly(OnExhausted.KEEP, OnExhausted.DELETE, OnExhausted.DELETE);
+  }
+
+  @Test
+  void should_give_a_buffer_run_no_time_limit_its_calls_could_reach() {
+    Duration longestCalls = BufferSettings.MAX_RETRY_AFTER.multipliedBy(1000); // max-attempts
+    assertThat(BufferPipeline.sinkSettings(SinkSettings.defaults(), 1).maxRuntimePerRun())
+        .isGreaterThan(longestCalls.multipliedBy(100));
+    assertThat(BufferPipeline.sinkSettings(SinkSettings.defaults(), 1).maxRowsPerRun())
+        .isEqualTo(Long.MAX_VALUE);
   }
 
   @Test
