@@ -15,6 +15,7 @@ import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Optional;
+import org.apache.kafka.common.KafkaException;
 import picocli.CommandLine;
 import picocli.CommandLine.IExecutionExceptionHandler;
 import picocli.CommandLine.IParameterExceptionHandler;
@@ -101,6 +102,16 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
    */
   static String sentence(Throwable e) {
     for (Throwable t : Causes.chain(e)) {
+      if (t instanceof KafkaException k
+          && String.valueOf(k.getMessage()).startsWith("Failed to c") // create, construct
+          && k.getCause() != null
+          && k.getCause().getMessage() != null) {
+        // Kafka's words for a client it could not build say nothing of why; its cause does.
+        return "A Kafka client could not be created (check kafka.bootstrap-servers and"
+            + " kafka.properties): "
+            + k.getCause().getMessage().strip()
+            + (k.getCause().getMessage().strip().endsWith(".") ? "" : ".");
+      }
       String m =
           t instanceof FileSystemException f
               ? fileProblem(f)

@@ -42,4 +42,18 @@ class ErrorHandlerTest {
         .as("a wrapper's own sentence")
         .isEqualTo("The definitions were not written.");
   }
+
+  @Test
+  void should_say_why_kafka_could_not_build_a_client() {
+    assertThat(
+            ErrorHandler.sentence(
+                new java.util.concurrent.CompletionException(
+                    new org.apache.kafka.common.KafkaException(
+                        "Failed to create new KafkaAdminClient",
+                        new org.apache.kafka.common.config.ConfigException(
+                            "No resolvable bootstrap urls given in bootstrap.servers")))))
+        .isEqualTo(
+            "A Kafka client could not be created (check kafka.bootstrap-servers and"
+                + " kafka.properties): No resolvable bootstrap urls given in bootstrap.servers.");
+  }
 }
