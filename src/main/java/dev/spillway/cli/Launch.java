@@ -4,6 +4,7 @@ import ch.qos.logback.classic.Level;
 import ch.qos.logback.classic.LoggerContext;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.TopicProvisioner;
 import dev.spillway.runtime.RuntimeInfo;
 import java.nio.file.Path;
 import java.util.Optional;
@@ -30,18 +31,23 @@ final class Launch {
    *
    * @param holding what the command wants from it, for the sentence when neither is there
    */
-  static String kafka(SpillwayConfig config, Optional<RuntimeInfo> running, String holding) {
-    return config
-        .kafka()
-        .bootstrapServers()
-        .or(() -> running.map(RuntimeInfo::bootstrapServers))
-        .orElseThrow(
-            () ->
-                new IllegalStateException(
-                    "Spillway is not running in "
-                        + config.workingDir()
-                        + ", and its embedded Kafka holding "
-                        + holding
-                        + " runs only with it."));
+  static String kafka(SpillwayConfig config, Optional<RuntimeInfo> running, String holding)
+      throws InterruptedException {
+    String bootstrap =
+        config
+            .kafka()
+            .bootstrapServers()
+            .or(() -> running.map(RuntimeInfo::bootstrapServers))
+            .orElseThrow(
+                () ->
+                    new IllegalStateException(
+                        "Spillway is not running in "
+                            + config.workingDir()
+                            + ", and its embedded Kafka holding "
+                            + holding
+                            + " runs only with it."));
+    // Said when it keeps the command waiting, and named when it never answers.
+    TopicProvisioner.requireAnswer(bootstrap, config.kafka().properties());
+    return bootstrap;
   }
 }

@@ -80,6 +80,18 @@ public final class TopicProvisioner {
   }
 
   /**
+   * Returns once Kafka answers; says in the log when it keeps the caller waiting, and in one
+   * sentence when no broker answers: for a command about to ask it something whose own wait would
+   * end in the client's words.
+   */
+  public static void requireAnswer(String bootstrapServers, Map<String, String> clientProperties)
+      throws InterruptedException {
+    try (Admin admin = admin(bootstrapServers, clientProperties)) {
+      topics(admin, bootstrapServers);
+    }
+  }
+
+  /**
    * The topics Kafka has; says in the log when Kafka keeps it waiting, and in one sentence when no
    * broker answers (within the admin client's {@code default.api.timeout.ms}, 60 s unless set).
    */

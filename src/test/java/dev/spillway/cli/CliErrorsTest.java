@@ -174,6 +174,32 @@ class CliErrorsTest {
                 + " is a file, not a directory (see 'spillway lfk generate --help').");
   }
 
+  @ParameterizedTest
+  @ValueSource(strings = {"lag", "replay buffers --dry-run", "lfk status"})
+  void should_name_the_kafka_that_never_answers(String command, @TempDir Path dir)
+      throws Exception {
+    int nobody;
+    try (ServerSocket closed = new ServerSocket(0)) {
+      nobody = closed.getLocalPort();
+    }
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config,
+        "working-dir: wd\nkafka:\n  bootstrap-servers: 127.0.0.1:"
+            + nobody
+            + "\n  properties: { default.api.timeout.ms: 2000, request.timeout.ms: 1000 }\n"
+            + "loose-foreign-keys:\n  definitions: {}\n");
+    List<String> args = new java.util.ArrayList<>(List.of(command.split(" ")));
+    args.addAll(List.of("-c", config.toString()));
+
+    Cli.Result r = Cli.run(args.toArray(String[]::new));
+
+    assertThat(r.exitCode()).as(r.err()).isEqualTo(1);
+    assertThat(r.err().strip())
+        .startsWith(
+            "Spillway cannot reach Kafka at 127.0.0.1:" + nobody + ": no broker answered (");
+  }
+
   @Test
   void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
