@@ -40,7 +40,7 @@ public final class ConfigLoader {
   public static SpillwayConfig load(Path file, Function<String, String> env) {
     String name = file.toString();
     if (!Files.exists(file)) {
-      throw ConfigException.file(name, "config file " + name + " does not exist", null);
+      throw ConfigException.file(name, missing("config file " + name, file), null);
     }
     if (!Files.isRegularFile(file)) {
       throw ConfigException.file(name, "config file " + name + " is not a regular file", null);
@@ -51,8 +51,7 @@ public final class ConfigLoader {
     } catch (CharacterCodingException e) {
       throw ConfigException.file(name, "config file " + name + " is not UTF-8 text", e);
     } catch (IOException e) {
-      throw ConfigException.file(
-          name, "config file " + name + " could not be read (" + e.getMessage() + ")", e);
+      throw ConfigException.file(name, unreadable("config file " + name, e), e);
     }
     Path absolute = file.toAbsolutePath();
     return parse(yaml, name, absolute, absolute.getParent(), env);
@@ -68,16 +67,32 @@ public final class ConfigLoader {
    */
   public static ConfigNode readNode(Path file, String name) {
     if (!Files.exists(file)) {
-      throw ConfigException.file(name, "file " + name + " does not exist", null);
+      throw ConfigException.file(name, missing("file " + name, file), null);
     }
     try {
       return root(Files.readString(file, StandardCharsets.UTF_8), name, null);
     } catch (CharacterCodingException e) {
       throw ConfigException.file(name, "file " + name + " is not UTF-8 text", e);
     } catch (IOException e) {
-      throw ConfigException.file(
-          name, "file " + name + " could not be read (" + e.getMessage() + ")", e);
+      throw ConfigException.file(name, unreadable("file " + name, e), e);
     }
+  }
+
+  /**
+   * Why {@code file}, not found, is not there: absent, or behind a directory this user may not look
+   * into (then {@link Files#exists} cannot tell either way).
+   */
+  static String missing(String what, Path file) {
+    return Files.notExists(file)
+        ? what + " does not exist"
+        : what + " cannot be looked at by this user (a directory on its path may not be searched)";
+  }
+
+  /** Why {@code what} could not be read, in words: an access refused says only the path. */
+  static String unreadable(String what, IOException e) {
+    return e instanceof java.nio.file.AccessDeniedException
+        ? what + " may not be read by this user (permission denied)"
+        : what + " could not be read (" + e.getMessage() + ")";
   }
 
   /**

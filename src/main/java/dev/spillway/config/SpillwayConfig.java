@@ -177,6 +177,13 @@ public record SpillwayConfig(
     if (dir.isBlank()) {
       throw root.error("working-dir", "must not be empty");
     }
+    if (dir.equals("~") || dir.startsWith("~/")) {
+      // Only a shell expands it: the directory would be one named '~' beside the file.
+      throw root.error(
+          "working-dir",
+          "starts with ~, which only a shell expands; write the full path, or ${env:HOME}"
+              + dir.substring(1));
+    }
     Path resolved;
     try {
       resolved = baseDir.toAbsolutePath().resolve(dir).normalize();

@@ -256,6 +256,24 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_working_dir_only_a_shell_would_expand() {
+    assertThat(error("working-dir: ~/spillway\n"))
+        .isEqualTo(
+            "spillway.yml:1: working-dir starts with ~, which only a shell expands; write the full"
+                + " path, or ${env:HOME}/spillway.");
+  }
+
+  @Test
+  void should_say_a_file_is_unreadable_rather_than_name_it_alone() {
+    assertThat(
+            ConfigLoader.unreadable(
+                "config file /srv/s.yml", new java.nio.file.AccessDeniedException("/srv/s.yml")))
+        .isEqualTo("config file /srv/s.yml may not be read by this user (permission denied)");
+    assertThat(ConfigLoader.missing("config file x.yml", Path.of("/no/such/dir/x.yml")))
+        .isEqualTo("config file x.yml does not exist");
+  }
+
+  @Test
   void should_reject_a_url_that_is_not_postgresql() {
     assertThat(error("databases:\n  main: { url: 'jdbc:mysql://x/y', username: a }\n"))
         .isEqualTo(
