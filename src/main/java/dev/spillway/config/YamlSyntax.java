@@ -79,6 +79,12 @@ final class YamlSyntax {
                   ? " (read up to line " + at + ")"
                   : ""));
     }
+    if (problem.contains("found another document")) {
+      return new Problem(
+          at,
+          "a second document ('---') begins here, where Spillway reads one: move its settings"
+              + " into the first and remove the line");
+    }
     Matcher cannot = CANNOT_START.matcher(problem);
     if (cannot.matches()) {
       return new Problem(

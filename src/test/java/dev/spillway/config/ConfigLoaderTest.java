@@ -256,6 +256,14 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_name_a_second_yaml_document_at_its_line() {
+    assertThat(error("http:\n  port: 1\n---\nkafka:\n  partitions: 3\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: a second document ('---') begins here, where Spillway"
+                + " reads one: move its settings into the first and remove the line.");
+  }
+
+  @Test
   void should_refuse_a_working_dir_only_a_shell_would_expand() {
     assertThat(error("working-dir: ~/spillway\n"))
         .isEqualTo(
