@@ -4,14 +4,12 @@ import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkBacklog;
 import dev.spillway.lfk.LfkConfig;
+import dev.spillway.ops.StatusClient;
 import dev.spillway.ops.StatusText;
 import dev.spillway.runtime.RuntimeInfo;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.time.Instant;
@@ -147,13 +145,7 @@ final class LfkStatusCommand implements Callable<Integer> {
 
   /** The processed counters from the running process's metrics, by database/table. */
   private static Map<String, Long> processed(int port) throws IOException, InterruptedException {
-    HttpResponse<String> metrics =
-        HttpClient.newHttpClient()
-            .send(
-                HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/metrics"))
-                    .timeout(Duration.ofSeconds(10))
-                    .build(),
-                HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> metrics = StatusClient.get(port, "/metrics", Duration.ofSeconds(10));
     Map<String, Long> out = new LinkedHashMap<>();
     Matcher m = PROCESSED.matcher(metrics.body());
     while (m.find()) {

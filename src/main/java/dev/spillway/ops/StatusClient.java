@@ -3,6 +3,7 @@ package dev.spillway.ops;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import java.io.IOException;
+import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -14,12 +15,7 @@ public final class StatusClient {
   private StatusClient() {}
 
   public static StatusReport fetch(int port) throws IOException, InterruptedException {
-    HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
-    HttpRequest request =
-        HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/api/status"))
-            .timeout(Duration.ofSeconds(30))
-            .build();
-    HttpResponse<String> response = client.send(request, HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> response = get(port, "/api/status", Duration.ofSeconds(30));
     if (response.statusCode() != 200) {
       String body = response.body() == null ? "" : response.body().strip();
       throw new IOException(
@@ -30,6 +26,30 @@ public final class StatusClient {
               + (body.isEmpty() || body.contains("\n") ? "." : ": " + body));
     }
     return read(response.body(), port);
+  }
+
+  /**
+   * A {@code GET} of {@code path} on the running process's HTTP port; nothing answering there (the
+   * process stopping, say) is said in a sentence rather than as the client's exception, which has
+   * no message.
+   */
+  public static HttpResponse<String> get(int port, String path, Duration timeout)
+      throws IOException, InterruptedException {
+    HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    HttpRequest request =
+        HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
+            .timeout(timeout)
+            .build();
+    try {
+      return client.send(request, HttpResponse.BodyHandlers.ofString());
+    } catch (ConnectException e) {
+      throw new IOException(
+          "Nothing answers on port "
+              + port
+              + ", where the running process serves its status: it may be stopping; run the"
+              + " command again",
+          e);
+    }
   }
 
   /**

@@ -27,4 +27,20 @@ class StatusClientTest {
             "); is the process there another version? Its own status command reads it.")
         .hasMessageNotContaining("\n");
   }
+
+  @Test
+  void should_say_nothing_answers_on_a_port_nobody_listens_on() throws Exception {
+    int nobody;
+    try (java.net.ServerSocket closed = new java.net.ServerSocket(0)) {
+      nobody = closed.getLocalPort();
+    }
+    int port = nobody;
+    assertThatThrownBy(() -> StatusClient.fetch(port))
+        .isInstanceOf(IOException.class)
+        .hasMessage(
+            "Nothing answers on port "
+                + port
+                + ", where the running process serves its status: it may be stopping; run the"
+                + " command again");
+  }
 }
