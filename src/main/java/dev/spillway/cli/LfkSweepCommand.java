@@ -95,6 +95,12 @@ final class LfkSweepCommand implements Callable<Integer> {
     SpillwayConfig config = Launch.config(lfk.root);
     List<LooseForeignKey> definitions = selected(LfkConfig.from(config).definitions());
     Topics topics = new Topics(config.kafka().topicPrefix());
+    PrintWriter out = spec.commandLine().getOut();
+    if (definitions.isEmpty()) {
+      // Nothing to ask a database or Kafka: an embedded database is not started (or made) for it.
+      report(out, new OrphanSweep.Result(List.of(), Map.of()), null, topics);
+      return ErrorHandler.OK;
+    }
     String bootstrap =
         dryRun
             ? null
@@ -102,7 +108,6 @@ final class LfkSweepCommand implements Callable<Integer> {
                 config,
                 WorkingDirectory.running(config.workingDir()),
                 "the topic the cleanup reads");
-    PrintWriter out = spec.commandLine().getOut();
     OrphanSweep.Result result;
     try (Catalogs catalogs = Catalogs.open(config)) {
       DefinitionCheck.Result checked =
@@ -136,12 +141,7 @@ final class LfkSweepCommand implements Callable<Integer> {
             OrphanSweep.handOver(result, producer, topics.deletedRecords(), Clock.systemUTC());
       }
     }
-    if (json) {
-      out.println(JsonOut.of(JsonResult.of(result, topics.deletedRecords(), dryRun, handOver)));
-    } else {
-      out.print(render(result, dryRun, handOver, topics.deletedRecords()));
-    }
-    out.flush();
+    report(out, result, handOver, topics);
     if (handOver != null && handOver.failed() > 0) {
       throw new IllegalStateException(
           "Kafka refused "
@@ -154,6 +154,16 @@ final class LfkSweepCommand implements Callable<Integer> {
               + " again finds nothing).");
     }
     return ErrorHandler.OK;
+  }
+
+  private void report(
+      PrintWriter out, OrphanSweep.Result result, OrphanSweep.HandOver handOver, Topics topics) {
+    if (json) {
+      out.println(JsonOut.of(JsonResult.of(result, topics.deletedRecords(), dryRun, handOver)));
+    } else {
+      out.print(render(result, dryRun, handOver, topics.deletedRecords()));
+    }
+    out.flush();
   }
 
   /**

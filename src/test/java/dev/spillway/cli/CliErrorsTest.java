@@ -201,6 +201,19 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_sweep_nothing_defined_without_starting_a_database(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    for (String dryRun : List.of("--dry-run", "--json")) {
+      Cli.Result r = Cli.run("lfk", "sweep", dryRun, "-c", config.toString());
+      assertThat(r.exitCode()).as(r.err()).isZero();
+      assertThat(r.out()).contains(dryRun.equals("--json") ? "{" : "No loose foreign keys");
+    }
+    assertThat(dir.resolve("wd")).as("no embedded database made").doesNotExist();
+  }
+
+  @Test
   void should_exit_1_when_status_finds_nothing_running(@TempDir Path dir) throws Exception {
     Path config = dir.resolve("spillway.yml");
     Files.writeString(config, "working-dir: wd\n");
