@@ -93,6 +93,13 @@ final class LfkGenerateCommand implements Callable<Integer> {
               + dir
               + " is a file, not a directory");
     }
+    if (!filters.isEmpty() && lfkConfig.file().isEmpty() && !dryRun) {
+      // Before any catalog is read (an embedded database started for it): nothing could be added.
+      throw new ParameterException(
+          spec.commandLine(),
+          "loose-foreign-keys.file is not set in the configuration: name the definitions file"
+              + " the generator should add to, or look first with --dry-run.");
+    }
     PrintWriter out = spec.commandLine().getOut();
     List<ForeignKey> keys = new ArrayList<>();
     try (Catalogs catalogs = Catalogs.open(config)) {
@@ -136,12 +143,6 @@ final class LfkGenerateCommand implements Callable<Integer> {
       out.println("Nothing to convert.");
       out.flush();
       return ErrorHandler.OK;
-    }
-    if (lfkConfig.file().isEmpty() && !dryRun) {
-      throw new ParameterException(
-          spec.commandLine(),
-          "loose-foreign-keys.file is not set in the configuration: name the definitions file"
-              + " the generator should add to.");
     }
     Path definitions =
         lfkConfig

@@ -201,6 +201,20 @@ class CliErrorsTest {
   }
 
   @Test
+  void should_refuse_to_generate_without_a_definitions_file_before_reading_catalogs(
+      @TempDir Path dir) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Cli.Result r = Cli.run("lfk", "generate", "-c", config.toString(), "^ci_builds$");
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err())
+        .startsWith(
+            "loose-foreign-keys.file is not set in the configuration: name the definitions file"
+                + " the generator should add to, or look first with --dry-run.");
+    assertThat(dir.resolve("wd")).as("no embedded database made").doesNotExist();
+  }
+
+  @Test
   void should_sweep_nothing_defined_without_starting_a_database(@TempDir Path dir)
       throws Exception {
     Path config = dir.resolve("spillway.yml");
