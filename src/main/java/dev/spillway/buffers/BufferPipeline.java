@@ -273,37 +273,46 @@ public final class BufferPipeline {
   }
 
   /**
-   * The tables' part of {@link #check} alone, for buffers held back while their inserts are still
-   * captured ({@code run --only lfk}): a table capture would refuse is named with its buffer's
-   * entry, before anything runs.
+   * What capture needs of the buffers' tables (there, with a primary key), for buffers held back
+   * while their inserts are still captured ({@code run --only lfk}): a table capture would refuse
+   * is named with its buffer's entry, before anything runs. The rest of {@link #check} waits for
+   * the buffers to run, so one being mended does not hold the other pipelines back.
    */
   public void checkTables(SpillwayRuntime runtime) throws SQLException {
     for (BufferSettings b : buffers) {
-      check(b, runtime.databases().dataSource(b.database()));
+      try (Connection c = runtime.databases().dataSource(b.database()).getConnection()) {
+        shape(b, c);
+      }
     }
+  }
+
+  /** The buffer table's shape; refused when it is not there or has no single-column key. */
+  private static BufferStatements.Shape shape(BufferSettings b, Connection c) throws SQLException {
+    BufferStatements.Shape shape =
+        BufferStatements.shape(c, b.table())
+            .orElseThrow(
+                () ->
+                    error(
+                        b,
+                        "table",
+                        "names table "
+                            + b.table().displayName()
+                            + ", which does not exist in database "
+                            + b.database()));
+    if (shape.idColumn() == null) {
+      throw error(
+          b,
+          "table",
+          "names table "
+              + b.table().displayName()
+              + ", which has no single-column primary key to delete handled rows by");
+    }
+    return shape;
   }
 
   static BufferTable check(BufferSettings b, DataSource ds) throws SQLException {
     try (Connection c = ds.getConnection()) {
-      BufferStatements.Shape shape =
-          BufferStatements.shape(c, b.table())
-              .orElseThrow(
-                  () ->
-                      error(
-                          b,
-                          "table",
-                          "names table "
-                              + b.table().displayName()
-                              + ", which does not exist in database "
-                              + b.database()));
-      if (shape.idColumn() == null) {
-        throw error(
-            b,
-            "table",
-            "names table "
-                + b.table().displayName()
-                + ", which has no single-column primary key to delete handled rows by");
-      }
+      BufferStatements.Shape shape = shape(b, c);
       if (BufferStatements.rowSecurityActive(c, b.table())) {
         throw error(b, "table", "names table " + rowSecurity(b.table()));
       }

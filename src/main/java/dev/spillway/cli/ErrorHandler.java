@@ -103,7 +103,8 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
   static String sentence(Throwable e) {
     for (Throwable t : Causes.chain(e)) {
       if (t instanceof KafkaException k
-          && String.valueOf(k.getMessage()).startsWith("Failed to c") // create, construct
+          && (String.valueOf(k.getMessage()).startsWith("Failed to construct")
+              || String.valueOf(k.getMessage()).startsWith("Failed to create new"))
           && k.getCause() != null
           && k.getCause().getMessage() != null) {
         // Kafka's words for a client it could not build say nothing of why; its cause does.

@@ -46,6 +46,26 @@ public record DatabaseConfig(
   static final int MAX_POOL_SIZE = 200;
   static final String URL_PREFIX = "jdbc:postgresql:";
   private static final String DRIVER_LOGGER = "org.postgresql";
+
+  /**
+   * Settings the driver reads as whole numbers at every connection. Not every setting whose default
+   * is one: {@code protocolVersion} takes 3.2, {@code loginTimeout} a fraction.
+   */
+  private static final List<PGProperty> WHOLE_NUMBERS =
+      List.of(
+          PGProperty.CONNECT_TIMEOUT,
+          PGProperty.SOCKET_TIMEOUT,
+          PGProperty.CANCEL_SIGNAL_TIMEOUT,
+          PGProperty.PREPARE_THRESHOLD,
+          PGProperty.DEFAULT_ROW_FETCH_SIZE,
+          PGProperty.PREPARED_STATEMENT_CACHE_QUERIES);
+
+  /** A {@code %} that does not begin an escape: the driver refuses the URL without a word. */
+  private static final Pattern BROKEN_ESCAPE = Pattern.compile("%(?![0-9A-Fa-f]{2})");
+
+  /** A user name or password before the host, which the driver does not read there. */
+  private static final Pattern USER_INFO = Pattern.compile("^jdbc:postgresql://[^/?]*@");
+
   static final Pattern NAME = Pattern.compile("[a-z][a-z0-9_]*");
   private static final Pattern URL_PASSWORD =
       Pattern.compile("(?i)(password=)[^&;]*|(//[^/@:]*:)[^/@]*@");
@@ -116,6 +136,14 @@ public record DatabaseConfig(
    * a log line before it, and pools, capture and status never meet the URL unread.
    */
   static String driversObjection(String url) {
+    if (USER_INFO.matcher(url).find()) {
+      return "a user name or password before the host, which it does not take there; give them as"
+          + " username: and password:";
+    }
+    if (BROKEN_ESCAPE.matcher(url).find()) {
+      return "a '%' that begins no %-escape (two hex digits); write %25 for a '%' (in a password,"
+          + " say)";
+    }
     Logger driver = Logger.getLogger(DRIVER_LOGGER);
     List<String> said = new ArrayList<>();
     Handler keep =
@@ -142,7 +170,10 @@ public record DatabaseConfig(
       driver.setUseParentHandlers(toParents);
     }
     if (settings == null) {
-      return said.isEmpty() ? "it refuses it" : String.join("; ", said).strip();
+      // Its words may quote the URL, which may hold a password.
+      return said.isEmpty()
+          ? "it refuses it"
+          : redacted(String.join("; ", said).strip().replace(url, redacted(url)));
     }
     return settingsObjection(settings);
   }
@@ -162,13 +193,8 @@ public record DatabaseConfig(
       } catch (IllegalArgumentException unknown) {
         return "Invalid targetServerType value: " + target;
       }
-      for (PGProperty p : PGProperty.values()) {
-        String byDefault = p.getDefaultValue();
-        // The port is checked above, one per host.
-        if (p != PGProperty.PG_PORT
-            && p.isPresent(settings)
-            && byDefault != null
-            && byDefault.matches("-?\\d+")) {
+      for (PGProperty p : WHOLE_NUMBERS) {
+        if (p.isPresent(settings)) {
           p.getInt(settings);
         }
       }

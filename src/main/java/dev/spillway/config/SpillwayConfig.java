@@ -179,10 +179,18 @@ public record SpillwayConfig(
     }
     if (dir.equals("~") || dir.startsWith("~/")) {
       // Only a shell expands it: the directory would be one named '~' beside the file.
+      Path made = baseDir.toAbsolutePath().resolve("~");
       throw root.error(
           "working-dir",
           "starts with ~, which only a shell expands; write the full path, or ${env:HOME}"
-              + dir.substring(1));
+              + dir.substring(1)
+              + (Files.isDirectory(made)
+                  ? " (an earlier version made "
+                      + made
+                      + " for it, which holds its state: write ./"
+                      + dir
+                      + " to go on with it)"
+                  : ""));
     }
     Path resolved;
     try {

@@ -56,4 +56,13 @@ class ErrorHandlerTest {
             "A Kafka client could not be created (check kafka.bootstrap-servers and"
                 + " kafka.properties): No resolvable bootstrap urls given in bootstrap.servers.");
   }
+
+  @Test
+  void should_not_take_a_client_failing_to_close_for_one_never_built() {
+    assertThat(
+            ErrorHandler.sentence(
+                new org.apache.kafka.common.KafkaException(
+                    "Failed to close kafka producer", new IllegalStateException("flush failed"))))
+        .isEqualTo("Failed to close kafka producer.");
+  }
 }

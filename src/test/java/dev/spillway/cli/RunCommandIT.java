@@ -178,6 +178,43 @@ class RunCommandIT {
                 infra.bootstrapServers(), Map.of(), new Topics(prefix).cleanupBatches()))
         .as("the loose-foreign-key pipeline not started")
         .isFalse();
+
+    // What only the buffers' run needs (an archive table, here) does not hold --only lfk back.
+    try (var dbs = infra.databases("pipeline")) {
+      TestSql.exec(
+          dbs.dataSource("pipeline"),
+          "CREATE TABLE IF NOT EXISTS run_events (id bigint PRIMARY KEY, v text)");
+    }
+    SpillwayConfig mending =
+        ConfigLoader.parse(
+            yaml.replace("topic-prefix: " + prefix, "topic-prefix: " + prefix + "m")
+                .replace(
+                    "table: run_no_such_events",
+                    "table: run_events\n    archive-table: run_no_such_archive"),
+            "test.yml",
+            dir,
+            name -> null);
+    try (SpillwayRuntime runtime = SpillwayRuntime.start(mending, Set.of(), Clock.systemUTC())) {
+      assertThatThrownBy(
+              () ->
+                  RunCommand.start(
+                      runtime,
+                      EnumSet.allOf(RunCommand.Only.class),
+                      LfkConfig.from(mending),
+                      BufferPipeline.fromConfig(mending),
+                      new PrintWriter(new StringWriter())))
+          .isInstanceOf(ConfigException.class)
+          .hasMessageContaining("run_no_such_archive");
+      assertThat(
+              RunCommand.start(
+                  runtime,
+                  EnumSet.of(RunCommand.Only.lfk),
+                  LfkConfig.from(mending),
+                  BufferPipeline.fromConfig(mending),
+                  new PrintWriter(new StringWriter())))
+          .as("capture routes of both pipelines")
+          .hasSize(2);
+    }
   }
 
   @Test

@@ -264,11 +264,18 @@ class ConfigLoaderTest {
   }
 
   @Test
-  void should_refuse_a_working_dir_only_a_shell_would_expand() {
+  void should_refuse_a_working_dir_only_a_shell_would_expand(@TempDir Path dir) throws Exception {
     assertThat(error("working-dir: ~/spillway\n"))
         .isEqualTo(
             "spillway.yml:1: working-dir starts with ~, which only a shell expands; write the full"
                 + " path, or ${env:HOME}/spillway.");
+    Files.createDirectories(dir.resolve("~").resolve("spillway"));
+    assertThatThrownBy(
+            () -> ConfigLoader.parse("working-dir: ~/spillway\n", "s.yml", dir, name -> null))
+        .hasMessageEndingWith(
+            " (an earlier version made "
+                + dir.toAbsolutePath().resolve("~")
+                + " for it, which holds its state: write ./~/spillway to go on with it).");
   }
 
   @Test
@@ -318,9 +325,35 @@ class ConfigLoaderTest {
     assertThat(
             parse(
                     "databases:\n  main: { url: 'jdbc:postgresql://h1:5432,h2:5433/db?sslmode=require"
-                        + "&targetServerType=primary&connectTimeout=5', username: a }\n")
+                        + "&targetServerType=primary&connectTimeout=5&protocolVersion=3.2"
+                        + "&loginTimeout=2.5&password=p%25ss', username: a }\n")
                 .databases())
+        .as("settings the driver reads otherwise than as whole numbers, an escaped %")
         .containsOnlyKeys("main");
+    // Never the password, though the driver's words quote the URL.
+    assertThat(
+            error(
+                "databases:\n  main: { url: 'jdbc:postgresql://db:5432?user=app&password=s3cret',"
+                    + " username: a }\n"))
+        .startsWith(reads)
+        .contains("password=****")
+        .doesNotContain("s3cret");
+    assertThat(
+            error(
+                "databases:\n  main: { url: 'jdbc:postgresql://app:s3cret@db/main', username: a"
+                    + " }\n"))
+        .isEqualTo(
+            reads
+                + "a user name or password before the host, which it does not take there; give"
+                + " them as username: and password:.");
+    assertThat(
+            error(
+                "databases:\n  main: { url: 'jdbc:postgresql://db/main?password=p%ss', username:"
+                    + " a }\n"))
+        .isEqualTo(
+            reads
+                + "a '%' that begins no %-escape (two hex digits); write %25 for a '%' (in a"
+                + " password, say).");
   }
 
   @Test
