@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import dev.spillway.config.ConfigNode;
+import dev.spillway.config.DatabaseConfig;
 import dev.spillway.config.DurationText;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.TableName;
@@ -272,11 +273,20 @@ public final class BuffersSection {
         uri = new URI(url);
       } catch (URISyntaxException e) {
         throw n.error(
-            "url", "is not a URL ('" + url + "': " + e.getReason().toLowerCase(Locale.ROOT) + ")");
+            "url",
+            "is not a URL ('"
+                + DatabaseConfig.redacted(url)
+                + "': "
+                + e.getReason().toLowerCase(Locale.ROOT)
+                + ")");
       }
     }
     if (uri == null || uri.getHost() == null) {
-      throw n.error("url", "must be an http:// or https:// URL with a host, not '" + url + "'");
+      throw n.error(
+          "url",
+          "must be an http:// or https:// URL with a host, not '"
+              + DatabaseConfig.redacted(url)
+              + "'");
     }
     if (uri.getPort() == 0 || uri.getPort() > 65535) {
       // Java's HTTP client refuses it at each call: every batch would be dead-lettered.

@@ -229,6 +229,18 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_not_show_the_password_of_a_url_it_cannot_read() {
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"https://sync:s3cret@/bulk\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url must be an http:// or https:// URL with a"
+            + " host, not 'https://sync:****@/bulk'.");
+    refused(
+        "buffers:\n  events:\n    handler:\n      http: { url: \"https://sync:s3cret@crm/a b\" }\n",
+        "spillway.yml:4: buffers.events.handler.http.url is not a URL ('https://sync:****@crm/a b':"
+            + " illegal character in path).");
+  }
+
+  @Test
   void should_refuse_a_url_holding_credentials_without_showing_them() {
     refused(
         "buffers:\n  events:\n    handler:\n      http: { url: \"https://sync:s3cret@crm/bulk\" }\n",
