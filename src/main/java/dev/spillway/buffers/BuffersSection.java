@@ -35,6 +35,11 @@ import java.util.regex.Pattern;
  */
 public final class BuffersSection {
   private static final Pattern NAME = Pattern.compile("[a-zA-Z0-9._-]+");
+
+  /** The kinds of handler, in the order messages name them. */
+  private static final List<String> KINDS = List.of("http", "sql", "class");
+
+  /** What a kind of handler given empty lacks. */
   private static final Map<String, String> WHAT_EACH_KIND_TAKES =
       Map.of(
           "http", "its settings, { url: … }",
@@ -221,12 +226,12 @@ public final class BuffersSection {
   }
 
   private static HandlerSpec handler(ConfigNode h) {
-    h.only("http", "sql", "class"); // an unknown key explains more than "exactly one"
-    int kinds = (h.has("http") ? 1 : 0) + (h.has("sql") ? 1 : 0) + (h.has("class") ? 1 : 0);
+    h.only(KINDS.toArray(String[]::new)); // an unknown key explains more than "exactly one"
+    long kinds = KINDS.stream().filter(h::has).count();
     if (kinds == 0) {
-      for (Map.Entry<String, String> kind : WHAT_EACH_KIND_TAKES.entrySet()) {
-        if (h.keys().contains(kind.getKey())) {
-          throw h.error(kind.getKey(), "is empty: write " + kind.getValue());
+      for (String kind : KINDS) {
+        if (h.keys().contains(kind)) {
+          throw h.error(kind, "is empty: write " + WHAT_EACH_KIND_TAKES.get(kind));
         }
       }
     }
