@@ -57,12 +57,7 @@ class RunCommandIT {
               ds, "INSERT INTO " + installation.table() + " VALUES (9, 'open')")) {
         SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
         List<dev.spillway.capture.CaptureRoute> routes =
-            RunCommand.start(
-                runtime,
-                EnumSet.allOf(RunCommand.Only.class),
-                LfkConfig.from(config),
-                BufferPipeline.fromConfig(config),
-                new PrintWriter(new StringWriter()));
+            started(runtime, EnumSet.allOf(RunCommand.Only.class), config);
         CompletableFuture<Void> starting =
             CompletableFuture.runAsync(
                 () -> {
@@ -158,14 +153,7 @@ class RunCommandIT {
     for (Set<RunCommand.Only> only :
         List.of(EnumSet.allOf(RunCommand.Only.class), EnumSet.of(RunCommand.Only.lfk))) {
       try (SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC())) {
-        assertThatThrownBy(
-                () ->
-                    RunCommand.start(
-                        runtime,
-                        only,
-                        LfkConfig.from(config),
-                        BufferPipeline.fromConfig(config),
-                        new PrintWriter(new StringWriter())))
+        assertThatThrownBy(() -> started(runtime, only, config))
             .as("--only %s", only)
             .isInstanceOf(ConfigException.class)
             .hasMessageStartingWith(
@@ -195,23 +183,10 @@ class RunCommandIT {
             dir,
             name -> null);
     try (SpillwayRuntime runtime = SpillwayRuntime.start(mending, Set.of(), Clock.systemUTC())) {
-      assertThatThrownBy(
-              () ->
-                  RunCommand.start(
-                      runtime,
-                      EnumSet.allOf(RunCommand.Only.class),
-                      LfkConfig.from(mending),
-                      BufferPipeline.fromConfig(mending),
-                      new PrintWriter(new StringWriter())))
+      assertThatThrownBy(() -> started(runtime, EnumSet.allOf(RunCommand.Only.class), mending))
           .isInstanceOf(ConfigException.class)
           .hasMessageContaining("run_no_such_archive");
-      assertThat(
-              RunCommand.start(
-                  runtime,
-                  EnumSet.of(RunCommand.Only.lfk),
-                  LfkConfig.from(mending),
-                  BufferPipeline.fromConfig(mending),
-                  new PrintWriter(new StringWriter())))
+      assertThat(started(runtime, EnumSet.of(RunCommand.Only.lfk), mending))
           .as("capture routes of both pipelines")
           .hasSize(2);
     }
@@ -324,5 +299,16 @@ class RunCommandIT {
                   + " of database main was invalidated by the server (wal_removed: it held more"
                   + " WAL than max_slot_wal_keep_size allows)");
     }
+  }
+
+  /** What {@code run --only} starts on {@code runtime}, its words to the user dropped. */
+  private static List<dev.spillway.capture.CaptureRoute> started(
+      SpillwayRuntime runtime, Set<RunCommand.Only> only, SpillwayConfig config) throws Exception {
+    return RunCommand.start(
+        runtime,
+        only,
+        LfkConfig.from(config),
+        BufferPipeline.fromConfig(config),
+        new PrintWriter(new StringWriter()));
   }
 }
