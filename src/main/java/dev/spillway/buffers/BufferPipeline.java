@@ -9,6 +9,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.jdbc.Databases;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.sink.BatchesTopic;
@@ -279,8 +280,17 @@ public final class BufferPipeline {
    * the buffers to run, so one being mended does not hold the other pipelines back.
    */
   public void checkTables(SpillwayRuntime runtime) throws SQLException {
-    for (BufferSettings b : buffers) {
-      try (Connection c = runtime.databases().dataSource(b.database()).getConnection()) {
+    checkTables(buffers, runtime.databases());
+  }
+
+  /**
+   * Refuses, with its buffer's entry named, a table among {@code chosen}'s that capture would not
+   * read: one not there, or without a single-column primary key.
+   */
+  public static void checkTables(List<BufferSettings> chosen, Databases databases)
+      throws SQLException {
+    for (BufferSettings b : chosen) {
+      try (Connection c = databases.dataSource(b.database()).getConnection()) {
         shape(b, c);
       }
     }

@@ -361,22 +361,6 @@ public final class Capture implements AutoCloseable {
   }
 
   /**
-   * Refuses, before anything is asked, a table that is not there: a read asked for it would wait
-   * for capture's next start, which refuses it.
-   *
-   * @throws CaptureSetupException naming the first table missing
-   */
-  public static void requireTables(DataSource ds, String database, List<TableName> tables)
-      throws SQLException {
-    for (TableName t : tables) {
-      if (!SourcePreparation.exists(ds, t)) {
-        throw new CaptureSetupException(
-            "Table " + t + " does not exist in database " + database + "; nothing was asked.");
-      }
-    }
-  }
-
-  /**
    * Asks capture of a database to read the rows of {@code tables} again and publish each as an
    * insert, in chunks by primary key beside the stream (an incremental snapshot), whichever process
    * streams from the slot, now or once one starts: for rows whose captured inserts Kafka no longer

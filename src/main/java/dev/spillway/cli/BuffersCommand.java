@@ -51,10 +51,7 @@ final class BuffersCommand implements Runnable {
       PrintWriter out = spec.commandLine().getOut();
       int code = ErrorHandler.OK;
       try (Catalogs catalogs = Catalogs.open(config)) {
-        for (BufferSettings b : chosen) {
-          Capture.requireTables(
-              catalogs.databases().dataSource(b.database()), b.database(), List.of(b.table()));
-        }
+        BufferPipeline.checkTables(chosen, catalogs.databases()); // before anything is asked
         for (BufferSettings b : chosen) {
           DataSource ds = catalogs.databases().dataSource(b.database());
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());

@@ -75,10 +75,11 @@ class BuffersRereadIT {
       assertThat(gone.exitCode()).as(gone.out() + gone.err()).isEqualTo(2);
       assertThat(gone.out()).isEmpty();
       assertThat(gone.err())
+          .startsWith(installation.file + ":")
           .contains(
-              "Table "
+              "buffers.activity names table "
                   + installation.table()
-                  + " does not exist in database main; nothing was asked.");
+                  + ", which does not exist in database main.");
     }
   }
 
