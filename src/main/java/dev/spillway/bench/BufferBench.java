@@ -420,6 +420,16 @@ public final class BufferBench {
    * this process on the other, for every phase, so Spillway's own CPU is not taken from the
    * database's: what its insert cost would be with Spillway and Kafka on a machine of their own.
    */
+  /**
+   * Refuses {@code --separate-cores} on a machine where the CPUs cannot be split, before a run
+   * deletes the last one's data and starts anything.
+   *
+   * @throws IllegalArgumentException saying why
+   */
+  public static void checkSeparateCores() throws InterruptedException {
+    CpuSplit.requireSplittable(CpuSplit.allowed(), "taskset");
+  }
+
   private void separateCores() throws Exception {
     CpuSplit split = CpuSplit.halves(CpuSplit.allowed());
     DatabaseCpu server =

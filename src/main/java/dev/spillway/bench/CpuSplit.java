@@ -101,6 +101,29 @@ final class CpuSplit {
     return spillway;
   }
 
+  /**
+   * Refuses, before a benchmark deletes its last run's data and starts anything, a machine where
+   * the CPUs cannot be split: fewer than 2 of them, or no {@code tool} (taskset) to run.
+   *
+   * @throws IllegalArgumentException saying which
+   */
+  static void requireSplittable(List<Integer> cpus, String tool) throws InterruptedException {
+    halves(cpus);
+    try {
+      Process p = new ProcessBuilder(tool, "-V").redirectErrorStream(true).start();
+      p.getInputStream().transferTo(java.io.OutputStream.nullOutputStream());
+      if (p.waitFor() == 0) {
+        return;
+      }
+    } catch (IOException e) {
+      // not installed: said below
+    }
+    throw new IllegalArgumentException(
+        "Separate cores need "
+            + tool
+            + " (util-linux), which does not run here; install it or leave --separate-cores out.");
+  }
+
   /** Puts the server whose postmaster this is, and every process it has started, on its CPUs. */
   void pinDatabase(long postmaster) throws IOException, InterruptedException {
     List<Long> pids = new ArrayList<>();

@@ -390,9 +390,12 @@ final class BenchCommand implements Runnable {
             "--duration, --clients, --batch-size, --max-wait-ms and --max-in-flight must be"
                 + " positive");
       }
-      if (separateCores && Runtime.getRuntime().availableProcessors() < 2) {
-        throw new picocli.CommandLine.ParameterException(
-            spec.commandLine(), "--separate-cores needs at least 2 CPUs; this machine has 1");
+      if (separateCores) {
+        try {
+          BufferBench.checkSeparateCores();
+        } catch (IllegalArgumentException e) {
+          throw new picocli.CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
       }
       if (!(rate >= 0) || Double.isInfinite(rate)) {
         throw new picocli.CommandLine.ParameterException(

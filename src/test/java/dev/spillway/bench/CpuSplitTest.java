@@ -37,6 +37,18 @@ class CpuSplitTest {
   }
 
   @Test
+  void should_refuse_a_split_without_the_tool_to_make_it() throws Exception {
+    assertThatThrownBy(() -> CpuSplit.requireSplittable(List.of(0, 1), "no-such-taskset"))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage(
+            "Separate cores need no-such-taskset (util-linux), which does not run here; install"
+                + " it or leave --separate-cores out.");
+    assertThatThrownBy(() -> CpuSplit.requireSplittable(List.of(0), "true"))
+        .hasMessageStartingWith("Separate cores need at least 2 CPUs");
+    CpuSplit.requireSplittable(List.of(0, 1), "true"); // a tool that runs: taken
+  }
+
+  @Test
   void should_refuse_a_single_cpu() {
     assertThatThrownBy(() -> CpuSplit.halves(List.of(3)))
         .isInstanceOf(IllegalArgumentException.class)

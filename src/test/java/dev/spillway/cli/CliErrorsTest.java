@@ -9,6 +9,7 @@ import dev.spillway.testing.Cli;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -309,6 +310,36 @@ class CliErrorsTest {
       assertThat(r.exitCode()).isEqualTo(1);
       assertThat(r.err().strip()).isEqualTo("Another benchmark is running in " + bench + ".");
     }
+  }
+
+  @Test
+  void should_refuse_separate_cores_without_taskset_before_deleting_the_last_run(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\n");
+    Path data =
+        Files.createDirectories(dir.resolve("wd/bench/buffers/postgres/data"))
+            .resolve("PG_VERSION");
+    Files.writeString(data, "18\n");
+    ProcessBuilder bench =
+        Cli.process(
+            ProcessBuilder.Redirect.PIPE,
+            "-c",
+            config.toString(),
+            "bench",
+            "buffers",
+            "--separate-cores");
+    bench.environment().put("PATH", dir.resolve("no-tools").toString()); // no taskset on it
+    Process p = bench.start();
+    String said = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+
+    assertThat(p.waitFor()).as(said).isEqualTo(2);
+    assertThat(said.strip())
+        .startsWith(
+            "Separate cores need taskset (util-linux), which does not run here; install it or"
+                + " leave --separate-cores out.");
+    assertThat(data).as("the last run's data").exists();
+    assertThat(dir.resolve("wd/bench/buffers/kafka")).as("no broker started").doesNotExist();
   }
 
   @Test
