@@ -227,8 +227,13 @@ final class LfkSweepCommand implements Callable<Integer> {
     if (result.findings().isEmpty()) {
       return "No loose foreign keys to sweep.\n";
     }
+    long swept = result.findings().stream().filter(OrphanSweep.Finding::swept).count();
+    int all = result.findings().size();
     s.append("Swept ")
-        .append(Count.of(result.findings().size(), "loose foreign key", "loose foreign keys"))
+        .append(
+            swept == all
+                ? Count.of(all, "loose foreign key", "loose foreign keys")
+                : swept + " of " + Count.of(all, "loose foreign key", "loose foreign keys"))
         .append(":\n");
     int width =
         result.findings().stream().mapToInt(f -> f.key().key().describe().length()).max().orElse(0);
@@ -244,10 +249,26 @@ final class LfkSweepCommand implements Callable<Integer> {
       }
       s.append('\n');
     }
-    if (result.deleted().isEmpty()) {
-      return s.append("No child refers to a deleted parent row.\n").toString();
+    if (swept == 0) {
+      return s.append("None could be swept: no child was read.\n").toString();
     }
-    s.append(dryRun ? "Would hand to the cleanup" : "Handed to the cleanup");
+    if (result.deleted().isEmpty()) {
+      return s.append(
+              swept == all
+                  ? "No child refers to a deleted parent row.\n"
+                  : "No child of the keys swept refers to a deleted parent row.\n")
+          .toString();
+    }
+    if (dryRun) {
+      s.append("Would hand to the cleanup");
+    } else if (handOver != null && handOver.failed() > 0) {
+      s.append(
+          String.format(
+              "Found deleted; Kafka took %,d of their %,d records for the cleanup",
+              handOver.sent(), handOver.sent() + handOver.failed()));
+    } else {
+      s.append("Handed to the cleanup");
+    }
     s.append(" (").append(topic).append("):\n");
     result
         .deleted()
@@ -296,13 +317,16 @@ final class LfkSweepCommand implements Callable<Integer> {
     }
   }
 
-  /** One loose foreign key: swept or not (no index), the ids read, and how many are gone. */
+  /**
+   * One loose foreign key: swept or not (and then why not), the ids read, and how many are gone.
+   */
   record JsonFinding(
       String child,
       String column,
       String parent,
       String onDelete,
       boolean swept,
+      String notSwept,
       long referred,
       long deleted,
       long notOfKeyType) {
@@ -314,6 +338,7 @@ final class LfkSweepCommand implements Callable<Integer> {
           k.parent().displayName(),
           k.onDelete().yaml(),
           f.swept(),
+          f.swept() ? null : f.key().unsweepable().orElse(null),
           f.referred(),
           f.deleted(),
           f.unreadable());

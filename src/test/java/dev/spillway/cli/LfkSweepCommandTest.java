@@ -80,8 +80,41 @@ class LfkSweepCommandTest {
     OrphanSweep.Result unindexed =
         new OrphanSweep.Result(List.of(new OrphanSweep.Finding(withoutIndex, 0, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(unindexed, true, null, "t"))
+        .startsWith("Swept 0 of 1 loose foreign key:\n")
         .contains(
             "ci_builds.pipeline_id → ci_pipelines (async_delete)  not swept: no index starts with"
-                + " pipeline_id (add one, as the warning says)\n");
+                + " pipeline_id (add one, as the warning says)\n")
+        .endsWith("None could be swept: no child was read.\n");
+    assertThat(
+            JsonOut.of(LfkSweepCommand.JsonResult.of(unindexed, "t", true, null))
+                .replaceAll("\\s+", " "))
+        .contains(
+            "\"swept\" : false, \"notSwept\" : \"no index starts with pipeline_id (add one, as the"
+                + " warning says)\"");
+    OrphanSweep.Result oneOfTwo =
+        new OrphanSweep.Result(
+            List.of(
+                new OrphanSweep.Finding(withoutIndex, 0, 0, 0),
+                new OrphanSweep.Finding(KEY, 7, 0, 0)),
+            Map.of());
+    assertThat(LfkSweepCommand.render(oneOfTwo, true, null, "t"))
+        .startsWith("Swept 1 of 2 loose foreign keys:\n")
+        .endsWith("No child of the keys swept refers to a deleted parent row.\n");
+  }
+
+  @Test
+  void should_say_how_many_kafka_took_when_it_refused_some() {
+    OrphanSweep.Result result =
+        new OrphanSweep.Result(
+            List.of(new OrphanSweep.Finding(KEY, 9, 0, 5)),
+            Map.of(
+                new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"),
+                List.of("1", "2", "3", "4", "5")));
+    assertThat(
+            LfkSweepCommand.render(
+                result, false, new OrphanSweep.HandOver(3, 2, "timeout"), "spillway.t"))
+        .contains("Found deleted; Kafka took 3 of their 5 records for the cleanup (spillway.t):\n")
+        .doesNotContain("Handed to the cleanup")
+        .doesNotContain("Running Spillway cleans");
   }
 }
