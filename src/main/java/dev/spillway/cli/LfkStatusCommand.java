@@ -66,14 +66,24 @@ final class LfkStatusCommand implements Callable<Integer> {
     List<LfkBacklog.Parent> backlog =
         LfkBacklog.read(
             bootstrap, config.kafka().properties(), new Topics(config.kafka().topicPrefix()));
-    Map<String, Long> processed =
-        running.isPresent() ? processed(running.get().httpPort()) : Map.of();
+    Map<String, Long> processed = Map.of();
+    String unread = null; // why the running process's counts could not be read
+    if (running.isPresent()) {
+      try {
+        processed = processed(running.get().httpPort());
+      } catch (IOException e) {
+        unread = e.getMessage(); // the backlog, read from Kafka, is shown all the same
+      }
+    }
     List<Row> rows = rows(backlog, processed, Instant.now());
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
       out.println(JsonOut.of(rows));
+      if (unread != null) {
+        spec.commandLine().getErr().println(unreadCounts(unread));
+      }
     } else {
-      out.print(render(rows, running.isPresent()));
+      out.print(render(rows, running.isPresent(), unread));
     }
     out.flush();
     return ErrorHandler.OK;
@@ -109,7 +119,10 @@ final class LfkStatusCommand implements Callable<Integer> {
     return new ArrayList<>(rows.values());
   }
 
-  static String render(List<Row> rows, boolean running) {
+  /**
+   * @param unread why the running process's PROCESSED counts could not be read, or null
+   */
+  static String render(List<Row> rows, boolean running, String unread) {
     StringBuilder b = new StringBuilder();
     if (rows.isEmpty()) {
       return "No deleted parent row waits for its cleanup.\n";
@@ -137,15 +150,25 @@ final class LfkStatusCommand implements Callable<Integer> {
     }
     if (!running) {
       b.append("PROCESSED counts come from a running process; none runs here.\n");
+    } else if (unread != null) {
+      b.append(unreadCounts(unread)).append('\n');
     } else {
       b.append("PROCESSED counts since the running process started.\n");
     }
     return b.toString();
   }
 
+  private static String unreadCounts(String why) {
+    return "PROCESSED counts could not be read from the running process: " + why;
+  }
+
   /** The processed counters from the running process's metrics, by database/table. */
   private static Map<String, Long> processed(int port) throws IOException, InterruptedException {
     HttpResponse<String> metrics = StatusClient.get(port, "/metrics", Duration.ofSeconds(10));
+    if (metrics.statusCode() != 200) {
+      throw new IOException(
+          "it answered /metrics on port " + port + " with HTTP " + metrics.statusCode() + ".");
+    }
     Map<String, Long> out = new LinkedHashMap<>();
     Matcher m = PROCESSED.matcher(metrics.body());
     while (m.find()) {

@@ -33,10 +33,15 @@ class LfkStatusCommandTest {
                     + " "
                     + r.processed())
         .containsExactly("public.ci_pipelines 0 - 0 40", "public.projects 1200 2m 05s 200 300");
-    assertThat(LfkStatusCommand.render(rows, true))
+    assertThat(LfkStatusCommand.render(rows, true, null))
         .contains("PARENT TABLE")
         .contains(
-            "public.projects                  main             1200           2m 05s          200        300");
+            "public.projects                  main             1200           2m 05s          200        300")
+        .endsWith("PROCESSED counts since the running process started.\n");
+    assertThat(LfkStatusCommand.render(rows, true, "it answered /metrics on port 1 with HTTP 503."))
+        .endsWith(
+            "PROCESSED counts could not be read from the running process: it answered /metrics on"
+                + " port 1 with HTTP 503.\n");
   }
 
   @Test
@@ -48,7 +53,7 @@ class LfkStatusCommandTest {
 
   @Test
   void should_say_so_when_nothing_was_captured() {
-    assertThat(LfkStatusCommand.render(List.of(), false))
+    assertThat(LfkStatusCommand.render(List.of(), false, null))
         .isEqualTo("No deleted parent row waits for its cleanup.\n");
   }
 }
