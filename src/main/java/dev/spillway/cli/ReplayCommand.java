@@ -7,6 +7,7 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.lfk.LooseForeignKey;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.ops.DeadLetterReplay.Fate;
 import dev.spillway.ops.DeadLetterReplay.Letter;
@@ -127,14 +128,11 @@ final class ReplayCommand implements Runnable {
       SpillwayConfig config = Launch.config(replay.root);
       Topics topics = new Topics(config.kafka().topicPrefix());
       String only = table == null ? null : TableArgument.parse(spec, "--table", table).toString();
+      List<LooseForeignKey> definitions = LfkConfig.from(config).definitions();
       if (only != null) {
         // A batch of a table no definition has as parent would clean nothing.
         List<String> parents =
-            LfkConfig.from(config).definitions().stream()
-                .map(d -> d.parent().toString())
-                .distinct()
-                .sorted()
-                .toList();
+            definitions.stream().map(d -> d.parent().toString()).distinct().sorted().toList();
         if (!parents.contains(only)) {
           throw new ParameterException(
               spec.commandLine(),
@@ -151,7 +149,7 @@ final class ReplayCommand implements Runnable {
           config,
           options,
           Pipeline.LFK,
-          LfkPipeline.deadLetterBatches(topics),
+          LfkPipeline.deadLetterBatches(topics, definitions),
           only == null ? name -> true : only::equals,
           "deleted rows");
     }

@@ -76,7 +76,18 @@ final class LfkCleanup implements BatchHandler {
   public Outcome execute(SinkRecord record, RunContext context) throws Exception {
     CleanupBatch batch = EventSerdes.decodeCleanupBatch(record.value());
     List<Child> children = byParent.getOrDefault(batch.table(), List.of());
-    List<String> ids = children.isEmpty() ? batch.ids() : stillDeleted(batch, children, context);
+    if (children.isEmpty()) {
+      // Its definitions went while its deletes were on their way (or a mistake hides them): taken
+      // as done, its children would stay for good; a dead letter waits for them to return.
+      return new Outcome.PermanentFailure(
+          new IllegalStateException(
+              "No loose foreign key of this configuration has "
+                  + batch.table()
+                  + " as its parent; nothing was cleaned. Once one has, bin/spillway replay lfk"
+                  + " hands the batch back."),
+          null);
+    }
+    List<String> ids = stillDeleted(batch, children, context);
     Counts counts = new Counts();
     for (Child child : children) {
       Optional<Outcome> ended = clean(ids, child, context, counts);

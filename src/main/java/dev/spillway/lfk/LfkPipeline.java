@@ -9,6 +9,7 @@ import dev.spillway.event.Topics;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.streams.Batcher;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -58,13 +59,23 @@ public final class LfkPipeline {
   }
 
   /** Cleanup batches, as a replay of the dead-letter topic reads them: per parent table. */
-  public static DeadLetterReplay.Batches deadLetterBatches(Topics topics) {
+  public static DeadLetterReplay.Batches deadLetterBatches(
+      Topics topics, List<LooseForeignKey> definitions) {
+    Set<String> parents = new HashSet<>();
+    definitions.forEach(d -> parents.add(d.parent().toString()));
     return new DeadLetterReplay.Batches(
         topics.cleanupBatches()::equals,
         value -> {
           CleanupBatch batch = EventSerdes.decodeCleanupBatch(value);
           return new DeadLetterReplay.Batch(batch.table().toString(), batch.ids().size());
-        });
+        },
+        parent ->
+            parents.contains(parent)
+                ? null
+                : "no loose foreign key of this configuration has "
+                    + parent
+                    + " as its parent (its definitions removed?): handed back, it would clean"
+                    + " nothing");
   }
 
   /** What capture must route: deletes of every parent table, from the database holding it. */

@@ -34,8 +34,20 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * asked to hand it over again.
  */
 public final class DeadLetterReplay {
-  /** What a pipeline's batches are: which topics they run from and how one reads. */
-  public record Batches(Predicate<String> isBatchesTopic, Function<byte[], Batch> describe) {}
+  /**
+   * What a pipeline's batches are: which topics they run from, how one reads, and, for an entity
+   * (buffer or parent table) the configuration no longer works on, why its batches are left (null
+   * for one it works on).
+   */
+  public record Batches(
+      Predicate<String> isBatchesTopic,
+      Function<byte[], Batch> describe,
+      Function<String, String> unconfigured) {
+    /** Batches whose every entity the configuration still works on (a topic per entity). */
+    public Batches(Predicate<String> isBatchesTopic, Function<byte[], Batch> describe) {
+      this(isBatchesTopic, describe, entity -> null);
+    }
+  }
 
   /**
    * One batch as the replay lists it.
@@ -203,6 +215,19 @@ public final class DeadLetterReplay {
       batch = batches.describe().apply(r.value());
     } catch (RuntimeException e) {
       return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
+    }
+    String unconfigured = batches.unconfigured().apply(batch.entity());
+    if (unconfigured != null) { // handed back, it would be taken as done with nothing done
+      return new Letter(
+          position,
+          failedAt,
+          error,
+          batch.entity(),
+          batch.size(),
+          null,
+          Fate.LEFT,
+          unconfigured,
+          null);
     }
     // A replay of another letter at its position (the topic deleted and made again since) does
     // not count: it names another letter's failure time, or, recorded before the replays named

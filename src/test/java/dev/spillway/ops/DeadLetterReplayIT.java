@@ -11,6 +11,8 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkPipeline;
+import dev.spillway.lfk.LooseForeignKey;
+import dev.spillway.lfk.OnDelete;
 import dev.spillway.ops.DeadLetterReplay.Fate;
 import dev.spillway.ops.DeadLetterReplay.Letter;
 import dev.spillway.ops.DeadLetterReplay.Request;
@@ -22,6 +24,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
@@ -63,6 +67,23 @@ class DeadLetterReplayIT {
           .all()
           .get();
     }
+  }
+
+  /** The parents the replays' configuration defines loose foreign keys of. */
+  private static final List<LooseForeignKey> DEFINITIONS =
+      List.of(definition("issues", "projects"), definition("app.members", "app.groups"));
+
+  private static LooseForeignKey definition(String child, String parent) {
+    return new LooseForeignKey(
+        TableName.parse(child),
+        TableName.parse(parent),
+        "parent_id",
+        OnDelete.ASYNC_DELETE,
+        Optional.empty(),
+        null,
+        List.of(),
+        OptionalInt.empty(),
+        "");
   }
 
   private static byte[] batch(String table, String... ids) {
@@ -133,7 +154,7 @@ class DeadLetterReplayIT {
         (short) 1,
         topics.dlq(Pipeline.LFK),
         topics.replays(Pipeline.LFK),
-        LfkPipeline.deadLetterBatches(topics),
+        LfkPipeline.deadLetterBatches(topics, DEFINITIONS),
         new DeadLetterReplay.Request(
             since, onlyTable == null ? t -> true : onlyTable::equals, dryRun, again));
   }
@@ -183,6 +204,35 @@ class DeadLetterReplayIT {
         .isEqualTo(dlq + "-0@1");
     // Nothing more: the dry run sent nothing, the old and the other table's batch stayed.
     assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  @Test
+  void should_leave_a_batch_whose_parent_no_definition_names_any_more() throws Exception {
+    String batches = topics.cleanupBatches();
+    deadLetter(Duration.ofMinutes(2), batches + "-0@1", "labels", batch("labels", "4"));
+    deadLetter(Duration.ofMinutes(1), batches + "-0@2", "projects", batch("projects", "5"));
+
+    List<Letter> letters = replay(null, null, false);
+
+    String dlq = topics.dlq(Pipeline.LFK);
+    assertThat(letters)
+        .extracting(Letter::position, Letter::fate, Letter::entity)
+        .containsExactly(
+            tuple(dlq + "-0@0", Fate.LEFT, "public.labels"),
+            tuple(dlq + "-0@1", Fate.REPLAYED, "public.projects"));
+    assertThat(letters.get(0).left())
+        .isEqualTo(
+            "no loose foreign key of this configuration has public.labels as its parent (its"
+                + " definitions removed?): handed back, it would clean nothing");
+    List<ConsumerRecord<byte[], byte[]>> sent =
+        TopicReader.readUntil(bootstrap, batches, r -> !r.isEmpty(), TIMEOUT);
+    assertThat(sent).extracting(r -> new String(r.key())).containsExactly("projects");
+    assertThat(endOffsets(batches)).as("the labels batch stayed in the dead letters").isEqualTo(1);
+    // Asked for by its table, it is not listed at all (the command refuses a table no definition
+    // has as parent before reading).
+    assertThat(replay(null, "public.projects", true))
+        .extracting(Letter::entity)
+        .containsExactly("public.projects");
   }
 
   @Test
@@ -387,7 +437,7 @@ class DeadLetterReplayIT {
                     (short) 1,
                     topics.dlq(Pipeline.LFK),
                     topics.replays(Pipeline.LFK),
-                    LfkPipeline.deadLetterBatches(topics),
+                    LfkPipeline.deadLetterBatches(topics, DEFINITIONS),
                     all))
         .isInstanceOfSatisfying(
             DeadLetterReplay.IncompleteReplay.class,
