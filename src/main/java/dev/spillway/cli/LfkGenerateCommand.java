@@ -121,8 +121,9 @@ final class LfkGenerateCommand implements Callable<Integer> {
       out.flush();
       return ErrorHandler.OK;
     }
+    List<LfkGenerator.Row> matching = LfkGenerator.matching(rows, filters);
     List<LfkGenerator.Row> convertible = new ArrayList<>();
-    for (LfkGenerator.Row r : LfkGenerator.matching(rows, filters)) {
+    for (LfkGenerator.Row r : matching) {
       Optional<String> skip = LfkGenerator.skipReason(r);
       if (skip.isPresent()) {
         skipping(out, r, skip.get());
@@ -132,7 +133,7 @@ final class LfkGenerateCommand implements Callable<Integer> {
     }
     List<ForeignKey> converted = new ArrayList<>();
     for (LfkGenerator.Row r : convertible) {
-      Optional<String> conflict = LfkGenerator.conflict(r, convertible);
+      Optional<String> conflict = LfkGenerator.conflict(r, matching);
       if (conflict.isPresent()) {
         skipping(out, r, conflict.get());
       } else {

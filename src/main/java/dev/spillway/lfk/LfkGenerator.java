@@ -164,23 +164,27 @@ public final class LfkGenerator {
 
   /**
    * Why a row no other reason skips is not converted either: another database holds the same key (a
-   * table both databases have, as GitLab's main and ci do) with another action, and the one
-   * definition both would become takes one; or empty.
+   * table both databases have, as GitLab's main and ci do) with another action, one with a loose
+   * equivalent or not, and the one definition both would become takes one; or empty.
    *
-   * @param convertible the rows no other reason skips
+   * @param matching the rows the filters match, skipped or not
    */
-  public static Optional<String> conflict(Row r, List<Row> convertible) {
-    OnDelete action = r.key().looseAction().orElseThrow();
-    return convertible.stream()
+  public static Optional<String> conflict(Row r, List<Row> matching) {
+    return matching.stream()
         .map(Row::key)
-        .filter(k -> sameDefinition(k, r.key()) && k.looseAction().orElseThrow() != action)
+        .filter(k -> sameDefinition(k, r.key()) && !k.onDelete().equals(r.key().onDelete()))
         .findFirst()
         .map(
             k ->
                 "database "
                     + k.database()
                     + " holds the same key as "
-                    + k.looseAction().orElseThrow().yaml()
+                    + k.looseAction()
+                        .map(OnDelete::yaml)
+                        .orElse(
+                            "ON DELETE "
+                                + k.onDelete().toUpperCase(Locale.ROOT)
+                                + ", which has no loose equivalent")
                     + ", and one loose foreign key takes one action");
   }
 
