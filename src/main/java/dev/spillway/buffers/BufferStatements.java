@@ -38,9 +38,15 @@ final class BufferStatements {
     List<String[]> key = new ArrayList<>();
     try (PreparedStatement ps =
         c.prepareStatement(
-            "SELECT a.attname, t.typname FROM pg_index i"
+            // A type of the system's by its bare name, as the driver maps them (int8, bytea);
+            // any other qualified and quoted, so the driver finds it off the search_path and by
+            // its exact spelling, and not a type of the same name on the path.
+            "SELECT a.attname, CASE WHEN n.nspname = 'pg_catalog' THEN t.typname"
+                + " ELSE quote_ident(n.nspname) || '.' || quote_ident(t.typname) END"
+                + " FROM pg_index i"
                 + " JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY (i.indkey)"
                 + " JOIN pg_type t ON t.oid = a.atttypid"
+                + " JOIN pg_namespace n ON n.oid = t.typnamespace"
                 + " WHERE i.indrelid = to_regclass(?) AND i.indisprimary")) {
       ps.setString(1, table.quoted()); // the table, quoted
       try (ResultSet rs = ps.executeQuery()) {
@@ -480,7 +486,10 @@ final class BufferStatements {
     return j.toString();
   }
 
-  /** Primary keys of type {@code idType} ({@code pg_type.typname}) as an array parameter. */
+  /**
+   * Primary keys of type {@code idType} ({@code pg_type.typname} for a system type, else qualified
+   * and quoted, as {@link #shape} gives it) as an array parameter.
+   */
   static Array idArray(Connection c, String idType, Collection<?> ids) throws SQLException {
     // The driver takes bytea elements only as byte[][], and capture gives bytea keys as byte[].
     Object[] elements = "bytea".equals(idType) ? ids.toArray(new byte[0][]) : ids.toArray();

@@ -9,7 +9,7 @@ import java.util.Optional;
  * change.
  *
  * @param idColumn its single-column primary key, unquoted
- * @param idType the key's {@code pg_type.typname}, for array parameters
+ * @param idType the key's type, for array parameters ({@link BufferStatements#idArray})
  * @param columns every column in table order, unquoted
  */
 record BufferTable(

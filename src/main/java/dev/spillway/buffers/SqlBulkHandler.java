@@ -40,7 +40,8 @@ final class SqlBulkHandler implements BulkHandler {
   private volatile boolean closed;
 
   /**
-   * @param idType the primary key's type as {@code pg_type.typname}, for the array parameter
+   * @param idType the primary key's type, for the array parameter ({@link
+   *     BufferStatements#idArray})
    * @param timeout how long the statement may run before PostgreSQL cancels it; zero for no limit
    */
   SqlBulkHandler(DataSource dataSource, String statement, String idType, Duration timeout) {

@@ -332,6 +332,14 @@ abstract class BufferSinkContract {
         "double precision", "k::double precision", List.of("1e20", "1e-7", "2.5"), keys);
   }
 
+  @Test
+  void should_delete_rows_keyed_by_a_domain_of_a_schema_off_the_search_path() throws Exception {
+    // The test's schema is not on the role's search_path, and the name needs quoting.
+    TestSql.exec(ds, "CREATE DOMAIN " + schema + ".\"EventId\" AS bigint CHECK (VALUE > 0)");
+    assertKeyedRowsHandled(
+        schema + ".\"EventId\"", "k::bigint", List.of("1", "2", "3"), List.of(1L, 2L, 3L));
+  }
+
   /** A buffer table keyed by {@code type}: every row of a batch naming its keys is handled. */
   private void assertKeyedRowsHandled(
       String type, String fromText, List<String> texts, List<Object> keys) throws Exception {
