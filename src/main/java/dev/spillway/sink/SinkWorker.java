@@ -269,6 +269,20 @@ final class SinkWorker implements AutoCloseable {
   }
 
   /**
+   * Commits {@code offsets}, also when the stop's wakeup, meant for the poll, is still pending: the
+   * loop can leave between polls with it unspent, and the first commit while stopping would then
+   * throw it, ending the batches' grace.
+   */
+  static void commitSync(
+      Consumer<?, ?> consumer, Map<TopicPartition, OffsetAndMetadata> offsets, Duration wait) {
+    try {
+      consumer.commitSync(offsets, wait);
+    } catch (WakeupException spent) {
+      consumer.commitSync(offsets, wait); // throwing it spent the wakeup
+    }
+  }
+
+  /**
    * Commits the settled batches' offsets, with those Kafka did not take before. While Kafka cannot
    * be reached (or the group is rebalancing) they stay owed and are tried again every {@link
    * #COMMIT_RETRY}, each try waiting {@link #COMMIT_WAIT} at most, so the loop goes on meanwhile:
@@ -288,7 +302,7 @@ final class SinkWorker implements AutoCloseable {
       return;
     }
     try {
-      consumer.commitSync(owed, COMMIT_WAIT);
+      commitSync(consumer, owed, COMMIT_WAIT);
     } catch (RetriableException | RebalanceInProgressException | CommitFailedException e) {
       boolean first = commitRetryAt == 0;
       commitRetryAt = System.nanoTime() + COMMIT_RETRY.toNanos();
