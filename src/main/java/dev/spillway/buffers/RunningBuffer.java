@@ -258,9 +258,13 @@ final class RunningBuffer {
       }
       try {
         result = handler.handle(batch);
-      } catch (InterruptedException e) {
-        throw e;
       } catch (Exception | LinkageError | AssertionError | StackOverflowError e) {
+        if (e instanceof InterruptedException) {
+          // Only a stopping worker interrupts a run, and then the run ends here. One the handler
+          // throws of its own is its failure: rethrown, the batch would run again at once with
+          // the same attempt, and so on without end.
+          checkpoint.check();
+        }
         // A handler's own errors too: a class it needs is missing, an assertion, a deep recursion.
         result =
             BulkHandler.Result.retry(

@@ -1,9 +1,11 @@
 package dev.spillway.buffers;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.TableName;
+import dev.spillway.sink.Outcome;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.sink.SinkRecord;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -115,6 +117,31 @@ class RunningBufferTest {
     // The first call asks once; the second waits its turn in slices of 100 ms, asking before
     // each (about six times), neither not at all (no wait) nor again and again (a spin).
     assertThat(asked.get()).isBetween(4, 20);
+  }
+
+  @Test
+  void should_count_an_interruption_the_handler_throws_of_its_own_as_a_retry() throws Exception {
+    RunningBuffer b =
+        buffer(
+            batch -> {
+              throw new InterruptedException("its own executor was shut down");
+            });
+
+    BulkHandler.Result r = b.call(BATCH, () -> {});
+
+    assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
+    assertThat(((BulkHandler.Result.Retry) r).reason())
+        .isEqualTo("handler failed: InterruptedException: its own executor was shut down");
+    // A stopping worker's interrupt ends the run where it is.
+    RunningBuffer.RunEnded stop = new RunningBuffer.RunEnded(new Outcome.Paused("worker stopping"));
+    assertThatThrownBy(
+            () ->
+                b.call(
+                    BATCH,
+                    () -> {
+                      throw stop; // asked only once the handler threw: the permit was free
+                    }))
+        .isSameAs(stop);
   }
 
   @ParameterizedTest
