@@ -27,6 +27,12 @@ public final class SqlErrors {
   private static final String LOCK_NOT_AVAILABLE = "55P03";
   private static final String READ_ONLY_SQL_TRANSACTION = "25006";
 
+  /** A session's idle-in-transaction limit passed: the server closed it. */
+  private static final String IDLE_IN_TRANSACTION_TIMEOUT = "25P03";
+
+  /** A transaction's {@code transaction_timeout} passed (PostgreSQL 17): a timeout like any. */
+  private static final String TRANSACTION_TIMEOUT = "25P04";
+
   /**
    * Retryable: connection problems (08), serialization failures and deadlocks (40), insufficient
    * resources (53), operator intervention such as a statement timeout or cancel (57), lock timeouts
@@ -52,7 +58,9 @@ public final class SqlErrors {
           || state.startsWith("53")
           || state.startsWith("57")
           || state.equals(LOCK_NOT_AVAILABLE)
-          || state.equals(READ_ONLY_SQL_TRANSACTION)) {
+          || state.equals(READ_ONLY_SQL_TRANSACTION)
+          || state.equals(IDLE_IN_TRANSACTION_TIMEOUT)
+          || state.equals(TRANSACTION_TIMEOUT)) {
         return new Outcome.RetryableFailure(error);
       }
       return new Outcome.PermanentFailure(error);

@@ -21,6 +21,12 @@ class SqlErrorsTest {
     assertThat(classify("25006"))
         .as("a standby after a failover")
         .isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("25P04"))
+        .as("a role's transaction_timeout")
+        .isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(classify("25P03"))
+        .as("a role's idle_in_transaction_session_timeout")
+        .isInstanceOf(Outcome.RetryableFailure.class);
   }
 
   @Test
