@@ -130,10 +130,16 @@ public final class ConsumerLagGauges implements AutoCloseable {
         true);
   }
 
-  /** Seconds the oldest waiting record has waited; 0 when none waits. */
-  private static double ageSeconds(Lag l, long nowMillis) {
+  /**
+   * Seconds the oldest waiting record has waited; 0 when none waits, NaN (Prometheus's unknown)
+   * when records wait whose first could not be read in time: 0 would say none waits.
+   */
+  static double ageSeconds(Lag l, long nowMillis) {
     Long waited = l.waitedMillis(nowMillis);
-    return waited == null ? 0 : waited / 1000.0;
+    if (waited == null) {
+      return l.lag() > 0 ? Double.NaN : 0;
+    }
+    return waited / 1000.0;
   }
 
   private static Tags tags(Lag l) {
