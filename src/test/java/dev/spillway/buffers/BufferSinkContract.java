@@ -69,6 +69,10 @@ import org.junit.jupiter.params.provider.ValueSource;
  */
 abstract class BufferSinkContract {
   private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
+  /** Partitions of the batches topic, as the sink makes it. */
+  private static final int PARTITIONS = 4;
+
   private static final String DB = "buffers";
   private static final String NAME = "events";
 
@@ -138,22 +142,32 @@ abstract class BufferSinkContract {
   /** Started on {@code data}'s connections: another role's. */
   private Sink start(BufferSettings s, BulkHandler handler, HealthGate gate, DataSource data)
       throws Exception {
+    return start(s, handler, gate, data, s.maxInFlight());
+  }
+
+  /**
+   * With room in the sink for {@code sinkInFlight} batches at once, the buffer's own limit aside:
+   * as the workers of several consumers have together.
+   */
+  private Sink start(
+      BufferSettings s, BulkHandler handler, HealthGate gate, DataSource data, int sinkInFlight)
+      throws Exception {
     BufferTable t = BufferPipeline.check(s, data);
     RunningBuffer running =
         new RunningBuffer(s, t, handler, new BufferMetrics(registry, s.name(), () -> 0));
     Sink sink =
         Sink.start(
             Pipeline.BUFFERS,
-            List.of(new BatchesTopic(batches, s.maxInFlight())),
+            List.of(new BatchesTopic(batches, sinkInFlight)),
             batchHandler =
                 new BufferBatchHandler(Map.of(batches, running), db -> data, Clock.systemUTC()),
             BufferPipeline.sinkSettings(
-                SinkSettings.defaults().withRetries(2, Duration.ofMillis(20)), s.maxInFlight()),
+                SinkSettings.defaults().withRetries(2, Duration.ofMillis(20)), sinkInFlight),
             new Sink.Wiring(
                 infra.bootstrapServers(),
                 Map.of(),
                 topics,
-                4,
+                PARTITIONS,
                 (short) 1,
                 gate,
                 db -> data,
@@ -187,13 +201,24 @@ abstract class BufferSinkContract {
   }
 
   private void produce(boolean replayed, BufferBatch... values) {
+    produce(replayed, false, values);
+  }
+
+  /** One on each partition of the batches topic in turn, rather than where its key puts it. */
+  private void produceSpread(BufferBatch... values) {
+    produce(false, true, values);
+  }
+
+  private void produce(boolean replayed, boolean spread, BufferBatch... values) {
     Map<String, Object> p =
         Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, infra.bootstrapServers());
     try (KafkaProducer<String, byte[]> producer =
         new KafkaProducer<>(p, new StringSerializer(), new ByteArraySerializer())) {
-      for (BufferBatch b : values) {
+      for (int i = 0; i < values.length; i++) {
+        BufferBatch b = values[i];
         ProducerRecord<String, byte[]> r =
-            new ProducerRecord<>(batches, b.groupId(), EventSerdes.encode(b));
+            new ProducerRecord<>(
+                batches, spread ? i % PARTITIONS : null, b.groupId(), EventSerdes.encode(b));
         if (replayed) {
           r.headers()
               .add(
@@ -1503,6 +1528,48 @@ abstract class BufferSinkContract {
     assertThat(most.get()).isEqualTo(2);
     assertThat(calls.get()).isEqualTo(2);
     assertThat(registry.get("spillway_buffer_batches_in_flight").gauge().value()).isEqualTo(2);
+    release.countDown();
+    await().atMost(TIMEOUT).until(() -> rows(1, 12) == 0);
+    assertThat(most.get()).isEqualTo(2);
+  }
+
+  @Test
+  void should_hold_calls_to_max_in_flight_whatever_room_the_sink_has() throws Exception {
+    AtomicInteger running = new AtomicInteger();
+    AtomicInteger most = new AtomicInteger();
+    AtomicInteger calls = new AtomicInteger();
+    CountDownLatch release = new CountDownLatch(1);
+    // The sink could run 4 at once: the buffer's limit is what holds the calls to 2.
+    Sink sink =
+        start(
+            settings().withConcurrency(2, null),
+            b -> {
+              calls.incrementAndGet();
+              most.accumulateAndGet(running.incrementAndGet(), Math::max);
+              try {
+                release.await();
+              } finally {
+                running.decrementAndGet();
+              }
+              return BulkHandler.Result.success();
+            },
+            HealthGate.ALWAYS_NORMAL,
+            ds,
+            4);
+    List<BufferBatch> all = new ArrayList<>();
+    for (long id = 1; id <= 12; id += 2) {
+      all.add(batch(id, id + 1));
+    }
+    produceSpread(all.toArray(BufferBatch[]::new)); // each partition holds one or two
+
+    await().atMost(TIMEOUT).until(() -> running.get() == 2);
+    int loops = sink.loops();
+    await().atMost(TIMEOUT).until(() -> sink.loops() >= loops + 30);
+    assertThat(most.get()).isEqualTo(2);
+    assertThat(calls.get()).isEqualTo(2);
+    assertThat(registry.get("spillway_buffer_batches_in_flight").gauge().value())
+        .as("batches being run, one per partition: called, or waiting for a call")
+        .isEqualTo(PARTITIONS);
     release.countDown();
     await().atMost(TIMEOUT).until(() -> rows(1, 12) == 0);
     assertThat(most.get()).isEqualTo(2);
