@@ -454,7 +454,9 @@ abstract class SinkContract {
           .isEqualTo(IllegalArgumentException.class.getName());
       assertThat(SinkHeaders.text(d.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
           .startsWith("Malformed batch at " + batches);
-      assertThat(d.headers().lastHeader(SinkHeaders.ATTEMPTS)).isNotNull();
+      assertThat(d.headers().lastHeader(SinkHeaders.ATTEMPTS).value())
+          .as("failed on its first run")
+          .isEqualTo(new byte[] {0, 0, 0, 0});
       assertThat(sink.metrics().deadLetteredCount()).isEqualTo(1);
     }
   }
