@@ -416,7 +416,9 @@ public final class DefinitionCheck {
 
   /**
    * Whether a valid, whole btree index starts with the column (and then the target column, when
-   * given): the kind cleanup's and the sweep's statements walk.
+   * given), with the column's own operator class and collation: the kind cleanup's and the sweep's
+   * statements walk. One of {@code text_pattern_ops}, or {@code COLLATE "C"} on a column of another
+   * collation, orders by something else: the planner passes it over, and each statement scans.
    */
   private static boolean indexed(DataSource ds, Table table, int column, Integer target)
       throws SQLException {
@@ -427,7 +429,11 @@ public final class DefinitionCheck {
                 "SELECT 1 FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid"
                     + " JOIN pg_am a ON a.oid = x.relam WHERE i.indrelid = ? AND i.indisvalid"
                     + " AND a.amname = 'btree' AND i.indpred IS NULL AND i.indkey[0] = ?"
-                    + (target == null ? "" : " AND i.indnkeyatts > 1 AND i.indkey[1] = ?"))) {
+                    + AS_THE_COLUMN.replace("$", "0")
+                    + (target == null
+                        ? ""
+                        : " AND i.indnkeyatts > 1 AND i.indkey[1] = ?"
+                            + AS_THE_COLUMN.replace("$", "1")))) {
       ps.setLong(1, table.oid());
       ps.setInt(2, column);
       if (target != null) {
@@ -438,6 +444,14 @@ public final class DefinitionCheck {
       }
     }
   }
+
+  /**
+   * The index's column {@code $}: of its type's default operator class and the column's collation.
+   */
+  private static final String AS_THE_COLUMN =
+      " AND EXISTS (SELECT 1 FROM pg_opclass oc WHERE oc.oid = i.indclass[$] AND oc.opcdefault)"
+          + " AND i.indcollation[$] = (SELECT att.attcollation FROM pg_attribute att"
+          + " WHERE att.attrelid = i.indrelid AND att.attnum = i.indkey[$])";
 
   private static String indexWarning(LooseForeignKey k, Table child) {
     List<String> columns = new ArrayList<>(List.of(k.column()));

@@ -60,7 +60,14 @@ class DefinitionCheckIT {
             + " serial bigint GENERATED ALWAYS AS IDENTITY)",
         "CREATE TABLE k.things (id uuid PRIMARY KEY)",
         "CREATE TABLE k.thing_uses (id bigint PRIMARY KEY, thing_id bigint)",
-        "CREATE INDEX ON k.partial (project_id) WHERE project_id > 0");
+        "CREATE INDEX ON k.partial (project_id) WHERE project_id > 0",
+        // Indexes the planner passes over for the statements' = ANY and ORDER BY.
+        "CREATE TABLE k.patterned (id bigint PRIMARY KEY, project_id text)",
+        "CREATE INDEX ON k.patterned (project_id text_pattern_ops)",
+        "CREATE TABLE k.collated (id bigint PRIMARY KEY, project_id text COLLATE \"POSIX\")",
+        "CREATE INDEX ON k.collated (project_id COLLATE \"C\")",
+        "CREATE TABLE k.plain_text (id bigint PRIMARY KEY, project_id varchar(20))",
+        "CREATE INDEX ON k.plain_text (project_id)");
     // A concurrent build that fails leaves an index PostgreSQL keeps but never uses.
     assertThatThrownBy(
             () ->
@@ -179,6 +186,24 @@ class DefinitionCheckIT {
                 + " (\"project_id\", \"status\");");
     assertThat(r.keys().get(0).unsweepable())
         .hasValue("no index starts with project_id (add one, as the warning says)");
+  }
+
+  @Test
+  void should_not_count_an_index_of_another_operator_class_or_collation() throws Exception {
+    DefinitionCheck.Result r =
+        check(
+            entry("patterned", "projects", "project_id", "async_delete")
+                + entry("collated", "projects", "project_id", "async_delete")
+                + entry("plain_text", "projects", "project_id", "async_delete"));
+    assertThat(r.warnings())
+        .hasSize(2)
+        .anyMatch(w -> w.contains("no index on k.patterned starts with project_id"))
+        .anyMatch(w -> w.contains("no index on k.collated starts with project_id"));
+    // varchar's index takes text's default operator class, as the planner does.
+    assertThat(r.keys())
+        .filteredOn(k -> k.key().child().table().equals("plain_text"))
+        .singleElement()
+        .satisfies(k -> assertThat(k.unsweepable()).isEmpty());
   }
 
   @Test
