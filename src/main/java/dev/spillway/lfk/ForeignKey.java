@@ -27,6 +27,8 @@ import javax.sql.DataSource;
  * @param columnNotNull whether a referencing column is {@code NOT NULL}, or kept from NULL by a
  *     check constraint of its own: a key setting it to NULL on delete (PostgreSQL takes one,
  *     failing each such delete) becomes a definition refused at start-up
+ * @param rowSecurity the child or the parent table, the child first, whose row-level security
+ *     applies to the role that read the catalog, which start-up refuses; null when neither's does
  */
 public record ForeignKey(
     String database,
@@ -39,7 +41,8 @@ public record ForeignKey(
     List<String> referenced,
     boolean toPrimaryKey,
     boolean childHasPrimaryKey,
-    boolean columnNotNull) {
+    boolean columnNotNull,
+    TableName rowSecurity) {
   public ForeignKey {
     Objects.requireNonNull(database, "database");
     columns = List.copyOf(columns);
@@ -82,7 +85,8 @@ public record ForeignKey(
             + "   AND a.attnum = ANY (con.conkey) AND a.attnotnull)"
             + " OR EXISTS (SELECT 1 FROM pg_constraint ck WHERE ck.conrelid = con.conrelid"
             + "   AND ck.contype = 'c' AND ck.conkey = con.conkey"
-            + "   AND pg_get_constraintdef(ck.oid) ~* 'IS NOT NULL')"
+            + "   AND pg_get_constraintdef(ck.oid) ~* 'IS NOT NULL'),"
+            + " row_security_active(c.oid), row_security_active(fc.oid)"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -98,11 +102,13 @@ public record ForeignKey(
       while (rs.next()) {
         String[] columns = (String[]) rs.getArray(8).getArray();
         String[] referenced = (String[]) rs.getArray(9).getArray();
+        TableName from = new TableName(rs.getString(1), rs.getString(2));
+        TableName to = new TableName(rs.getString(3), rs.getString(4));
         out.add(
             new ForeignKey(
                 database,
-                new TableName(rs.getString(1), rs.getString(2)),
-                new TableName(rs.getString(3), rs.getString(4)),
+                from,
+                to,
                 List.of(columns),
                 action(rs.getString(7)),
                 rs.getString(5),
@@ -110,7 +116,8 @@ public record ForeignKey(
                 List.of(referenced),
                 rs.getBoolean(10),
                 rs.getBoolean(11),
-                rs.getBoolean(12)));
+                rs.getBoolean(12),
+                rs.getBoolean(13) ? from : rs.getBoolean(14) ? to : null));
       }
     }
     return out;

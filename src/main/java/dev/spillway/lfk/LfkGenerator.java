@@ -147,6 +147,14 @@ public final class LfkGenerator {
       return java.util.Optional.of(
           "the child has no primary key, which cleanup deletes and updates rows by");
     }
+    if (r.key().rowSecurity() != null) {
+      // Start-up refuses it too: cleanup runs with row security off, failing on such a table.
+      return java.util.Optional.of(
+          "row-level security of "
+              + r.key().rowSecurity().displayName()
+              + " applies to Spillway's role, which cleanup cannot work under (make the role the"
+              + " table's owner, without FORCE ROW LEVEL SECURITY, or give it BYPASSRLS)");
+    }
     if (r.key().looseAction().get() == OnDelete.ASYNC_NULLIFY && r.key().columnNotNull()) {
       // So does it this one: async_nullify of a NOT NULL column.
       return java.util.Optional.of(

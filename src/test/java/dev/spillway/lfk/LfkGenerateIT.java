@@ -37,6 +37,43 @@ class LfkGenerateIT {
   }
 
   @Test
+  void should_read_which_table_has_row_security_that_applies_to_the_role() throws Exception {
+    String role = "gen_rls_reader";
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_rls")) {
+      TestSql.exec(
+          dbs.dataSource("gen_rls"),
+          "DROP SCHEMA IF EXISTS rls CASCADE",
+          "DROP ROLE IF EXISTS " + role,
+          "CREATE SCHEMA rls",
+          "CREATE TABLE rls.projects (id bigint PRIMARY KEY)",
+          "CREATE TABLE rls.issues (id bigint PRIMARY KEY,"
+              + " project_id bigint REFERENCES rls.projects ON DELETE CASCADE)",
+          "CREATE TABLE rls.notes (id bigint PRIMARY KEY,"
+              + " issue_id bigint REFERENCES rls.issues ON DELETE CASCADE)",
+          "ALTER TABLE rls.projects ENABLE ROW LEVEL SECURITY",
+          "CREATE ROLE " + role + " LOGIN PASSWORD 'pw'",
+          "GRANT USAGE ON SCHEMA rls TO " + role,
+          "GRANT SELECT ON ALL TABLES IN SCHEMA rls TO " + role);
+      try (Databases asRole =
+          TestSql.databasesAs(EmbeddedInfra.get().database("gen_rls"), "main", role)) {
+        List<ForeignKey> keys = ForeignKey.read("main", asRole.dataSource("main"));
+
+        assertThat(keys)
+            .filteredOn(k -> k.from().schema().equals("rls"))
+            .extracting(k -> k.from().table(), k -> String.valueOf(k.rowSecurity()))
+            .containsExactlyInAnyOrder(
+                org.assertj.core.groups.Tuple.tuple("issues", "rls.projects"),
+                org.assertj.core.groups.Tuple.tuple("notes", "null"));
+      }
+      // Not for the superuser, whom no policy binds.
+      assertThat(ForeignKey.read("main", dbs.dataSource("gen_rls")))
+          .filteredOn(k -> k.from().schema().equals("rls"))
+          .allMatch(k -> k.rowSecurity() == null);
+      TestSql.exec(dbs.dataSource("gen_rls"), "DROP SCHEMA rls CASCADE", "DROP ROLE " + role);
+    }
+  }
+
+  @Test
   void should_turn_chosen_foreign_keys_into_definitions_and_a_reversible_migration()
       throws Exception {
     DatabaseEndpoint main = EmbeddedInfra.get().database("gen_main");

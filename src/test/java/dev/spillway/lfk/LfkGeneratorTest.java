@@ -25,7 +25,8 @@ class LfkGeneratorTest {
         List.of("id"),
         true,
         true,
-        false);
+        false,
+        null);
   }
 
   /** {@code k} held by {@code database}, referring to {@code to}, its column NOT NULL or not. */
@@ -42,7 +43,8 @@ class LfkGeneratorTest {
         k.referenced(),
         k.toPrimaryKey(),
         k.childHasPrimaryKey(),
-        columnNotNull);
+        columnNotNull,
+        k.rowSecurity());
   }
 
   private static final List<ForeignKey> KEYS =
@@ -124,6 +126,25 @@ class LfkGeneratorTest {
     ForeignKey toDotted = like(builds, "main", new TableName("public", "a.b"), false);
     assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(4, false, toDotted)))
         .hasValue("a.b has a '.' or a space in its name, which the definitions file cannot write");
+    ForeignKey guarded =
+        new ForeignKey(
+            "main",
+            builds.from(),
+            builds.to(),
+            builds.columns(),
+            builds.onDelete(),
+            builds.name(),
+            builds.definition(),
+            builds.referenced(),
+            true,
+            true,
+            false,
+            builds.to());
+    assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(5, false, guarded)))
+        .hasValue(
+            "row-level security of projects applies to Spillway's role, which cleanup cannot work"
+                + " under (make the role the table's owner, without FORCE ROW LEVEL SECURITY, or"
+                + " give it BYPASSRLS)");
   }
 
   @Test
