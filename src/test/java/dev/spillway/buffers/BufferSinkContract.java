@@ -580,14 +580,19 @@ abstract class BufferSinkContract {
 
   /** Waits until a run is waiting for the transactions running when it looked its rows up. */
   private void awaitVisibilityWait() {
+    // Asked again and again while it waits; asked since now, so an earlier test's pooled session
+    // whose last statement was such a look does not pass for it.
+    String since = TestSql.text(ds, "SELECT clock_timestamp()::text");
     await()
         .atMost(TIMEOUT)
         .until(
             () ->
                 TestSql.count(
                         ds,
-                        "SELECT count(*) FROM pg_stat_activity"
-                            + " WHERE query LIKE '%FROM pg_locks%' AND pid <> pg_backend_pid()")
+                        "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%FROM pg_locks%'"
+                            + " AND query_start > '"
+                            + since
+                            + "'::timestamptz AND pid <> pg_backend_pid()")
                     > 0);
   }
 
