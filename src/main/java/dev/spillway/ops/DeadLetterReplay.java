@@ -216,19 +216,9 @@ public final class DeadLetterReplay {
     } catch (RuntimeException e) {
       return Letter.left(position, failedAt, error, "its batch does not decode: " + e.getMessage());
     }
+    // Left when the configuration no longer works on its entity: handed back, it would be taken
+    // as done with nothing done.
     String unconfigured = batches.unconfigured().apply(batch.entity());
-    if (unconfigured != null) { // handed back, it would be taken as done with nothing done
-      return new Letter(
-          position,
-          failedAt,
-          error,
-          batch.entity(),
-          batch.size(),
-          null,
-          Fate.LEFT,
-          unconfigured,
-          null);
-    }
     // A replay of another letter at its position (the topic deleted and made again since) does
     // not count: it names another letter's failure time, or, recorded before the replays named
     // it, came before this letter failed.
@@ -242,18 +232,23 @@ public final class DeadLetterReplay {
             .map(Replayed::at)
             .max(Instant::compareTo)
             .orElse(null);
-    boolean skip = before != null && !request.again();
-    Fate fate = skip ? Fate.REPLAYED_BEFORE : request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
+    Fate fate =
+        unconfigured != null
+            ? Fate.LEFT
+            : before != null && !request.again()
+                ? Fate.REPLAYED_BEFORE
+                : request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
+    boolean goes = fate == Fate.REPLAYED || fate == Fate.WOULD_REPLAY;
     return new Letter(
         position,
         failedAt,
         error,
         batch.entity(),
         batch.size(),
-        skip ? null : batchesTopic,
+        goes ? batchesTopic : null,
         fate,
-        null,
-        skip ? before : null);
+        unconfigured,
+        fate == Fate.REPLAYED_BEFORE ? before : null);
   }
 
   /** The topic of a topic-partition@offset position; null when it is not one. */
