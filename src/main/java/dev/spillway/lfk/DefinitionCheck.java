@@ -140,9 +140,9 @@ public final class DefinitionCheck {
       Column condition = column(ds, child, k.child(), c.column(), k);
       fits(ds, k, "condition " + c.column() + " =", c.column(), condition, c.value());
     }
-    boolean columnIndexed = indexed(ds, child, column.attnum(), null);
+    boolean columnIndexed = indexed(ds, child, column.attnum(), null, false);
     if (!columnIndexed
-        || (targetAttnum != null && !indexed(ds, child, column.attnum(), targetAttnum))) {
+        || (targetAttnum != null && !indexed(ds, child, column.attnum(), targetAttnum, false))) {
       warnings.add(indexWarning(k, child));
     }
     String parentKey = parent.primaryKey().get(0);
@@ -161,17 +161,25 @@ public final class DefinitionCheck {
               + " text");
     }
     Optional<String> unsweepable =
-        columnIndexed
-            ? comparable(column.baseType(), parentColumn.baseType())
-                ? Optional.empty()
-                : Optional.of(
-                    k.column()
-                        + " is "
-                        + column.baseType()
-                        + " and the parent's key "
-                        + parentColumn.baseType()
-                        + ": the sweep compares only the same types, integers, or a child's text")
-            : Optional.of("no index starts with " + k.column() + " (add one, as the warning says)");
+        !columnIndexed
+            ? Optional.of("no index starts with " + k.column() + " (add one, as the warning says)")
+            : !indexed(ds, child, column.attnum(), null, true)
+                ? Optional.of(
+                    "no index of "
+                        + k.column()
+                        + "'s default operator class starts with it (one of another, as"
+                        + " text_pattern_ops, serves cleanup's equality but not the sweep's walk in"
+                        + " order)")
+                : comparable(column.baseType(), parentColumn.baseType())
+                    ? Optional.empty()
+                    : Optional.of(
+                        k.column()
+                            + " is "
+                            + column.baseType()
+                            + " and the parent's key "
+                            + parentColumn.baseType()
+                            + ": the sweep compares only the same types, integers, or a child's"
+                            + " text");
     return new CheckedKey(
         k,
         childDb,
@@ -416,12 +424,16 @@ public final class DefinitionCheck {
 
   /**
    * Whether a valid, whole btree index starts with the column (and then the target column, when
-   * given), with the column's own operator class and collation: the kind cleanup's and the sweep's
-   * statements walk. One of {@code text_pattern_ops}, or {@code COLLATE "C"} on a column of another
-   * collation, orders by something else: the planner passes it over, and each statement scans.
+   * given), of the column's collation: the kind cleanup's statements walk (one of another
+   * collation, {@code COLLATE "C"} on a column of another, the planner passes over for the column's
+   * {@code =}).
+   *
+   * @param inOrder whether the sweep's walk must be able to use it too: {@code >} and {@code ORDER
+   *     BY} in the column's order, which an index of another operator class than the type's default
+   *     ({@code text_pattern_ops}) does not give, though it serves equality
    */
-  private static boolean indexed(DataSource ds, Table table, int column, Integer target)
-      throws SQLException {
+  private static boolean indexed(
+      DataSource ds, Table table, int column, Integer target, boolean inOrder) throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
@@ -429,11 +441,11 @@ public final class DefinitionCheck {
                 "SELECT 1 FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid"
                     + " JOIN pg_am a ON a.oid = x.relam WHERE i.indrelid = ? AND i.indisvalid"
                     + " AND a.amname = 'btree' AND i.indpred IS NULL AND i.indkey[0] = ?"
-                    + AS_THE_COLUMN.replace("$", "0")
+                    + ofTheColumn("0", inOrder)
                     + (target == null
                         ? ""
                         : " AND i.indnkeyatts > 1 AND i.indkey[1] = ?"
-                            + AS_THE_COLUMN.replace("$", "1")))) {
+                            + ofTheColumn("1", inOrder)))) {
       ps.setLong(1, table.oid());
       ps.setInt(2, column);
       if (target != null) {
@@ -446,12 +458,19 @@ public final class DefinitionCheck {
   }
 
   /**
-   * The index's column {@code $}: of its type's default operator class and the column's collation.
+   * The index's column at {@code position}: of the column's collation, and with {@code inOrder} of
+   * a default operator class.
    */
-  private static final String AS_THE_COLUMN =
-      " AND EXISTS (SELECT 1 FROM pg_opclass oc WHERE oc.oid = i.indclass[$] AND oc.opcdefault)"
-          + " AND i.indcollation[$] = (SELECT att.attcollation FROM pg_attribute att"
-          + " WHERE att.attrelid = i.indrelid AND att.attnum = i.indkey[$])";
+  private static String ofTheColumn(String position, boolean inOrder) {
+    return " AND i.indcollation[$] = (SELECT att.attcollation FROM pg_attribute att"
+            .replace("$", position)
+        + " WHERE att.attrelid = i.indrelid AND att.attnum = i.indkey[$])".replace("$", position)
+        + (inOrder
+            ? " AND EXISTS (SELECT 1 FROM pg_opclass oc WHERE oc.oid = i.indclass[$]"
+                    .replace("$", position)
+                + " AND oc.opcdefault)"
+            : "");
+  }
 
   private static String indexWarning(LooseForeignKey k, Table child) {
     List<String> columns = new ArrayList<>(List.of(k.column()));
