@@ -259,6 +259,14 @@ public final class BufferPipeline {
     }
   }
 
+  /** A type as {@link BufferStatements#shape} names it, an array type as {@code element[]}. */
+  static String arrayTypeShown(String type) {
+    int dot = type.lastIndexOf('.') + 1; // pg_type names an array type _element
+    return type.startsWith("_", dot)
+        ? type.substring(0, dot) + type.substring(dot + 1) + "[]"
+        : type;
+  }
+
   /** A buffer refused for its key's type: {@code typeAndWhy} follows "is of type". */
   private static ConfigException keyRefused(
       BufferSettings b, BufferStatements.Shape shape, String typeAndWhy) {
@@ -348,9 +356,7 @@ public final class BufferPipeline {
         throw keyRefused(
             b,
             shape,
-            (shape.idType().startsWith("_")
-                    ? shape.idType().substring(1) + "[]" // how pg_type names an array type
-                    : shape.idType())
+            arrayTypeShown(shape.idType())
                 + ", which cannot be passed as an array parameter ("
                 + e.getMessage()
                 + "); key the buffer by a column of a scalar type");

@@ -491,8 +491,12 @@ final class BufferStatements {
    * and quoted, as {@link #shape} gives it) as an array parameter.
    */
   static Array idArray(Connection c, String idType, Collection<?> ids) throws SQLException {
-    // The driver takes bytea elements only as byte[][], and capture gives bytea keys as byte[].
-    Object[] elements = "bytea".equals(idType) ? ids.toArray(new byte[0][]) : ids.toArray();
+    // The driver takes bytea elements only as byte[][], and capture gives bytea keys as byte[]:
+    // a domain's over bytea too, whose type is named otherwise.
+    boolean bytes =
+        "bytea".equals(idType)
+            || (!ids.isEmpty() && ids.stream().allMatch(byte[].class::isInstance));
+    Object[] elements = bytes ? ids.toArray(new byte[0][]) : ids.toArray();
     return c.createArrayOf(idType, elements);
   }
 }

@@ -364,6 +364,13 @@ abstract class BufferSinkContract {
         schema + ".\"EventId\"", "k::bigint", List.of("1", "2", "3"), List.of(1L, 2L, 3L));
   }
 
+  @Test
+  void should_delete_rows_keyed_by_a_domain_over_bytea() throws Exception {
+    TestSql.exec(ds, "CREATE DOMAIN " + schema + ".\"Digest\" AS bytea");
+    List<Object> keys = List.of(new byte[] {1}, new byte[] {2, 3});
+    assertKeyedRowsHandled(schema + ".\"Digest\"", "decode(k, 'hex')", List.of("01", "0203"), keys);
+  }
+
   /** A buffer table keyed by {@code type}: every row of a batch naming its keys is handled. */
   private void assertKeyedRowsHandled(
       String type, String fromText, List<String> texts, List<Object> keys) throws Exception {
@@ -606,6 +613,8 @@ abstract class BufferSinkContract {
             + schema
             + ".odd_archive (id bigint, contact_id bigint, activity jsonb, at timestamptz)",
         "CREATE TABLE " + schema + ".array_key (id int[] PRIMARY KEY)",
+        "CREATE DOMAIN " + schema + ".code AS int",
+        "CREATE TABLE " + schema + ".code_array_key (id " + schema + ".code[] PRIMARY KEY)",
         "CREATE TABLE " + schema + ".zoned_key (id timetz PRIMARY KEY, note text)",
         "CREATE TYPE " + schema + ".pair AS (a int, b text)",
         "CREATE DOMAIN " + schema + ".span AS interval",
@@ -652,6 +661,11 @@ abstract class BufferSinkContract {
                 + ".array_key, whose primary key id is of type int4[], which cannot be passed as"
                 + " an array parameter (")
         .endsWith("); key the buffer by a column of a scalar type.");
+    assertThat(refusal(new TableName(schema, "code_array_key")))
+        .contains(
+            ".code_array_key, whose primary key id is of type "
+                + schema
+                + ".code[], which cannot be passed as an array parameter (");
     assertThat(refusal(new TableName(schema, "zoned_key")))
         .contains(
             "names table "
