@@ -416,11 +416,6 @@ public final class BufferBench {
   }
 
   /**
-   * Puts the database server and (through their launcher) the clients on one half of the CPUs and
-   * this process on the other, for every phase, so Spillway's own CPU is not taken from the
-   * database's: what its insert cost would be with Spillway and Kafka on a machine of their own.
-   */
-  /**
    * Refuses {@code --separate-cores} on a machine where the CPUs cannot be split, before a run
    * deletes the last one's data and starts anything.
    *
@@ -430,6 +425,11 @@ public final class BufferBench {
     CpuSplit.requireSplittable(CpuSplit.allowed(), "taskset");
   }
 
+  /**
+   * Puts the database server and (through their launcher) the clients on one half of the CPUs and
+   * this process on the other, for every phase, so Spillway's own CPU is not taken from the
+   * database's: what its insert cost would be with Spillway and Kafka on a machine of their own.
+   */
   private void separateCores() throws Exception {
     CpuSplit split = CpuSplit.halves(CpuSplit.allowed());
     DatabaseCpu server =
