@@ -131,8 +131,7 @@ final class ReplayCommand implements Runnable {
       List<LooseForeignKey> definitions = LfkConfig.from(config).definitions();
       if (only != null) {
         // A batch of a table no definition has as parent would clean nothing.
-        List<String> parents =
-            definitions.stream().map(d -> d.parent().toString()).distinct().sorted().toList();
+        List<String> parents = LfkPipeline.parents(definitions);
         if (!parents.contains(only)) {
           throw new ParameterException(
               spec.commandLine(),

@@ -9,7 +9,6 @@ import dev.spillway.event.Topics;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.streams.Batcher;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -58,11 +57,15 @@ public final class LfkPipeline {
     return new LfkPipeline(settings, keys, metrics);
   }
 
+  /** The parent tables of {@code definitions}, each once, in order: {@code schema.table}. */
+  public static List<String> parents(List<LooseForeignKey> definitions) {
+    return definitions.stream().map(d -> d.parent().toString()).distinct().sorted().toList();
+  }
+
   /** Cleanup batches, as a replay of the dead-letter topic reads them: per parent table. */
   public static DeadLetterReplay.Batches deadLetterBatches(
       Topics topics, List<LooseForeignKey> definitions) {
-    Set<String> parents = new HashSet<>();
-    definitions.forEach(d -> parents.add(d.parent().toString()));
+    List<String> parents = parents(definitions);
     return new DeadLetterReplay.Batches(
         topics.cleanupBatches()::equals,
         value -> {
