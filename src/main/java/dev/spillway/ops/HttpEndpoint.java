@@ -57,8 +57,12 @@ public final class HttpEndpoint implements AutoCloseable {
     private final boolean inUse;
 
     PortUnavailableException(int port, java.net.BindException cause) {
-      super(sentence(port, cause), cause);
-      this.inUse = inUse(port, cause);
+      this(port, cause, inUse(port, cause));
+    }
+
+    private PortUnavailableException(int port, java.net.BindException cause, boolean inUse) {
+      super(sentence(port, cause, inUse), cause);
+      this.inUse = inUse;
     }
 
     /** Whether another process holds the port, rather than the system refusing it. */
@@ -75,7 +79,11 @@ public final class HttpEndpoint implements AutoCloseable {
     }
 
     static String sentence(int port, java.net.BindException e) {
-      return inUse(port, e)
+      return sentence(port, e, inUse(port, e));
+    }
+
+    private static String sentence(int port, java.net.BindException e, boolean inUse) {
+      return inUse
           ? "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one)."
           : "HTTP port "
               + port
