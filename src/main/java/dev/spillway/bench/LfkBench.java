@@ -7,7 +7,6 @@ import dev.spillway.lfk.CheckedKey;
 import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.lfk.LfkSettings;
 import dev.spillway.lfk.LooseForeignKey;
-import dev.spillway.lfk.OnDelete;
 import dev.spillway.ops.TopicTail;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.sink.Sink;
@@ -25,7 +24,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 
@@ -330,16 +328,7 @@ public final class LfkBench {
 
   private static CheckedKey key(Tables t) {
     return new CheckedKey(
-        new LooseForeignKey(
-            t.child(),
-            t.parent(),
-            "parent_id",
-            OnDelete.ASYNC_DELETE,
-            Optional.empty(),
-            null,
-            List.of(),
-            OptionalInt.empty(),
-            "bench"),
+        LooseForeignKey.asyncDelete(t.child(), t.parent(), "parent_id", "bench"),
         SpillwayRuntime.MAIN,
         SpillwayRuntime.MAIN,
         List.of("id"),

@@ -27,6 +27,26 @@ public record LooseForeignKey(
     OptionalInt deleteLimit,
     String where) {
 
+  /**
+   * A plain {@code async_delete} of {@code child}'s rows whose {@code column} names a deleted row
+   * of {@code parent}: no conditions, no delete limit of its own.
+   *
+   * @param where where it was defined, for messages ({@code file:line})
+   */
+  public static LooseForeignKey asyncDelete(
+      TableName child, TableName parent, String column, String where) {
+    return new LooseForeignKey(
+        child,
+        parent,
+        column,
+        OnDelete.ASYNC_DELETE,
+        Optional.empty(),
+        null,
+        List.of(),
+        OptionalInt.empty(),
+        where);
+  }
+
   /** {@code column = value}, or {@code column IS NULL} when value is null. */
   public record Condition(String column, Object value) {
     public Condition {

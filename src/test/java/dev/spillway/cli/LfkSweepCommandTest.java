@@ -5,27 +5,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.spillway.event.TableName;
 import dev.spillway.lfk.CheckedKey;
 import dev.spillway.lfk.LooseForeignKey;
-import dev.spillway.lfk.OnDelete;
 import dev.spillway.lfk.OrphanSweep;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
 class LfkSweepCommandTest {
   private static final CheckedKey KEY =
       new CheckedKey(
-          new LooseForeignKey(
+          LooseForeignKey.asyncDelete(
               TableName.parse("ci_builds"),
               TableName.parse("ci_pipelines"),
               "pipeline_id",
-              OnDelete.ASYNC_DELETE,
-              Optional.empty(),
-              null,
-              List.of(),
-              OptionalInt.empty(),
               "lfk.yml:3"),
           "ci",
           "ci",

@@ -12,7 +12,6 @@ import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
 import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.lfk.LooseForeignKey;
-import dev.spillway.lfk.OnDelete;
 import dev.spillway.ops.DeadLetterReplay.Fate;
 import dev.spillway.ops.DeadLetterReplay.Letter;
 import dev.spillway.ops.DeadLetterReplay.Request;
@@ -24,8 +23,6 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
-import java.util.OptionalInt;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import org.apache.kafka.clients.admin.Admin;
@@ -74,16 +71,8 @@ class DeadLetterReplayIT {
       List.of(definition("issues", "projects"), definition("app.members", "app.groups"));
 
   private static LooseForeignKey definition(String child, String parent) {
-    return new LooseForeignKey(
-        TableName.parse(child),
-        TableName.parse(parent),
-        "parent_id",
-        OnDelete.ASYNC_DELETE,
-        Optional.empty(),
-        null,
-        List.of(),
-        OptionalInt.empty(),
-        "");
+    return LooseForeignKey.asyncDelete(
+        TableName.parse(child), TableName.parse(parent), "parent_id", "");
   }
 
   private static byte[] batch(String table, String... ids) {
