@@ -140,9 +140,10 @@ public final class DefinitionCheck {
       Column condition = column(ds, child, k.child(), c.column(), k);
       fits(ds, k, "condition " + c.column() + " =", c.column(), condition, c.value());
     }
-    boolean columnIndexed = indexed(ds, child, column.attnum(), null, false);
-    if (!columnIndexed
-        || (targetAttnum != null && !indexed(ds, child, column.attnum(), targetAttnum, false))) {
+    Indexed columnIndex = indexed(ds, child, column.attnum(), null);
+    if (!columnIndex.forCleanup()
+        || (targetAttnum != null
+            && !indexed(ds, child, column.attnum(), targetAttnum).forCleanup())) {
       warnings.add(indexWarning(k, child));
     }
     String parentKey = parent.primaryKey().get(0);
@@ -160,26 +161,7 @@ public final class DefinitionCheck {
               + "): give the column the key's kind of type, an integer one for a text key, or"
               + " text");
     }
-    Optional<String> unsweepable =
-        !columnIndexed
-            ? Optional.of("no index starts with " + k.column() + " (add one, as the warning says)")
-            : !indexed(ds, child, column.attnum(), null, true)
-                ? Optional.of(
-                    "no index of "
-                        + k.column()
-                        + "'s default operator class starts with it (one of another, as"
-                        + " text_pattern_ops, serves cleanup's equality but not the sweep's walk in"
-                        + " order)")
-                : comparable(column.baseType(), parentColumn.baseType())
-                    ? Optional.empty()
-                    : Optional.of(
-                        k.column()
-                            + " is "
-                            + column.baseType()
-                            + " and the parent's key "
-                            + parentColumn.baseType()
-                            + ": the sweep compares only the same types, integers, or a child's"
-                            + " text");
+    Optional<String> unsweepable = unsweepable(k, columnIndex, column, parentColumn);
     return new CheckedKey(
         k,
         childDb,
@@ -422,54 +404,86 @@ public final class DefinitionCheck {
         || texts.contains(childType);
   }
 
+  /** Why the sweep cannot read a key's children, or empty when it can. */
+  private static Optional<String> unsweepable(
+      LooseForeignKey k, Indexed index, Column column, Column parentColumn) {
+    if (!index.forCleanup()) {
+      return Optional.of("no index starts with " + k.column() + " (add one, as the warning says)");
+    }
+    if (!index.inOrder()) {
+      return Optional.of(
+          "no index of "
+              + k.column()
+              + "'s default operator class starts with it (one of another, as text_pattern_ops,"
+              + " serves cleanup's equality but not the sweep's walk in order)");
+    }
+    if (!comparable(column.baseType(), parentColumn.baseType())) {
+      return Optional.of(
+          k.column()
+              + " is "
+              + column.baseType()
+              + " and the parent's key "
+              + parentColumn.baseType()
+              + ": the sweep compares only the same types, integers, or a child's text");
+    }
+    return Optional.empty();
+  }
+
   /**
-   * Whether a valid, whole btree index starts with the column (and then the target column, when
-   * given), of the column's collation: the kind cleanup's statements walk (one of another
-   * collation, {@code COLLATE "C"} on a column of another, the planner passes over for the column's
-   * {@code =}).
+   * What indexes a column has.
    *
-   * @param inOrder whether the sweep's walk must be able to use it too: {@code >} and {@code ORDER
-   *     BY} in the column's order, which an index of another operator class than the type's default
-   *     ({@code text_pattern_ops}) does not give, though it serves equality
+   * @param forCleanup whether a valid, whole btree index starts with it (and then the target
+   *     column, when asked), of the column's collation: the kind cleanup's statements walk (one of
+   *     another collation, {@code COLLATE "C"} on a column of another, the planner passes over for
+   *     the column's {@code =})
+   * @param inOrder whether one of them also serves the sweep's walk, {@code >} and {@code ORDER BY}
+   *     in the column's order: one of the type's default operator class, which {@code
+   *     text_pattern_ops}, serving equality only, is not
    */
-  private static boolean indexed(
-      DataSource ds, Table table, int column, Integer target, boolean inOrder) throws SQLException {
+  private record Indexed(boolean forCleanup, boolean inOrder) {}
+
+  private static Indexed indexed(DataSource ds, Table table, int column, Integer target)
+      throws SQLException {
     try (Connection c = ds.getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                // An invalid index (a CREATE INDEX CONCURRENTLY that failed) is never used.
-                "SELECT 1 FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid"
+                "SELECT count(*) > 0, coalesce(bool_or("
+                    + defaultClass(0)
+                    + (target == null ? "" : " AND " + defaultClass(1))
+                    + "), false)"
+                    // An invalid index (a CREATE INDEX CONCURRENTLY that failed) is never used.
+                    + " FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid"
                     + " JOIN pg_am a ON a.oid = x.relam WHERE i.indrelid = ? AND i.indisvalid"
                     + " AND a.amname = 'btree' AND i.indpred IS NULL AND i.indkey[0] = ?"
-                    + ofTheColumn("0", inOrder)
+                    + columnsCollation(0)
                     + (target == null
                         ? ""
-                        : " AND i.indnkeyatts > 1 AND i.indkey[1] = ?"
-                            + ofTheColumn("1", inOrder)))) {
+                        : " AND i.indnkeyatts > 1 AND i.indkey[1] = ?" + columnsCollation(1)))) {
       ps.setLong(1, table.oid());
       ps.setInt(2, column);
       if (target != null) {
         ps.setInt(3, target);
       }
       try (ResultSet rs = ps.executeQuery()) {
-        return rs.next();
+        rs.next();
+        return new Indexed(rs.getBoolean(1), rs.getBoolean(2));
       }
     }
   }
 
-  /**
-   * The index's column at {@code position}: of the column's collation, and with {@code inOrder} of
-   * a default operator class.
-   */
-  private static String ofTheColumn(String position, boolean inOrder) {
-    return " AND i.indcollation[$] = (SELECT att.attcollation FROM pg_attribute att"
-            .replace("$", position)
-        + " WHERE att.attrelid = i.indrelid AND att.attnum = i.indkey[$])".replace("$", position)
-        + (inOrder
-            ? " AND EXISTS (SELECT 1 FROM pg_opclass oc WHERE oc.oid = i.indclass[$]"
-                    .replace("$", position)
-                + " AND oc.opcdefault)"
-            : "");
+  /** The index's column at {@code position} is of the table column's collation. */
+  private static String columnsCollation(int position) {
+    return String.format(
+        " AND i.indcollation[%1$d] = (SELECT att.attcollation FROM pg_attribute att"
+            + " WHERE att.attrelid = i.indrelid AND att.attnum = i.indkey[%1$d])",
+        position);
+  }
+
+  /** The index's column at {@code position} is of its type's default operator class. */
+  private static String defaultClass(int position) {
+    return String.format(
+        "EXISTS (SELECT 1 FROM pg_opclass oc WHERE oc.oid = i.indclass[%d] AND oc.opcdefault)",
+        position);
   }
 
   private static String indexWarning(LooseForeignKey k, Table child) {
