@@ -13,6 +13,7 @@ import java.net.http.HttpRequest;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -36,15 +37,19 @@ import java.util.regex.Pattern;
 public final class BuffersSection {
   private static final Pattern NAME = Pattern.compile("[a-zA-Z0-9._-]+");
 
-  /** The kinds of handler, in the order messages name them. */
-  private static final List<String> KINDS = List.of("http", "sql", "class");
+  /**
+   * The kinds of handler, in the order messages name them, each with what it lacks when given
+   * empty.
+   */
+  private static final Map<String, String> WHAT_EACH_KIND_TAKES = new LinkedHashMap<>();
 
-  /** What a kind of handler given empty lacks. */
-  private static final Map<String, String> WHAT_EACH_KIND_TAKES =
-      Map.of(
-          "http", "its settings, { url: … }",
-          "sql", "the statement",
-          "class", "the handler's class name");
+  static {
+    WHAT_EACH_KIND_TAKES.put("http", "its settings, { url: … }");
+    WHAT_EACH_KIND_TAKES.put("sql", "the statement");
+    WHAT_EACH_KIND_TAKES.put("class", "the handler's class name");
+  }
+
+  private static final List<String> KINDS = List.copyOf(WHAT_EACH_KIND_TAKES.keySet());
 
   private BuffersSection() {}
 
