@@ -232,12 +232,14 @@ public final class DeadLetterReplay {
             .map(Replayed::at)
             .max(Instant::compareTo)
             .orElse(null);
-    Fate fate =
-        unconfigured != null
-            ? Fate.LEFT
-            : before != null && !request.again()
-                ? Fate.REPLAYED_BEFORE
-                : request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
+    Fate fate;
+    if (unconfigured != null) {
+      fate = Fate.LEFT;
+    } else if (before != null && !request.again()) {
+      fate = Fate.REPLAYED_BEFORE;
+    } else {
+      fate = request.dryRun() ? Fate.WOULD_REPLAY : Fate.REPLAYED;
+    }
     boolean goes = fate == Fate.REPLAYED || fate == Fate.WOULD_REPLAY;
     return new Letter(
         position,
