@@ -156,7 +156,14 @@ class RunningBufferTest {
         };
     String name = thrown.get().getClass().getSimpleName();
 
-    BulkHandler.Result r = buffer(throwing(thrown)).call(BATCH, () -> {});
+    // The permit is free, so the checkpoint would be asked only were this taken for an interrupt.
+    BulkHandler.Result r =
+        buffer(throwing(thrown))
+            .call(
+                BATCH,
+                () -> {
+                  throw new RunningBuffer.RunEnded(new Outcome.Paused("asked"));
+                });
 
     assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
     assertThat(((BulkHandler.Result.Retry) r).reason())
