@@ -217,8 +217,8 @@ class DeadLetterReplayIT {
         TopicReader.readUntil(bootstrap, batches, r -> !r.isEmpty(), TIMEOUT);
     assertThat(sent).extracting(r -> new String(r.key())).containsExactly("projects");
     assertThat(endOffsets(batches)).as("the labels batch stayed in the dead letters").isEqualTo(1);
-    // Asked for by its table, it is not listed at all (the command refuses a table no definition
-    // has as parent before reading).
+    // Asked for by another table, it is not listed (the command refuses one no definition has as
+    // parent before reading; CliErrorsTest has that).
     assertThat(replay(null, "public.projects", true))
         .extracting(Letter::entity)
         .containsExactly("public.projects");
