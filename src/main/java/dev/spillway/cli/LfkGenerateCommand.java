@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import dev.spillway.config.ConfigException;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.ForeignKey;
@@ -165,7 +166,14 @@ final class LfkGenerateCommand implements Callable<Integer> {
       throws IOException {
     String before =
         Files.exists(definitions) ? Files.readString(definitions, StandardCharsets.UTF_8) : "";
-    String after = LfkGenerator.addDefinitions(before, converted);
+    String after;
+    try {
+      after = LfkGenerator.addDefinitions(before, converted);
+    } catch (IllegalArgumentException e) {
+      // The file as its owner wrote it, a mistake of input like any in the configuration.
+      throw new ConfigException(
+          definitions.toString(), null, null, e.getMessage() + "; nothing was written");
+    }
     Map<String, List<ForeignKey>> byDatabase = new LinkedHashMap<>();
     converted.forEach(k -> byDatabase.computeIfAbsent(k.database(), d -> new ArrayList<>()).add(k));
     Path dir = migrationsDir(config);

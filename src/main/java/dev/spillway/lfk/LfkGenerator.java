@@ -250,7 +250,7 @@ public final class LfkGenerator {
           || seq.getFlowStyle() != DumperOptions.FlowStyle.BLOCK
           || seq.getValue().isEmpty()) {
         throw new IllegalArgumentException(
-            "The definitions of "
+            "the definitions of "
                 + name(e.getKey())
                 + " (line "
                 + (existing.get().getKeyNode().getStartMark().getLine() + 1)
@@ -307,7 +307,7 @@ public final class LfkGenerator {
     }
     if (!(root instanceof MappingNode m) || m.getFlowStyle() != DumperOptions.FlowStyle.BLOCK) {
       throw new IllegalArgumentException(
-          "The definitions file is not a mapping of child tables the generator can add to");
+          "the file is not a mapping of child tables the generator can add to");
     }
     return m;
   }

@@ -353,6 +353,20 @@ class LfkGenerateIT {
     Cli.Result unset = Cli.run("lfk", "generate", "-c", config.toString(), "^gen_child$");
     assertThat(unset.exitCode()).isEqualTo(2);
     assertThat(unset.err()).contains("loose-foreign-keys.file is not set in the configuration");
+
+    // A child whose entries the file holds as a flow list: the file is input, refused as such.
+    Path definitions = dir.resolve("lfk.yml");
+    String flow = "gen_child: [{table: gen_other, column: other_id, on_delete: async_delete}]\n";
+    Files.writeString(definitions, flow);
+    Cli.Result flowList = Cli.run("lfk", "generate", "-c", config(main).toString(), "^gen_child$");
+    assertThat(flowList.exitCode()).as(flowList.err()).isEqualTo(2);
+    assertThat(flowList.err())
+        .contains(
+            definitions
+                + ": the definitions of gen_child (line 1) are not a list of '- table:' entries"
+                + " the generator can add to; write them as one; nothing was written.");
+    assertThat(definitions).hasContent(flow);
+    assertThat(dir.resolve("db")).doesNotExist();
   }
 
   private Path migration(String suffix) throws Exception {

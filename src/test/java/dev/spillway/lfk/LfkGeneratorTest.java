@@ -250,7 +250,7 @@ class LfkGeneratorTest {
                     List.of(KEYS.get(1))))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessage(
-            "The definitions of events (line 2) are not a list of '- table:' entries the"
+            "the definitions of events (line 2) are not a list of '- table:' entries the"
                 + " generator can add to; write them as one");
   }
 
