@@ -59,11 +59,17 @@ final class HttpBulkHandler implements BulkHandler {
   HttpBulkHandler(HandlerSpec.Http spec, Clock clock) {
     this.spec = spec;
     this.clock = clock;
-    this.client =
+    HttpClient.Builder builder =
         HttpClient.newBuilder()
             .connectTimeout(spec.timeout())
-            .followRedirects(HttpClient.Redirect.NEVER)
-            .build();
+            .followRedirects(HttpClient.Redirect.NEVER);
+    if ("http".equalsIgnoreCase(spec.url().getScheme())) {
+      // Else every POST asks to upgrade to cleartext HTTP/2 (Upgrade: h2c), which receivers that
+      // take Upgrade for their own protocols, or close such connections, answer wrongly. Over TLS
+      // the protocol is agreed in the handshake, HTTP/2 where the receiver offers it.
+      builder.version(HttpClient.Version.HTTP_1_1);
+    }
+    this.client = builder.build();
   }
 
   @Override

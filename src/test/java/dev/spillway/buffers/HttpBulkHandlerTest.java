@@ -3,6 +3,7 @@ package dev.spillway.buffers;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.spillway.testing.BulkReceiver;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -48,6 +49,25 @@ class HttpBulkHandlerTest {
         .startsWith("POST " + url + " failed: could not connect")
         .endsWith("(ConnectException)")
         .doesNotContain("null");
+  }
+
+  @Test
+  void should_post_plain_http_as_http_1_1_without_asking_to_upgrade() throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      BulkHandler.Result r =
+          handler(receiver.url().toString(), Duration.ofSeconds(5)).handle(BATCH);
+
+      assertThat(r).isInstanceOf(BulkHandler.Result.Success.class);
+      assertThat(receiver.calls())
+          .singleElement()
+          .satisfies(
+              call -> {
+                assertThat(call.headers()).containsEntry("idempotency-key", "g-1");
+                assertThat(call.headers()).doesNotContainKeys("upgrade", "http2-settings");
+                assertThat(call.headers().getOrDefault("connection", ""))
+                    .doesNotContainIgnoringCase("upgrade");
+              });
+    }
   }
 
   @Test
