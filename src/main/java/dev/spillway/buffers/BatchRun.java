@@ -28,12 +28,12 @@ import org.slf4j.LoggerFactory;
 /**
  * One run of one batch: keep only the events whose rows are still buffered (a redelivered batch
  * skips what an earlier run finished; a batch replayed from the dead-letter topic keeps all of its
- * events, since their rows may have been deleted when it was dead-lettered), call the handler,
- * delete what it handled in one statement, and call again for the rest after a backoff, up to
- * {@code max-attempts} calls. What is left then becomes a permanent failure carrying just those
- * events, for the dead-letter topic. A replayed batch paused, or failing on the database, after
- * part of it was handled goes back as just its rest, since no row would tell its next run what was
- * handled.
+ * events when their rows were deleted as it was dead-lettered, and those still buffered when they
+ * were kept, so rows handled since are not handed over again), call the handler, delete what it
+ * handled in one statement, and call again for the rest after a backoff, up to {@code max-attempts}
+ * calls. What is left then becomes a permanent failure carrying just those events, for the
+ * dead-letter topic. A replayed batch paused, or failing on the database, after part of it was
+ * handled goes back as just its rest, since no row would tell its next run what was handled.
  */
 final class BatchRun {
   private static final Logger log = LoggerFactory.getLogger(BatchRun.class);
@@ -54,7 +54,16 @@ final class BatchRun {
   private final RunningBuffer buffer;
   private final BufferBatch batch;
   private final String retryKey;
+
+  /** Replayed from the dead-letter topic: not timed from its insert. */
   private final boolean replayed;
+
+  /**
+   * Replayed with rows that may be gone (deleted as it was dead-lettered): handed over whole and
+   * archived from its events, since no row tells what is left to hand over.
+   */
+  private final boolean fromEvents;
+
   private final RunContext context;
   private final Clock clock;
 
@@ -64,18 +73,21 @@ final class BatchRun {
   /**
    * @param retryKey what the batch's retries are remembered by between runs
    * @param replayed whether the batch was handed over again from the dead-letter topic
+   * @param rowsKept whether a replayed batch's rows were kept when it was dead-lettered
    */
   BatchRun(
       RunningBuffer buffer,
       BufferBatch batch,
       String retryKey,
       boolean replayed,
+      boolean rowsKept,
       RunContext context,
       Clock clock) {
     this.buffer = buffer;
     this.batch = batch;
     this.retryKey = retryKey;
     this.replayed = replayed;
+    this.fromEvents = replayed && !rowsKept;
     this.context = context;
     this.clock = clock;
   }
@@ -100,7 +112,7 @@ final class BatchRun {
       // Dead-lettered, now or once its retries are spent, a batch some of whose rows are gone
       // (handled by this run or an earlier one) leaves just the rest: a replay would hand the
       // others over again. A lock given up at the lock timeout is no failure of the batch's.
-      if (!replayed
+      if (!fromEvents
           && pending != null
           && pending.size() < batch.events().size()
           && !SqlErrors.lockNotAvailable(e)) {
@@ -110,9 +122,9 @@ final class BatchRun {
     }
   }
 
-  /** Whether this is a replayed batch some of whose events this run has handled. */
+  /** Whether this is a batch handed over from its events some of which this run has handled. */
   private boolean partlyHandledReplay() {
-    return replayed && pending != null && pending.size() < batch.events().size();
+    return fromEvents && pending != null && pending.size() < batch.events().size();
   }
 
   private byte[] rest() {
@@ -130,6 +142,15 @@ final class BatchRun {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
     pending = buffered.get();
+    if (replayed && !fromEvents && pending.size() < batch.events().size()) {
+      log.info(
+          "Replayed batch {} of buffer {}: {} of its {} kept rows are still in the table and"
+              + " handed over; the others were handled or deleted since",
+          retryKey,
+          buffer.settings.name(),
+          pending.size(),
+          batch.events().size());
+    }
     if (pending.isEmpty()) {
       buffer.settled(retryKey);
       return new Outcome.Done(0);
@@ -250,20 +271,21 @@ final class BatchRun {
   }
 
   /**
-   * The events this run hands over: a replayed batch's all, another's those still buffered (empty
-   * when that cannot be told yet). With an archive table and events to hand over, the columns of
-   * both tables are then checked on the same connection ({@link RunningBuffer#refresh}): a batch
-   * that could not be archived fails before its handler is called, its rows kept.
+   * The events this run hands over: all of a batch replayed from its events, another's those still
+   * buffered (empty when that cannot be told yet). With an archive table and events to hand over,
+   * the columns of both tables are then checked on the same connection ({@link
+   * RunningBuffer#refresh}): a batch that could not be archived fails before its handler is called,
+   * its rows kept.
    */
   private Optional<List<BufferEvent>> toHandle()
       throws SQLException, InterruptedException, RunningBuffer.RunEnded {
     BufferTable t = buffer.table();
-    if (replayed && t.archive().isEmpty()) {
+    if (fromEvents && t.archive().isEmpty()) {
       return Optional.of(batch.events());
     }
     try (Connection c = context.dataSource().getConnection()) {
       Optional<List<BufferEvent>> events =
-          replayed ? Optional.of(batch.events()) : stillBuffered(c);
+          fromEvents ? Optional.of(batch.events()) : stillBuffered(c);
       events.ifPresent(e -> pending = e); // known before the check below can fail
       if (t.archive().isPresent() && events.map(e -> !e.isEmpty()).orElse(false)) {
         buffer.refresh(c, t);
@@ -419,7 +441,7 @@ final class BatchRun {
       OptionalInt deleted;
       try {
         deleted =
-            replayed && t.archive().isPresent()
+            fromEvents && t.archive().isPresent()
                 ? BufferStatements.deleteHandledReplayed(
                     c, t, ids(done), done.stream().map(BufferEvent::row).toList())
                 : BufferStatements.deleteHandled(c, t, ids(done));

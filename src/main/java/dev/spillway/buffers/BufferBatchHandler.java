@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -30,6 +31,15 @@ import org.slf4j.LoggerFactory;
  */
 final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(BufferBatchHandler.class);
+
+  /**
+   * A buffer's dead letter says whether its rows were {@code kept} in the table or {@code deleted};
+   * kept by a replay, which starts from the letter's headers.
+   */
+  static final String ROWS = "spillway.buffer.rows";
+
+  private static final byte[] KEPT = "kept".getBytes(StandardCharsets.UTF_8);
+  private static final byte[] DELETED = "deleted".getBytes(StandardCharsets.UTF_8);
 
   private final Map<String, RunningBuffer> byTopic;
   private final Function<String, DataSource> dataSources;
@@ -65,10 +75,27 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     b.metrics.inFlight().incrementAndGet();
     try {
       boolean replayed = record.headers().containsKey(SinkHeaders.REPLAYED_FROM);
-      return new BatchRun(b, batch, retryKey(record), replayed, context, clock).run();
+      boolean rowsKept = Arrays.equals(record.headers().get(ROWS), KEPT);
+      return new BatchRun(b, batch, retryKey(record), replayed, rowsKept, context, clock).run();
     } finally {
       b.metrics.inFlight().decrementAndGet();
     }
+  }
+
+  /**
+   * Whether the letter's rows stay in the table ({@code kept}) or go ({@code deleted}: the
+   * handler's calls ran out under {@code on-exhausted: delete}), so that its replay hands over only
+   * the kept rows still there, and all of those deleted.
+   */
+  @Override
+  public Map<String, byte[]> deadLetterHeaders(SinkRecord record, Throwable error) {
+    RunningBuffer b = byTopic.get(record.topic());
+    if (b == null) {
+      return Map.of();
+    }
+    boolean deleted =
+        error instanceof BufferExhaustedException && b.settings.onExhausted() == OnExhausted.DELETE;
+    return Map.of(ROWS, deleted ? DELETED : KEPT);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.spillway.sink;
 
+import java.util.Map;
 import java.util.Optional;
 
 /**
@@ -31,6 +32,14 @@ public interface BatchHandler {
    * @param attempts the attempts the batch now carries
    */
   default void requeued(SinkRecord record, int attempts, boolean delayed) {}
+
+  /**
+   * Headers the record's dead letter carries beside its failure, each replacing one of its name the
+   * record had: what the pipeline left of the batch, for a replay to read. None by default.
+   */
+  default Map<String, byte[]> deadLetterHeaders(SinkRecord record, Throwable error) {
+    return Map.of();
+  }
 
   /**
    * Called once the record (or the value a {@link Outcome.PermanentFailure} named) is in the

@@ -72,10 +72,12 @@ final class Requeuer {
 
   /**
    * @param value what to dead-letter, or null for the record's own value
+   * @param headers set on the letter, each replacing one of its name the record had
    */
-  void deadLetter(SinkRecord r, Throwable error, byte[] value)
+  void deadLetter(SinkRecord r, Throwable error, byte[] value, Map<String, byte[]> headers)
       throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
+    headers.forEach((key, v) -> h.remove(key).add(key, v));
     long failedAt = clock.millis();
     SinkHeaders.addFailure(
         h, error.getClass().getName(), String.valueOf(error.getMessage()), r.position(), failedAt);

@@ -321,7 +321,7 @@ final class UnitOfWork {
 
   private Result deadLetter(SinkRecord record, Outcome outcome, Throwable error, byte[] value)
       throws InterruptedException, ExecutionException {
-    requeuer.deadLetter(record, error, value);
+    requeuer.deadLetter(record, error, value, handler.deadLetterHeaders(record, error));
     metrics.deadLettered();
     log.warn("Batch {} dead-lettered: {}", record.position(), describe(outcome));
     try {

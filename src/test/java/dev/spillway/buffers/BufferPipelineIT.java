@@ -600,6 +600,56 @@ class BufferPipelineIT {
   }
 
   @Test
+  void should_replay_only_the_kept_rows_no_other_way_handled_since(@TempDir Path dir)
+      throws Exception {
+    AtomicBoolean accept = new AtomicBoolean();
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      afterRejection(
+          dir,
+          receiver,
+          accept,
+          "keep",
+          (runtime, ds, table) -> {
+            accept.set(true);
+            // One kept row inserted anew, the README's way, and handled under a batch of its own.
+            TestSql.exec(
+                ds,
+                "WITH kept AS (DELETE FROM "
+                    + table
+                    + " WHERE contact_id = 0 RETURNING *) INSERT INTO "
+                    + table
+                    + " OVERRIDING SYSTEM VALUE SELECT * FROM kept");
+            await().atMost(TIMEOUT).until(() -> receiver.calls().size() == 2);
+            await()
+                .atMost(TIMEOUT)
+                .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) == 2);
+
+            Cli.Result replayed =
+                Cli.run("replay", "buffers", "-c", dir.resolve("spillway.yml").toString());
+            assertThat(replayed.exitCode()).as(replayed.err()).isZero();
+            assertThat(replayed.out()).startsWith("Replayed 1 batch (3 events) from");
+
+            await()
+                .atMost(TIMEOUT)
+                .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + table) == 0);
+            await()
+                .during(Duration.ofSeconds(2))
+                .atMost(Duration.ofSeconds(10))
+                .until(() -> receiver.calls().size() == 3);
+            List<BulkReceiver.Call> calls = receiver.calls();
+            assertThat(calls.get(1).rows())
+                .extracting(r -> ((Number) r.get("contact_id")).longValue())
+                .containsExactly(0L);
+            assertThat(calls.get(2).idempotencyKey()).isEqualTo(calls.get(0).idempotencyKey());
+            assertThat(calls.get(2).rows())
+                .as("the row handled since is not handed over again")
+                .extracting(r -> ((Number) r.get("contact_id")).longValue())
+                .containsExactlyInAnyOrder(1L, 2L);
+          });
+    }
+  }
+
+  @Test
   void should_hand_a_dead_lettered_batch_over_whole_again_when_replayed(@TempDir Path dir)
       throws Exception {
     AtomicBoolean accept = new AtomicBoolean();

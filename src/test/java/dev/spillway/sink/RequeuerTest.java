@@ -26,7 +26,7 @@ class RequeuerTest {
   @Test
   void should_give_a_dead_letter_the_time_it_failed_as_its_record_time_and_header()
       throws Exception {
-    requeuer.deadLetter(record(), new IllegalStateException("broken"), "rest".getBytes());
+    requeuer.deadLetter(record(), new IllegalStateException("broken"), "rest".getBytes(), Map.of());
 
     ProducerRecord<byte[], byte[]> dead = producer.history().get(0);
     assertThat(dead.topic()).isEqualTo("t.dlq");
@@ -34,6 +34,22 @@ class RequeuerTest {
     assertThat(SinkHeaders.failedAt(dead.headers())).hasValue(NOW.toEpochMilli());
     assertThat(new String(dead.value())).isEqualTo("rest");
     assertThat(SinkHeaders.text(dead.headers(), SinkHeaders.SOURCE)).isEqualTo("t.batches-1@42");
+  }
+
+  @Test
+  void should_give_a_dead_letter_the_handlers_headers_in_place_of_those_the_record_had()
+      throws Exception {
+    SinkRecord replayed =
+        new SinkRecord(
+            "t.batches", 1, 42, "k".getBytes(), "v".getBytes(), 0, Map.of("x", "old".getBytes()));
+
+    requeuer.deadLetter(
+        replayed, new IllegalStateException("broken"), null, Map.of("x", "new".getBytes()));
+
+    ProducerRecord<byte[], byte[]> dead = producer.history().get(0);
+    assertThat(dead.headers().headers("x"))
+        .singleElement()
+        .satisfies(h -> assertThat(new String(h.value())).isEqualTo("new"));
   }
 
   @Test
