@@ -361,6 +361,15 @@ public final class Capture implements AutoCloseable {
   }
 
   /**
+   * Refuses a database answering from a standby, which cannot tell what its slot holds.
+   *
+   * @throws CaptureSetupException saying so, and what to point the url at
+   */
+  public static void requirePrimary(DataSource ds, String database) throws SQLException {
+    SourcePreparation.requirePrimary(ds, database);
+  }
+
+  /**
    * Asks capture of a database to read the rows of {@code tables} again and publish each as an
    * insert, in chunks by primary key beside the stream (an incremental snapshot), whichever process
    * streams from the slot, now or once one starts: for rows whose captured inserts Kafka no longer
@@ -371,7 +380,7 @@ public final class Capture implements AutoCloseable {
    */
   public static ReadAgain readAgain(
       DataSource ds, String database, String slot, List<TableName> tables) throws SQLException {
-    SourcePreparation.requirePrimary(ds, database); // a standby cannot tell what the slot holds
+    requirePrimary(ds, database);
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(ds, database, slot);
     if (loss != null) {
       return loss.gone() ? ReadAgain.AT_FIRST_START : ReadAgain.SLOT_LOST;

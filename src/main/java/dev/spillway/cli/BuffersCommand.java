@@ -51,7 +51,11 @@ final class BuffersCommand implements Runnable {
       PrintWriter out = spec.commandLine().getOut();
       int code = ErrorHandler.OK;
       try (Catalogs catalogs = Catalogs.open(config)) {
-        BufferPipeline.checkTables(chosen, catalogs.databases()); // before anything is asked
+        // Before anything is asked, so that a refusal leaves every buffer as it was.
+        BufferPipeline.checkTables(chosen, catalogs.databases());
+        for (String database : chosen.stream().map(BufferSettings::database).distinct().toList()) {
+          Capture.requirePrimary(catalogs.databases().dataSource(database), database);
+        }
         for (BufferSettings b : chosen) {
           DataSource ds = catalogs.databases().dataSource(b.database());
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());

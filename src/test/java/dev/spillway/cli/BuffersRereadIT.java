@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
@@ -89,8 +90,9 @@ class BuffersRereadIT {
     try (BulkReceiver receiver = new BulkReceiver();
         BufferInstallation installation = new BufferInstallation(dir, receiver.url().toString())) {
       // No standby here: the installation's schema, searched before pg_catalog, has
-      // pg_is_in_recovery() say true, as a standby's does (dropped with the schema). The buffer
-      // never ran, so its table is not published yet.
+      // pg_is_in_recovery() say true, as a standby's does (dropped with the schema), for database
+      // replica, whose buffer mirror comes after activity on main. Neither buffer ever ran, so its
+      // table is not published yet.
       try (var databases = installation.infra.databases("pipeline")) {
         TestSql.exec(
             databases.dataSource("pipeline"),
@@ -98,25 +100,38 @@ class BuffersRereadIT {
                 + installation.schema
                 + ".pg_is_in_recovery() RETURNS boolean LANGUAGE sql AS 'SELECT true'");
       }
-      String url = installation.infra.database("pipeline").url();
+      DatabaseEndpoint db = installation.infra.database("pipeline");
+      String replica =
+          db.url()
+              + (db.url().contains("?") ? "&" : "?")
+              + "currentSchema="
+              + installation.schema
+              + ",pg_catalog";
       Files.writeString(
           installation.file,
           Files.readString(installation.file)
               .replace(
-                  url,
-                  url
-                      + (url.contains("?") ? "&" : "?")
-                      + "currentSchema="
-                      + installation.schema
-                      + ",pg_catalog"));
+                  "buffers:\n",
+                  String.format(
+                      """
+                        replica: { url: "%s", username: %s }
+                      buffers:
+                        mirror:
+                          table: %s
+                          database: replica
+                          handler:
+                            http: { url: "%s" }
+                      """,
+                      replica, db.username(), installation.table(), receiver.url())));
 
       Cli.Result reread =
-          Cli.run("buffers", "reread", "activity", "-c", installation.file.toString());
+          Cli.run("buffers", "reread", "activity", "mirror", "-c", installation.file.toString());
 
       assertThat(reread.exitCode()).as(reread.out() + reread.err()).isEqualTo(2);
       assertThat(reread.err())
           .contains(
-              "Database main answered from a standby (in recovery); capture needs the primary");
+              "Database replica answered from a standby (in recovery); capture needs the"
+                  + " primary");
       assertThat(reread.out()).as("nothing asked, nothing said done").isEmpty();
     }
   }
