@@ -56,6 +56,23 @@ public final class KafkaClients {
           "state.dir",
           "replication.factor");
 
+  /**
+   * Streams exception handlers: one that answers "continue" drops a record its application could
+   * not read, process or send, and the rows behind it are then never handled.
+   */
+  private static final Set<String> DROPPING_HANDLERS =
+      Set.of(
+          StreamsConfig.DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+          StreamsConfig.DEFAULT_DESERIALIZATION_EXCEPTION_HANDLER_CLASS_CONFIG,
+          StreamsConfig.PRODUCTION_EXCEPTION_HANDLER_CLASS_CONFIG,
+          StreamsConfig.DEFAULT_PRODUCTION_EXCEPTION_HANDLER_CLASS_CONFIG,
+          StreamsConfig.PROCESSING_EXCEPTION_HANDLER_CLASS_CONFIG);
+
+  /** Partitioner settings, which could send one key's records to several partitions. */
+  private static final Set<String> PARTITIONING =
+      Set.of(
+          ProducerConfig.PARTITIONER_CLASS_CONFIG, ProducerConfig.PARTITIONER_IGNORE_KEYS_CONFIG);
+
   private static final List<String> CLIENT_PREFIXES =
       List.of(
           "main.consumer.",
@@ -85,6 +102,18 @@ public final class KafkaClients {
       return Optional.of(
           "is set by Spillway itself, since delivery, its consumer groups and its topics depend on"
               + " it; remove it");
+    }
+    if (DROPPING_HANDLERS.contains(name)) {
+      return Optional.of(
+          "is Spillway's own: a handler that lets its Streams applications go on past a record"
+              + " they could not read, process or send drops that record, and the rows behind it"
+              + " are never handled; remove it");
+    }
+    if (PARTITIONING.contains(name)) {
+      return Optional.of(
+          "is Spillway's own: its records go to partitions by key, which keeps a buffer's events"
+              + " (keyed by table) in insert order on one partition, and a batch's retries"
+              + " behind it; remove it");
     }
     return switch (name) {
       case ConsumerConfig.GROUP_PROTOCOL_CONFIG ->

@@ -185,6 +185,19 @@ class ConfigLoaderTest {
                 + " its consumers of one group would share this static member id and fence each"
                 + " other out; remove it.");
     assertThat(
+            error(
+                "kafka:\n  properties:\n    production.exception.handler:"
+                    + " org.apache.kafka.streams.errors.DefaultProductionExceptionHandler\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.production.exception.handler is Spillway's own: a"
+                + " handler that lets its Streams applications go on past a record they could not"
+                + " read, process or send drops that record, and the rows behind it are never"
+                + " handled; remove it.");
+    assertThat(error("kafka:\n  properties:\n    producer.partitioner.ignore.keys: true\n"))
+        .startsWith(
+            "spillway.yml:3: kafka.properties.producer.partitioner.ignore.keys is Spillway's own:"
+                + " its records go to partitions by key");
+    assertThat(
             parse(
                     "kafka:\n  properties:\n    retries: 10\n"
                         + "    max.in.flight.requests.per.connection: 5\n"

@@ -28,6 +28,11 @@ class KafkaClientsTest {
     assertThat(KafkaClients.refusal("main.consumer.auto.offset.reset", "x")).isPresent();
     assertThat(KafkaClients.refusal("restore.consumer.max.poll.records", "x")).isPresent();
     assertThat(KafkaClients.refusal("consumer.isolation.level", "x")).isPresent();
+    assertThat(KafkaClients.refusal("deserialization.exception.handler", "x")).isPresent();
+    assertThat(KafkaClients.refusal("default.production.exception.handler", "x")).isPresent();
+    assertThat(KafkaClients.refusal("processing.exception.handler", "x")).isPresent();
+    assertThat(KafkaClients.refusal("producer.partitioner.class", "x")).isPresent();
+    assertThat(KafkaClients.refusal("partitioner.ignore.keys", "true")).isPresent();
     assertThat(KafkaClients.refusal("linger.ms", "5")).isEmpty();
     assertThat(KafkaClients.refusal("consumer.fetch.min.bytes", "1024")).isEmpty();
     assertThat(KafkaClients.refusal("sasl.jaas.config", "x")).isEmpty();
