@@ -52,12 +52,17 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
 
   private static final Duration MIN_TICK = Duration.ofMillis(20);
   private static final Duration MAX_TICK = Duration.ofSeconds(1);
+  private static final Duration MAX_POLL = Duration.ofMillis(100);
 
   private final String storeName;
   private final int maxSize;
   private final long maxBytes;
   private final Duration maxWait;
   private final Duration tick;
+
+  /** How much before {@code maxWait} a key is due: a tick, and a check run late by a poll. */
+  private final long dueMarginMs;
+
   private final BatchBuilder toBatch;
 
   /** Per key, in the order keys got their first pending value. */
@@ -84,6 +89,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     this.maxBytes = maxBytes;
     this.maxWait = maxWait;
     this.tick = tick(maxWait);
+    this.dueMarginMs = tick.toMillis() + poll(tick).toMillis();
     this.toBatch = toBatch;
   }
 
@@ -111,16 +117,26 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
 
   /**
    * How often pending values are checked: a tenth of {@code maxWait}, at least 20 ms, and at most a
-   * second, so values a restart brought back wait no longer than that. A key whose first value
-   * would have waited longer than {@code maxWait} at the next check goes at this one, so a batch
-   * waits between {@code maxWait} less a tick and {@code maxWait} (with a {@code maxWait} under 20
-   * ms, up to 20 ms). The Streams thread must not block for input longer than a tick.
+   * second, so values a restart brought back wait no longer than that. Kafka Streams runs a check
+   * between polls for input, so one can come up to a {@link #poll} late. A key whose first value
+   * could have waited longer than {@code maxWait} at the next check, come late, goes at this one,
+   * so a batch waits between {@code maxWait} less a tick and a poll and {@code maxWait} (with a
+   * {@code maxWait} under 20 ms, up to 30 ms).
    */
   public static Duration tick(Duration maxWait) {
     Duration tenth = maxWait.dividedBy(10);
     return tenth.compareTo(MIN_TICK) < 0
         ? MIN_TICK
         : tenth.compareTo(MAX_TICK) > 0 ? MAX_TICK : tenth;
+  }
+
+  /**
+   * The longest the Streams thread running a batcher checked every {@code tick} may wait for input
+   * ({@code poll.ms}): half a tick, at most 100 ms.
+   */
+  public static Duration poll(Duration tick) {
+    Duration half = tick.dividedBy(2);
+    return half.compareTo(MAX_POLL) > 0 ? MAX_POLL : half;
   }
 
   /**
@@ -173,10 +189,10 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
 
   private void emitExpired(long now) {
     // Keys are in the order of their first pending value, so the due ones come first. Due: it
-    // would be late at the next tick.
+    // could be late at the next check.
     List<Map.Entry<String, Pending>> due = new ArrayList<>();
     for (Map.Entry<String, Pending> e : pending.entrySet()) {
-      if (now - e.getValue().firstSeenMs + tick.toMillis() <= maxWait.toMillis()) {
+      if (now - e.getValue().firstSeenMs + dueMarginMs <= maxWait.toMillis()) {
         break;
       }
       due.add(e);

@@ -30,7 +30,6 @@ public final class StreamsApp implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(StreamsApp.class);
   private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
-  private static final Duration DEFAULT_POLL = Duration.ofMillis(100);
 
   private final String applicationId;
   private final KafkaStreams streams;
@@ -143,7 +142,7 @@ public final class StreamsApp implements AutoCloseable {
             ProducerConfig.LINGER_MS_CONFIG,
             5,
             StreamsConfig.POLL_MS_CONFIG,
-            Math.min(DEFAULT_POLL.toMillis(), tick.toMillis()),
+            Batcher.poll(tick).toMillis(),
             // Spillway's topologies have no global stores; left false, Kafka Streams warns about it
             // at every start: for the application, and for the main consumer's assignor, which
             // reads the Streams settings from that consumer's properties.

@@ -42,8 +42,8 @@ class StreamsAppTest {
   }
 
   @Test
-  void should_wait_for_input_no_longer_than_its_tick() {
-    assertThat(config(Map.of()).getLong(StreamsConfig.POLL_MS_CONFIG)).isEqualTo(50L);
+  void should_wait_for_input_no_longer_than_half_its_tick() {
+    assertThat(config(Map.of()).getLong(StreamsConfig.POLL_MS_CONFIG)).isEqualTo(25L);
     assertThat(
             new StreamsConfig(
                     StreamsApp.properties(
