@@ -30,7 +30,8 @@ public final class Changelogs {
    * oldest record is {@link #COMPACTED_WITHIN} old and is then due for compaction, and a tombstone
    * is kept that long after: far longer than a restore of what is left takes. A reader that takes
    * longer (a standby replica lagging that much) may miss a tombstone and take back an entry
-   * deleted meanwhile: a batch goes out again, as after a crash.
+   * deleted meanwhile: its event goes out again, in a batch of another group id, whose run finds
+   * the row gone once handled (and hands it over again only if it is still buffered).
    */
   public static <K> StoreBuilder<KeyValueStore<K, byte[]>> shortLivedStore(
       String name, Serde<K> keys) {
