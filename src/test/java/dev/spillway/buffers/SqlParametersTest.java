@@ -31,6 +31,15 @@ class SqlParametersTest {
   }
 
   @Test
+  void should_bind_a_parameter_a_cast_follows() {
+    SqlParameters p =
+        SqlParameters.parse("INSERT INTO synced (g, id) SELECT :group_id::uuid, unnest(:ids)");
+
+    assertThat(p.sql()).isEqualTo("INSERT INTO synced (g, id) SELECT ?::uuid, unnest(?)");
+    assertThat(p.names()).containsExactly("group_id", "ids");
+  }
+
+  @Test
   void should_escape_a_question_mark_operator_for_the_driver() {
     SqlParameters p = SqlParameters.parse("SELECT doc ? 'k', '?' FROM t WHERE id = ANY(:ids)");
 
