@@ -410,6 +410,19 @@ class BufferPipelineIT {
             + " PRIMARY KEY, contact_id bigint NOT NULL, activity text NOT NULL)");
   }
 
+  /** The README's way to try kept rows again: insert them anew, in one statement. */
+  private static void insertAnew(DataSource ds, String table, String which) {
+    TestSql.exec(
+        ds,
+        "WITH kept AS (DELETE FROM "
+            + table
+            + " WHERE "
+            + which
+            + " RETURNING *) INSERT INTO "
+            + table
+            + " OVERRIDING SYSTEM VALUE SELECT * FROM kept");
+  }
+
   /** What a test does once its buffer's handler rejected the first batch, three rows. */
   private interface AfterRejection {
     void run(SpillwayRuntime runtime, DataSource ds, String table) throws Exception;
@@ -578,14 +591,7 @@ class BufferPipelineIT {
           "keep",
           (runtime, ds, table) -> {
             accept.set(true);
-            // The README's way to try kept rows again: insert them anew, in one statement.
-            TestSql.exec(
-                ds,
-                "WITH kept AS (DELETE FROM "
-                    + table
-                    + " RETURNING *) INSERT INTO "
-                    + table
-                    + " OVERRIDING SYSTEM VALUE SELECT * FROM kept");
+            insertAnew(ds, table, "true");
 
             await()
                 .atMost(TIMEOUT)
@@ -611,14 +617,7 @@ class BufferPipelineIT {
           "keep",
           (runtime, ds, table) -> {
             accept.set(true);
-            // One kept row inserted anew, the README's way, and handled under a batch of its own.
-            TestSql.exec(
-                ds,
-                "WITH kept AS (DELETE FROM "
-                    + table
-                    + " WHERE contact_id = 0 RETURNING *) INSERT INTO "
-                    + table
-                    + " OVERRIDING SYSTEM VALUE SELECT * FROM kept");
+            insertAnew(ds, table, "contact_id = 0"); // handled under a batch of its own
             await().atMost(TIMEOUT).until(() -> receiver.calls().size() == 2);
             await()
                 .atMost(TIMEOUT)

@@ -138,18 +138,12 @@ class BatcherTest {
   void should_close_a_batch_by_wait_no_later_than_max_wait_after_its_first_value() {
     driver.advanceWallClockTime(Duration.ofMillis(310)); // the first value comes between two ticks
     send("a", "1");
-    List<String> emitted = List.of();
-    long waitedMs = 0;
-    while (emitted.isEmpty() && waitedMs < 5_000) {
-      driver.advanceWallClockTime(Duration.ofMillis(10));
-      waitedMs += 10;
-      emitted = emitted();
-    }
+    Waited waited = advanceUntilEmitted(5_000);
 
-    assertThat(emitted).containsExactly("a=1,");
+    assertThat(waited.emitted()).containsExactly("a=1,");
     // Checked every 200 ms (a tenth of max-wait): it goes at the last check that leaves a check
     // and a poll (100 ms) before 2 s.
-    assertThat(waitedMs).isBetween(1_700L, 2_000L);
+    assertThat(waited.ms()).isBetween(1_700L, 2_000L);
   }
 
   @Test
@@ -157,13 +151,9 @@ class BatcherTest {
     driver.advanceWallClockTime(Duration.ofMillis(401)); // the first value comes just after a check
     send("a", "1");
     // Checks on time up to the one 1,799 ms after the value (at 2,200 ms) ...
-    List<String> emitted = List.of();
-    long waitedMs = 0;
-    while (emitted.isEmpty() && waitedMs < 1_800) {
-      driver.advanceWallClockTime(Duration.ofMillis(10));
-      waitedMs += 10;
-      emitted = emitted();
-    }
+    Waited onTime = advanceUntilEmitted(1_800);
+    List<String> emitted = onTime.emitted();
+    long waitedMs = onTime.ms();
     if (emitted.isEmpty()) {
       // ... and the next, due at 2,400 ms, 99 ms late, as when the thread waited a poll for input.
       driver.advanceWallClockTime(Duration.ofMillis(299));
@@ -173,6 +163,20 @@ class BatcherTest {
 
     assertThat(emitted).containsExactly("a=1,");
     assertThat(waitedMs).isLessThanOrEqualTo(2_000L);
+  }
+
+  private record Waited(List<String> emitted, long ms) {}
+
+  /** Advances the wall clock 10 ms at a time until a batch goes or {@code limitMs} have passed. */
+  private Waited advanceUntilEmitted(long limitMs) {
+    List<String> emitted = List.of();
+    long waitedMs = 0;
+    while (emitted.isEmpty() && waitedMs < limitMs) {
+      driver.advanceWallClockTime(Duration.ofMillis(10));
+      waitedMs += 10;
+      emitted = emitted();
+    }
+    return new Waited(emitted, waitedMs);
   }
 
   @Test
