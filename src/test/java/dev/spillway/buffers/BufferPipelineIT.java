@@ -606,8 +606,7 @@ class BufferPipelineIT {
   }
 
   @Test
-  void should_replay_only_the_kept_rows_no_other_way_handled_since(@TempDir Path dir)
-      throws Exception {
+  void should_replay_only_the_kept_rows_still_in_the_table(@TempDir Path dir) throws Exception {
     AtomicBoolean accept = new AtomicBoolean();
     try (BulkReceiver receiver = new BulkReceiver()) {
       afterRejection(
