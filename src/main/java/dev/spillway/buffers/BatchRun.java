@@ -142,14 +142,17 @@ final class BatchRun {
       return new Outcome.LimitReached(0, "rows whose inserting transaction is not yet visible");
     }
     pending = buffered.get();
-    if (replayed && !fromEvents && pending.size() < batch.events().size()) {
-      log.info(
-          "Replayed batch {} of buffer {}: {} of its {} kept rows are still in the table and"
-              + " handed over; the others were handled or deleted since",
-          retryKey,
-          buffer.settings.name(),
-          pending.size(),
-          batch.events().size());
+    if (replayed && !fromEvents) {
+      int rows = comparableIds(batch.events()).size();
+      if (pending.size() < rows) {
+        log.info(
+            "Replayed batch {} of buffer {}: {} of its {} kept rows are still in the table and"
+                + " handed over; the others were handled or deleted since",
+            retryKey,
+            buffer.settings.name(),
+            pending.size(),
+            rows);
+      }
     }
     if (pending.isEmpty()) {
       buffer.settled(retryKey);

@@ -75,8 +75,8 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     b.metrics.inFlight().incrementAndGet();
     try {
       boolean replayed = record.headers().containsKey(SinkHeaders.REPLAYED_FROM);
-      boolean rowsKept = Arrays.equals(record.headers().get(ROWS), KEPT);
-      return new BatchRun(b, batch, retryKey(record), replayed, rowsKept, context, clock).run();
+      return new BatchRun(b, batch, retryKey(record), replayed, rowsKept(record), context, clock)
+          .run();
     } finally {
       b.metrics.inFlight().decrementAndGet();
     }
@@ -85,17 +85,24 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   /**
    * Whether the letter's rows stay in the table ({@code kept}) or go ({@code deleted}: the
    * handler's calls ran out under {@code on-exhausted: delete}), so that its replay hands over only
-   * the kept rows still there, and all of those deleted.
+   * the kept rows still there, and all of those deleted. A batch replayed whole, its rows gone
+   * before it ran, leaves its letter saying what the record said: its rows are gone still.
    */
   @Override
   public Map<String, byte[]> deadLetterHeaders(SinkRecord record, Throwable error) {
-    RunningBuffer b = byTopic.get(record.topic());
-    if (b == null) {
+    if (record.headers().containsKey(SinkHeaders.REPLAYED_FROM) && !rowsKept(record)) {
       return Map.of();
     }
+    RunningBuffer b = byTopic.get(record.topic()); // none for a letter of the delay topic
     boolean deleted =
-        error instanceof BufferExhaustedException && b.settings.onExhausted() == OnExhausted.DELETE;
+        error instanceof BufferExhaustedException
+            && b != null
+            && b.settings.onExhausted() == OnExhausted.DELETE;
     return Map.of(ROWS, deleted ? DELETED : KEPT);
+  }
+
+  private static boolean rowsKept(SinkRecord record) {
+    return Arrays.equals(record.headers().get(ROWS), KEPT);
   }
 
   @Override

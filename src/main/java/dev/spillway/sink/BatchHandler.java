@@ -35,7 +35,8 @@ public interface BatchHandler {
 
   /**
    * Headers the record's dead letter carries beside its failure, each replacing one of its name the
-   * record had: what the pipeline left of the batch, for a replay to read. None by default.
+   * record had: what the pipeline left of the batch, for a replay to read. Also asked for a batch
+   * of the delay topic dead-lettered because its batches topic is gone. None by default.
    */
   default Map<String, byte[]> deadLetterHeaders(SinkRecord record, Throwable error) {
     return Map.of();

@@ -17,6 +17,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import java.util.function.BiFunction;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -72,6 +73,9 @@ final class DelayedReleaser implements AutoCloseable {
 
   private final String deadLetterTopic;
 
+  /** What the pipeline adds to a dead letter's headers ({@link BatchHandler#deadLetterHeaders}). */
+  private final BiFunction<SinkRecord, Throwable, Map<String, byte[]>> letterHeaders;
+
   /** Whether Kafka has a topic, asked without creating it. */
   @FunctionalInterface
   interface TopicCheck {
@@ -97,9 +101,11 @@ final class DelayedReleaser implements AutoCloseable {
       List<String> batchesTopics,
       TopicCheck topicExists,
       String deadLetterTopic,
+      BiFunction<SinkRecord, Throwable, Map<String, byte[]>> letterHeaders,
       Clock clock,
       Duration pollTimeout,
       long holdBytes) {
+    this.letterHeaders = letterHeaders;
     this.consumer = consumer;
     this.producer = producer;
     this.delayedTopic = delayedTopic;
@@ -335,12 +341,20 @@ final class DelayedReleaser implements AutoCloseable {
         r.offset(),
         why);
     long now = clock.millis();
+    SinkRecord delayed =
+        new SinkRecord(
+            r.topic(),
+            r.partition(),
+            r.offset(),
+            r.key(),
+            r.value(),
+            0,
+            SinkHeaders.toMap(headers));
+    letterHeaders
+        .apply(delayed, new IllegalStateException(why))
+        .forEach((key, v) -> headers.remove(key).add(key, v));
     SinkHeaders.addFailure(
-        headers,
-        IllegalStateException.class.getName(),
-        why,
-        SinkHeaders.position(r.topic(), r.partition(), r.offset()),
-        now);
+        headers, IllegalStateException.class.getName(), why, delayed.position(), now);
     return producer.send(
         new ProducerRecord<>(deadLetterTopic, null, now, r.key(), r.value(), headers));
   }

@@ -148,6 +148,7 @@ public final class Sink implements AutoCloseable {
             names,
             topic -> TopicProvisioner.exists(w.bootstrapServers(), w.kafkaProperties(), topic),
             topics.dlq(pipeline),
+            handler::deadLetterHeaders,
             w.clock(),
             Duration.ofMillis(200),
             DelayedReleaser.DEFAULT_HOLD_BYTES);

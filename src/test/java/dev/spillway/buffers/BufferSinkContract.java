@@ -52,6 +52,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 import org.assertj.core.api.InstanceOfAssertFactories;
@@ -204,11 +205,24 @@ abstract class BufferSinkContract {
     produce(replayed, false, values);
   }
 
+  /** As {@code replay buffers} hands over a dead letter whose rows were kept in the table. */
+  private void produceReplayedKept(BufferBatch... values) {
+    produce(true, false, Map.of(BufferBatchHandler.ROWS, "kept"), values);
+  }
+
   /**
    * @param spread whether to put one on each partition of the batches topic in turn, rather than
    *     where its key puts it
    */
   private void produce(boolean replayed, boolean spread, BufferBatch... values) {
+    produce(replayed, spread, Map.of(), values);
+  }
+
+  /**
+   * @param headers added to each record
+   */
+  private void produce(
+      boolean replayed, boolean spread, Map<String, String> headers, BufferBatch... values) {
     Map<String, Object> p =
         Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, infra.bootstrapServers());
     try (KafkaProducer<String, byte[]> producer =
@@ -224,6 +238,7 @@ abstract class BufferSinkContract {
                   SinkHeaders.REPLAYED_FROM,
                   SinkHeaders.text(topics.dlq(Pipeline.BUFFERS) + "-0@7"));
         }
+        headers.forEach((k, v) -> r.headers().add(k, SinkHeaders.text(v)));
         producer.send(r);
       }
       producer.flush();
@@ -234,6 +249,12 @@ abstract class BufferSinkContract {
     return TestSql.count(
         ds,
         "SELECT count(*) FROM " + table.quoted() + " WHERE id BETWEEN " + fromId + " AND " + toId);
+  }
+
+  /** What a buffer's dead letter says of its rows: kept, deleted, or null when nothing. */
+  private static String rowsSaid(ConsumerRecord<byte[], byte[]> letter) {
+    Header h = letter.headers().lastHeader(BufferBatchHandler.ROWS);
+    return h == null ? null : SinkHeaders.text(h.value());
   }
 
   /** The first dead letter, once there is one: what was left of {@code b}, just these ids. */
@@ -964,6 +985,7 @@ abstract class BufferSinkContract {
     ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 3L, 4L, 5L, 6L, 7L, 8L, 9L, 10L);
     assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
         .contains("8 event(s) left after 3 attempt(s): service unavailable");
+    assertThat(rowsSaid(dead)).as("for a replay: hand them all over").isEqualTo("deleted");
     await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
     assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count()).isEqualTo(8);
   }
@@ -1051,13 +1073,33 @@ abstract class BufferSinkContract {
     produceReplayed(b);
 
     // Odd ids cannot be archived: they fail, alone, the way any batch failing on it does.
-    deadLetteredRest(b, 1L, 3L, 5L, 7L, 9L);
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 1L, 3L, 5L, 7L, 9L);
+    assertThat(rowsSaid(dead))
+        .as("replayed whole, as its rows were gone (the record said nothing of them)")
+        .isNull();
     assertThat(seen)
         .extracting(s -> s.ids().size())
         .as("the handled even ids not handed over again, nor the odd ones the second call took")
         .containsExactly(10, 5);
     assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted())).isEqualTo(5);
     assertThat(rows(1, 10)).as("the odd rows stay").isEqualTo(5);
+  }
+
+  @Test
+  void should_hand_over_and_archive_of_a_replayed_kept_batch_only_the_rows_still_buffered()
+      throws Exception {
+    TableName archive = archiveTable("");
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    start(settings().withArchive(archive), recording(seen));
+    // Its rows were kept when it was dead-lettered; 1-3 were handled since (inserted anew).
+    TestSql.exec(ds, "DELETE FROM " + table.quoted() + " WHERE id <= 3");
+    produceReplayedKept(batch(1, 6));
+
+    await().atMost(TIMEOUT).until(() -> rows(4, 6) == 0);
+    assertThat(seen).containsExactly(4L, 5L, 6L);
+    assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted()))
+        .as("not archived again from their events")
+        .isEqualTo(3);
   }
 
   @Test
@@ -1159,8 +1201,9 @@ abstract class BufferSinkContract {
     BufferBatch b = batch(1, 5);
     produce(b);
 
-    deadLetteredRest(b, 3L, 4L, 5L); // a replay hands over these, not the two handled already
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 3L, 4L, 5L);
     assertThat(rows(3, 5)).isEqualTo(3);
+    assertThat(rowsSaid(dead)).as("for a replay: hand over those still there").isEqualTo("kept");
     assertOneBatchDeadLetteredWith(3, "the events dead-lettered, not the batch's");
   }
 

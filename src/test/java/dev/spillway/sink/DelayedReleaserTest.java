@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.spillway.testing.SettableClock;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HashMap;
@@ -57,6 +58,7 @@ class DelayedReleaserTest {
               return topic.equals("t.elsewhere.batches");
             },
             "t.dlq",
+            (record, error) -> Map.of("x.rows", "kept".getBytes(StandardCharsets.UTF_8)),
             clock,
             Duration.ofMillis(10),
             holdBytes);
@@ -150,6 +152,9 @@ class DelayedReleaserTest {
     assertThat(SinkHeaders.text(letter.headers(), SinkHeaders.BATCHES_TOPIC))
         .as("where a replay hands it")
         .isEqualTo("t.gone.batches");
+    assertThat(SinkHeaders.text(letter.headers(), "x.rows"))
+        .as("what the pipeline adds to its letters")
+        .isEqualTo("kept");
     assertThat(committed().offset()).isEqualTo(4);
   }
 
@@ -308,6 +313,7 @@ class DelayedReleaserTest {
             List.of("t.batches"),
             topic -> false,
             "t.dlq",
+            (record, error) -> Map.of(),
             clock,
             Duration.ofMillis(10),
             1L << 20);
