@@ -109,6 +109,11 @@ public final class KafkaClients {
               + " they could not read, process or send drops that record, and the rows behind it"
               + " are never handled; remove it");
     }
+    if (name.equals(StreamsConfig.POLL_MS_CONFIG)) {
+      return Optional.of(
+          "is Spillway's own: it sets how long a batching stage waits for input from max-wait,"
+              + " which bounds how late a batch closes by time; remove it");
+    }
     if (PARTITIONING.contains(name)) {
       return Optional.of(
           "is Spillway's own: its records go to partitions by key, which keeps a buffer's events"

@@ -48,7 +48,7 @@ public final class StreamsApp implements AutoCloseable {
    *     an emitted record waits to be seen by readers of committed records, and what a crash makes
    *     the application process again.
    * @param tick how often the topology's wall-clock punctuators run; the thread waits for input no
-   *     longer than that (Kafka Streams' {@code poll.ms}, 100 ms unless shorter), as a punctuator
+   *     longer than {@link Batcher#poll} of it (Kafka Streams' {@code poll.ms}), as a punctuator
    *     cannot run while it waits
    * @throws IllegalStateException when it fails before it runs, saying why, or does not reach
    *     RUNNING within a minute

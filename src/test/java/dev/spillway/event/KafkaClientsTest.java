@@ -33,6 +33,7 @@ class KafkaClientsTest {
     assertThat(KafkaClients.refusal("processing.exception.handler", "x")).isPresent();
     assertThat(KafkaClients.refusal("producer.partitioner.class", "x")).isPresent();
     assertThat(KafkaClients.refusal("partitioner.ignore.keys", "true")).isPresent();
+    assertThat(KafkaClients.refusal("poll.ms", "500")).isPresent();
     assertThat(KafkaClients.refusal("linger.ms", "5")).isEmpty();
     assertThat(KafkaClients.refusal("consumer.fetch.min.bytes", "1024")).isEmpty();
     assertThat(KafkaClients.refusal("sasl.jaas.config", "x")).isEmpty();
