@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import dev.spillway.config.ConfigException;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.lfk.DefinitionsFile;
 import dev.spillway.lfk.ForeignKey;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkGenerator;
@@ -150,6 +151,10 @@ final class LfkGenerateCommand implements Callable<Integer> {
         lfkConfig
             .file()
             .orElse(baseDir(config).resolve("config").resolve("loose_foreign_keys.yml"));
+    if (lfkConfig.file().isEmpty() && Files.exists(definitions)) {
+      // Read as run would once it is set; the configured one was read with the configuration.
+      DefinitionsFile.read(definitions);
+    }
     write(out, config, definitions, converted);
     out.flush();
     return ErrorHandler.OK;

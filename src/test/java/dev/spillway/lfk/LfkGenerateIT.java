@@ -354,6 +354,14 @@ class LfkGenerateIT {
     assertThat(unset.exitCode()).isEqualTo(2);
     assertThat(unset.err()).contains("loose-foreign-keys.file is not set in the configuration");
 
+    // Where the definitions would go without the setting, a file that is not YAML.
+    Path usual = Files.createDirectories(dir.resolve("config")).resolve("loose_foreign_keys.yml");
+    Files.writeString(usual, "gen_child: [\n");
+    Cli.Result broken = Cli.run("lfk", "generate", "-c", config.toString(), "-n", "^gen_child$");
+    assertThat(broken.exitCode()).as(broken.err()).isEqualTo(2);
+    assertThat(broken.err()).startsWith(usual.toString()).contains("invalid YAML");
+    Files.delete(usual);
+
     // A child whose entries the file holds as a flow list: the file is input, refused as such.
     Path definitions = dir.resolve("lfk.yml");
     String flow = "gen_child: [{table: gen_other, column: other_id, on_delete: async_delete}]\n";
