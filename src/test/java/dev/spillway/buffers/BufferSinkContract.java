@@ -28,6 +28,7 @@ import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.ByteBuffer;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -1070,19 +1071,45 @@ abstract class BufferSinkContract {
         settings().withArchive(archive),
         evenIdsWhen(seen, b -> b.attempt() == 1 && b.ids().size() == 10));
     BufferBatch b = batch(1, 10);
-    produceReplayed(b);
+    produce(true, false, Map.of(BufferBatchHandler.ROWS, "deleted"), b);
 
     // Odd ids cannot be archived: they fail, alone, the way any batch failing on it does.
     ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 1L, 3L, 5L, 7L, 9L);
     assertThat(rowsSaid(dead))
-        .as("replayed whole, as its rows were gone (the record said nothing of them)")
-        .isNull();
+        .as("replayed whole, as the letter it came from said its rows were gone")
+        .isEqualTo("deleted");
     assertThat(seen)
         .extracting(s -> s.ids().size())
         .as("the handled even ids not handed over again, nor the odd ones the second call took")
         .containsExactly(10, 5);
     assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted())).isEqualTo(5);
     assertThat(rows(1, 10)).as("the odd rows stay").isEqualTo(5);
+  }
+
+  @Test
+  void should_say_its_rows_are_kept_in_the_letter_of_a_delayed_batch_whose_topic_is_gone()
+      throws Exception {
+    start(settings(), b -> BulkHandler.Result.success());
+    BufferBatch b = batch(1, 3);
+    ProducerRecord<String, byte[]> delayed =
+        new ProducerRecord<>(topics.delayed(Pipeline.BUFFERS), b.groupId(), EventSerdes.encode(b));
+    delayed
+        .headers()
+        .add(
+            SinkHeaders.CONSUME_AFTER,
+            ByteBuffer.allocate(Long.BYTES).putLong(System.currentTimeMillis()).array())
+        .add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(batches + ".gone"));
+    try (KafkaProducer<String, byte[]> producer =
+        new KafkaProducer<>(
+            Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, infra.bootstrapServers()),
+            new StringSerializer(),
+            new ByteArraySerializer())) {
+      producer.send(delayed).get();
+    }
+
+    ConsumerRecord<byte[], byte[]> dead = deadLetteredRest(b, 1L, 2L, 3L);
+    assertThat(rowsSaid(dead)).as("never handled: its rows are in the table").isEqualTo("kept");
+    assertThat(rows(1, 3)).isEqualTo(3);
   }
 
   @Test
