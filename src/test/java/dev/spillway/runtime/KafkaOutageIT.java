@@ -8,15 +8,18 @@ import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
+import dev.spillway.ops.StatusText;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -56,7 +59,11 @@ class KafkaOutageIT {
       }
 
       insert(ds, outage.schema, 10);
-      await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) == 0);
+      try {
+        await().atMost(TIMEOUT).until(() -> left(ds, outage.schema) == 0);
+      } catch (ConditionTimeoutException e) {
+        throw new AssertionError(stuck(runtime), e);
+      }
       assertThat(runtime.failure()).isEmpty();
       assertThat(deadLettered(runtime)).isZero();
     } finally {
@@ -154,6 +161,27 @@ class KafkaOutageIT {
             databases.dataSource("outage"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       }
     }
+  }
+
+  /**
+   * What a drain that never came leaves to look at (it failed once in dozens of runs): the status
+   * and where the batching stage's threads stand.
+   */
+  private static String stuck(SpillwayRuntime runtime) {
+    StringBuilder b = new StringBuilder("Rows not drained after Kafka came back. Status:\n");
+    b.append(StatusText.render(runtime.status(), Instant.now()));
+    Thread.getAllStackTraces()
+        .forEach(
+            (thread, stack) -> {
+              if (thread.getName().matches(".*-StreamThread-\\d+")
+                  || thread.getName().contains("StateUpdater")) {
+                b.append('\n').append(thread.getName()).append(' ').append(thread.getState());
+                for (StackTraceElement at : stack) {
+                  b.append("\n    at ").append(at);
+                }
+              }
+            });
+    return b.toString();
   }
 
   private static void insert(DataSource ds, String schema, int rows) {
