@@ -78,10 +78,6 @@ public final class HttpEndpoint implements AutoCloseable {
       return port == 0 || port >= 1024 || String.valueOf(e.getMessage()).contains("in use");
     }
 
-    static String sentence(int port, java.net.BindException e) {
-      return sentence(port, e, inUse(port, e));
-    }
-
     private static String sentence(int port, java.net.BindException e, boolean inUse) {
       return inUse
           ? "HTTP port " + port + " is already in use; set http.port to a free port (0 picks one)."

@@ -24,18 +24,21 @@ class HttpEndpointTest {
   @Test
   void should_tell_a_port_another_process_holds_from_one_the_system_refuses() {
     assertThat(
-            HttpEndpoint.PortUnavailableException.sentence(
-                8088, new java.net.BindException("Address already in use")))
+            new HttpEndpoint.PortUnavailableException(
+                    8088, new java.net.BindException("Address already in use"))
+                .getMessage())
         .isEqualTo("HTTP port 8088 is already in use; set http.port to a free port (0 picks one).");
     // The system's words in another language: above 1024 only another process can hold it.
     assertThat(
-            HttpEndpoint.PortUnavailableException.sentence(
-                8088, new java.net.BindException("Die Adresse wird bereits verwendet")))
+            new HttpEndpoint.PortUnavailableException(
+                    8088, new java.net.BindException("Die Adresse wird bereits verwendet"))
+                .getMessage())
         .startsWith("HTTP port 8088 is already in use;");
     // As a user without the privilege for a port below 1024 is answered (not seen as root).
     assertThat(
-            HttpEndpoint.PortUnavailableException.sentence(
-                80, new java.net.BindException("Permission denied")))
+            new HttpEndpoint.PortUnavailableException(
+                    80, new java.net.BindException("Permission denied"))
+                .getMessage())
         .isEqualTo(
             "HTTP port 80 cannot be taken (Permission denied); set http.port to another port (0"
                 + " picks one; one below 1024 needs the privilege to bind it).");
