@@ -141,8 +141,6 @@ public final class StreamsApp implements AutoCloseable {
         Map.of(
             ProducerConfig.LINGER_MS_CONFIG,
             5,
-            StreamsConfig.POLL_MS_CONFIG,
-            Batcher.poll(tick).toMillis(),
             // Spillway's topologies have no global stores; left false, Kafka Streams warns about it
             // at every start: for the application, and for the main consumer's assignor, which
             // reads the Streams settings from that consumer's properties.
@@ -161,6 +159,8 @@ public final class StreamsApp implements AutoCloseable {
             stateDir.toString(),
             StreamsConfig.COMMIT_INTERVAL_MS_CONFIG,
             commitInterval.toMillis(),
+            StreamsConfig.POLL_MS_CONFIG,
+            Batcher.poll(tick).toMillis(),
             StreamsConfig.REPLICATION_FACTOR_CONFIG,
             (int) replicationFactor,
             StreamsConfig.PROCESSING_GUARANTEE_CONFIG,
