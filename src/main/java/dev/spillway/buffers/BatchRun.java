@@ -73,21 +73,21 @@ final class BatchRun {
   /**
    * @param retryKey what the batch's retries are remembered by between runs
    * @param replayed whether the batch was handed over again from the dead-letter topic
-   * @param rowsKept whether a replayed batch's rows were kept when it was dead-lettered
+   * @param fromEvents whether it is a replayed batch whose rows may be gone
    */
   BatchRun(
       RunningBuffer buffer,
       BufferBatch batch,
       String retryKey,
       boolean replayed,
-      boolean rowsKept,
+      boolean fromEvents,
       RunContext context,
       Clock clock) {
     this.buffer = buffer;
     this.batch = batch;
     this.retryKey = retryKey;
     this.replayed = replayed;
-    this.fromEvents = replayed && !rowsKept;
+    this.fromEvents = fromEvents;
     this.context = context;
     this.clock = clock;
   }

@@ -75,7 +75,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     b.metrics.inFlight().incrementAndGet();
     try {
       boolean replayed = record.headers().containsKey(SinkHeaders.REPLAYED_FROM);
-      return new BatchRun(b, batch, retryKey(record), replayed, rowsKept(record), context, clock)
+      return new BatchRun(b, batch, retryKey(record), replayed, fromEvents(record), context, clock)
           .run();
     } finally {
       b.metrics.inFlight().decrementAndGet();
@@ -90,7 +90,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
    */
   @Override
   public Map<String, byte[]> deadLetterHeaders(SinkRecord record, Throwable error) {
-    if (record.headers().containsKey(SinkHeaders.REPLAYED_FROM) && !rowsKept(record)) {
+    if (fromEvents(record)) {
       return Map.of();
     }
     RunningBuffer b = byTopic.get(record.topic()); // none for a letter of the delay topic
@@ -101,8 +101,13 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     return Map.of(ROWS, deleted ? DELETED : KEPT);
   }
 
-  private static boolean rowsKept(SinkRecord record) {
-    return Arrays.equals(record.headers().get(ROWS), KEPT);
+  /**
+   * Whether the record is a replay whose rows may be gone (its letter did not say they were kept):
+   * handed over from its events.
+   */
+  private static boolean fromEvents(SinkRecord record) {
+    return record.headers().containsKey(SinkHeaders.REPLAYED_FROM)
+        && !Arrays.equals(record.headers().get(ROWS), KEPT);
   }
 
   @Override
