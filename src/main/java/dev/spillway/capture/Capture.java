@@ -375,12 +375,13 @@ public final class Capture implements AutoCloseable {
    * streams from the slot, now or once one starts: for rows whose captured inserts Kafka no longer
    * holds.
    *
+   * @param ds the primary's, as {@link #requirePrimary} found: a standby cannot tell what the slot
+   *     holds (checked once per database before any buffer is asked)
    * @param slot the database's replication slot ({@link CaptureSettings#slotName})
    * @return what was done; {@link ReadAgain#SLOT_LOST} asks nothing
    */
   public static ReadAgain readAgain(
       DataSource ds, String database, String slot, List<TableName> tables) throws SQLException {
-    requirePrimary(ds, database);
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(ds, database, slot);
     if (loss != null) {
       return loss.gone() ? ReadAgain.AT_FIRST_START : ReadAgain.SLOT_LOST;
