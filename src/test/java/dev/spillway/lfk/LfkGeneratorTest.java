@@ -7,8 +7,6 @@ import dev.spillway.event.TableName;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.Optional;
-import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -58,15 +56,10 @@ class LfkGeneratorTest {
       new LfkGenerator(
           KEYS,
           List.of(
-              new LooseForeignKey(
+              LooseForeignKey.asyncDelete(
                   TableName.parse("ci_builds"),
                   TableName.parse("projects"),
                   "project_id",
-                  OnDelete.ASYNC_DELETE,
-                  Optional.empty(),
-                  null,
-                  List.of(),
-                  OptionalInt.empty(),
                   "lfk.yml:1")));
 
   @Test
