@@ -2,7 +2,7 @@ package dev.spillway.cli;
 
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.ops.ConsumerLag;
-import dev.spillway.ops.ConsumerLag.Lag;
+import dev.spillway.ops.StatusReport.LagStatus;
 import dev.spillway.ops.StatusText;
 import dev.spillway.runtime.WorkingDirectory;
 import java.io.PrintWriter;
@@ -28,41 +28,17 @@ final class LagCommand implements Callable<Integer> {
   @Option(names = "--json", description = "Print the lag as JSON.")
   boolean json;
 
-  /** A group on a topic in {@code --json}: the oldest waiting record's age in seconds. */
-  record JsonLag(
-      String group,
-      String topic,
-      int partitions,
-      long lag,
-      Long oldestWaitingSeconds,
-      int members) {}
-
   @Override
   public Integer call() throws Exception {
     SpillwayConfig config = Launch.config(root);
     String bootstrap =
         Launch.kafka(config, WorkingDirectory.running(config.workingDir()), "the consumer groups");
-    List<Lag> lags =
+    List<ConsumerLag.Lag> read =
         ConsumerLag.read(bootstrap, config.kafka().properties(), config.kafka().topicPrefix());
     Instant now = Instant.now();
+    List<LagStatus> lags = read.stream().map(l -> LagStatus.of(l, now)).toList();
     PrintWriter out = spec.commandLine().getOut();
-    if (json) {
-      out.println(
-          JsonOut.of(
-              lags.stream()
-                  .map(
-                      l ->
-                          new JsonLag(
-                              l.group(),
-                              l.topic(),
-                              l.partitions(),
-                              l.lag(),
-                              l.waitedSeconds(now),
-                              l.members()))
-                  .toList()));
-    } else {
-      out.print(StatusText.lag(lags, now));
-    }
+    out.print(json ? JsonOut.of(lags) + System.lineSeparator() : StatusText.lag(lags, now));
     out.flush();
     return ErrorHandler.OK;
   }

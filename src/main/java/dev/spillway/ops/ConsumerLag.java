@@ -60,12 +60,6 @@ public final class ConsumerLag {
     public Long waitedMillis(long nowMillis) {
       return oldestWaitingMillis == null ? null : Math.max(0, nowMillis - oldestWaitingMillis);
     }
-
-    /** {@link #waitedMillis} at {@code now}, in whole seconds. */
-    public Long waitedSeconds(java.time.Instant now) {
-      Long waited = waitedMillis(now.toEpochMilli());
-      return waited == null ? null : waited / 1000;
-    }
   }
 
   private ConsumerLag() {}

@@ -1,5 +1,6 @@
 package dev.spillway.ops;
 
+import java.time.Instant;
 import java.util.List;
 
 /**
@@ -17,7 +18,7 @@ public record StatusReport(
     List<SinkStatus> sinks,
     List<BufferStatus> buffers,
     String lagReadAt,
-    List<ConsumerLag.Lag> lag,
+    List<LagStatus> lag,
     String failure,
     String madeAt) {
 
@@ -29,6 +30,38 @@ public record StatusReport(
   }
 
   public record KafkaStatus(String bootstrapServers, boolean embedded) {}
+
+  /**
+   * One consumer group on one topic, as {@code status --json} and {@code lag --json} show it.
+   *
+   * @param lag records the group has not committed yet
+   * @param oldestWaitingSince when the oldest of them was written (an ISO-8601 instant); null when
+   *     none waits or it could not be read
+   * @param oldestWaitingSeconds how long it had waited when the lag was read, never negative
+   * @param members consumers in the group then
+   */
+  public record LagStatus(
+      String group,
+      String topic,
+      int partitions,
+      long lag,
+      String oldestWaitingSince,
+      Long oldestWaitingSeconds,
+      int members) {
+
+    /** {@code l} as read at {@code readAt}. */
+    public static LagStatus of(ConsumerLag.Lag l, Instant readAt) {
+      Long written = l.oldestWaitingMillis();
+      return new LagStatus(
+          l.group(),
+          l.topic(),
+          l.partitions(),
+          l.lag(),
+          written == null ? null : Instant.ofEpochMilli(written).toString(),
+          written == null ? null : l.waitedMillis(readAt.toEpochMilli()) / 1000,
+          l.members());
+    }
+  }
 
   /**
    * @param error why slots could not be read, or null

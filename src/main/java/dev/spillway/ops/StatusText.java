@@ -1,6 +1,6 @@
 package dev.spillway.ops;
 
-import dev.spillway.ops.ConsumerLag.Lag;
+import dev.spillway.ops.StatusReport.LagStatus;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -142,24 +142,23 @@ public final class StatusText {
   }
 
   /** Each consumer group's lag per topic, as a table ({@code lag} and {@code status}). */
-  public static String lag(List<Lag> lags, Instant now) {
+  public static String lag(List<LagStatus> lags, Instant now) {
     if (lags.isEmpty()) {
       return "No consumer groups of Spillway's in Kafka yet.\n";
     }
     int group = "GROUP".length();
     int topic = "TOPIC".length();
-    for (Lag l : lags) {
+    for (LagStatus l : lags) {
       group = Math.max(group, l.group().length());
       topic = Math.max(topic, l.topic().length());
     }
     String row = "%-" + group + "s  %-" + topic + "s  %10s  %14s  %7s%n";
     StringBuilder s = new StringBuilder();
     s.append(String.format(row, "GROUP", "TOPIC", "LAG", "OLDEST WAITING", "MEMBERS"));
-    for (Lag l : lags) {
-      Long age = l.waitedSeconds(now);
-      s.append(
-          String.format(
-              row, l.group(), l.topic(), l.lag(), age == null ? "-" : age(age), l.members()));
+    for (LagStatus l : lags) {
+      String age =
+          l.oldestWaitingSince() == null ? "-" : ago(Instant.parse(l.oldestWaitingSince()), now);
+      s.append(String.format(row, l.group(), l.topic(), l.lag(), age, l.members()));
     }
     return s.toString();
   }

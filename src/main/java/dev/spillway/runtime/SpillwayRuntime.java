@@ -542,7 +542,8 @@ public final class SpillwayRuntime implements AutoCloseable {
         sinkStatus,
         bufferStatus.get(),
         lag.map(l -> l.at().toString()).orElse(null),
-        lag.map(ConsumerLagGauges.Reading::lags).orElse(List.of()),
+        lag.map(r -> r.lags().stream().map(l -> StatusReport.LagStatus.of(l, r.at())).toList())
+            .orElse(List.of()),
         failure().orElse(null),
         clock.instant().toString());
   }

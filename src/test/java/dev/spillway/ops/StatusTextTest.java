@@ -5,17 +5,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.spillway.ops.ConsumerLag.Lag;
 import java.time.Instant;
 import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 
 class StatusTextTest {
   private static final Instant NOW = Instant.parse("2026-11-24T10:00:00Z");
 
-  private static StatusReport report(String lagReadAt, List<Lag> lag) {
+  private static StatusReport report(String lagReadAt, List<StatusReport.LagStatus> lag) {
     return report(List.of(), lagReadAt, lag);
   }
 
   private static StatusReport report(
-      List<StatusReport.BufferStatus> buffers, String lagReadAt, List<Lag> lag) {
+      List<StatusReport.BufferStatus> buffers, String lagReadAt, List<StatusReport.LagStatus> lag) {
     return report(List.of(), buffers, lagReadAt, lag);
   }
 
@@ -28,7 +29,7 @@ class StatusTextTest {
       List<StatusReport.DatabaseStatus> databases,
       List<StatusReport.BufferStatus> buffers,
       String lagReadAt,
-      List<Lag> lag) {
+      List<StatusReport.LagStatus> lag) {
     return report(databases, buffers, lagReadAt, lag, NOW.toString());
   }
 
@@ -36,7 +37,7 @@ class StatusTextTest {
       List<StatusReport.DatabaseStatus> databases,
       List<StatusReport.BufferStatus> buffers,
       String lagReadAt,
-      List<Lag> lag,
+      List<StatusReport.LagStatus> lag,
       String madeAt) {
     return new StatusReport(
         42,
@@ -77,15 +78,17 @@ class StatusTextTest {
         StatusText.render(
             report(
                 "2026-11-24T09:59:55Z",
-                List.of(
-                    new Lag("s.buffers.sink", "s.buffers.a.batches", 3, 0, null, 1),
-                    new Lag(
-                        "s.lfk.sink",
-                        "s.lfk.cleanup-batches",
-                        3,
-                        1200,
-                        NOW.minusSeconds(90).toEpochMilli(),
-                        2))),
+                Stream.of(
+                        new Lag("s.buffers.sink", "s.buffers.a.batches", 3, 0, null, 1),
+                        new Lag(
+                            "s.lfk.sink",
+                            "s.lfk.cleanup-batches",
+                            3,
+                            1200,
+                            NOW.minusSeconds(90).toEpochMilli(),
+                            2))
+                    .map(l -> StatusReport.LagStatus.of(l, NOW.minusSeconds(5)))
+                    .toList()),
             NOW);
 
     assertThat(text)
