@@ -66,11 +66,11 @@ final class LfkStatusCommand implements Callable<Integer> {
     List<LfkBacklog.Parent> backlog =
         LfkBacklog.read(
             bootstrap, config.kafka().properties(), new Topics(config.kafka().topicPrefix()));
-    Map<String, Long> processed = Map.of();
+    Optional<Map<String, Long>> processed = Optional.empty();
     String unread = null; // why the running process's counts could not be read
     if (running.isPresent()) {
       try {
-        processed = processed(running.get().httpPort());
+        processed = Optional.of(processed(running.get().httpPort()));
       } catch (IOException e) {
         unread = e.getMessage(); // the backlog, read from Kafka, is shown all the same
       }
@@ -89,7 +89,12 @@ final class LfkStatusCommand implements Callable<Integer> {
     return ErrorHandler.OK;
   }
 
-  static List<Row> rows(List<LfkBacklog.Parent> backlog, Map<String, Long> processed, Instant now) {
+  /**
+   * @param processed the running process's counts by {@code database/table}, a parent it has none
+   *     for having finished none; empty when no count could be read, each row's then null
+   */
+  static List<Row> rows(
+      List<LfkBacklog.Parent> backlog, Optional<Map<String, Long>> processed, Instant now) {
     Map<String, Row> rows = new TreeMap<>();
     for (LfkBacklog.Parent p : backlog) {
       Long age =
@@ -105,17 +110,19 @@ final class LfkStatusCommand implements Callable<Integer> {
               age == null ? "-" : StatusText.age(age),
               age,
               p.rescheduled(),
-              processed.get(p.database() + "/" + p.table())));
+              processed.map(m -> m.getOrDefault(p.database() + "/" + p.table(), 0L)).orElse(null)));
     }
-    processed.forEach(
-        (key, n) -> {
-          if (!rows.containsKey(key)) {
-            int slash = key.indexOf('/');
-            rows.put(
-                key,
-                new Row(key.substring(0, slash), key.substring(slash + 1), 0, "-", null, 0, n));
-          }
-        });
+    processed
+        .orElse(Map.of())
+        .forEach(
+            (key, n) -> {
+              if (!rows.containsKey(key)) {
+                int slash = key.indexOf('/');
+                rows.put(
+                    key,
+                    new Row(key.substring(0, slash), key.substring(slash + 1), 0, "-", null, 0, n));
+              }
+            });
     return new ArrayList<>(rows.values());
   }
 

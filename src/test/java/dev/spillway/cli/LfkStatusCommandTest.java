@@ -7,6 +7,7 @@ import dev.spillway.ops.StatusText;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
 class LfkStatusCommandTest {
@@ -18,7 +19,7 @@ class LfkStatusCommandTest {
     List<LfkStatusCommand.Row> rows =
         LfkStatusCommand.rows(
             List.of(new LfkBacklog.Parent("main", "public.projects", 1200, twoMinutesAgo, 200)),
-            Map.of("main/public.projects", 300L, "ci/public.ci_pipelines", 40L),
+            Optional.of(Map.of("main/public.projects", 300L, "ci/public.ci_pipelines", 40L)),
             NOW);
     assertThat(rows)
         .extracting(
@@ -42,6 +43,23 @@ class LfkStatusCommandTest {
         .endsWith(
             "PROCESSED counts could not be read from the running process: it answered /metrics on"
                 + " port 1 with HTTP 503.\n");
+  }
+
+  @Test
+  void should_count_none_processed_apart_from_counts_it_could_not_read() {
+    List<LfkBacklog.Parent> backlog =
+        List.of(
+            new LfkBacklog.Parent(
+                "main", "public.projects", 5, NOW.getEpochSecond() * 1_000_000, 0));
+
+    assertThat(LfkStatusCommand.rows(backlog, Optional.of(Map.of()), NOW))
+        .as("a running process that finished none of this parent's rows yet")
+        .extracting(LfkStatusCommand.Row::processed)
+        .containsExactly(0L);
+    assertThat(LfkStatusCommand.rows(backlog, Optional.empty(), NOW))
+        .as("no running process, or its counts unread")
+        .extracting(LfkStatusCommand.Row::processed)
+        .containsNull();
   }
 
   @Test
