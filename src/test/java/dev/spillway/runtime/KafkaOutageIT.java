@@ -18,6 +18,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.Set;
 import java.util.UUID;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
@@ -123,6 +124,10 @@ class KafkaOutageIT {
                   max.block.ms: 3000
                   default.api.timeout.ms: 5000
                   task.timeout.ms: 2000
+                  # The Streams thread replaced while Kafka is away keeps its group member until
+                  # it has closed, or at most these after it last polled.
+                  main.consumer.session.timeout.ms: 10000
+                  main.consumer.max.poll.interval.ms: 60000
               databases:
                 main: { url: "%s", username: %s }
               buffers:
@@ -165,7 +170,7 @@ class KafkaOutageIT {
 
   /**
    * What a drain that never came leaves to look at (it failed once in dozens of runs): the status
-   * and where the batching stage's threads stand.
+   * and where the batching stage's threads stand, a replaced one still closing included.
    */
   private static String stuck(SpillwayRuntime runtime) {
     StringBuilder b = new StringBuilder("Rows not drained after Kafka came back. Status:\n");
@@ -173,8 +178,9 @@ class KafkaOutageIT {
     Thread.getAllStackTraces()
         .forEach(
             (thread, stack) -> {
-              if (thread.getName().matches(".*-StreamThread-\\d+")
-                  || thread.getName().contains("StateUpdater")) {
+              // The Streams threads, their producers' and consumers' own threads among them.
+              if (Stream.of("StreamThread", "StateUpdater", "heartbeat-thread", "network-thread")
+                  .anyMatch(thread.getName()::contains)) {
                 b.append('\n').append(thread.getName()).append(' ').append(thread.getState());
                 for (StackTraceElement at : stack) {
                   b.append("\n    at ").append(at);
