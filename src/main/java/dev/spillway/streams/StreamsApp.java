@@ -11,7 +11,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.TransactionAbortableException;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -95,9 +97,9 @@ public final class StreamsApp implements AutoCloseable {
             log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
           }
-          if (Causes.has(e, TimeoutException.class)) {
-            // Kafka out of reach for longer than task.timeout.ms: what the thread had not
-            // committed is aborted, and a new thread goes on from the last commit once it answers.
+          if (kafkaOutOfReach(e)) {
+            // What the thread had not committed is aborted, and a new thread goes on from the last
+            // commit once Kafka answers.
             log.warn(
                 "Streams application {} could not reach Kafka ({}); a new thread takes over",
                 applicationId,
@@ -129,6 +131,30 @@ public final class StreamsApp implements AutoCloseable {
   }
 
   /** The application's client properties: tuning defaults, then the configured ones, then ours. */
+  /**
+   * The producer's own words for a transaction it can only abort: sends that expired unanswered
+   * (Kafka away longer than {@code delivery.timeout.ms}) left it unsure what Kafka took.
+   */
+  private static final String ONLY_ABORTABLE = "It is safe to abort the transaction and continue";
+
+  /**
+   * Whether a stream thread died of Kafka being out of reach, rather than of a failure a new thread
+   * would meet again: a time-out (longer than {@code task.timeout.ms}), or a transaction the
+   * thread's producer could only abort after its sends expired, which ends the thread when it tries
+   * to commit instead.
+   */
+  static boolean kafkaOutOfReach(Throwable e) {
+    return Causes.has(e, TimeoutException.class)
+        || Causes.has(e, TransactionAbortableException.class)
+        || Causes.first(
+                e,
+                c ->
+                    c instanceof KafkaException
+                        && c.getMessage() != null
+                        && c.getMessage().contains(ONLY_ABORTABLE))
+            .isPresent();
+  }
+
   static Properties properties(
       String applicationId,
       String bootstrapServers,

@@ -11,9 +11,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.errors.StreamsException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
@@ -31,6 +34,29 @@ class StreamsAppTest {
             Duration.ofMillis(100),
             Duration.ofMillis(50),
             (short) 1));
+  }
+
+  @Test
+  void should_take_a_commit_its_producer_can_only_abort_for_kafka_out_of_reach() {
+    // As Kafka Streams 4.3 reports a commit after sends that expired while the broker was away.
+    StreamsException expired =
+        new StreamsException(
+            "Error encountered trying to commit a transaction [stream-thread [a-StreamThread-1]]",
+            new KafkaException(
+                "The client hasn't received acknowledgment for some previously sent messages and"
+                    + " can no longer retry them. It is safe to abort the transaction and"
+                    + " continue."));
+
+    assertThat(StreamsApp.kafkaOutOfReach(expired)).isTrue();
+    assertThat(StreamsApp.kafkaOutOfReach(new StreamsException(new TimeoutException("t"))))
+        .isTrue();
+    assertThat(
+            StreamsApp.kafkaOutOfReach(
+                new StreamsException("processing failed", new IllegalStateException("a bug"))))
+        .as("a failure a new thread would meet again")
+        .isFalse();
+    assertThat(StreamsApp.kafkaOutOfReach(new StreamsException(new KafkaException("fenced"))))
+        .isFalse();
   }
 
   @Test
