@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -41,6 +42,15 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
 
   /** How long the check that a kept connection still answers may take. */
   private static final int VALID_SECONDS = 5;
+
+  /**
+   * What the monitor's session allows each of its statements: the server itself ends one that waits
+   * for a lock or runs long, within the driver's read time-out. A statement the driver gave up on
+   * would otherwise go on waiting on the server, a connection held for nothing, and every sample
+   * could leave another.
+   */
+  static final String SESSION_LIMITS =
+      "SELECT set_config('statement_timeout', '5s', false), set_config('lock_timeout', '1s', false)";
 
   /**
    * @param interval time between samples
@@ -196,6 +206,9 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     Connection c = ds.getConnection();
     try {
       c.setAutoCommit(true);
+      try (Statement st = c.createStatement()) {
+        st.execute(SESSION_LIMITS);
+      }
     } catch (SQLException e) {
       closeQuietly(c);
       throw e;

@@ -19,13 +19,22 @@ final class HealthStatements {
       "(SELECT oid FROM pg_database WHERE datname = current_database())";
 
   /**
+   * 1: quoted table. The table and every table that inherits from it, its partitions at any depth
+   * among them, as {@code t (relid)}: read from the catalog, which takes no lock on them, unlike
+   * {@code pg_partition_tree}, whose locks would queue the monitor behind a schema change waiting
+   * for the table. A missing table gives one null.
+   */
+  private static final String TABLE_AND_PARTITIONS =
+      "WITH RECURSIVE t (relid) AS (SELECT to_regclass(?)::oid"
+          + " UNION SELECT i.inhrelid FROM pg_inherits i JOIN t ON i.inhparent = t.relid)";
+
+  /**
    * 1: quoted table. Autovacuum workers on the table, on any of its partitions (autovacuum works on
    * leaves only) or on their TOAST tables (vacuumed as tables of their own); the second column is
    * true when one runs to prevent transaction ID wraparound; the third, {@link #SEES_ALL}.
    */
   static final String AUTOVACUUM =
-      "WITH r AS (SELECT to_regclass(?) AS oid), t AS (SELECT oid AS relid FROM r"
-          + " UNION SELECT p.relid FROM r, pg_partition_tree(r.oid) p)"
+      TABLE_AND_PARTITIONS
           + " SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%'), "
           + SEES_ALL
           + " FROM pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
@@ -92,20 +101,22 @@ final class HealthStatements {
           + " WHERE backend_type = 'client backend'";
 
   /**
-   * 1: seconds; 2: quoted table. Other sessions waiting for a lock on the table or for one of its
-   * rows, and transactions older than the threshold holding a lock on it, then {@link #SEES_ALL}. A
-   * session waiting for a row another transaction locked waits on that transaction's id, which
-   * names no table; while it waits it holds a {@code tuple} lock on the table, taken for that wait
+   * 1: quoted table; 2: seconds. Other sessions waiting for a lock on the table or one of its
+   * partitions, or for one of their rows, and transactions older than the threshold holding a lock
+   * on one, then {@link #SEES_ALL}. A session waiting for a row another transaction locked waits on
+   * that transaction's id, which names no table; while it waits it holds a {@code tuple} lock on
+   * the table the row is in (a partition, for a row of a partitioned table), taken for that wait
    * only. Spillway's own sessions are left out, and so are autovacuum workers: their lock is one
    * DELETE and UPDATE do not wait for, and {@link #AUTOVACUUM} reads them.
    */
   static final String LOCKS =
-      "SELECT count(DISTINCT a.pid) FILTER (WHERE NOT l.granted OR l.locktype = 'tuple'),"
+      TABLE_AND_PARTITIONS
+          + " SELECT count(DISTINCT a.pid) FILTER (WHERE NOT l.granted OR l.locktype = 'tuple'),"
           + " count(DISTINCT a.pid) FILTER (WHERE l.granted"
           + " AND a.xact_start < now() - make_interval(secs => ?)), "
           + SEES_ALL
           + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-          + " WHERE l.relation = to_regclass(?) AND l.database = "
+          + " WHERE l.relation IN (SELECT relid FROM t) AND l.database = "
           + THIS_DATABASE
           + " AND a.pid <> pg_backend_pid()"
           + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker'";

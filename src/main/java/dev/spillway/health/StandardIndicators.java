@@ -295,8 +295,8 @@ public final class StandardIndicators {
     @Override
     public Health sample(Connection c, TableName table) throws SQLException {
       try (PreparedStatement ps = c.prepareStatement(HealthStatements.LOCKS)) {
-        ps.setDouble(1, t.longTransaction().toMillis() / 1000.0);
-        ps.setString(2, table.quoted());
+        ps.setString(1, table.quoted());
+        ps.setDouble(2, t.longTransaction().toMillis() / 1000.0);
         try (ResultSet rs = ps.executeQuery()) {
           rs.next();
           long waiting = rs.getLong(1);

@@ -338,6 +338,95 @@ class HealthMonitorIT {
   }
 
   @Test
+  void should_see_a_schema_change_waiting_on_a_partition_without_waiting_behind_it()
+      throws Exception {
+    TableName table = new TableName("public", TestSql.uniqueName("parted"));
+    TableName partition = new TableName("public", table.table() + "_1");
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      TestSql.exec(
+          ds,
+          "CREATE TABLE " + table.quoted() + " (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
+          "CREATE TABLE "
+              + partition.quoted()
+              + " PARTITION OF "
+              + table.quoted()
+              + " FOR VALUES FROM (0) TO (100)");
+      // A transaction reading the partition; a column added to the table then holds the table
+      // and waits for the partition, where anything else that locks it queues behind it.
+      try (Connection holder =
+          TestSql.inTransaction(ds, "SELECT count(*) FROM " + partition.quoted())) {
+        CompletableFuture<Void> change =
+            CompletableFuture.runAsync(
+                () -> TestSql.exec(ds, "ALTER TABLE " + table.quoted() + " ADD COLUMN n int"));
+        TestSql.awaitBlockedBy(ds, TestSql.pid(holder));
+
+        assertThat(sample(databases.unpooledSource(DB), table))
+            .containsEntry("autovacuum", Health.NORMAL)
+            .containsEntry(
+                "locks", new Health.Throttle("locks: 1 session(s) wait for locks on " + table));
+
+        holder.rollback();
+        change.get(30, TimeUnit.SECONDS);
+      } finally {
+        TestSql.exec(ds, "DROP TABLE " + table.quoted());
+      }
+    }
+  }
+
+  @Test
+  void should_see_a_session_waiting_for_a_row_of_a_partition() throws Exception {
+    TableName table = new TableName("public", TestSql.uniqueName("parted_rows"));
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      TestSql.exec(
+          ds,
+          "CREATE TABLE "
+              + table.quoted()
+              + " (id bigint PRIMARY KEY, n int) PARTITION BY RANGE (id)",
+          "CREATE TABLE "
+              + new TableName("public", table.table() + "_1").quoted()
+              + " PARTITION OF "
+              + table.quoted()
+              + " FOR VALUES FROM (0) TO (100)",
+          "INSERT INTO " + table.quoted() + " VALUES (1, 0)");
+      try (Connection holder =
+          TestSql.inTransaction(ds, "UPDATE " + table.quoted() + " SET n = 1 WHERE id = 1")) {
+        CompletableFuture<Void> waiter =
+            CompletableFuture.runAsync(
+                () -> TestSql.exec(ds, "UPDATE " + table.quoted() + " SET n = 2 WHERE id = 1"));
+        TestSql.awaitBlockedBy(ds, TestSql.pid(holder));
+
+        assertThat(sample(databases.unpooledSource(DB), table))
+            .containsEntry(
+                "locks", new Health.Throttle("locks: 1 session(s) wait for locks on " + table));
+
+        holder.rollback();
+        waiter.get(30, TimeUnit.SECONDS);
+      } finally {
+        TestSql.exec(ds, "DROP TABLE " + table.quoted());
+      }
+    }
+  }
+
+  @Test
+  void should_let_the_server_end_a_sample_statement_that_waits() {
+    try (Databases databases = EmbeddedInfra.get().databases(DB);
+        HealthMonitor monitor =
+            new HealthMonitor(
+                HealthMonitor.Settings.defaults(),
+                Map.of(DB, databases.unpooledSource(DB)),
+                Clock.systemUTC(),
+                new SimpleMeterRegistry())) {
+      SessionSettings settings = new SessionSettings();
+      monitor.addIndicators(DB, List.of(settings));
+      monitor.runOnce();
+
+      assertThat(settings.read).isEqualTo("5s 1s");
+    }
+  }
+
+  @Test
   void should_read_locks_and_autovacuum_of_its_own_database_only() throws Exception {
     String original = TestSql.uniqueName("health_original");
     String copy = TestSql.uniqueName("health_copy");
@@ -545,6 +634,29 @@ class HealthMonitorIT {
     public Health sample(Connection connection, TableName table) throws SQLException {
       try (Statement s = connection.createStatement()) {
         s.executeQuery("SELECT 1").close();
+      }
+      return Health.NORMAL;
+    }
+  }
+
+  /** An indicator that reads the monitor's session's time-outs through its connection. */
+  private static final class SessionSettings implements HealthIndicator {
+    volatile String read;
+
+    @Override
+    public String name() {
+      return "session-settings";
+    }
+
+    @Override
+    public Health sample(Connection connection, TableName table) throws SQLException {
+      try (Statement s = connection.createStatement();
+          java.sql.ResultSet rs =
+              s.executeQuery(
+                  "SELECT current_setting('statement_timeout') || ' '"
+                      + " || current_setting('lock_timeout')")) {
+        rs.next();
+        read = rs.getString(1);
       }
       return Health.NORMAL;
     }

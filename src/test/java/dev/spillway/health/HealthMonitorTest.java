@@ -105,6 +105,23 @@ class HealthMonitorTest {
     return answeringUnless(new AtomicBoolean());
   }
 
+  /** A statement that takes the monitor's session limits and nothing else. */
+  private static java.sql.Statement settingLimits() {
+    return (java.sql.Statement)
+        Proxy.newProxyInstance(
+            HealthMonitorTest.class.getClassLoader(),
+            new Class<?>[] {java.sql.Statement.class},
+            (proxy, method, args) ->
+                switch (method.getName()) {
+                  case "execute" -> {
+                    assertThat(args[0]).isEqualTo(HealthMonitor.SESSION_LIMITS);
+                    yield true;
+                  }
+                  case "close" -> null;
+                  default -> throw new UnsupportedOperationException(method.getName());
+                });
+  }
+
   /** The same, gone while {@code away} holds: its connection invalid, no new one to be had. */
   private static DataSource answeringUnless(AtomicBoolean away) {
     Connection connection =
@@ -117,6 +134,7 @@ class HealthMonitorTest {
                       case "isValid" -> !away.get();
                       case "getAutoCommit" -> true;
                       case "setAutoCommit", "close" -> null;
+                      case "createStatement" -> settingLimits();
                       default -> throw new UnsupportedOperationException(method.getName());
                     });
     return (DataSource)
