@@ -102,9 +102,11 @@ final class LfkCleanup implements BatchHandler {
   @Override
   public void requeued(SinkRecord record, int attempts, boolean delayed) {
     CleanupBatch batch = EventSerdes.decodeCleanupBatch(record.value());
-    metrics.incremented(batch.database(), batch.table(), batch.ids().size());
+    // Either, as GitLab counts them: a delayed batch's attempts start again rather than grow.
     if (delayed) {
       metrics.rescheduled(batch.database(), batch.table(), batch.ids().size());
+    } else {
+      metrics.incremented(batch.database(), batch.table(), batch.ids().size());
     }
   }
 

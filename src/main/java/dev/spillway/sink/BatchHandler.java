@@ -29,7 +29,7 @@ public interface BatchHandler {
    * or on the delay topic after the configured attempts; also after a paused run's rest was put
    * back behind other work. For a pipeline's own metrics.
    *
-   * @param attempts the attempts the batch now carries
+   * @param attempts the attempts the batch now carries: 0 when delayed, which starts them again
    */
   default void requeued(SinkRecord record, int attempts, boolean delayed) {}
 

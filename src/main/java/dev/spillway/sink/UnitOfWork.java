@@ -288,9 +288,12 @@ final class UnitOfWork {
       int attempts = record.attempts() + 1;
       if (attempts >= settings.maxAttempts()) {
         long after = clock.millis() + settings.consumeAfter().toMillis();
-        requeuer.delay(record, attempts, after);
+        // Rescheduled with its attempts from 0 again: once due, it has as many runs as at first
+        // before it waits again, so a parent with millions of children takes a delay per
+        // max-attempts runs, not one per run.
+        requeuer.delay(record, 0, after);
         metrics.delayed();
-        handler.requeued(record, attempts, true);
+        handler.requeued(record, 0, true);
         log.info(
             "Batch {} reached {} on attempt {}: delayed by {}",
             record.position(),

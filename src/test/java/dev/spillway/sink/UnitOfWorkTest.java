@@ -92,6 +92,27 @@ class UnitOfWorkTest {
     assertThat(producer.history().get(0).topic()).isEqualTo("t.batches");
   }
 
+  @Test
+  void should_count_an_attempt_per_unfinished_run_and_start_again_from_none_once_delayed() {
+    SinkSettings settings = SinkSettings.defaults().withAttempts(3, Duration.ofMinutes(10));
+    Outcome limit = new Outcome.LimitReached(10, "max-rows-per-run");
+    UnitOfWork work = endingWith(limit, HealthGate.ALWAYS_NORMAL, settings);
+
+    work.run(withAttempts(1), () -> false, () -> false);
+    work.run(withAttempts(2), () -> false, () -> false);
+
+    assertThat(producer.history())
+        .extracting(d -> d.topic(), d -> SinkHeaders.attempts(headers(d)))
+        .containsExactly(
+            org.assertj.core.groups.Tuple.tuple("t.batches", 2),
+            org.assertj.core.groups.Tuple.tuple("t.delayed", 0));
+  }
+
+  private static SinkRecord withAttempts(int attempts) {
+    return new SinkRecord(
+        "t.batches", 0, 7, "k".getBytes(), "whole".getBytes(), attempts, Map.of());
+  }
+
   /** Every way a run ends that puts a copy of its batch somewhere. */
   static Stream<Outcome> copying() {
     return Stream.of(
