@@ -16,10 +16,14 @@ import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.TransactionListing;
 import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -187,6 +191,21 @@ class KafkaOutageIT {
                 }
               }
             });
+    // A transaction of a replaced thread left open would hold back its partitions' committed
+    // offsets from the thread that took them over.
+    try (Admin admin =
+        Admin.create(
+            Map.of(
+                "bootstrap.servers",
+                runtime.bootstrapServers(),
+                "default.api.timeout.ms",
+                10_000))) {
+      for (TransactionListing t : admin.listTransactions().all().get(15, TimeUnit.SECONDS)) {
+        b.append("\nTransaction ").append(t.transactionalId()).append(' ').append(t.state());
+      }
+    } catch (Exception e) {
+      b.append("\nTransactions could not be listed: ").append(e);
+    }
     return b.toString();
   }
 
