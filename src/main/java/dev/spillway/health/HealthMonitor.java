@@ -40,6 +40,12 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   /** The reading of whether the monitor could connect: STOP when it could not. */
   static final String CONNECTION = "connection";
 
+  /**
+   * A database's state until its first sample is in, which can take seconds (a connection to open,
+   * a slow answer): work goes on, slowed, as under any state the monitor cannot tell.
+   */
+  static final Health NOT_SAMPLED = new Health.Unknown("not sampled yet");
+
   /** How long the check that a kept connection still answers may take. */
   private static final int VALID_SECONDS = 5;
 
@@ -293,9 +299,11 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     if (h != null) {
       return h;
     }
-    if (table != null && databases.containsKey(database)) {
-      watched.add(key);
-      return published.getOrDefault(new Key(database, null), Health.NORMAL);
+    if (databases.containsKey(database)) {
+      if (table != null) {
+        watched.add(key);
+      }
+      return published.getOrDefault(new Key(database, null), NOT_SAMPLED);
     }
     return Health.NORMAL;
   }

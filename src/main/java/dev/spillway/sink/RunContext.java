@@ -6,6 +6,7 @@ import dev.spillway.health.LatencyWindow;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import javax.sql.DataSource;
@@ -107,20 +108,34 @@ public final class RunContext {
     return run.at;
   }
 
+  /** How often a pause looks whether the run must end meanwhile. */
+  private static final long PAUSE_SLICE_MILLIS = 50;
+
   /**
    * Call before each sub-batch. Returns the outcome to end the run with when it must end here (STOP
    * or shutdown → {@link Outcome.Paused}; a per-run limit → {@link Outcome.LimitReached}),
-   * otherwise waits the pause due between sub-batches and returns empty.
+   * otherwise waits the pause due and returns empty: {@code sub-batch-pause} between sub-batches,
+   * and under THROTTLE or UNKNOWN {@code throttle-pause} before each, the run's first included, so
+   * runs of one sub-batch each (a buffer's batch, a small cleanup) do not follow one another at
+   * full speed.
    */
   public Optional<Outcome> checkpoint() throws InterruptedException {
     Optional<Outcome> end = mustEnd();
-    if (end.isPresent() || run.subBatches == 0) {
+    if (end.isPresent()) {
       return end;
     }
-    Duration pause = health().slowsDown() ? settings.throttlePause() : settings.subBatchPause();
-    if (!pause.isZero()) {
-      Thread.sleep(pause.toMillis());
-      return mustEnd(); // health may have turned to STOP while pausing
+    boolean slowed = health().slowsDown();
+    if (run.subBatches == 0 && !slowed) {
+      return end;
+    }
+    Duration pause = slowed ? settings.throttlePause() : settings.subBatchPause();
+    long until = System.nanoTime() + pause.toNanos();
+    for (long left = pause.toNanos(); left > 0; left = until - System.nanoTime()) {
+      Thread.sleep(Math.min(PAUSE_SLICE_MILLIS, TimeUnit.NANOSECONDS.toMillis(left) + 1));
+      end = mustEnd(); // health may turn to STOP, or the worker stop, while pausing
+      if (end.isPresent()) {
+        return end;
+      }
     }
     return Optional.empty();
   }

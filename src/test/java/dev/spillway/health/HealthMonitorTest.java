@@ -51,6 +51,22 @@ class HealthMonitorTest {
   }
 
   @Test
+  void should_read_unknown_until_its_first_sample_is_in() {
+    try (HealthMonitor monitor = monitor(Duration.ofSeconds(30))) {
+      assertThat(monitor.state(DB, null)).isEqualTo(HealthMonitor.NOT_SAMPLED);
+      assertThat(monitor.state(DB, WATCHED)).isEqualTo(HealthMonitor.NOT_SAMPLED);
+      assertThat(monitor.state("other", null))
+          .as("a database it does not watch")
+          .isEqualTo(Health.NORMAL);
+
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);
+      assertThat(monitor.state(DB, WATCHED)).isEqualTo(Health.NORMAL);
+    }
+  }
+
+  @Test
   void should_show_indicators_it_cannot_read_while_the_database_is_away_as_unknown() {
     AtomicBoolean away = new AtomicBoolean();
     SimpleMeterRegistry registry = new SimpleMeterRegistry();

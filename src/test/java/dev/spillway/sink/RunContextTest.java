@@ -10,7 +10,10 @@ import dev.spillway.testing.SettableClock;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -26,10 +29,14 @@ class RunContextTest {
   private final LatencyWindow latency = new LatencyWindow(clock, Duration.ofMinutes(1));
 
   private RunContext context() {
+    return context(settings, (db, table) -> health.get());
+  }
+
+  private RunContext context(SinkSettings settings, dev.spillway.health.HealthGate gate) {
     return new RunContext(
         new Target("main", TableName.parse("t")),
         settings,
-        (db, table) -> health.get(),
+        gate,
         clock,
         stopping::get,
         db -> null,
@@ -42,6 +49,47 @@ class RunContextTest {
     RunContext c = context();
     assertThat(c.checkpoint()).isEmpty();
     assertThat(c.subBatchSize(1000)).isEqualTo(1000);
+  }
+
+  @Test
+  void should_pause_before_a_runs_first_sub_batch_under_throttle() throws Exception {
+    RunContext c =
+        context(settings.withThrottle(Duration.ofMillis(200), 0.25, 10), (db, t) -> health.get());
+    health.set(new Health.Throttle("wal-rate: fast"));
+
+    long start = System.nanoTime();
+    assertThat(c.checkpoint()).isEmpty();
+
+    assertThat(Duration.ofNanos(System.nanoTime() - start))
+        .as("a run of one sub-batch waits too")
+        .isGreaterThanOrEqualTo(Duration.ofMillis(200));
+  }
+
+  @Test
+  void should_end_a_pause_as_soon_as_health_says_stop() {
+    AtomicInteger asked = new AtomicInteger();
+    RunContext c =
+        context(
+            settings.withThrottle(Duration.ofHours(1), 0.25, 10),
+            (db, t) ->
+                asked.incrementAndGet() <= 2
+                    ? new Health.Throttle("wal-rate: fast")
+                    : new Health.Stop("locks: held"));
+    c.subBatchDone(10, 1_000_000); // a second sub-batch is due
+
+    assertThat(
+            CompletableFuture.supplyAsync(
+                    () -> {
+                      try {
+                        return c.checkpoint();
+                      } catch (InterruptedException e) {
+                        throw new IllegalStateException(e);
+                      }
+                    })
+                .orTimeout(30, TimeUnit.SECONDS)
+                .join())
+        .as("stopped within the hour's pause")
+        .contains(new Outcome.Paused("locks: held"));
   }
 
   @Test
