@@ -126,7 +126,8 @@ final class LfkGenerateCommand implements Callable<Integer> {
     List<LfkGenerator.Row> matching = LfkGenerator.matching(rows, filters);
     List<LfkGenerator.Row> convertible = new ArrayList<>();
     for (LfkGenerator.Row r : matching) {
-      Optional<String> skip = LfkGenerator.skipReason(r);
+      Optional<String> skip =
+          LfkGenerator.skipReason(r).or(() -> LfkGenerator.misplaced(r, rows, config::databaseOf));
       if (skip.isPresent()) {
         skipping(out, r, skip.get());
       } else {

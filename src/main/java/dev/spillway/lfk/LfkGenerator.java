@@ -171,6 +171,42 @@ public final class LfkGenerator {
   }
 
   /**
+   * Why a key is not converted when it was found only where {@code tables:} ({@code databaseOf})
+   * places neither of its tables: {@code run} would capture the parent's deletes and clean the
+   * children in the databases it places them in, in copies of the tables (GitLab's main and ci each
+   * hold every table) that are not the ones written to, and the children would be left. Empty when
+   * it, or a copy of it another database holds ({@code rows}), is where one of its tables is placed
+   * (a key between databases places the other elsewhere).
+   */
+  public static Optional<String> misplaced(
+      Row r, List<Row> rows, Function<String, String> databaseOf) {
+    ForeignKey k = r.key();
+    String child = databaseOf.apply(k.from().toString());
+    String parent = databaseOf.apply(k.to().toString());
+    boolean placed =
+        rows.stream()
+            .map(Row::key)
+            .filter(o -> sameDefinition(o, k))
+            .anyMatch(o -> o.database().equals(child) || o.database().equals(parent));
+    if (placed) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        "found in database "
+            + k.database()
+            + " only, where tables: places neither "
+            + k.from().displayName()
+            + " ("
+            + child
+            + ") nor "
+            + k.to().displayName()
+            + " ("
+            + parent
+            + "); list the tables under tables: first, or run would work on their copies in "
+            + (child.equals(parent) ? child : child + " and " + parent));
+  }
+
+  /**
    * Why a row no other reason skips is not converted either: another database holds the same key (a
    * table both databases have, as GitLab's main and ci do) with another action, one with a loose
    * equivalent or not, and the one definition both would become takes one; or empty.

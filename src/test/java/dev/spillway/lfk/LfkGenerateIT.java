@@ -256,6 +256,33 @@ class LfkGenerateIT {
   }
 
   @Test
+  void should_skip_a_key_found_only_where_tables_places_neither_of_its_tables() throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_only_main");
+    DatabaseEndpoint ci = EmbeddedInfra.get().database("gen_only_ci");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_only_main", "gen_only_ci")) {
+      // The tables are in ci alone, and tables: is silent: run would look for them in main.
+      TestSql.exec(
+          dbs.dataSource("gen_only_ci"),
+          "DROP TABLE IF EXISTS only_builds, only_pipelines CASCADE",
+          "CREATE TABLE only_pipelines (id bigint PRIMARY KEY)",
+          "CREATE TABLE only_builds (id bigint PRIMARY KEY,"
+              + " pipeline_id bigint REFERENCES only_pipelines ON DELETE CASCADE)",
+          "CREATE INDEX ON only_builds (pipeline_id)");
+      Path config = config(main, ci);
+
+      Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "only_");
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      assertThat(run.out())
+          .contains(
+              "(only_builds.pipeline_id): found in database ci only, where tables: places neither"
+                  + " only_builds (main) nor only_pipelines (main); list the tables under tables:"
+                  + " first, or run would work on their copies in main")
+          .contains("Nothing to convert.");
+      assertThat(dir.resolve("lfk.yml")).doesNotExist();
+    }
+  }
+
+  @Test
   void should_write_one_definition_for_a_key_two_databases_hold_and_a_migration_for_each()
       throws Exception {
     DatabaseEndpoint main = EmbeddedInfra.get().database("gen_both_main");

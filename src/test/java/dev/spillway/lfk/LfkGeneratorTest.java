@@ -7,6 +7,8 @@ import dev.spillway.event.TableName;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -98,6 +100,48 @@ class LfkGeneratorTest {
     assertThat(LfkGenerator.skipReason(rows.get(3)))
         .contains("ON DELETE RESTRICT has no loose equivalent");
     assertThat(LfkGenerator.skipReason(rows.get(1))).isEmpty();
+  }
+
+  @Test
+  void should_skip_a_key_found_where_tables_places_neither_of_its_tables() {
+    ForeignKey found = fk("ci_builds", "ci_pipelines", "pipeline_id", "cascade");
+    ForeignKey inCi = like(found, "ci", found.to(), false);
+
+    assertThat(LfkGenerator.misplaced(row(0, inCi), List.of(row(0, inCi)), t -> "main"))
+        .as("neither table under tables:, so both in main")
+        .hasValue(
+            "found in database ci only, where tables: places neither ci_builds (main) nor"
+                + " ci_pipelines (main); list the tables under tables: first, or run would work on"
+                + " their copies in main");
+    Map<String, String> placed = Map.of("public.ci_builds", "archive");
+    Function<String, String> databaseOf = t -> placed.getOrDefault(t, "main");
+    assertThat(LfkGenerator.misplaced(row(1, inCi), List.of(row(1, inCi)), databaseOf))
+        .hasValue(
+            "found in database ci only, where tables: places neither ci_builds (archive) nor"
+                + " ci_pipelines (main); list the tables under tables: first, or run would work on"
+                + " their copies in archive and main");
+    Map<String, String> decomposed = Map.of("public.ci_builds", "ci");
+    ForeignKey between =
+        like(
+            fk("ci_builds", "projects", "project_id", "cascade"),
+            "ci",
+            TableName.parse("projects"),
+            false);
+    assertThat(
+            LfkGenerator.misplaced(
+                row(2, between), List.of(row(2, between)), t -> decomposed.getOrDefault(t, "main")))
+        .as("a key between databases: its child is where it was found")
+        .isEmpty();
+    assertThat(LfkGenerator.misplaced(row(3, found), List.of(row(3, found)), t -> "main"))
+        .isEmpty();
+    assertThat(
+            LfkGenerator.misplaced(row(4, inCi), List.of(row(3, found), row(4, inCi)), t -> "main"))
+        .as("ci's copy of a key main holds too")
+        .isEmpty();
+  }
+
+  private static LfkGenerator.Row row(int id, ForeignKey k) {
+    return new LfkGenerator.Row(id, false, k);
   }
 
   @Test
