@@ -39,12 +39,12 @@ public final class DefinitionCheck {
    * @param type as {@code format_type} gives it, with its modifier: {@code character varying(64)}
    * @param baseType without: {@code character varying}, {@code bpchar} (not {@code character},
    *     which means {@code character(1)}), so a cast to it neither cuts nor rounds
-   */
-  /**
    * @param notNullCheck whether a check constraint of the column alone says {@code IS NOT NULL} (as
    *     GitLab adds one before a column is declared NOT NULL)
    * @param setBySystem why PostgreSQL refuses an UPDATE setting it (a generated column, an identity
    *     one GENERATED ALWAYS), or null
+   * @param notNullDomain the domain its type is, or is over, that takes no NULL (declared NOT NULL,
+   *     or a check constraint saying {@code IS NOT NULL}), or null
    */
   private record Column(
       int attnum,
@@ -53,7 +53,8 @@ public final class DefinitionCheck {
       boolean notNull,
       String category,
       boolean notNullCheck,
-      String setBySystem) {}
+      String setBySystem,
+      String notNullDomain) {}
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
@@ -191,7 +192,8 @@ public final class DefinitionCheck {
 
   /**
    * Refuses a column cleanup's UPDATE could never set: one PostgreSQL sets alone, or, set to NULL,
-   * one declared NOT NULL or kept from NULL by a check constraint; each batch would fail on it.
+   * one declared NOT NULL or kept from NULL by a check constraint or its domain; each batch would
+   * fail on it.
    */
   private static void settable(LooseForeignKey k, String name, Column c, boolean toNull) {
     String column = k.child().displayName() + "." + name;
@@ -204,6 +206,17 @@ public final class DefinitionCheck {
     if (toNull && c.notNullCheck()) {
       throw problem(
           k, "sets " + name + " to NULL, but a check constraint keeps " + column + " from NULL");
+    }
+    if (toNull && c.notNullDomain() != null) {
+      throw problem(
+          k,
+          "sets "
+              + name
+              + " to NULL, but "
+              + column
+              + " is of domain "
+              + c.notNullDomain()
+              + ", which takes no NULL");
     }
   }
 
@@ -349,7 +362,13 @@ public final class DefinitionCheck {
                     + " AND contype = 'c' AND conkey = ARRAY[attnum]"
                     + " AND pg_get_constraintdef(oid) ~* 'IS NOT NULL'),"
                     + " CASE WHEN attgenerated <> '' THEN 'a generated column'"
-                    + " WHEN attidentity = 'a' THEN 'an identity column GENERATED ALWAYS' END"
+                    + " WHEN attidentity = 'a' THEN 'an identity column GENERATED ALWAYS' END,"
+                    + " (WITH RECURSIVE d (oid) AS (SELECT atttypid UNION ALL SELECT t.typbasetype"
+                    + " FROM pg_type t JOIN d ON t.oid = d.oid WHERE t.typtype = 'd')"
+                    + " SELECT format_type(t.oid, NULL) FROM d JOIN pg_type t ON t.oid = d.oid"
+                    + " WHERE t.typtype = 'd' AND (t.typnotnull OR EXISTS (SELECT 1"
+                    + " FROM pg_constraint WHERE contypid = t.oid AND contype = 'c'"
+                    + " AND pg_get_constraintdef(oid) ~* 'IS NOT NULL')) LIMIT 1)"
                     + " FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
@@ -366,7 +385,8 @@ public final class DefinitionCheck {
             rs.getBoolean(4),
             rs.getString(5),
             rs.getBoolean(6),
-            rs.getString(7));
+            rs.getString(7),
+            rs.getString(8));
       }
     }
   }

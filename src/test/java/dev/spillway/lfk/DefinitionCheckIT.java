@@ -54,6 +54,11 @@ class DefinitionCheckIT {
         "CREATE INDEX ON k.hashed USING hash (project_id)",
         "CREATE TABLE k.partial (id bigint PRIMARY KEY, project_id bigint)",
         "CREATE TABLE k.uuid_uses (id bigint PRIMARY KEY, project_id uuid)",
+        "CREATE DOMAIN k.required_id AS bigint NOT NULL",
+        "CREATE DOMAIN k.checked_id AS bigint CHECK (VALUE IS NOT NULL)",
+        "CREATE DOMAIN k.over_checked_id AS k.checked_id",
+        "CREATE TABLE k.domained (id bigint PRIMARY KEY, project_id k.required_id,"
+            + " other_id k.over_checked_id)",
         "CREATE TABLE k.checked (id bigint PRIMARY KEY, project_id bigint,"
             + " CONSTRAINT check_project_id_not_null CHECK (project_id IS NOT NULL) NOT VALID)",
         "CREATE TABLE k.computed (id bigint PRIMARY KEY, project_id bigint,"
@@ -298,6 +303,14 @@ class DefinitionCheckIT {
         .endsWith(
             "sets project_id to NULL, but a check constraint keeps k.checked.project_id from"
                 + " NULL.");
+    assertThat(error(entry("domained", "projects", "project_id", "async_nullify")))
+        .endsWith(
+            "sets project_id to NULL, but k.domained.project_id is of domain k.required_id, which"
+                + " takes no NULL.");
+    assertThat(error(entry("domained", "projects", "other_id", "async_nullify")))
+        .endsWith(
+            "sets other_id to NULL, but k.domained.other_id is of domain k.checked_id, which takes"
+                + " no NULL.");
     assertThat(
             error(
                 entry("computed", "projects", "project_id", "update_column_to")
