@@ -28,7 +28,9 @@ public final class RunContext {
 
   /** What every view of one run shares: its limits count rows and time across targets. */
   private static final class Run {
-    final long startMillis;
+    /** When the run began, or, when it paused before its first sub-batch, when that pause ended. */
+    long startMillis;
+
     long rows;
     int subBatches;
 
@@ -129,13 +131,19 @@ public final class RunContext {
       return end;
     }
     Duration pause = slowed ? settings.throttlePause() : settings.subBatchPause();
+    boolean first = run.subBatches == 0;
     long until = System.nanoTime() + pause.toNanos();
     for (long left = pause.toNanos(); left > 0; left = until - System.nanoTime()) {
       Thread.sleep(Math.min(PAUSE_SLICE_MILLIS, TimeUnit.NANOSECONDS.toMillis(left) + 1));
-      end = mustEnd(); // health may turn to STOP, or the worker stop, while pausing
+      // Health may turn to STOP, or the worker stop, while pausing. A pause before the first
+      // sub-batch does not count toward the run's time: a run ends at a limit only after work.
+      end = first ? stopped() : mustEnd();
       if (end.isPresent()) {
         return end;
       }
+    }
+    if (first) {
+      run.startMillis = clock.millis();
     }
     return Optional.empty();
   }
@@ -145,13 +153,9 @@ public final class RunContext {
    * takes: for the slices of a wait, which must not grow by a pause each.
    */
   public Optional<Outcome> mustEnd() {
-    run.at = target;
-    if (stopping.getAsBoolean()) {
-      return Optional.of(new Outcome.Paused("worker stopping"));
-    }
-    Health h = health();
-    if (h.isStop()) {
-      return Optional.of(new Outcome.Paused(h.reason()));
+    Optional<Outcome> stopped = stopped();
+    if (stopped.isPresent()) {
+      return stopped;
     }
     if (run.rows >= settings.maxRowsPerRun()) {
       return Optional.of(
@@ -163,6 +167,16 @@ public final class RunContext {
               run.rows, settings.maxRuntimePerRun().toSeconds() + " s per run"));
     }
     return Optional.empty();
+  }
+
+  /** The run's end when the worker stops or health says STOP, limits aside. */
+  private Optional<Outcome> stopped() {
+    run.at = target;
+    if (stopping.getAsBoolean()) {
+      return Optional.of(new Outcome.Paused("worker stopping"));
+    }
+    Health h = health();
+    return h.isStop() ? Optional.of(new Outcome.Paused(h.reason())) : Optional.empty();
   }
 
   /**

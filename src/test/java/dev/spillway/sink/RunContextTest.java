@@ -33,6 +33,11 @@ class RunContextTest {
   }
 
   private RunContext context(SinkSettings settings, dev.spillway.health.HealthGate gate) {
+    return context(settings, gate, clock);
+  }
+
+  private RunContext context(
+      SinkSettings settings, dev.spillway.health.HealthGate gate, java.time.Clock clock) {
     return new RunContext(
         new Target("main", TableName.parse("t")),
         settings,
@@ -63,6 +68,21 @@ class RunContextTest {
     assertThat(Duration.ofNanos(System.nanoTime() - start))
         .as("a run of one sub-batch waits too")
         .isGreaterThanOrEqualTo(Duration.ofMillis(200));
+  }
+
+  @Test
+  void should_count_a_runs_time_from_the_end_of_its_first_pause() throws Exception {
+    RunContext c =
+        context(
+            settings
+                .withThrottle(Duration.ofMillis(100), 0.25, 10)
+                .withLimits(100, Duration.ofMillis(50)),
+            (db, t) -> new Health.Throttle("wal-rate: fast"),
+            java.time.Clock.systemUTC()); // the time the pause takes
+
+    assertThat(c.checkpoint())
+        .as("a pause longer than the run may take, before any work")
+        .isEmpty();
   }
 
   @Test
