@@ -79,8 +79,9 @@ final class LfkStatusCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     if (json) {
       out.println(JsonOut.of(rows));
-      if (unread != null) {
-        spec.commandLine().getErr().println(unreadCounts(unread));
+      if (!running.isPresent() || unread != null) {
+        // Why every processed count is null, beside the JSON rather than in it.
+        spec.commandLine().getErr().println(processedNote(running.isPresent(), unread));
       }
     } else {
       out.print(render(rows, running.isPresent(), unread));
@@ -155,18 +156,17 @@ final class LfkStatusCommand implements Callable<Integer> {
               r.rescheduled(),
               r.processed() == null ? "-" : r.processed()));
     }
-    if (!running) {
-      b.append("PROCESSED counts come from a running process; none runs here.\n");
-    } else if (unread != null) {
-      b.append(unreadCounts(unread)).append('\n');
-    } else {
-      b.append("PROCESSED counts since the running process started.\n");
-    }
-    return b.toString();
+    return b.append(processedNote(running, unread)).append('\n').toString();
   }
 
-  private static String unreadCounts(String why) {
-    return "PROCESSED counts could not be read from the running process: " + why;
+  /** Where the PROCESSED counts come from, or why there are none. */
+  static String processedNote(boolean running, String unread) {
+    if (!running) {
+      return "PROCESSED counts come from a running process; none runs here.";
+    }
+    return unread == null
+        ? "PROCESSED counts since the running process started."
+        : "PROCESSED counts could not be read from the running process: " + unread;
   }
 
   /** The processed counters from the running process's metrics, by database/table. */

@@ -159,6 +159,9 @@ final class LfkCleanup implements BatchHandler {
     // whole batch; no child refers to it.
     List<String> ids =
         deleted.stream().flatMap(id -> child.key().asColumnValue(id).stream()).toList();
+    if (ids.isEmpty()) {
+      return Optional.empty(); // nothing this column can hold: no pause, no statement
+    }
     for (boolean skipLocked : new boolean[] {true, false}) {
       boolean cleanedNone = false; // the last statement of the pass
       while (true) {

@@ -14,7 +14,8 @@ import java.time.Duration;
  * @param maxRowsPerRun rows one run may modify before it stops with the limit reached
  * @param maxRuntimePerRun time one run may take before it stops with the limit reached
  * @param subBatchPause pause between sub-batches when healthy
- * @param throttlePause pause between sub-batches under THROTTLE (or UNKNOWN)
+ * @param throttlePause pause before each sub-batch under THROTTLE (or UNKNOWN), a run's first
+ *     included
  * @param throttleFactor sub-batch size multiplier under THROTTLE
  * @param subBatchFloor smallest sub-batch under THROTTLE
  * @param pollTimeout longest a worker waits for new batches in one poll

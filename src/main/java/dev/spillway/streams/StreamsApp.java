@@ -130,7 +130,6 @@ public final class StreamsApp implements AutoCloseable {
     return app;
   }
 
-  /** The application's client properties: tuning defaults, then the configured ones, then ours. */
   /**
    * The producer's own words for a transaction it can only abort: sends that expired unanswered
    * (Kafka away longer than {@code delivery.timeout.ms}) left it unsure what Kafka took.
@@ -155,6 +154,7 @@ public final class StreamsApp implements AutoCloseable {
             .isPresent();
   }
 
+  /** The application's client properties: tuning defaults, then the configured ones, then ours. */
   static Properties properties(
       String applicationId,
       String bootstrapServers,
