@@ -349,6 +349,22 @@ public final class DefinitionCheck {
     return columns;
   }
 
+  /**
+   * SQL giving the domain a type ({@code typeOid}, an expression) is, or is over, that takes no
+   * NULL (declared NOT NULL, or a check constraint saying {@code IS NOT NULL}), or NULL; for the
+   * check and for {@code lfk generate}, which skips what the check refuses.
+   */
+  static String notNullDomain(String typeOid) {
+    return "(WITH RECURSIVE d (oid) AS (SELECT "
+        + typeOid
+        + " UNION ALL SELECT t.typbasetype FROM pg_type t JOIN d ON t.oid = d.oid"
+        + " WHERE t.typtype = 'd')"
+        + " SELECT format_type(t.oid, NULL) FROM d JOIN pg_type t ON t.oid = d.oid"
+        + " WHERE t.typtype = 'd' AND (t.typnotnull OR EXISTS (SELECT 1 FROM pg_constraint dc"
+        + " WHERE dc.contypid = t.oid AND dc.contype = 'c'"
+        + " AND pg_get_constraintdef(dc.oid) ~* 'IS NOT NULL')) LIMIT 1)";
+  }
+
   /** A column of a checked table, or the problem that it has none of that name. */
   private static Column column(
       DataSource ds, Table table, TableName name, String column, LooseForeignKey k)
@@ -362,13 +378,8 @@ public final class DefinitionCheck {
                     + " AND contype = 'c' AND conkey = ARRAY[attnum]"
                     + " AND pg_get_constraintdef(oid) ~* 'IS NOT NULL'),"
                     + " CASE WHEN attgenerated <> '' THEN 'a generated column'"
-                    + " WHEN attidentity = 'a' THEN 'an identity column GENERATED ALWAYS' END,"
-                    + " (WITH RECURSIVE d (oid) AS (SELECT atttypid UNION ALL SELECT t.typbasetype"
-                    + " FROM pg_type t JOIN d ON t.oid = d.oid WHERE t.typtype = 'd')"
-                    + " SELECT format_type(t.oid, NULL) FROM d JOIN pg_type t ON t.oid = d.oid"
-                    + " WHERE t.typtype = 'd' AND (t.typnotnull OR EXISTS (SELECT 1"
-                    + " FROM pg_constraint WHERE contypid = t.oid AND contype = 'c'"
-                    + " AND pg_get_constraintdef(oid) ~* 'IS NOT NULL')) LIMIT 1)"
+                    + " WHEN attidentity = 'a' THEN 'an identity column GENERATED ALWAYS' END, "
+                    + notNullDomain("atttypid")
                     + " FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());

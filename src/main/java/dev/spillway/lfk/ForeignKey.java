@@ -25,8 +25,8 @@ import javax.sql.DataSource;
  * @param childHasPrimaryKey whether the referencing table has a primary key, by which cleanup
  *     deletes and updates its rows; without one, a loose foreign key is refused at start-up
  * @param columnNotNull whether a referencing column is {@code NOT NULL}, or kept from NULL by a
- *     check constraint of its own: a key setting it to NULL on delete (PostgreSQL takes one,
- *     failing each such delete) becomes a definition refused at start-up
+ *     check constraint of its own or its domain: a key setting it to NULL on delete (PostgreSQL
+ *     takes one, failing each such delete) becomes a definition refused at start-up
  * @param rowSecurity the child or the parent table, the child first, whose row-level security
  *     applies to the role that read the catalog, which start-up refuses; null when neither's does
  */
@@ -82,7 +82,9 @@ public record ForeignKey(
             + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.conrelid"
             + "   AND pk.contype = 'p'),"
             + " EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = con.conrelid"
-            + "   AND a.attnum = ANY (con.conkey) AND a.attnotnull)"
+            + "   AND a.attnum = ANY (con.conkey) AND (a.attnotnull OR "
+            + DefinitionCheck.notNullDomain("a.atttypid")
+            + " IS NOT NULL))"
             + " OR EXISTS (SELECT 1 FROM pg_constraint ck WHERE ck.conrelid = con.conrelid"
             + "   AND ck.contype = 'c' AND ck.conkey = con.conkey"
             + "   AND pg_get_constraintdef(ck.oid) ~* 'IS NOT NULL'),"

@@ -173,10 +173,10 @@ public final class LfkGenerator {
   /**
    * Why a key is not converted when it was found only where {@code tables:} ({@code databaseOf})
    * places neither of its tables: {@code run} would capture the parent's deletes and clean the
-   * children in the databases it places them in, in copies of the tables (GitLab's main and ci each
-   * hold every table) that are not the ones written to, and the children would be left. Empty when
-   * it, or a copy of it another database holds ({@code rows}), is where one of its tables is placed
-   * (a key between databases places the other elsewhere).
+   * children in the databases it places them in, not where the key was, in copies of the tables
+   * (GitLab's main and ci each hold every table) that are not the ones written to, or tables not
+   * there at all. Empty when it, or a copy of it another database holds ({@code rows}), is where
+   * one of its tables is placed (a key between databases places the other elsewhere).
    */
   public static Optional<String> misplaced(
       Row r, List<Row> rows, Function<String, String> databaseOf) {
@@ -194,16 +194,15 @@ public final class LfkGenerator {
     return Optional.of(
         "found in database "
             + k.database()
-            + " only, where tables: places neither "
+            + ", but tables: places "
             + k.from().displayName()
-            + " ("
+            + " in "
             + child
-            + ") nor "
+            + " and "
             + k.to().displayName()
-            + " ("
+            + " in "
             + parent
-            + "); list the tables under tables: first, or run would work on their copies in "
-            + (child.equals(parent) ? child : child + " and " + parent));
+            + ", where run would capture and clean them; list the tables under tables: first");
   }
 
   /**

@@ -207,8 +207,10 @@ class LfkGenerateIT {
     try (Databases dbs = EmbeddedInfra.get().databases("gen_nopk")) {
       TestSql.exec(
           dbs.dataSource("gen_nopk"),
-          "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_owners, nopk_checked, nopk_parents"
-              + " CASCADE",
+          "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_owners, nopk_checked, nopk_typed,"
+              + " nopk_parents CASCADE",
+          "DROP DOMAIN IF EXISTS nopk_required",
+          "CREATE DOMAIN nopk_required AS bigint NOT NULL",
           "CREATE TABLE nopk_parents (id bigint PRIMARY KEY)",
           "CREATE TABLE nopk_items (id bigint PRIMARY KEY,"
               + " parent_id bigint REFERENCES nopk_parents ON DELETE CASCADE)",
@@ -223,7 +225,11 @@ class LfkGenerateIT {
           "CREATE TABLE nopk_checked (id bigint PRIMARY KEY,"
               + " parent_id bigint REFERENCES nopk_parents ON DELETE SET NULL,"
               + " CONSTRAINT check_parent_id CHECK (parent_id IS NOT NULL) NOT VALID)",
-          "CREATE INDEX ON nopk_checked (parent_id)");
+          "CREATE INDEX ON nopk_checked (parent_id)",
+          // The same, by its domain.
+          "CREATE TABLE nopk_typed (id bigint PRIMARY KEY,"
+              + " parent_id nopk_required REFERENCES nopk_parents ON DELETE SET NULL)",
+          "CREATE INDEX ON nopk_typed (parent_id)");
       Path config = config(main);
 
       Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_parents$");
@@ -238,6 +244,9 @@ class LfkGenerateIT {
           .contains(
               "(nopk_checked.parent_id): ON DELETE SET NULL of a NOT NULL column, which cleanup"
                   + " cannot set to NULL")
+          .contains(
+              "(nopk_typed.parent_id): ON DELETE SET NULL of a NOT NULL column, which cleanup"
+                  + " cannot set to NULL")
           .contains("Added 1 loose foreign keys to");
       // What was written passes the check 'run' starts with.
       DefinitionCheck.Result checked =
@@ -251,7 +260,8 @@ class LfkGenerateIT {
       assertThat(Files.readString(migration(".up.sql")))
           .doesNotContain("nopk_logs")
           .doesNotContain("nopk_owners")
-          .doesNotContain("nopk_checked");
+          .doesNotContain("nopk_checked")
+          .doesNotContain("nopk_typed");
     }
   }
 
@@ -274,9 +284,9 @@ class LfkGenerateIT {
       assertThat(run.exitCode()).as(run.err()).isZero();
       assertThat(run.out())
           .contains(
-              "(only_builds.pipeline_id): found in database ci only, where tables: places neither"
-                  + " only_builds (main) nor only_pipelines (main); list the tables under tables:"
-                  + " first, or run would work on their copies in main")
+              "(only_builds.pipeline_id): found in database ci, but tables: places only_builds in"
+                  + " main and only_pipelines in main, where run would capture and clean them; list"
+                  + " the tables under tables: first")
           .contains("Nothing to convert.");
       assertThat(dir.resolve("lfk.yml")).doesNotExist();
     }

@@ -110,16 +110,15 @@ class LfkGeneratorTest {
     assertThat(LfkGenerator.misplaced(row(0, inCi), List.of(row(0, inCi)), t -> "main"))
         .as("neither table under tables:, so both in main")
         .hasValue(
-            "found in database ci only, where tables: places neither ci_builds (main) nor"
-                + " ci_pipelines (main); list the tables under tables: first, or run would work on"
-                + " their copies in main");
+            "found in database ci, but tables: places ci_builds in main and ci_pipelines in main,"
+                + " where run would capture and clean them; list the tables under tables: first");
     Map<String, String> placed = Map.of("public.ci_builds", "archive");
     Function<String, String> databaseOf = t -> placed.getOrDefault(t, "main");
     assertThat(LfkGenerator.misplaced(row(1, inCi), List.of(row(1, inCi)), databaseOf))
         .hasValue(
-            "found in database ci only, where tables: places neither ci_builds (archive) nor"
-                + " ci_pipelines (main); list the tables under tables: first, or run would work on"
-                + " their copies in archive and main");
+            "found in database ci, but tables: places ci_builds in archive and ci_pipelines in"
+                + " main, where run would capture and clean them; list the tables under tables:"
+                + " first");
     Map<String, String> decomposed = Map.of("public.ci_builds", "ci");
     ForeignKey between =
         like(
