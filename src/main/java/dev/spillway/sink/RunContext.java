@@ -126,12 +126,12 @@ public final class RunContext {
     if (end.isPresent()) {
       return end;
     }
+    boolean first = run.subBatches == 0;
     boolean slowed = health().slowsDown();
-    if (run.subBatches == 0 && !slowed) {
+    if (first && !slowed) {
       return end;
     }
     Duration pause = slowed ? settings.throttlePause() : settings.subBatchPause();
-    boolean first = run.subBatches == 0;
     long until = System.nanoTime() + pause.toNanos();
     for (long left = pause.toNanos(); left > 0; left = until - System.nanoTime()) {
       Thread.sleep(Math.min(PAUSE_SLICE_MILLIS, TimeUnit.NANOSECONDS.toMillis(left) + 1));
