@@ -927,6 +927,18 @@ abstract class BufferSinkContract {
     }
   }
 
+  /**
+   * Waits for the handled counter, counted just after the delete commits, on the worker's thread.
+   */
+  private void awaitHandled(long events) {
+    await()
+        .atMost(TIMEOUT)
+        .untilAsserted(
+            () ->
+                assertThat(registry.get("spillway_buffer_events_handled").counter().count())
+                    .isEqualTo(events));
+  }
+
   @Test
   void should_retry_a_failed_batch_and_delete_its_rows_once_it_succeeds() throws Exception {
     AtomicInteger calls = new AtomicInteger();
@@ -941,13 +953,7 @@ abstract class BufferSinkContract {
     await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
     assertThat(calls.get()).isEqualTo(3);
     assertThat(sink.metrics().deadLetteredCount()).isZero();
-    // Counted just after the delete commits, on the worker's thread.
-    await()
-        .atMost(TIMEOUT)
-        .untilAsserted(
-            () ->
-                assertThat(registry.get("spillway_buffer_events_handled").counter().count())
-                    .isEqualTo(5));
+    awaitHandled(5);
   }
 
   @Test
@@ -961,13 +967,7 @@ abstract class BufferSinkContract {
 
     await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
     assertThat(seen).containsExactly(1L, 2L, 3L);
-    // Counted just after the delete commits, on the worker's thread.
-    await()
-        .atMost(TIMEOUT)
-        .untilAsserted(
-            () ->
-                assertThat(registry.get("spillway_buffer_events_handled").counter().count())
-                    .isEqualTo(3));
+    awaitHandled(3);
   }
 
   @Test
