@@ -46,6 +46,13 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
    */
   static final Health NOT_SAMPLED = new Health.Unknown("not sampled yet");
 
+  /**
+   * How old a database's last sample may be, at least, before its state reads UNKNOWN: its sampling
+   * stuck or ended (an {@link Error} in an indicator), the monitor can no longer tell, and a STOP
+   * or NORMAL read long ago is not the database's state now. Three intervals, when longer.
+   */
+  static final Duration STALE_AFTER = Duration.ofSeconds(30);
+
   /** How long the check that a kept connection still answers may take. */
   private static final int VALID_SECONDS = 5;
 
@@ -88,6 +95,8 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private final Map<String, Timer> sampleTimers = new ConcurrentHashMap<>();
   private final Map<Key, Health> published = new ConcurrentHashMap<>();
   private final Map<String, List<Reading>> readings = new ConcurrentHashMap<>();
+  private final Map<String, java.time.Instant> sampledAt = new ConcurrentHashMap<>();
+  private final Set<String> failing = ConcurrentHashMap.newKeySet();
   private volatile ScheduledExecutorService executor;
   private volatile boolean closed;
 
@@ -177,6 +186,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       next.put(new Key(db, t), stable(new Key(db, t), raw, now, dbState::copy));
     }
     published.putAll(next);
+    sampledAt.put(db, now);
     readings.put(db, List.copyOf(out));
     if (unread != null) {
       // Their gauges would go on showing what they read before the database went away (a STOP
@@ -296,16 +306,35 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   public Health state(String database, TableName table) {
     Key key = new Key(database, table);
     Health h = published.get(key);
-    if (h != null) {
-      return h;
-    }
-    if (databases.containsKey(database)) {
+    if (h == null) {
+      if (!databases.containsKey(database)) {
+        return Health.NORMAL;
+      }
       if (table != null) {
         watched.add(key);
       }
-      return published.getOrDefault(new Key(database, null), NOT_SAMPLED);
+      h = published.getOrDefault(new Key(database, null), NOT_SAMPLED);
     }
-    return Health.NORMAL;
+    return current(database, h);
+  }
+
+  /**
+   * The state published for the database, or UNKNOWN when no sample has come in for longer than
+   * {@link #STALE_AFTER} (a STOP stays a STOP).
+   */
+  private Health current(String db, Health published) {
+    java.time.Instant at = sampledAt.get(db);
+    if (at == null) {
+      return published;
+    }
+    Duration age = Duration.between(at, clock.instant());
+    Duration limit = settings.interval().multipliedBy(3);
+    if (age.compareTo(limit.compareTo(STALE_AFTER) > 0 ? limit : STALE_AFTER) <= 0) {
+      return published;
+    }
+    return Health.worst(
+        published,
+        new Health.Unknown("no health sample of " + db + " for " + age.toSeconds() + " s"));
   }
 
   /** The last reading of every indicator, by database in the order they were given. */
@@ -330,7 +359,8 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
    */
   public List<State> states() {
     List<State> out = new ArrayList<>();
-    published.forEach((k, v) -> out.add(new State(k.database(), k.table(), v)));
+    published.forEach(
+        (k, v) -> out.add(new State(k.database(), k.table(), current(k.database(), v))));
     out.sort(State.ORDER);
     return out;
   }
@@ -359,11 +389,21 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     }
   }
 
+  /**
+   * One scheduled sample. Whatever it throws is said, once until a sample succeeds again, and the
+   * schedule goes on: one that escaped would end it, and the database's state would stay as last
+   * read until {@link #STALE_AFTER} turned it UNKNOWN.
+   */
   private void sampleLogged(String db) {
     try {
       sampleDatabase(db);
-    } catch (RuntimeException e) {
-      log.warn("Health sampling of {} failed: {}", db, e.getMessage());
+      if (failing.remove(db)) {
+        log.info("Health sampling of {} works again", db);
+      }
+    } catch (RuntimeException | Error e) {
+      if (failing.add(db)) {
+        log.error("Health sampling of {} failed; it goes on trying: {}", db, e.toString(), e);
+      }
     }
   }
 

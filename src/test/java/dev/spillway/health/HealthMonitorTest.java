@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -63,6 +65,76 @@ class HealthMonitorTest {
 
       assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);
       assertThat(monitor.state(DB, WATCHED)).isEqualTo(Health.NORMAL);
+    }
+  }
+
+  @Test
+  void should_read_unknown_once_no_sample_has_come_in_for_long() {
+    try (HealthMonitor monitor = monitor(Duration.ofSeconds(30))) {
+      monitor.state(DB, WATCHED);
+      monitor.runOnce();
+      clock.advance(HealthMonitor.STALE_AFTER);
+
+      assertThat(monitor.state(DB, WATCHED)).isEqualTo(Health.NORMAL);
+
+      clock.advance(Duration.ofSeconds(1));
+
+      assertThat(monitor.state(DB, null))
+          .isEqualTo(new Health.Unknown("no health sample of main for 31 s"));
+      assertThat(monitor.state(DB, WATCHED).label()).isEqualTo("UNKNOWN");
+      assertThat(monitor.states()).extracting(s -> s.health().label()).containsOnly("UNKNOWN");
+
+      operator.set(new Health.Stop("an operator's switch"));
+      monitor.runOnce();
+      clock.advance(Duration.ofMinutes(5));
+
+      assertThat(monitor.state(DB, WATCHED))
+          .as("a stop read long ago stays a stop")
+          .isEqualTo(new Health.Stop("manual: an operator's switch"));
+
+      operator.set(Health.NORMAL);
+      monitor.runOnce();
+      clock.advance(Duration.ofSeconds(30));
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, WATCHED)).isEqualTo(Health.NORMAL);
+    }
+  }
+
+  @Test
+  void should_go_on_sampling_after_an_indicator_throws_an_error() throws InterruptedException {
+    CountDownLatch samplesAfterTheError = new CountDownLatch(2);
+    AtomicBoolean thrown = new AtomicBoolean();
+    HealthIndicator failingOnce =
+        new HealthIndicator() {
+          @Override
+          public String name() {
+            return "failing-once";
+          }
+
+          @Override
+          public Health sample(Connection connection, TableName table) {
+            if (thrown.compareAndSet(false, true)) {
+              throw new AssertionError("an indicator's defect");
+            }
+            samplesAfterTheError.countDown();
+            return Health.NORMAL;
+          }
+        };
+    try (HealthMonitor monitor =
+        new HealthMonitor(
+            new HealthMonitor.Settings(
+                Duration.ofMillis(10), Duration.ZERO, HealthThresholds.defaults()),
+            Map.of(DB, answering()),
+            clock,
+            new SimpleMeterRegistry())) {
+      monitor.addIndicators(DB, List.of(failingOnce));
+      monitor.start();
+
+      assertThat(samplesAfterTheError.await(30, TimeUnit.SECONDS))
+          .as("sampled again after the error")
+          .isTrue();
+      assertThat(thrown).isTrue();
     }
   }
 
