@@ -153,13 +153,14 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       out.add(new Reading(db, null, CONNECTION, Health.NORMAL));
       for (HealthIndicator i : all) {
         if (i.perTable()) {
+          Map<TableName, Health> read = sample(i, c, tables);
           for (TableName t : tables) {
-            Health h = sample(i, c, t);
+            Health h = read.get(t);
             out.add(new Reading(db, t, i.name(), h));
             tableRaw.merge(t, h, Health::worst);
           }
         } else {
-          Health h = sample(i, c, null);
+          Health h = sample(i, c);
           out.add(new Reading(db, null, i.name(), h));
           dbRaw = Health.worst(dbRaw, h);
         }
@@ -258,14 +259,46 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     }
   }
 
-  private Health sample(HealthIndicator i, Connection c, TableName t) {
+  /** A database-wide indicator's state, UNKNOWN when it could not be read. */
+  private static Health sample(HealthIndicator i, Connection c) {
     try {
-      return i.sample(c, t).from(i.name());
+      return i.sample(c, null).from(i.name());
     } catch (Exception e) {
-      // An indicator that cannot be read never stops work nor lets it run at full speed.
-      log.debug("Health indicator {} failed: {}", i.name(), e.getMessage());
-      return new Health.Unknown(i.name() + " could not be read: " + e.getMessage());
+      return unreadable(i, e);
     }
+  }
+
+  /** An indicator that cannot be read never stops work nor lets it run at full speed. */
+  private static Health unreadable(HealthIndicator i, Exception e) {
+    log.debug("Health indicator {} failed: {}", i.name(), e.getMessage());
+    return new Health.Unknown(i.name() + " could not be read: " + e.getMessage());
+  }
+
+  /**
+   * A per-table indicator read for all {@code tables} at once: each table's state, UNKNOWN where it
+   * could not be read.
+   */
+  private static Map<TableName, Health> sample(
+      HealthIndicator i, Connection c, List<TableName> tables) {
+    Map<TableName, Health> out = new LinkedHashMap<>();
+    if (tables.isEmpty()) {
+      return out;
+    }
+    Map<TableName, Health> read;
+    try {
+      read = i.sampleTables(c, tables);
+    } catch (Exception e) {
+      Health unknown = unreadable(i, e);
+      tables.forEach(t -> out.put(t, unknown));
+      return out;
+    }
+    for (TableName t : tables) {
+      Health h = read.get(t);
+      out.put(
+          t,
+          h == null ? new Health.Unknown(i.name() + " gave no reading of " + t) : h.from(i.name()));
+    }
+    return out;
   }
 
   private Health stable(

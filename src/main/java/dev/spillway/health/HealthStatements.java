@@ -19,29 +19,32 @@ final class HealthStatements {
       "(SELECT oid FROM pg_database WHERE datname = current_database())";
 
   /**
-   * 1: quoted table. The table and every table that inherits from it, its partitions at any depth
-   * among them, as {@code t (relid)}: read from the catalog, which takes no lock on them, unlike
-   * {@code pg_partition_tree}, whose locks would queue the monitor behind a schema change waiting
-   * for the table. A missing table gives one null.
+   * 1: text array of quoted tables. Each table, as {@code t (root, relid)} with {@code root} its
+   * quoted name as given, and every table that inherits from it, its partitions at any depth among
+   * them: read from the catalog, which takes no lock on them, unlike {@code pg_partition_tree},
+   * whose locks would queue the monitor behind a schema change waiting for the table. A missing
+   * table gives one null {@code relid}.
    */
-  private static final String TABLE_AND_PARTITIONS =
-      "WITH RECURSIVE t (relid) AS (SELECT to_regclass(?)::oid"
-          + " UNION SELECT i.inhrelid FROM pg_inherits i JOIN t ON i.inhparent = t.relid)";
+  private static final String TABLES_AND_PARTITIONS =
+      "WITH RECURSIVE t (root, relid) AS (SELECT n, to_regclass(n)::oid FROM unnest(?::text[]) n"
+          + " UNION SELECT t.root, i.inhrelid FROM pg_inherits i JOIN t ON i.inhparent = t.relid)";
 
   /**
-   * 1: quoted table. Autovacuum workers on the table, on any of its partitions (autovacuum works on
-   * leaves only) or on their TOAST tables (vacuumed as tables of their own); the second column is
-   * true when one runs to prevent transaction ID wraparound; the third, {@link #SEES_ALL}.
+   * 1: text array of quoted tables. Per table (its quoted name as given), autovacuum workers on it,
+   * on any of its partitions (autovacuum works on leaves only) or on their TOAST tables (vacuumed
+   * as tables of their own); the third column is true when one runs to prevent transaction ID
+   * wraparound; the fourth, {@link #SEES_ALL}. One statement for every table watched.
    */
   static final String AUTOVACUUM =
-      TABLE_AND_PARTITIONS
-          + " SELECT count(*), bool_or(a.query LIKE '%to prevent wraparound%'), "
+      TABLES_AND_PARTITIONS
+          + ", r (root, relid) AS (SELECT root, relid FROM t"
+          + " UNION ALL SELECT t.root, c.reltoastrelid FROM t JOIN pg_class c ON c.oid = t.relid)"
+          + " SELECT r.root, count(a.pid), bool_or(a.query LIKE '%to prevent wraparound%'), "
           + SEES_ALL
-          + " FROM pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
-          + " WHERE a.backend_type = 'autovacuum worker' AND "
+          + " FROM r LEFT JOIN (pg_stat_progress_vacuum v JOIN pg_stat_activity a ON a.pid = v.pid"
+          + " AND a.backend_type = 'autovacuum worker' AND v.datid = "
           + THIS_DATABASE
-          + " = v.datid AND v.relid IN (SELECT relid FROM t"
-          + " UNION ALL SELECT reltoastrelid FROM pg_class WHERE oid IN (SELECT relid FROM t))";
+          + ") ON v.relid = r.relid GROUP BY r.root";
 
   /**
    * Whether the database takes no writes: a standby (recovering), or {@code
@@ -101,23 +104,26 @@ final class HealthStatements {
           + " WHERE backend_type = 'client backend'";
 
   /**
-   * 1: quoted table; 2: seconds. Other sessions waiting for a lock on the table or one of its
-   * partitions, or for one of their rows, and transactions older than the threshold holding a lock
-   * on one, then {@link #SEES_ALL}. A session waiting for a row another transaction locked waits on
-   * that transaction's id, which names no table; while it waits it holds a {@code tuple} lock on
-   * the table the row is in (a partition, for a row of a partitioned table), taken for that wait
-   * only. Spillway's own sessions are left out, and so are autovacuum workers: their lock is one
-   * DELETE and UPDATE do not wait for, and {@link #AUTOVACUUM} reads them.
+   * 1: text array of quoted tables; 2: seconds. Per table (its quoted name as given), other
+   * sessions waiting for a lock on the table or one of its partitions, or for one of their rows,
+   * and transactions older than the threshold holding a lock on one, then {@link #SEES_ALL}. A
+   * session waiting for a row another transaction locked waits on that transaction's id, which
+   * names no table; while it waits it holds a {@code tuple} lock on the table the row is in (a
+   * partition, for a row of a partitioned table), taken for that wait only. Spillway's own sessions
+   * are left out, and so are autovacuum workers: their lock is one DELETE and UPDATE do not wait
+   * for, and {@link #AUTOVACUUM} reads them. One statement for every table watched.
    */
   static final String LOCKS =
-      TABLE_AND_PARTITIONS
-          + " SELECT count(DISTINCT a.pid) FILTER (WHERE NOT l.granted OR l.locktype = 'tuple'),"
+      TABLES_AND_PARTITIONS
+          + " SELECT t.root,"
+          + " count(DISTINCT a.pid) FILTER (WHERE NOT l.granted OR l.locktype = 'tuple'),"
           + " count(DISTINCT a.pid) FILTER (WHERE l.granted"
           + " AND a.xact_start < now() - make_interval(secs => ?)), "
           + SEES_ALL
-          + " FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-          + " WHERE l.relation IN (SELECT relid FROM t) AND l.database = "
+          + " FROM t LEFT JOIN (pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+          + " AND l.database = "
           + THIS_DATABASE
           + " AND a.pid <> pg_backend_pid()"
-          + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker'";
+          + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker')"
+          + " ON l.relation = t.relid GROUP BY t.root";
 }

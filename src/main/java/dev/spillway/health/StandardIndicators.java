@@ -7,7 +7,10 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Clock;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Supplier;
 
 /** The indicators Spillway samples from PostgreSQL's own views. */
@@ -87,21 +90,28 @@ public final class StandardIndicators {
 
     @Override
     public Health sample(Connection c, TableName table) throws SQLException {
-      try (PreparedStatement ps = c.prepareStatement(HealthStatements.AUTOVACUUM)) {
-        ps.setString(1, table.quoted());
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          if (!rs.getBoolean(3)) {
-            return blind("autovacuum workers");
-          }
-          if (rs.getLong(1) == 0) {
-            return Health.NORMAL;
-          }
-          return rs.getBoolean(2)
-              ? new Health.Stop("autovacuum to prevent wraparound runs on " + table)
-              : new Health.Throttle("autovacuum runs on " + table);
-        }
-      }
+      return sampleTables(c, List.of(table)).get(table);
+    }
+
+    @Override
+    public Map<TableName, Health> sampleTables(Connection c, List<TableName> tables)
+        throws SQLException {
+      return eachTable(
+          c,
+          HealthStatements.AUTOVACUUM,
+          tables,
+          ps -> {},
+          (table, rs) -> {
+            if (!rs.getBoolean(4)) {
+              return blind("autovacuum workers");
+            }
+            if (rs.getLong(2) == 0) {
+              return Health.NORMAL;
+            }
+            return rs.getBoolean(3)
+                ? new Health.Stop("autovacuum to prevent wraparound runs on " + table)
+                : new Health.Throttle("autovacuum runs on " + table);
+          });
     }
   }
 
@@ -294,32 +304,39 @@ public final class StandardIndicators {
 
     @Override
     public Health sample(Connection c, TableName table) throws SQLException {
-      try (PreparedStatement ps = c.prepareStatement(HealthStatements.LOCKS)) {
-        ps.setString(1, table.quoted());
-        ps.setDouble(2, t.longTransaction().toMillis() / 1000.0);
-        try (ResultSet rs = ps.executeQuery()) {
-          rs.next();
-          long waiting = rs.getLong(1);
-          long longHolders = rs.getLong(2);
-          Health waits =
-              waiting > 0
-                  ? new Health.Throttle(waiting + " session(s) wait for locks on " + table)
-                  : Health.NORMAL;
-          if (!rs.getBoolean(3)) {
-            // Lock waits show in pg_locks to every role; how old a transaction is does not.
-            return Health.worst(waits, blind("how long other roles' transactions have held locks"));
-          }
-          if (longHolders > 0) {
-            return new Health.Stop(
-                longHolders
-                    + " transaction(s) older than "
-                    + t.longTransaction().toSeconds()
-                    + " s hold locks on "
-                    + table);
-          }
-          return waits;
-        }
-      }
+      return sampleTables(c, List.of(table)).get(table);
+    }
+
+    @Override
+    public Map<TableName, Health> sampleTables(Connection c, List<TableName> tables)
+        throws SQLException {
+      return eachTable(
+          c,
+          HealthStatements.LOCKS,
+          tables,
+          ps -> ps.setDouble(2, t.longTransaction().toMillis() / 1000.0),
+          (table, rs) -> {
+            long waiting = rs.getLong(2);
+            long longHolders = rs.getLong(3);
+            Health waits =
+                waiting > 0
+                    ? new Health.Throttle(waiting + " session(s) wait for locks on " + table)
+                    : Health.NORMAL;
+            if (!rs.getBoolean(4)) {
+              // Lock waits show in pg_locks to every role; how old a transaction is does not.
+              return Health.worst(
+                  waits, blind("how long other roles' transactions have held locks"));
+            }
+            if (longHolders > 0) {
+              return new Health.Stop(
+                  longHolders
+                      + " transaction(s) older than "
+                      + t.longTransaction().toSeconds()
+                      + " s hold locks on "
+                      + table);
+            }
+            return waits;
+          });
     }
   }
 
@@ -352,6 +369,43 @@ public final class StandardIndicators {
           String.format(
               "sub-batch p95 %.0f ms against a %.0f ms target", p95 * 1000, target * 1000));
     }
+  }
+
+  /** Sets the parameters of a per-table statement after its first, the tables. */
+  @FunctionalInterface
+  private interface Parameters {
+    void set(PreparedStatement ps) throws SQLException;
+  }
+
+  /** Reads one table's row of a per-table statement's answer. */
+  @FunctionalInterface
+  private interface TableRow {
+    Health read(TableName table, ResultSet rs) throws SQLException;
+  }
+
+  /**
+   * Runs a statement over all {@code tables} at once, their quoted names its first parameter, and
+   * reads its answer: a row per table, the quoted name first.
+   */
+  private static Map<TableName, Health> eachTable(
+      Connection c, String sql, List<TableName> tables, Parameters more, TableRow row)
+      throws SQLException {
+    Map<String, TableName> byQuoted = new HashMap<>();
+    tables.forEach(table -> byQuoted.put(table.quoted(), table));
+    Map<TableName, Health> out = new LinkedHashMap<>();
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      ps.setArray(1, c.createArrayOf("text", byQuoted.keySet().toArray()));
+      more.set(ps);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          TableName table = byQuoted.get(rs.getString(1));
+          if (table != null) {
+            out.put(table, row.read(table, rs));
+          }
+        }
+      }
+    }
+    return out;
   }
 
   /** STOP above {@code stop}, THROTTLE above {@code throttle}, otherwise NORMAL. */

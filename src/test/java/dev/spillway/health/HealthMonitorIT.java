@@ -8,6 +8,9 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TestSql;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.sql.Connection;
@@ -22,6 +25,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.postgresql.PGConnection;
@@ -392,6 +396,102 @@ class HealthMonitorIT {
       } finally {
         TestSql.exec(ds, "DROP TABLE " + table.quoted());
       }
+    }
+  }
+
+  @Test
+  void should_read_every_table_watched_with_one_statement_per_indicator() throws Exception {
+    TableName waited = new TableName("public", TestSql.uniqueName("waited"));
+    TableName quiet = new TableName("public", TestSql.uniqueName("quiet"));
+    TableName missing = new TableName("public", TestSql.uniqueName("missing"));
+    try (Databases databases = EmbeddedInfra.get().databases(DB)) {
+      DataSource ds = checks(databases);
+      AtomicInteger statements = new AtomicInteger();
+      TestSql.exec(
+          ds,
+          "CREATE TABLE " + waited.quoted() + " (id bigint PRIMARY KEY, n int)",
+          "CREATE TABLE " + quiet.quoted() + " (id bigint PRIMARY KEY)",
+          "INSERT INTO " + waited.quoted() + " VALUES (1, 0)");
+      try (HealthMonitor monitor =
+              new HealthMonitor(
+                  HealthMonitor.Settings.defaults(),
+                  Map.of(DB, counting(databases.unpooledSource(DB), statements)),
+                  Clock.systemUTC(),
+                  new SimpleMeterRegistry());
+          Connection holder =
+              TestSql.inTransaction(ds, "UPDATE " + waited.quoted() + " SET n = 1 WHERE id = 1")) {
+        monitor.addIndicators(
+            DB,
+            StandardIndicators.forDatabase(
+                HealthThresholds.defaults(), null, Clock.systemUTC(), () -> Double.NaN));
+        monitor.state(DB, quiet);
+        monitor.runOnce(); // connects
+        statements.set(0);
+        monitor.runOnce();
+        int oneTable = statements.get();
+
+        monitor.state(DB, waited);
+        monitor.state(DB, missing);
+        CompletableFuture<Void> waiter =
+            CompletableFuture.runAsync(
+                () -> TestSql.exec(ds, "UPDATE " + waited.quoted() + " SET n = 2 WHERE id = 1"));
+        TestSql.awaitBlockedBy(ds, TestSql.pid(holder));
+        statements.set(0);
+        monitor.runOnce();
+
+        assertThat(statements.get()).as("as many as for one table").isEqualTo(oneTable);
+        Map<String, Health> locks = new LinkedHashMap<>();
+        monitor.readings().stream()
+            .filter(r -> r.indicator().equals("locks") || r.indicator().equals("autovacuum"))
+            .forEach(r -> locks.put(r.indicator() + " " + r.table().table(), r.health()));
+        assertThat(locks)
+            .containsEntry(
+                "locks " + waited.table(),
+                new Health.Throttle("locks: 1 session(s) wait for locks on " + waited))
+            .containsEntry("locks " + quiet.table(), Health.NORMAL)
+            .containsEntry("locks " + missing.table(), Health.NORMAL)
+            .containsEntry("autovacuum " + waited.table(), Health.NORMAL)
+            .containsEntry("autovacuum " + quiet.table(), Health.NORMAL)
+            .containsEntry("autovacuum " + missing.table(), Health.NORMAL);
+
+        holder.rollback();
+        waiter.get(30, TimeUnit.SECONDS);
+      } finally {
+        TestSql.exec(ds, "DROP TABLE " + waited.quoted(), "DROP TABLE " + quiet.quoted());
+      }
+    }
+  }
+
+  /** The same source, counting the statements made on its connections. */
+  private static DataSource counting(DataSource ds, AtomicInteger statements) {
+    return (DataSource)
+        Proxy.newProxyInstance(
+            HealthMonitorIT.class.getClassLoader(),
+            new Class<?>[] {DataSource.class},
+            (proxy, method, args) -> {
+              Object out = invoke(ds, method, args);
+              if (!method.getName().equals("getConnection")) {
+                return out;
+              }
+              Connection c = (Connection) out;
+              return Proxy.newProxyInstance(
+                  HealthMonitorIT.class.getClassLoader(),
+                  new Class<?>[] {Connection.class},
+                  (p, m, a) -> {
+                    if (m.getName().equals("createStatement")
+                        || m.getName().equals("prepareStatement")) {
+                      statements.incrementAndGet();
+                    }
+                    return invoke(c, m, a);
+                  });
+            });
+  }
+
+  private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
+    try {
+      return method.invoke(target, args);
+    } catch (InvocationTargetException e) {
+      throw e.getCause();
     }
   }
 
