@@ -315,7 +315,8 @@ public final class LfkBench {
             s.throttleFactor(),
             s.subBatchFloor(),
             poll,
-            s.shutdownGrace());
+            s.shutdownGrace(),
+            s.stepAsideAfter());
     return new LfkSettings(
         o.batchSize(),
         o.maxWait(),

@@ -240,7 +240,8 @@ public final class BufferPipeline {
         s.throttleFactor(),
         s.subBatchFloor(),
         s.pollTimeout(),
-        s.shutdownGrace());
+        s.shutdownGrace(),
+        s.stepAsideAfter());
   }
 
   /**

@@ -30,7 +30,8 @@ public final class SinkSection {
             n.decimal("throttle-factor", base.throttleFactor(), 0.01, 1),
             n.integer("sub-batch-floor", base.subBatchFloor(), 1, 1_000_000),
             n.positiveDuration("poll-timeout", base.pollTimeout()),
-            n.duration("shutdown-grace", base.shutdownGrace()));
+            n.duration("shutdown-grace", base.shutdownGrace()),
+            n.duration("step-aside-after", base.stepAsideAfter()));
     n.finish();
     if (s.retryBackoffMax().compareTo(s.retryBackoff()) < 0) {
       throw n.has("retry-backoff-max")

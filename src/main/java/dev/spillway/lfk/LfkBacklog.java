@@ -85,7 +85,7 @@ public final class LfkBacklog {
             released.put(tp, ReleasedPastCommit.offsets(c));
           });
       // Rescheduled: delayed out of attempts. One waiting out a lock timeout (it names its lock
-      // waits) is only pending.
+      // waits), or stepped aside from a table at STOP, is only pending.
       TopicRange.Each rescheduled =
           decoded((k, v) -> backlog.addBatch(EventSerdes.decodeCleanupBatch(v), true));
       TopicRange.Each waiting =
@@ -96,8 +96,10 @@ public final class LfkBacklog {
           r -> {
             TopicPartition tp = new TopicPartition(r.topic(), r.partition());
             if (!released.getOrDefault(tp, Set.of()).contains(r.offset())) {
-              (r.headers().lastHeader(SinkHeaders.LOCK_WAITS) == null ? rescheduled : waiting)
-                  .accept(r);
+              boolean outOfAttempts =
+                  r.headers().lastHeader(SinkHeaders.LOCK_WAITS) == null
+                      && r.headers().lastHeader(SinkHeaders.STEPPED_ASIDE) == null;
+              (outOfAttempts ? rescheduled : waiting).accept(r);
             }
           });
     }

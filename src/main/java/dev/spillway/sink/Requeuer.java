@@ -51,6 +51,17 @@ final class Requeuer {
     delay(r, withAttempts(r, r.attempts(), lockWaits), consumeAfterMillis);
   }
 
+  /**
+   * To the delay topic from the head of its partition, where it waited for a table at STOP: its
+   * attempts as they were, {@code why} in its {@link SinkHeaders#STEPPED_ASIDE} header.
+   */
+  void stepAside(SinkRecord r, long consumeAfterMillis, String why)
+      throws InterruptedException, ExecutionException {
+    RecordHeaders h = withAttempts(r, r.attempts(), 0);
+    h.add(SinkHeaders.STEPPED_ASIDE, SinkHeaders.text(why));
+    delay(r, h, consumeAfterMillis);
+  }
+
   private void delay(SinkRecord r, RecordHeaders h, long consumeAfterMillis)
       throws InterruptedException, ExecutionException {
     h.remove(SinkHeaders.CONSUME_AFTER)
@@ -59,11 +70,15 @@ final class Requeuer {
     send(delayedTopic, null, r.key(), r.value(), h);
   }
 
-  /** The record's headers with these attempts, and lock waits in a row (none: no header). */
+  /**
+   * The record's headers with these attempts, and lock waits in a row (none: no header), without
+   * the reason of an earlier step aside.
+   */
   private static RecordHeaders withAttempts(SinkRecord r, int attempts, int lockWaits) {
     RecordHeaders h = copy(r.headers());
     h.remove(SinkHeaders.ATTEMPTS).add(SinkHeaders.ATTEMPTS, SinkHeaders.intValue(attempts));
     h.remove(SinkHeaders.LOCK_WAITS);
+    h.remove(SinkHeaders.STEPPED_ASIDE);
     if (lockWaits > 0) {
       h.add(SinkHeaders.LOCK_WAITS, SinkHeaders.intValue(lockWaits));
     }

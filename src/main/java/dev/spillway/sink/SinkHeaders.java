@@ -21,6 +21,13 @@ public final class SinkHeaders {
    */
   public static final String LOCK_WAITS = "spillway.lock-waits";
 
+  /**
+   * On a batch sent to the delay topic because it waited at the head of its partition for a table
+   * at STOP, batches behind it waiting too: why (the table and its state's reason). Any other
+   * ending of a run that puts the batch back clears it.
+   */
+  public static final String STEPPED_ASIDE = "spillway.stepped-aside";
+
   /** Epoch milliseconds before which a delayed batch must not run. */
   public static final String CONSUME_AFTER = "spillway.consume-after";
 
@@ -49,6 +56,7 @@ public final class SinkHeaders {
       java.util.Set.of(
           ATTEMPTS,
           LOCK_WAITS,
+          STEPPED_ASIDE,
           CONSUME_AFTER,
           BATCHES_TOPIC,
           ERROR_CLASS,

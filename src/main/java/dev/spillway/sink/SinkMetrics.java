@@ -20,6 +20,7 @@ public final class SinkMetrics {
   private final Counter deadLettered;
   private final Counter delayed;
   private final Counter requeued;
+  private final Counter steppedAside;
   private final Timer subBatch;
   private final AtomicInteger pausedPartitions = new AtomicInteger();
   private volatile Gauge delayedWaiting;
@@ -34,6 +35,11 @@ public final class SinkMetrics {
         counter(
             "spillway_sink_requeued",
             "Batches re-enqueued after a limit, or what was left of them after a pause");
+    this.steppedAside =
+        counter(
+            "spillway_sink_stepped_aside",
+            "Batches sent to the delay topic from the head of their partition, where they waited"
+                + " for a table at STOP");
     this.subBatch =
         Timer.builder("spillway_sink_sub_batch")
             .description("Sub-batch latency")
@@ -100,6 +106,10 @@ public final class SinkMetrics {
 
   void requeued() {
     requeued.increment();
+  }
+
+  void steppedAside() {
+    steppedAside.increment();
   }
 
   /** Reports the delayed batches this releaser holds, until {@link #releaserClosed()}. */

@@ -20,6 +20,8 @@ import java.time.Duration;
  * @param subBatchFloor smallest sub-batch under THROTTLE
  * @param pollTimeout longest a worker waits for new batches in one poll
  * @param shutdownGrace how long closing waits for batches in hand to finish or be released
+ * @param stepAsideAfter how long a table stays at STOP before a batch for it at the head of its
+ *     partition steps aside to the delay topic, so the batches behind it can run; zero: never
  */
 public record SinkSettings(
     int consumers,
@@ -36,7 +38,8 @@ public record SinkSettings(
     double throttleFactor,
     int subBatchFloor,
     Duration pollTimeout,
-    Duration shutdownGrace) {
+    Duration shutdownGrace,
+    Duration stepAsideAfter) {
   public static final int DEFAULT_CONSUMERS = 1;
   public static final int DEFAULT_MAX_IN_FLIGHT = 2;
   public static final int DEFAULT_MAX_ATTEMPTS = 3;
@@ -52,6 +55,7 @@ public record SinkSettings(
   public static final int DEFAULT_SUB_BATCH_FLOOR = 10;
   public static final Duration DEFAULT_POLL_TIMEOUT = Duration.ofMillis(100);
   public static final Duration DEFAULT_SHUTDOWN_GRACE = Duration.ofSeconds(30);
+  public static final Duration DEFAULT_STEP_ASIDE_AFTER = Duration.ofMinutes(1);
 
   public SinkSettings {
     if (consumers < 1 || maxInFlight < 1 || maxAttempts < 1 || maxRetries < 0) {
@@ -78,7 +82,8 @@ public record SinkSettings(
         DEFAULT_THROTTLE_FACTOR,
         DEFAULT_SUB_BATCH_FLOOR,
         DEFAULT_POLL_TIMEOUT,
-        DEFAULT_SHUTDOWN_GRACE);
+        DEFAULT_SHUTDOWN_GRACE,
+        DEFAULT_STEP_ASIDE_AFTER);
   }
 
   public SinkSettings withLimits(long maxRows, Duration maxRuntime) {
@@ -97,7 +102,8 @@ public record SinkSettings(
         throttleFactor,
         subBatchFloor,
         pollTimeout,
-        shutdownGrace);
+        shutdownGrace,
+        stepAsideAfter);
   }
 
   public SinkSettings withShutdownGrace(Duration grace) {
@@ -116,7 +122,8 @@ public record SinkSettings(
         throttleFactor,
         subBatchFloor,
         pollTimeout,
-        grace);
+        grace,
+        stepAsideAfter);
   }
 
   public SinkSettings withAttempts(int attempts, Duration delay) {
@@ -135,7 +142,8 @@ public record SinkSettings(
         throttleFactor,
         subBatchFloor,
         pollTimeout,
-        shutdownGrace);
+        shutdownGrace,
+        stepAsideAfter);
   }
 
   public SinkSettings withRetries(int retries, Duration backoff) {
@@ -154,7 +162,28 @@ public record SinkSettings(
         throttleFactor,
         subBatchFloor,
         pollTimeout,
-        shutdownGrace);
+        shutdownGrace,
+        stepAsideAfter);
+  }
+
+  public SinkSettings withStepAsideAfter(Duration after) {
+    return new SinkSettings(
+        consumers,
+        maxInFlight,
+        maxAttempts,
+        consumeAfter,
+        maxRetries,
+        retryBackoff,
+        retryBackoffMax,
+        maxRowsPerRun,
+        maxRuntimePerRun,
+        subBatchPause,
+        throttlePause,
+        throttleFactor,
+        subBatchFloor,
+        pollTimeout,
+        shutdownGrace,
+        after);
   }
 
   public SinkSettings withThrottle(Duration pause, double factor, int floor) {
@@ -173,6 +202,7 @@ public record SinkSettings(
         factor,
         floor,
         pollTimeout,
-        shutdownGrace);
+        shutdownGrace,
+        stepAsideAfter);
   }
 }

@@ -20,6 +20,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -39,8 +40,9 @@ import org.slf4j.LoggerFactory;
  * at a time, so offsets are committed in order and only after the batch's outcome is settled (done,
  * re-enqueued, delayed or dead-lettered). A partition holding work, or whose next batch targets a
  * table at STOP, or whose head batch ended paused at a table still at STOP, is paused: Kafka keeps
- * the backlog and the worker claims only what it can run. Each topic runs at most its own share of
- * batches at once, within the worker's total.
+ * the backlog and the worker claims only what it can run. Once that table has been at STOP for
+ * {@code step-aside-after}, such a head steps aside to the delay topic when a batch behind it could
+ * run. Each topic runs at most its own share of batches at once, within the worker's total.
  *
  * <p>The Streams applications write batches in transactions, so the consumer reads committed
  * records only and a partition's position passes the transaction markers between them. A partition
@@ -58,6 +60,12 @@ final class SinkWorker implements AutoCloseable {
   /** How long after a commit Kafka did not take the loop tries again. */
   static final Duration COMMIT_RETRY = Duration.ofSeconds(5);
 
+  /**
+   * How often the batches behind a head held at STOP are looked at again, once none of them could
+   * run: each look decodes them.
+   */
+  private static final Duration LOOK_BEHIND_EVERY = Duration.ofSeconds(1);
+
   private static final class PartitionWork {
     final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
     boolean busy;
@@ -73,6 +81,12 @@ final class SinkWorker implements AutoCloseable {
     int refusedInARow;
 
     long notBefore;
+
+    /**
+     * When ({@code System.nanoTime()}) the batches behind a head held at STOP may be looked at
+     * again, after a look found none that could run.
+     */
+    long lookBehindAt;
 
     /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
     volatile boolean forgotten;
@@ -96,6 +110,12 @@ final class SinkWorker implements AutoCloseable {
   private final BlockingQueue<Completed> completions = new LinkedBlockingQueue<>();
   private final Map<TopicPartition, PartitionWork> partitions = new LinkedHashMap<>();
   private final Set<TopicPartition> paused = new HashSet<>();
+
+  /**
+   * Each table a head batch waits for at STOP, and since when ({@code System.nanoTime()}) the
+   * worker has seen it so; a table seen out of STOP is forgotten.
+   */
+  private final Map<Target, Long> stoppedSince = new HashMap<>();
 
   /**
    * Per partition held, the offset last committed for it here; -1 until this worker committed one
@@ -384,6 +404,7 @@ final class SinkWorker implements AutoCloseable {
     if (stopping) {
       return;
     }
+    stoppedSince.keySet().removeIf(t -> !stopped(t));
     for (Map.Entry<TopicPartition, PartitionWork> e : partitions.entrySet()) {
       if (inFlight >= settings.maxInFlight()) {
         return;
@@ -392,29 +413,73 @@ final class SinkWorker implements AutoCloseable {
       if (w.busy || w.pending.isEmpty() || topicFull(e.getKey().topic())) {
         continue;
       }
-      SinkRecord record = toSinkRecord(w.pending.peekFirst());
-      if (targetStopped(record) || stopped(w.waitFor)) {
-        continue; // stays at the head, its partition paused, until health allows
-      }
       if (w.refusedInARow > 0 && System.nanoTime() - w.notBefore < 0) {
         continue;
       }
-      w.busy = true;
       TopicPartition tp = e.getKey();
+      SinkRecord record = toSinkRecord(w.pending.peekFirst());
+      Target stop = stop(record, w);
+      if (stop != null && !stepsAside(stop, w)) {
+        continue; // stays at the head, its partition paused, until health allows
+      }
+      w.busy = true;
       inFlight++;
       topicInFlight.merge(tp.topic(), 1, Integer::sum);
-      executor.execute(() -> completions.add(new Completed(tp, w, run(record, w))));
+      Supplier<UnitOfWork.Result> work =
+          stop == null
+              ? () -> unit.run(record, () -> stopping || w.revoked, () -> w.forgotten)
+              : () -> unit.stepAside(record, stop, () -> w.forgotten);
+      executor.execute(() -> completions.add(new Completed(tp, w, guarded(record, work))));
     }
   }
 
+  /** The table at STOP the head batch waits for, or null when it may run. */
+  private Target stop(SinkRecord head, PartitionWork w) {
+    Target target = target(head);
+    if (stopped(target)) {
+      return target;
+    }
+    return stopped(w.waitFor) ? w.waitFor : null;
+  }
+
   /**
-   * Runs a batch. Whatever a batch can fail with is an outcome; what escapes is a defect or the
-   * JVM's own trouble (an {@link Error}). Then the batch stays uncommitted and the worker stops
-   * saying so, rather than hold its partition, with nothing reported, until the next rebalance.
+   * Whether a head batch held at STOP steps aside: its table has been at STOP for {@code
+   * step-aside-after}, and a batch behind it in hand could run (its table is not at STOP), or none
+   * is in hand: a paused partition fetches nothing, and what comes next is not known. Batches in
+   * hand behind it all for tables at STOP (a buffer's, which share its table) keep it where it is.
    */
-  private UnitOfWork.Result run(SinkRecord record, PartitionWork w) {
+  private boolean stepsAside(Target stop, PartitionWork w) {
+    if (settings.stepAsideAfter().isZero()) {
+      return false;
+    }
+    long now = System.nanoTime();
+    long since = stoppedSince.computeIfAbsent(stop, t -> now);
+    if (now - since < settings.stepAsideAfter().toNanos() || now - w.lookBehindAt < 0) {
+      return false;
+    }
+    if (w.pending.size() == 1) {
+      return true;
+    }
+    boolean first = true;
+    for (ConsumerRecord<byte[], byte[]> r : w.pending) {
+      if (!first && !stopped(target(toSinkRecord(r)))) {
+        return true;
+      }
+      first = false;
+    }
+    w.lookBehindAt = now + LOOK_BEHIND_EVERY.toNanos();
+    return false;
+  }
+
+  /**
+   * Runs a batch, or steps it aside. Whatever a batch can fail with is an outcome; what escapes is
+   * a defect or the JVM's own trouble (an {@link Error}). Then the batch stays uncommitted and the
+   * worker stops saying so, rather than hold its partition, with nothing reported, until the next
+   * rebalance.
+   */
+  private UnitOfWork.Result guarded(SinkRecord record, Supplier<UnitOfWork.Result> work) {
     try {
-      return unit.run(record, () -> stopping || w.revoked, () -> w.forgotten);
+      return work.get();
     } catch (RuntimeException | Error e) {
       failure = new IllegalStateException("batch " + record.position() + " ended with " + e, e);
       log.error("Sink worker {} stops: batch {} ended with {}", name, record.position(), e, e);
@@ -433,11 +498,12 @@ final class SinkWorker implements AutoCloseable {
     topicInFlight.merge(tp.topic(), -1, Integer::sum);
   }
 
-  private boolean targetStopped(SinkRecord record) {
+  /** The table the batch works on first; null when it is malformed (its run dead-letters it). */
+  private Target target(SinkRecord record) {
     try {
-      return stopped(handler.target(record).orElse(null));
+      return handler.target(record).orElse(null);
     } catch (RuntimeException e) {
-      return false; // malformed: the unit of work dead-letters it
+      return null;
     }
   }
 

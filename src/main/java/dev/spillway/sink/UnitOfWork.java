@@ -315,6 +315,38 @@ final class UnitOfWork {
   }
 
   /**
+   * Sends a batch waiting at the head of its partition for a table at STOP to the delay topic, its
+   * attempts as they were, so the batches behind it run meanwhile; it comes back after {@code
+   * consume-after}, at the end of its partition.
+   *
+   * @param givenUp as for {@link #run}: the partition moved, nothing is sent
+   */
+  Result stepAside(SinkRecord record, Target stop, BooleanSupplier givenUp) {
+    if (givenUp.getAsBoolean()) {
+      return new Result(record, new Outcome.Paused("its partition moved"), false);
+    }
+    String reason = gate.state(stop.database(), stop.table()).reason();
+    String why = stop.table() + " is at STOP" + (reason.isEmpty() ? "" : ": " + reason);
+    try {
+      requeuer.stepAside(record, clock.millis() + settings.consumeAfter().toMillis(), why);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return new Result(record, new Outcome.Paused("interrupted"), false);
+    } catch (ExecutionException | RuntimeException e) {
+      log.warn("Could not step batch {} aside: {}", record.position(), e.getMessage());
+      return new Result(record, new Outcome.RetryableFailure(e), false);
+    }
+    metrics.delayed();
+    metrics.steppedAside();
+    log.info(
+        "Batch {} stepped aside to the delay topic for {}, so the batches behind it can run ({})",
+        record.position(),
+        settings.consumeAfter(),
+        why);
+    return new Result(record, new Outcome.Paused("stepped aside: " + why), true);
+  }
+
+  /**
    * How long a batch waits after its {@code inARow}-th run in a row gave up a lock wait: the retry
    * backoff, doubling each time, at most the delay of a batch out of attempts.
    */

@@ -3,6 +3,7 @@ package dev.spillway.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.spillway.sink.SinkSettings;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -650,6 +651,7 @@ class ConfigLoaderTest {
               consume-after: 5m
               max-rows-per-run: 1000
               throttle-factor: 0.5
+              step-aside-after: 0s
             """);
     assertThat(c.health().interval()).isEqualTo(Duration.ofMillis(500));
     assertThat(c.health().hold()).isEqualTo(Duration.ofSeconds(10));
@@ -666,6 +668,9 @@ class ConfigLoaderTest {
     assertThat(c.sink().maxRowsPerRun()).isEqualTo(1000);
     assertThat(c.sink().throttleFactor()).isEqualTo(0.5);
     assertThat(c.sink().maxRetries()).isEqualTo(5);
+    assertThat(c.sink().stepAsideAfter()).isZero();
+    assertThat(parse("sink:\n  consumers: 1\n").sink().stepAsideAfter())
+        .isEqualTo(SinkSettings.DEFAULT_STEP_ASIDE_AFTER);
   }
 
   @Test

@@ -51,14 +51,17 @@ class DelayedBacklogIT {
             new ByteArraySerializer(),
             new ByteArraySerializer())) {
       // offset 0: two ids, waiting; 1: three ids, released; 2: four ids, waiting; 3: five ids,
-      // waiting out a lock timeout
-      for (int n : new int[] {2, 3, 4, 5}) {
+      // waiting out a lock timeout; 4: six ids, stepped aside from a table at STOP
+      for (int n : new int[] {2, 3, 4, 5, 6}) {
         List<String> ids = IntStream.rangeClosed(1, n).mapToObj(Integer::toString).toList();
         byte[] batch = EventSerdes.encode(new CleanupBatch("main", parents, ids, 1_000_000L));
         ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(delayed, 0, null, batch);
         if (n == 5) {
           r.headers()
               .add(SinkHeaders.LOCK_WAITS, java.nio.ByteBuffer.allocate(4).putInt(1).array());
+        } else if (n == 6) {
+          r.headers()
+              .add(SinkHeaders.STEPPED_ASIDE, SinkHeaders.text("public.builds is at STOP: …"));
         }
         producer.send(r).get();
       }
@@ -82,15 +85,17 @@ class DelayedBacklogIT {
         .satisfies(
             p -> {
               assertThat(p.table()).isEqualTo(parents.toString());
-              assertThat(p.pending()).as("ids of batches 0, 2 and 3").isEqualTo(11);
-              assertThat(p.rescheduled()).as("not the lock timeout's").isEqualTo(6);
+              assertThat(p.pending()).as("ids of batches 0, 2, 3 and 4").isEqualTo(17);
+              assertThat(p.rescheduled())
+                  .as("neither the lock timeout's nor the stepped aside")
+                  .isEqualTo(6);
             });
     assertThat(ConsumerLag.read(bootstrap, Map.of(), topics.prefix()))
         .singleElement()
         .satisfies(
             lag -> {
               assertThat(lag.topic()).isEqualTo(delayed);
-              assertThat(lag.lag()).as("batches 0, 2 and 3").isEqualTo(3);
+              assertThat(lag.lag()).as("batches 0, 2, 3 and 4").isEqualTo(4);
             });
   }
 }

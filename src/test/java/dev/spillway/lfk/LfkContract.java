@@ -94,7 +94,8 @@ abstract class LfkContract {
             sink.throttleFactor(),
             sink.subBatchFloor(),
             sink.pollTimeout(),
-            Duration.ofSeconds(5));
+            Duration.ofSeconds(5),
+            sink.stepAsideAfter());
     return new LfkSettings(
         1000, Duration.ofMillis(200), deleteLimit, 500, maxDeletes, 50_000, sink);
   }

@@ -404,6 +404,46 @@ abstract class SinkContract {
   }
 
   @Test
+  void should_step_a_batch_held_at_stop_aside_so_the_batches_behind_it_run() throws Exception {
+    TableName others = new TableName(schema, "others");
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + others.quoted() + " (id bigint PRIMARY KEY)",
+        "INSERT INTO " + others.quoted() + " SELECT g FROM generate_series(1, 10) g");
+    java.util.concurrent.atomic.AtomicReference<Health> children =
+        new java.util.concurrent.atomic.AtomicReference<>(new Health.Stop("an operator's switch"));
+    HealthGate gate = (db, t) -> table.equals(t) ? children.get() : Health.NORMAL;
+    SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
+    try (Sink sink =
+        Sink.start(
+            PIPELINE,
+            batches,
+            new DeleteIdsHandler(DB, 5),
+            settings().withStepAsideAfter(Duration.ofMillis(200)),
+            wiring(gate, clock))) {
+      // one key, one partition: the batch for the table at STOP first
+      produce(DeleteIdsHandler.batch(table, 1, 10), DeleteIdsHandler.batch(others, 1, 10));
+      await()
+          .atMost(TIMEOUT)
+          .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + others.quoted()) == 0);
+      assertThat(remaining(1, 10)).isEqualTo(10);
+      assertThat(sink.metrics().delayedCount()).isOne();
+      assertThat(registry.get("spillway_sink_stepped_aside").counter().count()).isOne();
+      List<ConsumerRecord<byte[], byte[]>> aside =
+          TopicReader.readAtLeast(infra().bootstrapServers(), topics.delayed(PIPELINE), 1, TIMEOUT);
+      assertThat(
+              SinkHeaders.text(
+                  aside.get(0).headers().lastHeader(SinkHeaders.STEPPED_ASIDE).value()))
+          .isEqualTo(table + " is at STOP: an operator's switch");
+
+      children.set(Health.NORMAL);
+      clock.advance(SinkSettings.DEFAULT_CONSUME_AFTER);
+      await().atMost(TIMEOUT).until(() -> remaining(1, 10) == 0);
+      assertThat(sink.released()).isOne();
+    }
+  }
+
+  @Test
   void should_release_a_delayed_batch_when_due_though_one_due_later_is_ahead_of_it()
       throws Exception {
     Instant start = Instant.parse("2026-01-01T00:00:00Z");

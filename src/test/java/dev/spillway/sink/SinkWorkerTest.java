@@ -13,6 +13,7 @@ import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -29,6 +30,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.MockProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.TimeoutException;
@@ -89,6 +91,7 @@ class SinkWorkerTest {
   private final AtomicBoolean firstRun = new AtomicBoolean(true);
   private final List<Long> runs = Collections.synchronizedList(new ArrayList<>());
   private SinkWorker worker;
+  private Duration stepAsideAfter = SinkSettings.DEFAULT_STEP_ASIDE_AFTER;
 
   /** Handles every batch at once, but for the very first, which waits for {@link #release}. */
   private final BatchHandler handler =
@@ -338,6 +341,111 @@ class SinkWorkerTest {
   }
 
   @Test
+  void should_step_a_batch_held_at_stop_aside_once_its_table_has_been_at_stop_a_while() {
+    release.countDown();
+    stepAsideAfter = Duration.ofMillis(200);
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    worker =
+        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    addBatch(0, "stopped");
+    addBatch(1, "other");
+    addBatch(2, "other");
+
+    turnUntilCommitted(3);
+
+    assertThat(runs).containsExactly(1L, 2L);
+    assertThat(producer.history()).hasSize(1);
+    ProducerRecord<byte[], byte[]> aside = producer.history().get(0);
+    assertThat(aside.topic()).isEqualTo(TOPIC + ".delayed");
+    assertThat(new String(aside.key(), StandardCharsets.UTF_8)).isEqualTo("stopped");
+    assertThat(header(aside, SinkHeaders.STEPPED_ASIDE))
+        .isEqualTo("public.stopped is at STOP: an operator's switch");
+    assertThat(header(aside, SinkHeaders.BATCHES_TOPIC)).isEqualTo(TOPIC);
+    assertThat(aside.headers().lastHeader(SinkHeaders.ATTEMPTS).value())
+        .as("its attempts not spent")
+        .isEqualTo(SinkHeaders.intValue(0));
+  }
+
+  @Test
+  void should_keep_a_batch_held_at_stop_in_place_when_the_batches_behind_it_wait_for_stop_too() {
+    release.countDown();
+    stepAsideAfter = Duration.ofMillis(10);
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    worker =
+        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    addBatch(0, "stopped");
+    addBatch(1, "stopped");
+
+    await()
+        .during(Duration.ofMillis(500))
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias("nothing stepped aside: a buffer's batches all wait for its one table")
+        .until(
+            () -> {
+              worker.runOnce();
+              return producer.history().isEmpty() && runs.isEmpty();
+            });
+    assertThat(committed()).isEqualTo(-1);
+  }
+
+  @Test
+  void should_step_a_batch_held_at_stop_aside_with_none_behind_it_in_hand() {
+    release.countDown();
+    stepAsideAfter = Duration.ofMillis(10);
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    worker =
+        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    addBatch(0, "stopped");
+
+    turnUntilCommitted(1);
+
+    assertThat(producer.history())
+        .as("what comes behind it in its paused partition is not known")
+        .singleElement()
+        .satisfies(r -> assertThat(r.topic()).isEqualTo(TOPIC + ".delayed"));
+    assertThat(runs).isEmpty();
+  }
+
+  /** A handler whose batch works on the table its key names, done at once. */
+  private BatchHandler byKey() {
+    return new BatchHandler() {
+      @Override
+      public Optional<Target> target(SinkRecord record) {
+        return Optional.of(
+            new Target("main", TableName.parse(new String(record.key(), StandardCharsets.UTF_8))));
+      }
+
+      @Override
+      public Outcome execute(SinkRecord record, RunContext context) {
+        runs.add(record.offset());
+        return new Outcome.Done(1);
+      }
+    };
+  }
+
+  /** Table {@code stopped} at STOP, every other table NORMAL. */
+  private static HealthGate stoppedTable() {
+    return (database, table) ->
+        table != null && table.table().equals("stopped")
+            ? new Health.Stop("an operator's switch")
+            : Health.NORMAL;
+  }
+
+  private static String header(ProducerRecord<byte[], byte[]> r, String key) {
+    return new String(r.headers().lastHeader(key).value(), StandardCharsets.UTF_8);
+  }
+
+  private void addBatch(long offset, String table) {
+    consumer.addRecord(
+        new ConsumerRecord<>(
+            TOPIC, 0, offset, table.getBytes(StandardCharsets.UTF_8), new byte[0]));
+  }
+
+  @Test
   void should_run_a_batch_kafka_would_not_take_back_again_only_after_the_retry_backoff() {
     release.countDown();
     AtomicInteger started = new AtomicInteger();
@@ -520,7 +628,8 @@ class SinkWorkerTest {
             SinkSettings.DEFAULT_THROTTLE_FACTOR,
             SinkSettings.DEFAULT_SUB_BATCH_FLOOR,
             Duration.ofMillis(10),
-            grace);
+            grace,
+            stepAsideAfter);
     Clock clock = Clock.systemUTC();
     SinkMetrics metrics = new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS);
     UnitOfWork unit =
