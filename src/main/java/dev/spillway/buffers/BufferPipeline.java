@@ -9,6 +9,7 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.Topics;
+import dev.spillway.health.StandardIndicators;
 import dev.spillway.jdbc.Databases;
 import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.runtime.SpillwayRuntime;
@@ -192,6 +193,10 @@ public final class BufferPipeline {
               checked.metricsOf.get(b.name())::malformed,
               checked.metricsOf.get(b.name())::republished),
           Batcher.tick(b.maxWait()));
+    }
+    for (BufferSettings b : buffers) {
+      // Routine for a buffer table, which its deletes keep small: a wraparound one still stops.
+      runtime.health().exemptFromThrottle(b.database(), b.table(), StandardIndicators.AUTOVACUUM);
     }
     BufferBatchHandler handler =
         new BufferBatchHandler(checked.byTopic, runtime.databases()::dataSource, clock);

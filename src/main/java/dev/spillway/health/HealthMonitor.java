@@ -88,6 +88,10 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private final Map<String, DataSource> databases;
   private final Map<String, List<HealthIndicator>> indicators = new ConcurrentHashMap<>();
   private final Set<Key> watched = ConcurrentHashMap.newKeySet();
+
+  /** Per table, the indicators whose THROTTLE its combined state leaves out. */
+  private final Map<Key, Set<String>> throttleExempt = new ConcurrentHashMap<>();
+
   private final Map<Key, Hysteresis> hysteresis = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> gauges = new ConcurrentHashMap<>();
   private final Map<String, Connection> connections = new ConcurrentHashMap<>();
@@ -157,7 +161,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
           for (TableName t : tables) {
             Health h = read.get(t);
             out.add(new Reading(db, t, i.name(), h));
-            tableRaw.merge(t, h, Health::worst);
+            tableRaw.merge(t, exempt(db, t, i.name(), h), Health::worst);
           }
         } else {
           Health h = sample(i, c);
@@ -272,6 +276,26 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private static Health unreadable(HealthIndicator i, Exception e) {
     log.debug("Health indicator {} failed: {}", i.name(), e.getMessage());
     return new Health.Unknown(i.name() + " could not be read: " + e.getMessage());
+  }
+
+  /**
+   * Has the combined state of a table leave out a THROTTLE from {@code indicator}; its reading
+   * still shows it, and a STOP from it still stops. For a buffer table's routine autovacuum: the
+   * buffer's deletes keep the table small, and slowing them while it is vacuumed only leaves the
+   * next vacuum more to do and the buffer's rows longer unhandled.
+   */
+  public void exemptFromThrottle(String database, TableName table, String indicator) {
+    throttleExempt
+        .computeIfAbsent(new Key(database, table), k -> ConcurrentHashMap.newKeySet())
+        .add(indicator);
+  }
+
+  /** What a per-table reading adds to the table's combined state. */
+  private Health exempt(String db, TableName t, String indicator, Health h) {
+    boolean exempt =
+        h instanceof Health.Throttle
+            && throttleExempt.getOrDefault(new Key(db, t), Set.of()).contains(indicator);
+    return exempt ? Health.NORMAL : h;
   }
 
   /**

@@ -76,11 +76,14 @@ public final class StandardIndicators {
     }
   }
 
+  /** The name of the indicator of autovacuum on a table worked on. */
+  public static final String AUTOVACUUM = "autovacuum";
+
   /** Autovacuum on the table: throttles; one preventing wraparound stops. */
   static final class Autovacuum implements HealthIndicator {
     @Override
     public String name() {
-      return "autovacuum";
+      return AUTOVACUUM;
     }
 
     @Override

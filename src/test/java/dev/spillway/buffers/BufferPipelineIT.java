@@ -8,6 +8,11 @@ import dev.spillway.config.DatabaseConfig;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.health.Health;
+import dev.spillway.health.HealthIndicator;
+import dev.spillway.health.HealthMonitor;
+import dev.spillway.health.StandardIndicators;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.ops.ConsumerLagGauges;
 import dev.spillway.ops.StatusClient;
@@ -323,7 +328,40 @@ class BufferPipelineIT {
             assertThat(byShard)
                 .as("each database's rows by its own buffer, once")
                 .isEqualTo(Map.of("main", List.of(1L, 2L), "shard2", List.of(3L)));
+
+            // A buffer table's routine autovacuum slows no buffer; another table's slows its work.
+            TableName buffered = new TableName(schema, "contact_activity_events");
+            TableName other = new TableName(schema, "merge_requests");
+            HealthMonitor health = runtime.health();
+            for (String db : List.of("main", "shard2")) {
+              health.addIndicators(db, List.of(new AutovacuumRunning()));
+              health.state(db, buffered);
+            }
+            health.state("main", other);
+            health.runOnce();
+            assertThat(health.state("main", buffered)).isEqualTo(Health.NORMAL);
+            assertThat(health.state("shard2", buffered)).isEqualTo(Health.NORMAL);
+            assertThat(health.state("main", other))
+                .isEqualTo(new Health.Throttle("autovacuum: autovacuum runs"));
           });
+    }
+  }
+
+  /** Reads autovacuum running on every table worked on, as the standard indicator would. */
+  private static final class AutovacuumRunning implements HealthIndicator {
+    @Override
+    public String name() {
+      return StandardIndicators.AUTOVACUUM;
+    }
+
+    @Override
+    public boolean perTable() {
+      return true;
+    }
+
+    @Override
+    public Health sample(java.sql.Connection connection, TableName table) {
+      return new Health.Throttle("autovacuum runs");
     }
   }
 

@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -98,6 +99,57 @@ class HealthMonitorTest {
       monitor.runOnce();
 
       assertThat(monitor.state(DB, WATCHED)).isEqualTo(Health.NORMAL);
+    }
+  }
+
+  @Test
+  void should_leave_out_a_throttle_a_table_is_exempt_from_but_not_a_stop() {
+    AtomicReference<Health> vacuum = new AtomicReference<>(new Health.Throttle("runs"));
+    HealthIndicator autovacuum =
+        new HealthIndicator() {
+          @Override
+          public String name() {
+            return StandardIndicators.AUTOVACUUM;
+          }
+
+          @Override
+          public boolean perTable() {
+            return true;
+          }
+
+          @Override
+          public Health sample(Connection connection, TableName table) {
+            return vacuum.get();
+          }
+        };
+    try (HealthMonitor monitor = monitor(Duration.ZERO)) {
+      monitor.addIndicators(DB, List.of(autovacuum));
+      monitor.exemptFromThrottle(DB, WATCHED, StandardIndicators.AUTOVACUUM);
+      monitor.state(DB, WATCHED);
+      monitor.state(DB, NEW);
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, WATCHED)).isEqualTo(Health.NORMAL);
+      assertThat(monitor.state(DB, NEW)).isEqualTo(new Health.Throttle("autovacuum: runs"));
+      assertThat(monitor.readings())
+          .as("its reading still shows")
+          .contains(
+              new HealthMonitor.Reading(
+                  DB, WATCHED, "autovacuum", new Health.Throttle("autovacuum: runs")));
+
+      operator.set(new Health.Throttle("an operator's switch"));
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, WATCHED))
+          .as("other indicators still count")
+          .isEqualTo(new Health.Throttle("manual: an operator's switch"));
+
+      operator.set(Health.NORMAL);
+      vacuum.set(new Health.Stop("to prevent wraparound"));
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, WATCHED))
+          .isEqualTo(new Health.Stop("autovacuum: to prevent wraparound"));
     }
   }
 
