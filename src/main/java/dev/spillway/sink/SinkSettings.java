@@ -87,122 +87,110 @@ public record SinkSettings(
   }
 
   public SinkSettings withLimits(long maxRows, Duration maxRuntime) {
-    return new SinkSettings(
-        consumers,
-        maxInFlight,
-        maxAttempts,
-        consumeAfter,
-        maxRetries,
-        retryBackoff,
-        retryBackoffMax,
-        maxRows,
-        maxRuntime,
-        subBatchPause,
-        throttlePause,
-        throttleFactor,
-        subBatchFloor,
-        pollTimeout,
-        shutdownGrace,
-        stepAsideAfter);
+    return with(
+        c -> {
+          c.maxRowsPerRun = maxRows;
+          c.maxRuntimePerRun = maxRuntime;
+        });
   }
 
   public SinkSettings withShutdownGrace(Duration grace) {
-    return new SinkSettings(
-        consumers,
-        maxInFlight,
-        maxAttempts,
-        consumeAfter,
-        maxRetries,
-        retryBackoff,
-        retryBackoffMax,
-        maxRowsPerRun,
-        maxRuntimePerRun,
-        subBatchPause,
-        throttlePause,
-        throttleFactor,
-        subBatchFloor,
-        pollTimeout,
-        grace,
-        stepAsideAfter);
+    return with(c -> c.shutdownGrace = grace);
   }
 
   public SinkSettings withAttempts(int attempts, Duration delay) {
-    return new SinkSettings(
-        consumers,
-        maxInFlight,
-        attempts,
-        delay,
-        maxRetries,
-        retryBackoff,
-        retryBackoffMax,
-        maxRowsPerRun,
-        maxRuntimePerRun,
-        subBatchPause,
-        throttlePause,
-        throttleFactor,
-        subBatchFloor,
-        pollTimeout,
-        shutdownGrace,
-        stepAsideAfter);
+    return with(
+        c -> {
+          c.maxAttempts = attempts;
+          c.consumeAfter = delay;
+        });
   }
 
   public SinkSettings withRetries(int retries, Duration backoff) {
-    return new SinkSettings(
-        consumers,
-        maxInFlight,
-        maxAttempts,
-        consumeAfter,
-        retries,
-        backoff,
-        backoff.multipliedBy(8),
-        maxRowsPerRun,
-        maxRuntimePerRun,
-        subBatchPause,
-        throttlePause,
-        throttleFactor,
-        subBatchFloor,
-        pollTimeout,
-        shutdownGrace,
-        stepAsideAfter);
+    return with(
+        c -> {
+          c.maxRetries = retries;
+          c.retryBackoff = backoff;
+          c.retryBackoffMax = backoff.multipliedBy(8);
+        });
   }
 
   public SinkSettings withStepAsideAfter(Duration after) {
-    return new SinkSettings(
-        consumers,
-        maxInFlight,
-        maxAttempts,
-        consumeAfter,
-        maxRetries,
-        retryBackoff,
-        retryBackoffMax,
-        maxRowsPerRun,
-        maxRuntimePerRun,
-        subBatchPause,
-        throttlePause,
-        throttleFactor,
-        subBatchFloor,
-        pollTimeout,
-        shutdownGrace,
-        after);
+    return with(c -> c.stepAsideAfter = after);
   }
 
   public SinkSettings withThrottle(Duration pause, double factor, int floor) {
-    return new SinkSettings(
-        consumers,
-        maxInFlight,
-        maxAttempts,
-        consumeAfter,
-        maxRetries,
-        retryBackoff,
-        retryBackoffMax,
-        maxRowsPerRun,
-        maxRuntimePerRun,
-        subBatchPause,
-        pause,
-        factor,
-        floor,
-        pollTimeout,
-        shutdownGrace,
-        stepAsideAfter);
+    return with(
+        c -> {
+          c.throttlePause = pause;
+          c.throttleFactor = factor;
+          c.subBatchFloor = floor;
+        });
+  }
+
+  /** These settings with what {@code change} sets on a copy of them. */
+  private SinkSettings with(java.util.function.Consumer<Copy> change) {
+    Copy c = new Copy(this);
+    change.accept(c);
+    return c.build();
+  }
+
+  /** The settings' values, to change some of before making new settings of them. */
+  private static final class Copy {
+    int consumers;
+    int maxInFlight;
+    int maxAttempts;
+    Duration consumeAfter;
+    int maxRetries;
+    Duration retryBackoff;
+    Duration retryBackoffMax;
+    long maxRowsPerRun;
+    Duration maxRuntimePerRun;
+    Duration subBatchPause;
+    Duration throttlePause;
+    double throttleFactor;
+    int subBatchFloor;
+    Duration pollTimeout;
+    Duration shutdownGrace;
+    Duration stepAsideAfter;
+
+    Copy(SinkSettings s) {
+      consumers = s.consumers;
+      maxInFlight = s.maxInFlight;
+      maxAttempts = s.maxAttempts;
+      consumeAfter = s.consumeAfter;
+      maxRetries = s.maxRetries;
+      retryBackoff = s.retryBackoff;
+      retryBackoffMax = s.retryBackoffMax;
+      maxRowsPerRun = s.maxRowsPerRun;
+      maxRuntimePerRun = s.maxRuntimePerRun;
+      subBatchPause = s.subBatchPause;
+      throttlePause = s.throttlePause;
+      throttleFactor = s.throttleFactor;
+      subBatchFloor = s.subBatchFloor;
+      pollTimeout = s.pollTimeout;
+      shutdownGrace = s.shutdownGrace;
+      stepAsideAfter = s.stepAsideAfter;
+    }
+
+    SinkSettings build() {
+      return new SinkSettings(
+          consumers,
+          maxInFlight,
+          maxAttempts,
+          consumeAfter,
+          maxRetries,
+          retryBackoff,
+          retryBackoffMax,
+          maxRowsPerRun,
+          maxRuntimePerRun,
+          subBatchPause,
+          throttlePause,
+          throttleFactor,
+          subBatchFloor,
+          pollTimeout,
+          shutdownGrace,
+          stepAsideAfter);
+    }
   }
 }
