@@ -10,7 +10,6 @@ import dev.spillway.event.EventSerdes;
 import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.health.Health;
-import dev.spillway.health.HealthIndicator;
 import dev.spillway.health.HealthMonitor;
 import dev.spillway.health.StandardIndicators;
 import dev.spillway.jdbc.DatabaseEndpoint;
@@ -23,6 +22,7 @@ import dev.spillway.streams.Changelogs;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
 import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TableIndicator;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
 import java.io.StringReader;
@@ -334,7 +334,11 @@ class BufferPipelineIT {
             TableName other = new TableName(schema, "merge_requests");
             HealthMonitor health = runtime.health();
             for (String db : List.of("main", "shard2")) {
-              health.addIndicators(db, List.of(new AutovacuumRunning()));
+              health.addIndicators(
+                  db,
+                  List.of(
+                      new TableIndicator(
+                          StandardIndicators.AUTOVACUUM, new Health.Throttle("autovacuum runs"))));
               health.state(db, buffered);
             }
             health.state("main", other);
@@ -344,24 +348,6 @@ class BufferPipelineIT {
             assertThat(health.state("main", other))
                 .isEqualTo(new Health.Throttle("autovacuum: autovacuum runs"));
           });
-    }
-  }
-
-  /** Reads autovacuum running on every table worked on, as the standard indicator would. */
-  private static final class AutovacuumRunning implements HealthIndicator {
-    @Override
-    public String name() {
-      return StandardIndicators.AUTOVACUUM;
-    }
-
-    @Override
-    public boolean perTable() {
-      return true;
-    }
-
-    @Override
-    public Health sample(java.sql.Connection connection, TableName table) {
-      return new Health.Throttle("autovacuum runs");
     }
   }
 

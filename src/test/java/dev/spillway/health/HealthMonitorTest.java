@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.event.TableName;
 import dev.spillway.testing.SettableClock;
+import dev.spillway.testing.TableIndicator;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
@@ -14,7 +15,6 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 
@@ -104,24 +104,8 @@ class HealthMonitorTest {
 
   @Test
   void should_leave_out_a_throttle_a_table_is_exempt_from_but_not_a_stop() {
-    AtomicReference<Health> vacuum = new AtomicReference<>(new Health.Throttle("runs"));
-    HealthIndicator autovacuum =
-        new HealthIndicator() {
-          @Override
-          public String name() {
-            return StandardIndicators.AUTOVACUUM;
-          }
-
-          @Override
-          public boolean perTable() {
-            return true;
-          }
-
-          @Override
-          public Health sample(Connection connection, TableName table) {
-            return vacuum.get();
-          }
-        };
+    TableIndicator autovacuum =
+        new TableIndicator(StandardIndicators.AUTOVACUUM, new Health.Throttle("runs"));
     try (HealthMonitor monitor = monitor(Duration.ZERO)) {
       monitor.addIndicators(DB, List.of(autovacuum));
       monitor.exemptFromThrottle(DB, WATCHED, StandardIndicators.AUTOVACUUM);
@@ -145,7 +129,7 @@ class HealthMonitorTest {
           .isEqualTo(new Health.Throttle("manual: an operator's switch"));
 
       operator.set(Health.NORMAL);
-      vacuum.set(new Health.Stop("to prevent wraparound"));
+      autovacuum.set(new Health.Stop("to prevent wraparound"));
       monitor.runOnce();
 
       assertThat(monitor.state(DB, WATCHED))

@@ -342,12 +342,7 @@ class SinkWorkerTest {
 
   @Test
   void should_step_a_batch_held_at_stop_aside_once_its_table_has_been_at_stop_a_while() {
-    release.countDown();
-    stepAsideAfter = Duration.ofMillis(200);
-    MockProducer<byte[], byte[]> producer =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-    worker =
-        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(200));
     addBatch(0, "stopped");
     addBatch(1, "other");
     addBatch(2, "other");
@@ -369,12 +364,7 @@ class SinkWorkerTest {
 
   @Test
   void should_keep_a_batch_held_at_stop_in_place_when_the_batches_behind_it_wait_for_stop_too() {
-    release.countDown();
-    stepAsideAfter = Duration.ofMillis(10);
-    MockProducer<byte[], byte[]> producer =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-    worker =
-        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");
     addBatch(1, "stopped");
 
@@ -393,12 +383,7 @@ class SinkWorkerTest {
 
   @Test
   void should_step_a_batch_held_at_stop_aside_with_none_behind_it_in_hand() {
-    release.countDown();
-    stepAsideAfter = Duration.ofMillis(10);
-    MockProducer<byte[], byte[]> producer =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-    worker =
-        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");
 
     turnUntilCommitted(1);
@@ -408,6 +393,20 @@ class SinkWorkerTest {
         .singleElement()
         .satisfies(r -> assertThat(r.topic()).isEqualTo(TOPIC + ".delayed"));
     assertThat(runs).isEmpty();
+  }
+
+  /**
+   * A worker holding the one partition, each batch for the table its key names, table {@code
+   * stopped} at STOP, stepping aside {@code after} it; the producer it sends with.
+   */
+  private MockProducer<byte[], byte[]> steppingAside(Duration after) {
+    release.countDown();
+    stepAsideAfter = after;
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    worker =
+        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+    return producer;
   }
 
   /** A handler whose batch works on the table its key names, done at once. */
