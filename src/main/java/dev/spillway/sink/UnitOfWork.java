@@ -317,7 +317,8 @@ final class UnitOfWork {
   /**
    * Sends a batch waiting at the head of its partition for a table at STOP to the delay topic, its
    * attempts as they were, so the batches behind it run meanwhile; it comes back after {@code
-   * consume-after}, at the end of its partition.
+   * consume-after}, at the end of its partition ({@code step-aside-after} when longer, so a batch
+   * whose table stays at STOP goes round no faster than that).
    *
    * @param givenUp as for {@link #run}: the partition moved, nothing is sent
    */
@@ -328,7 +329,11 @@ final class UnitOfWork {
     String reason = gate.state(stop.database(), stop.table()).reason();
     String why = stop.table() + " is at STOP" + (reason.isEmpty() ? "" : ": " + reason);
     try {
-      requeuer.stepAside(record, clock.millis() + settings.consumeAfter().toMillis(), why);
+      Duration delay =
+          settings.consumeAfter().compareTo(settings.stepAsideAfter()) >= 0
+              ? settings.consumeAfter()
+              : settings.stepAsideAfter();
+      requeuer.stepAside(record, clock.millis() + delay.toMillis(), why);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return new Result(record, new Outcome.Paused("interrupted"), false);
@@ -339,9 +344,8 @@ final class UnitOfWork {
     metrics.delayed();
     metrics.steppedAside();
     log.info(
-        "Batch {} stepped aside to the delay topic for {}, so the batches behind it can run ({})",
+        "Batch {} stepped aside to the delay topic, so the batches behind it can run ({})",
         record.position(),
-        settings.consumeAfter(),
         why);
     return new Result(record, new Outcome.Paused("stepped aside: " + why), true);
   }

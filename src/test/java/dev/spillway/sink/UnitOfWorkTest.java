@@ -108,6 +108,31 @@ class UnitOfWorkTest {
             org.assertj.core.groups.Tuple.tuple("t.delayed", 0));
   }
 
+  @Test
+  void should_step_a_batch_aside_with_its_attempts_for_consume_after_or_step_aside_after() {
+    Target stopped = new Target("main", dev.spillway.event.TableName.parse("t"));
+    HealthGate gate = (db, table) -> new dev.spillway.health.Health.Stop("an operator's switch");
+    SinkSettings settings =
+        SinkSettings.defaults()
+            .withAttempts(3, Duration.ofSeconds(10))
+            .withStepAsideAfter(Duration.ofMinutes(1));
+    long before = System.currentTimeMillis();
+
+    UnitOfWork.Result r =
+        endingWith(new Outcome.Done(0), gate, settings)
+            .stepAside(withAttempts(2), stopped, () -> false);
+
+    assertThat(r.commit()).isTrue();
+    Map<String, byte[]> h = headers(producer.history().get(0));
+    assertThat(producer.history().get(0).topic()).isEqualTo("t.delayed");
+    assertThat(SinkHeaders.attempts(h)).isEqualTo(2);
+    assertThat(SinkHeaders.text(h.get(SinkHeaders.STEPPED_ASIDE)))
+        .isEqualTo("public.t is at STOP: an operator's switch");
+    assertThat(SinkHeaders.consumeAfter(producer.history().get(0).headers()) - before)
+        .as("a minute, though consume-after is 10 s: a table that stays at STOP")
+        .isBetween(60_000L, 70_000L);
+  }
+
   private static SinkRecord withAttempts(int attempts) {
     return new SinkRecord(
         "t.batches", 0, 7, "k".getBytes(), "whole".getBytes(), attempts, Map.of());
