@@ -225,7 +225,9 @@ public final class BufferPipeline {
 
   /**
    * The configured sink settings, with room for every buffer's batches at once and without the
-   * per-run limits: a run is bounded by its handler calls ({@code max-attempts}, timeouts).
+   * per-run limits: a run is bounded by its handler calls ({@code max-attempts}, timeouts). No
+   * batch steps aside from a table at STOP: a buffer's partitions hold its batches only, all for
+   * its one table, so the batches behind one would wait for the same STOP.
    */
   static SinkSettings sinkSettings(SinkSettings s, int inFlight) {
     return new SinkSettings(
@@ -246,7 +248,7 @@ public final class BufferPipeline {
         s.subBatchFloor(),
         s.pollTimeout(),
         s.shutdownGrace(),
-        s.stepAsideAfter());
+        Duration.ZERO);
   }
 
   /**

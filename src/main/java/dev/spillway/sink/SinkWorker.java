@@ -419,7 +419,7 @@ final class SinkWorker implements AutoCloseable {
       TopicPartition tp = e.getKey();
       SinkRecord record = toSinkRecord(w.pending.peekFirst());
       Target stop = stop(record, w);
-      if (stop != null && !stepsAside(stop, w)) {
+      if (stop != null && !stepsAside(stop, tp, w)) {
         continue; // stays at the head, its partition paused, until health allows
       }
       w.busy = true;
@@ -445,10 +445,12 @@ final class SinkWorker implements AutoCloseable {
   /**
    * Whether a head batch held at STOP steps aside: its table has been at STOP for {@code
    * step-aside-after}, and a batch behind it in hand could run (its table is not at STOP), or none
-   * is in hand: a paused partition fetches nothing, and what comes next is not known. Batches in
-   * hand behind it all for tables at STOP (a buffer's, which share its table) keep it where it is.
+   * is in hand behind it, or the partition held records not fetched yet when it paused (or how many
+   * is not known): a paused partition fetches nothing, so the batches behind a parent's thousand
+   * batches for one stopped child table would wait for them all. Only batches in hand behind it,
+   * all for tables at STOP, with nothing unfetched seen behind them, keep it where it is.
    */
-  private boolean stepsAside(Target stop, PartitionWork w) {
+  private boolean stepsAside(Target stop, TopicPartition tp, PartitionWork w) {
     if (settings.stepAsideAfter().isZero()) {
       return false;
     }
@@ -458,6 +460,10 @@ final class SinkWorker implements AutoCloseable {
       return false;
     }
     if (w.pending.size() == 1) {
+      return true;
+    }
+    java.util.OptionalLong unfetched = consumer.currentLag(tp);
+    if (unfetched.isEmpty() || unfetched.getAsLong() > 0) {
       return true;
     }
     boolean first = true;

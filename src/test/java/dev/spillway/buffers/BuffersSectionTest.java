@@ -140,6 +140,11 @@ class BuffersSectionTest {
   }
 
   @Test
+  void should_step_no_buffer_batch_aside_as_those_behind_it_wait_for_the_same_table() {
+    assertThat(BufferPipeline.sinkSettings(SinkSettings.defaults(), 1).stepAsideAfter()).isZero();
+  }
+
+  @Test
   void should_double_the_backoff_per_attempt_up_to_a_minute() {
     BufferSettings b =
         read("buffers:\n  e:\n    retry-backoff: 1s\n    handler: { sql: \"SELECT :ids\" }\n")

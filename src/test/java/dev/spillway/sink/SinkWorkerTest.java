@@ -382,6 +382,19 @@ class SinkWorkerTest {
   }
 
   @Test
+  void should_step_batches_held_at_stop_aside_when_records_not_fetched_wait_behind_them() {
+    MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
+    addBatch(0, "stopped");
+    addBatch(1, "stopped");
+    consumer.updateEndOffsets(Map.of(TP, 5L)); // three more, not fetched while it is paused
+
+    turnUntilCommitted(2);
+
+    assertThat(producer.history()).hasSize(2);
+    assertThat(runs).isEmpty();
+  }
+
+  @Test
   void should_step_a_batch_held_at_stop_aside_with_none_behind_it_in_hand() {
     MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");
