@@ -92,6 +92,7 @@ final class Requeuer {
   void deadLetter(SinkRecord r, Throwable error, byte[] value, Map<String, byte[]> headers)
       throws InterruptedException, ExecutionException {
     RecordHeaders h = copy(r.headers());
+    h.remove(SinkHeaders.STEPPED_ASIDE); // why it once waited, not why it failed
     headers.forEach((key, v) -> h.remove(key).add(key, v));
     long failedAt = clock.millis();
     SinkHeaders.addFailure(

@@ -459,12 +459,16 @@ final class SinkWorker implements AutoCloseable {
     if (now - since < settings.stepAsideAfter().toNanos() || now - w.lookBehindAt < 0) {
       return false;
     }
-    if (w.pending.size() == 1) {
-      return true;
-    }
-    java.util.OptionalLong unfetched = consumer.currentLag(tp);
-    if (unfetched.isEmpty() || unfetched.getAsLong() > 0) {
-      return true;
+    // A database at STOP as a whole stops all its tables: only a batch in hand for another
+    // database is worth stepping aside for, not what is unknown behind.
+    if (!gate.state(stop.database(), null).isStop()) {
+      if (w.pending.size() == 1) {
+        return true;
+      }
+      java.util.OptionalLong unfetched = consumer.currentLag(tp);
+      if (unfetched.isEmpty() || unfetched.getAsLong() > 0) {
+        return true;
+      }
     }
     boolean first = true;
     for (ConsumerRecord<byte[], byte[]> r : w.pending) {

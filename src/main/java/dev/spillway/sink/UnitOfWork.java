@@ -336,10 +336,12 @@ final class UnitOfWork {
       requeuer.stepAside(record, clock.millis() + delay.toMillis(), why);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      return new Result(record, new Outcome.Paused("interrupted"), false);
+      return new Result(record, new Outcome.Paused("interrupted"), false, stop);
     } catch (ExecutionException | RuntimeException e) {
+      // It still waits for that table: not run again while it is at STOP, but stepped aside
+      // again after the retry backoff, doubling while Kafka refuses it.
       log.warn("Could not step batch {} aside: {}", record.position(), e.getMessage());
-      return new Result(record, new Outcome.RetryableFailure(e), false);
+      return new Result(record, new Outcome.RetryableFailure(e), false, stop);
     }
     metrics.delayed();
     metrics.steppedAside();

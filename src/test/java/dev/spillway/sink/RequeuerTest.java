@@ -53,6 +53,23 @@ class RequeuerTest {
   }
 
   @Test
+  void should_not_give_a_dead_letter_the_reason_it_once_stepped_aside() throws Exception {
+    SinkRecord once =
+        new SinkRecord(
+            "t.batches",
+            1,
+            42,
+            "k".getBytes(),
+            "v".getBytes(),
+            0,
+            Map.of(SinkHeaders.STEPPED_ASIDE, "public.t is at STOP".getBytes()));
+
+    requeuer.deadLetter(once, new IllegalStateException("broken"), null, Map.of());
+
+    assertThat(producer.history().get(0).headers().lastHeader(SinkHeaders.STEPPED_ASIDE)).isNull();
+  }
+
+  @Test
   void should_put_back_just_the_value_it_is_given_with_the_attempts_it_is_told() throws Exception {
     requeuer.requeue(record(), 2, "rest".getBytes());
 

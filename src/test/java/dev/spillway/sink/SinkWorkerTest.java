@@ -395,6 +395,30 @@ class SinkWorkerTest {
   }
 
   @Test
+  void should_keep_a_lone_batch_in_place_while_its_whole_database_is_at_stop() {
+    release.countDown();
+    stepAsideAfter = Duration.ofMillis(10);
+    MockProducer<byte[], byte[]> producer =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
+    HealthGate databaseDown = (db, table) -> new Health.Stop("database main unreachable");
+    worker =
+        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), databaseDown, producer));
+    addBatch(0, "stopped");
+    consumer.updateEndOffsets(Map.of(TP, 5L));
+
+    await()
+        .during(Duration.ofMillis(500))
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias("nothing behind it could run in a database at STOP")
+        .until(
+            () -> {
+              worker.runOnce();
+              return producer.history().isEmpty();
+            });
+  }
+
+  @Test
   void should_step_a_batch_held_at_stop_aside_with_none_behind_it_in_hand() {
     MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");

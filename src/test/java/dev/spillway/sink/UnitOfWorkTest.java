@@ -133,6 +133,22 @@ class UnitOfWorkTest {
         .isBetween(60_000L, 70_000L);
   }
 
+  @Test
+  void should_keep_a_batch_kafka_would_not_take_aside_waiting_for_its_table() {
+    Target stopped = new Target("main", dev.spillway.event.TableName.parse("t"));
+    HealthGate gate = (db, table) -> new dev.spillway.health.Health.Stop("an operator's switch");
+    producer.sendException =
+        new org.apache.kafka.common.errors.RecordTooLargeException("too large");
+
+    UnitOfWork.Result r =
+        endingWith(new Outcome.Done(0), gate, SinkSettings.defaults())
+            .stepAside(withAttempts(0), stopped, () -> false);
+
+    assertThat(r.commit()).isFalse();
+    assertThat(r.outcome()).isInstanceOf(Outcome.RetryableFailure.class);
+    assertThat(r.waitFor()).isEqualTo(stopped);
+  }
+
   private static SinkRecord withAttempts(int attempts) {
     return new SinkRecord(
         "t.batches", 0, 7, "k".getBytes(), "whole".getBytes(), attempts, Map.of());
