@@ -80,41 +80,27 @@ public final class StandardIndicators {
   public static final String AUTOVACUUM = "autovacuum";
 
   /** Autovacuum on the table: throttles; one preventing wraparound stops. */
-  static final class Autovacuum implements HealthIndicator {
+  static final class Autovacuum extends TableQuery {
+    Autovacuum() {
+      super(HealthStatements.AUTOVACUUM);
+    }
+
     @Override
     public String name() {
       return AUTOVACUUM;
     }
 
     @Override
-    public boolean perTable() {
-      return true;
-    }
-
-    @Override
-    public Health sample(Connection c, TableName table) throws SQLException {
-      return sampleTables(c, List.of(table)).get(table);
-    }
-
-    @Override
-    public Map<TableName, Health> sampleTables(Connection c, List<TableName> tables)
-        throws SQLException {
-      return eachTable(
-          c,
-          HealthStatements.AUTOVACUUM,
-          tables,
-          ps -> {},
-          (table, rs) -> {
-            if (!rs.getBoolean(4)) {
-              return blind("autovacuum workers");
-            }
-            if (rs.getLong(2) == 0) {
-              return Health.NORMAL;
-            }
-            return rs.getBoolean(3)
-                ? new Health.Stop("autovacuum to prevent wraparound runs on " + table)
-                : new Health.Throttle("autovacuum runs on " + table);
-          });
+    Health read(TableName table, ResultSet rs) throws SQLException {
+      if (!rs.getBoolean(4)) {
+        return blind("autovacuum workers");
+      }
+      if (rs.getLong(2) == 0) {
+        return Health.NORMAL;
+      }
+      return rs.getBoolean(3)
+          ? new Health.Stop("autovacuum to prevent wraparound runs on " + table)
+          : new Health.Throttle("autovacuum runs on " + table);
     }
   }
 
@@ -288,10 +274,11 @@ public final class StandardIndicators {
   }
 
   /** Others waiting for locks on the table, and long transactions holding them. */
-  static final class Locks implements HealthIndicator {
+  static final class Locks extends TableQuery {
     private final HealthThresholds t;
 
     Locks(HealthThresholds t) {
+      super(HealthStatements.LOCKS);
       this.t = t;
     }
 
@@ -301,45 +288,31 @@ public final class StandardIndicators {
     }
 
     @Override
-    public boolean perTable() {
-      return true;
+    void setMore(PreparedStatement ps) throws SQLException {
+      ps.setDouble(2, t.longTransaction().toMillis() / 1000.0);
     }
 
     @Override
-    public Health sample(Connection c, TableName table) throws SQLException {
-      return sampleTables(c, List.of(table)).get(table);
-    }
-
-    @Override
-    public Map<TableName, Health> sampleTables(Connection c, List<TableName> tables)
-        throws SQLException {
-      return eachTable(
-          c,
-          HealthStatements.LOCKS,
-          tables,
-          ps -> ps.setDouble(2, t.longTransaction().toMillis() / 1000.0),
-          (table, rs) -> {
-            long waiting = rs.getLong(2);
-            long longHolders = rs.getLong(3);
-            Health waits =
-                waiting > 0
-                    ? new Health.Throttle(waiting + " session(s) wait for locks on " + table)
-                    : Health.NORMAL;
-            if (!rs.getBoolean(4)) {
-              // Lock waits show in pg_locks to every role; how old a transaction is does not.
-              return Health.worst(
-                  waits, blind("how long other roles' transactions have held locks"));
-            }
-            if (longHolders > 0) {
-              return new Health.Stop(
-                  longHolders
-                      + " transaction(s) older than "
-                      + t.longTransaction().toSeconds()
-                      + " s hold locks on "
-                      + table);
-            }
-            return waits;
-          });
+    Health read(TableName table, ResultSet rs) throws SQLException {
+      long waiting = rs.getLong(2);
+      long longHolders = rs.getLong(3);
+      Health waits =
+          waiting > 0
+              ? new Health.Throttle(waiting + " session(s) wait for locks on " + table)
+              : Health.NORMAL;
+      if (!rs.getBoolean(4)) {
+        // Lock waits show in pg_locks to every role; how old a transaction is does not.
+        return Health.worst(waits, blind("how long other roles' transactions have held locks"));
+      }
+      if (longHolders > 0) {
+        return new Health.Stop(
+            longHolders
+                + " transaction(s) older than "
+                + t.longTransaction().toSeconds()
+                + " s hold locks on "
+                + table);
+      }
+      return waits;
     }
   }
 
@@ -374,41 +347,53 @@ public final class StandardIndicators {
     }
   }
 
-  /** Sets the parameters of a per-table statement after its first, the tables. */
-  @FunctionalInterface
-  private interface Parameters {
-    void set(PreparedStatement ps) throws SQLException;
-  }
-
-  /** Reads one table's row of a per-table statement's answer. */
-  @FunctionalInterface
-  private interface TableRow {
-    Health read(TableName table, ResultSet rs) throws SQLException;
-  }
-
   /**
-   * Runs a statement over all {@code tables} at once, their quoted names its first parameter, and
-   * reads its answer: a row per table, the quoted name first.
+   * A per-table indicator read by one statement for all the tables worked on: their quoted names
+   * its first parameter, a row per table, the quoted name first.
    */
-  private static Map<TableName, Health> eachTable(
-      Connection c, String sql, List<TableName> tables, Parameters more, TableRow row)
-      throws SQLException {
-    Map<String, TableName> byQuoted = new HashMap<>();
-    tables.forEach(table -> byQuoted.put(table.quoted(), table));
-    Map<TableName, Health> out = new LinkedHashMap<>();
-    try (PreparedStatement ps = c.prepareStatement(sql)) {
-      ps.setArray(1, c.createArrayOf("text", byQuoted.keySet().toArray()));
-      more.set(ps);
-      try (ResultSet rs = ps.executeQuery()) {
-        while (rs.next()) {
-          TableName table = byQuoted.get(rs.getString(1));
-          if (table != null) {
-            out.put(table, row.read(table, rs));
+  abstract static class TableQuery implements HealthIndicator {
+    private final String sql;
+
+    TableQuery(String sql) {
+      this.sql = sql;
+    }
+
+    @Override
+    public final boolean perTable() {
+      return true;
+    }
+
+    @Override
+    public final Health sample(Connection c, TableName table) throws SQLException {
+      return sampleTables(c, List.of(table)).get(table);
+    }
+
+    /** Sets the statement's parameters after the first; none by default. */
+    void setMore(PreparedStatement ps) throws SQLException {}
+
+    /** One table's state, from its row. */
+    abstract Health read(TableName table, ResultSet rs) throws SQLException;
+
+    @Override
+    public final Map<TableName, Health> sampleTables(Connection c, List<TableName> tables)
+        throws SQLException {
+      Map<String, TableName> byQuoted = new HashMap<>();
+      tables.forEach(table -> byQuoted.put(table.quoted(), table));
+      Map<TableName, Health> out = new LinkedHashMap<>();
+      try (PreparedStatement ps = c.prepareStatement(sql)) {
+        ps.setArray(1, c.createArrayOf("text", byQuoted.keySet().toArray()));
+        setMore(ps);
+        try (ResultSet rs = ps.executeQuery()) {
+          while (rs.next()) {
+            TableName table = byQuoted.get(rs.getString(1));
+            if (table != null) {
+              out.put(table, read(table, rs));
+            }
           }
         }
       }
+      return out;
     }
-    return out;
   }
 
   /** STOP above {@code stop}, THROTTLE above {@code throttle}, otherwise NORMAL. */
