@@ -84,6 +84,10 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private record Key(String database, TableName table) {}
 
   private final Settings settings;
+
+  /** {@link #STALE_AFTER}, or three intervals when longer. */
+  private final Duration staleAfter;
+
   private final Clock clock;
   private final Map<String, DataSource> databases;
   private final Map<String, List<HealthIndicator>> indicators = new ConcurrentHashMap<>();
@@ -110,6 +114,8 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   public HealthMonitor(
       Settings settings, Map<String, DataSource> databases, Clock clock, MeterRegistry registry) {
     this.settings = settings;
+    Duration threeIntervals = settings.interval().multipliedBy(3);
+    this.staleAfter = threeIntervals.compareTo(STALE_AFTER) > 0 ? threeIntervals : STALE_AFTER;
     this.databases = new LinkedHashMap<>(databases);
     this.clock = clock;
     this.registry = registry;
@@ -385,8 +391,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       return published;
     }
     Duration age = Duration.between(at, clock.instant());
-    Duration limit = settings.interval().multipliedBy(3);
-    if (age.compareTo(limit.compareTo(STALE_AFTER) > 0 ? limit : STALE_AFTER) <= 0) {
+    if (age.compareTo(staleAfter) <= 0) {
       return published;
     }
     return Health.worst(
