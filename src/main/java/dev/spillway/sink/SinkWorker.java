@@ -418,7 +418,7 @@ final class SinkWorker implements AutoCloseable {
       }
       TopicPartition tp = e.getKey();
       SinkRecord record = toSinkRecord(w.pending.peekFirst());
-      Target stop = stop(record, w);
+      Target stop = heldAt(record, w);
       if (stop != null && !stepsAside(stop, tp, w)) {
         continue; // stays at the head, its partition paused, until health allows
       }
@@ -434,7 +434,7 @@ final class SinkWorker implements AutoCloseable {
   }
 
   /** The table at STOP the head batch waits for, or null when it may run. */
-  private Target stop(SinkRecord head, PartitionWork w) {
+  private Target heldAt(SinkRecord head, PartitionWork w) {
     Target target = target(head);
     if (stopped(target)) {
       return target;
@@ -461,24 +461,26 @@ final class SinkWorker implements AutoCloseable {
     }
     // A database at STOP as a whole stops all its tables: only a batch in hand for another
     // database is worth stepping aside for, not what is unknown behind.
-    if (!gate.state(stop.database(), null).isStop()) {
-      if (w.pending.size() == 1) {
-        return true;
-      }
-      java.util.OptionalLong unfetched = consumer.currentLag(tp);
-      if (unfetched.isEmpty() || unfetched.getAsLong() > 0) {
-        return true;
-      }
+    if (!gate.state(stop.database(), null).isStop() && unknownBehind(tp, w)) {
+      return true;
     }
-    boolean first = true;
-    for (ConsumerRecord<byte[], byte[]> r : w.pending) {
-      if (!first && !stopped(target(toSinkRecord(r)))) {
-        return true;
-      }
-      first = false;
+    if (w.pending.stream().skip(1).anyMatch(r -> !stopped(target(toSinkRecord(r))))) {
+      return true;
     }
     w.lookBehindAt = now + LOOK_BEHIND_EVERY.toNanos();
     return false;
+  }
+
+  /**
+   * Whether what waits behind the partition's head is not known: none is in hand behind it, or the
+   * partition held records not fetched when it paused (or how many is not known).
+   */
+  private boolean unknownBehind(TopicPartition tp, PartitionWork w) {
+    if (w.pending.size() == 1) {
+      return true;
+    }
+    java.util.OptionalLong unfetched = consumer.currentLag(tp);
+    return unfetched.isEmpty() || unfetched.getAsLong() > 0;
   }
 
   /**
