@@ -93,6 +93,9 @@ class SinkWorkerTest {
   private SinkWorker worker;
   private Duration stepAsideAfter = SinkSettings.DEFAULT_STEP_ASIDE_AFTER;
 
+  /** Set for the STOP of the step-aside tests' gates to end. */
+  private final AtomicBoolean stopLifted = new AtomicBoolean();
+
   /** Handles every batch at once, but for the very first, which waits for {@link #release}. */
   private final BatchHandler handler =
       new BatchHandler() {
@@ -379,6 +382,10 @@ class SinkWorkerTest {
               return producer.history().isEmpty() && runs.isEmpty();
             });
     assertThat(committed()).isEqualTo(-1);
+
+    stopLifted.set(true);
+    turnUntilCommitted(2);
+    assertThat(runs).as("kept in place, then run in order").containsExactly(0L, 1L);
   }
 
   @Test
@@ -400,7 +407,9 @@ class SinkWorkerTest {
     stepAsideAfter = Duration.ofMillis(10);
     MockProducer<byte[], byte[]> producer =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
-    HealthGate databaseDown = (db, table) -> new Health.Stop("database main unreachable");
+    HealthGate databaseDown =
+        (db, table) ->
+            stopLifted.get() ? Health.NORMAL : new Health.Stop("database main unreachable");
     worker =
         holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), databaseDown, producer));
     addBatch(0, "stopped");
@@ -416,6 +425,10 @@ class SinkWorkerTest {
               worker.runOnce();
               return producer.history().isEmpty();
             });
+
+    stopLifted.set(true);
+    turnUntilCommitted(1);
+    assertThat(runs).as("kept in place, then run").containsExactly(0L);
   }
 
   @Test
@@ -463,10 +476,10 @@ class SinkWorkerTest {
     };
   }
 
-  /** Table {@code stopped} at STOP, every other table NORMAL. */
-  private static HealthGate stoppedTable() {
+  /** Table {@code stopped} at STOP until {@link #stopLifted}, every other table NORMAL. */
+  private HealthGate stoppedTable() {
     return (database, table) ->
-        table != null && table.table().equals("stopped")
+        !stopLifted.get() && table != null && table.table().equals("stopped")
             ? new Health.Stop("an operator's switch")
             : Health.NORMAL;
   }
