@@ -115,6 +115,10 @@ public record SinkSettings(
         });
   }
 
+  public SinkSettings withMaxInFlight(int maxInFlight) {
+    return with(c -> c.maxInFlight = maxInFlight);
+  }
+
   public SinkSettings withStepAsideAfter(Duration after) {
     return with(c -> c.stepAsideAfter = after);
   }

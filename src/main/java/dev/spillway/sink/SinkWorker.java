@@ -66,6 +66,9 @@ final class SinkWorker implements AutoCloseable {
    */
   private static final Duration LOOK_BEHIND_EVERY = Duration.ofSeconds(1);
 
+  /** How long the loop waits for Kafka to tell the ends of the partitions it paused. */
+  private static final Duration END_OFFSETS_WAIT = Duration.ofMillis(500);
+
   private static final class PartitionWork {
     final Deque<ConsumerRecord<byte[], byte[]>> pending = new ArrayDeque<>();
     boolean busy;
@@ -116,6 +119,13 @@ final class SinkWorker implements AutoCloseable {
    * worker has seen it so; a table seen out of STOP is forgotten.
    */
   private final Map<Target, Long> stoppedSince = new HashMap<>();
+
+  /**
+   * The paused partitions' ends as last read, and when ({@code System.nanoTime()}) to read again.
+   */
+  private Map<TopicPartition, Long> pausedEnds = Map.of();
+
+  private long pausedEndsAt = System.nanoTime();
 
   /**
    * Per partition held, the offset last committed for it here; -1 until this worker committed one
@@ -445,10 +455,10 @@ final class SinkWorker implements AutoCloseable {
   /**
    * Whether a head batch held at STOP steps aside: its table has been at STOP for {@code
    * step-aside-after}, and a batch behind it in hand could run (its table is not at STOP), or none
-   * is in hand behind it, or the partition held records not fetched yet when it paused (or how many
-   * is not known): a paused partition fetches nothing, so the batches behind a parent's thousand
-   * batches for one stopped child table would wait for them all. Only batches in hand behind it,
-   * all for tables at STOP, with nothing unfetched seen behind them, keep it where it is.
+   * is in hand behind it, or the partition holds records not fetched (or how many is not known): a
+   * paused partition fetches nothing, so the batches behind a parent's thousand batches for one
+   * stopped child table would wait for them all. Only batches in hand behind it, all for tables at
+   * STOP, with nothing unfetched seen behind them, keep it where it is.
    */
   private boolean stepsAside(Target stop, TopicPartition tp, PartitionWork w) {
     if (settings.stepAsideAfter().isZero()) {
@@ -473,14 +483,41 @@ final class SinkWorker implements AutoCloseable {
 
   /**
    * Whether what waits behind the partition's head is not known: none is in hand behind it, or the
-   * partition held records not fetched when it paused (or how many is not known).
+   * partition holds records not fetched (or how many is not known), those it held when it paused or
+   * those written to it since.
    */
   private boolean unknownBehind(TopicPartition tp, PartitionWork w) {
     if (w.pending.size() == 1) {
       return true;
     }
     java.util.OptionalLong unfetched = consumer.currentLag(tp);
-    return unfetched.isEmpty() || unfetched.getAsLong() > 0;
+    if (unfetched.isEmpty() || unfetched.getAsLong() > 0) {
+      return true;
+    }
+    // That lag is the one of the partition's last fetch: it fetches nothing while paused.
+    Long end = pausedEnds().get(tp);
+    long position = position(tp);
+    return end != null && position >= 0 && end > position;
+  }
+
+  /**
+   * The end offsets of the paused partitions (for reading committed records, where the committed
+   * ones end), asked of Kafka at most once per {@link #LOOK_BEHIND_EVERY} for all of them; empty
+   * while Kafka does not answer.
+   */
+  private Map<TopicPartition, Long> pausedEnds() {
+    long now = System.nanoTime();
+    if (now - pausedEndsAt >= 0) {
+      pausedEndsAt = now + LOOK_BEHIND_EVERY.toNanos();
+      try {
+        pausedEnds = consumer.endOffsets(Set.copyOf(paused), END_OFFSETS_WAIT);
+      } catch (org.apache.kafka.common.KafkaException e) {
+        // The stop's wakeup, or Kafka not answering in time: nothing more is known than before.
+        log.debug("Sink worker {} could not read its paused partitions' ends: {}", name, e);
+        pausedEnds = Map.of();
+      }
+    }
+    return pausedEnds;
   }
 
   /**

@@ -443,6 +443,43 @@ abstract class SinkContract {
     }
   }
 
+  /**
+   * Three batches for a table at STOP, all in hand, then one for another table written after the
+   * partition paused: a paused partition fetches nothing, so only Kafka's end offset shows it.
+   */
+  @Test
+  void should_step_aside_for_a_batch_written_after_its_partition_paused() throws Exception {
+    TableName others = new TableName(schema, "others");
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + others.quoted() + " (id bigint PRIMARY KEY)",
+        "INSERT INTO " + others.quoted() + " SELECT g FROM generate_series(1, 10) g");
+    HealthGate gate =
+        (db, t) -> table.equals(t) ? new Health.Stop("an operator's switch") : Health.NORMAL;
+    SinkSettings settings =
+        settings().withMaxInFlight(4).withStepAsideAfter(Duration.ofMillis(200));
+    SettableClock clock = new SettableClock(Instant.parse("2026-01-01T00:00:00Z"));
+    Sink.start(PIPELINE, batches, new DeleteIdsHandler(DB, 5), settings, wiring(gate, clock))
+        .close(); // makes the topics
+    produce(
+        DeleteIdsHandler.batch(table, 1, 3),
+        DeleteIdsHandler.batch(table, 4, 6),
+        DeleteIdsHandler.batch(table, 7, 10));
+    try (Sink sink =
+        Sink.start(PIPELINE, batches, new DeleteIdsHandler(DB, 5), settings, wiring(gate, clock))) {
+      await().atMost(TIMEOUT).until(() -> sink.metrics().pausedPartitionCount() == 1);
+      // polls of 100 ms: a fetch sent before the pause (waiting up to 500 ms) has ended by then
+      int seen = sink.loops();
+      await().atMost(TIMEOUT).until(() -> sink.loops() >= seen + 15);
+      produce(DeleteIdsHandler.batch(others, 1, 10));
+      await()
+          .atMost(TIMEOUT)
+          .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + others.quoted()) == 0);
+      assertThat(remaining(1, 10)).isEqualTo(10);
+      assertThat(registry.get("spillway_sink_stepped_aside").counter().count()).isEqualTo(3);
+    }
+  }
+
   @Test
   void should_release_a_delayed_batch_when_due_though_one_due_later_is_ahead_of_it()
       throws Exception {

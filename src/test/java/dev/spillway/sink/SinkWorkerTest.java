@@ -488,10 +488,12 @@ class SinkWorkerTest {
     return new String(r.headers().lastHeader(key).value(), StandardCharsets.UTF_8);
   }
 
+  /** A batch for {@code table}, the partition's last record. */
   private void addBatch(long offset, String table) {
     consumer.addRecord(
         new ConsumerRecord<>(
             TOPIC, 0, offset, table.getBytes(StandardCharsets.UTF_8), new byte[0]));
+    consumer.updateEndOffsets(Map.of(TP, offset + 1));
   }
 
   @Test
