@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.net.ConnectException;
 import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpHeaders;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.net.http.HttpTimeoutException;
@@ -31,13 +32,15 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Pattern;
 
 /**
  * The HTTP bulk handler: {@code POST} of a JSON array, one object per row (column names as keys,
- * {@code bytea} as base64), with the group id in an {@code Idempotency-Key} header. 2xx is success;
- * 429 and 5xx, timeouts and connection failures are retried, after {@code Retry-After} when the
- * response has one; any other status rejects the batch. Thread-safe.
+ * {@code bytea} as base64), with the group id in an {@code Idempotency-Key} header. 2xx is success,
+ * also when its body does not come whole; 408, 425, 429 and 5xx, timeouts and connection failures
+ * are retried, after {@code Retry-After} when the response has one; any other status rejects the
+ * batch. Thread-safe.
  */
 final class HttpBulkHandler implements BulkHandler {
   static final String IDEMPOTENCY_KEY = "Idempotency-Key";
@@ -83,31 +86,57 @@ final class HttpBulkHandler implements BulkHandler {
     byte[] body = JSON.writeValueAsBytes(batch.rows());
     // The request's own timeout ends when the status line and headers arrive; the body is bounded
     // here, so a receiver that stalls mid-answer does not hold the call (and its permit) for ever.
+    AtomicReference<HttpResponse.ResponseInfo> head = new AtomicReference<>();
+    AtomicReference<BodyHead> bodyHead = new AtomicReference<>();
     CompletableFuture<HttpResponse<String>> answer =
         client.sendAsync(
             request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
-            info -> new BodyHead(MAX_BODY_KEPT));
-    HttpResponse<String> response;
+            info -> {
+              head.set(info);
+              bodyHead.set(new BodyHead(MAX_BODY_KEPT));
+              return bodyHead.get();
+            });
     try {
-      response = answer.get(spec.timeout().toNanos(), TimeUnit.NANOSECONDS);
+      HttpResponse<String> response = answer.get(spec.timeout().toNanos(), TimeUnit.NANOSECONDS);
+      return answered(response.statusCode(), response.headers(), response.body(), "");
     } catch (TimeoutException e) {
       answer.cancel(true);
-      return failed(noAnswer());
+      return cutShort(head.get(), bodyHead.get(), noAnswer()).orElseGet(() -> failed(noAnswer()));
     } catch (InterruptedException e) {
       answer.cancel(true);
       throw e;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof IOException io) {
-        return failed(failure(io));
+        return cutShort(head.get(), bodyHead.get(), failure(io))
+            .orElseGet(() -> failed(failure(io)));
       }
       throw new IOException(e.getCause());
     }
-    int status = response.statusCode();
+  }
+
+  /**
+   * The status of a response whose body did not come whole: it answers for the batch as it would
+   * with the body (a 2xx receiver took the rows); empty when not even the status came.
+   */
+  private Optional<Result> cutShort(HttpResponse.ResponseInfo info, BodyHead soFar, String why) {
+    if (info == null) {
+      return Optional.empty();
+    }
+    return Optional.of(
+        answered(
+            info.statusCode(),
+            info.headers(),
+            soFar == null ? "" : soFar.soFar(),
+            " (its body cut short: " + why + ")"));
+  }
+
+  /** What a status says of the batch: done, retried or rejected, with the body's beginning. */
+  private Result answered(int status, HttpHeaders headers, String body, String note) {
     if (status >= 200 && status < 300) {
       return Result.success();
     }
-    String reason = "POST " + spec.url() + " answered " + status + snippet(response.body());
-    Optional<String> location = response.headers().firstValue("Location");
+    String reason = "POST " + spec.url() + " answered " + status + snippet(body) + note;
+    Optional<String> location = headers.firstValue("Location");
     if (status >= 300 && status < 400 && location.isPresent()) {
       // Not followed: a 301, 302 or 303 turns a POST into a GET without its rows.
       reason +=
@@ -115,9 +144,8 @@ final class HttpBulkHandler implements BulkHandler {
               + shortened(resolved(location.get().strip()))
               + ", which Spillway does not follow: set the buffer's url to where it points)";
     }
-    if (status == 429 || status >= 500) {
-      return new Result.Retry(
-          reason, retryAfter(response.headers().firstValue("Retry-After")).orElse(null));
+    if (status == 429 || status >= 500 || status == 408 || status == 425) {
+      return new Result.Retry(reason, retryAfter(headers.firstValue("Retry-After")).orElse(null));
     }
     return Result.reject(reason);
   }
@@ -246,8 +274,13 @@ final class HttpBulkHandler implements BulkHandler {
       subscription.request(Long.MAX_VALUE);
     }
 
+    /** The body's kept beginning as read so far. */
+    synchronized String soFar() {
+      return new String(kept, 0, size, StandardCharsets.UTF_8);
+    }
+
     @Override
-    public void onNext(List<ByteBuffer> buffers) {
+    public synchronized void onNext(List<ByteBuffer> buffers) {
       for (ByteBuffer b : buffers) {
         int n = Math.min(b.remaining(), kept.length - size);
         b.get(kept, size, n);
@@ -262,7 +295,7 @@ final class HttpBulkHandler implements BulkHandler {
 
     @Override
     public void onComplete() {
-      body.complete(new String(kept, 0, size, StandardCharsets.UTF_8));
+      body.complete(soFar());
     }
   }
 }

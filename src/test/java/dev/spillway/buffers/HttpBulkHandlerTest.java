@@ -72,28 +72,50 @@ class HttpBulkHandlerTest {
 
   @Test
   void should_say_how_long_it_waited_for_an_answer() throws Exception {
-    assertNoAnswerWithin300ms(false);
+    BulkHandler.Result r = stalled(0, "");
+
+    assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
+    assertThat(((BulkHandler.Result.Retry) r).reason())
+        .isEqualTo("POST " + url + " failed: no answer within 300ms (HttpTimeoutException)");
   }
 
   @Test
   @Timeout(30) // without a bound on the body, the call waits for the receiver for ever
-  void should_say_how_long_it_waited_for_an_answer_whose_body_stalled() throws Exception {
-    assertNoAnswerWithin300ms(true);
+  void should_count_a_2xx_whose_body_stalled_as_done() throws Exception {
+    // the receiver took the rows: sending them again would apply them twice
+    assertThat(stalled(200, "{\"accepted\":")).isInstanceOf(BulkHandler.Result.Success.class);
   }
 
+  @Test
+  @Timeout(30)
+  void should_retry_a_503_whose_body_stalled_saying_what_came() throws Exception {
+    BulkHandler.Result r = stalled(503, "queue full");
+
+    assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
+    assertThat(((BulkHandler.Result.Retry) r).reason())
+        .isEqualTo(
+            "POST "
+                + url
+                + " answered 503: queue full (its body cut short: no answer within 300ms"
+                + " (HttpTimeoutException))");
+  }
+
+  private String url;
+
   /**
-   * Against a receiver that stalls for up to 20 s: before its status line, or after its headers and
-   * 10 of the 1,000 bytes of body they promise.
+   * The result of a call with a 300 ms timeout to a receiver that stalls for up to 20 s: before its
+   * status line ({@code status} 0), or after its headers and the first bytes of the 1,000 bytes of
+   * body they promise.
    */
-  private static void assertNoAnswerWithin300ms(boolean headersFirst) throws Exception {
+  private BulkHandler.Result stalled(int status, String start) throws Exception {
     CountDownLatch release = new CountDownLatch(1);
     HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
     server.createContext(
         "/bulk",
         exchange -> {
-          if (headersFirst) {
-            exchange.sendResponseHeaders(200, 1000);
-            exchange.getResponseBody().write(new byte[10]);
+          if (status > 0) {
+            exchange.sendResponseHeaders(status, 1000);
+            exchange.getResponseBody().write(start.getBytes(StandardCharsets.UTF_8));
             exchange.getResponseBody().flush();
           }
           try {
@@ -101,21 +123,46 @@ class HttpBulkHandlerTest {
           } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
           }
-          if (!headersFirst) {
+          if (status == 0) {
             exchange.sendResponseHeaders(200, -1);
           }
           exchange.close();
         });
     server.start();
-    String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/bulk";
+    url = "http://127.0.0.1:" + server.getAddress().getPort() + "/bulk";
     try {
-      BulkHandler.Result r = handler(url, Duration.ofMillis(300)).handle(BATCH);
-
-      assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
-      assertThat(((BulkHandler.Result.Retry) r).reason())
-          .isEqualTo("POST " + url + " failed: no answer within 300ms (HttpTimeoutException)");
+      return handler(url, Duration.ofMillis(300)).handle(BATCH);
     } finally {
       release.countDown();
+      server.stop(0);
+    }
+  }
+
+  @Test
+  void should_retry_a_request_timeout_and_too_early_and_reject_other_4xx() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext(
+        "/",
+        exchange -> {
+          exchange.getRequestBody().readAllBytes();
+          exchange.sendResponseHeaders(
+              Integer.parseInt(exchange.getRequestURI().getPath().substring(1)), -1);
+          exchange.close();
+        });
+    server.start();
+    String base = "http://127.0.0.1:" + server.getAddress().getPort() + "/";
+    try {
+      for (int status : new int[] {408, 425, 429, 500, 503}) {
+        assertThat(handler(base + status, Duration.ofSeconds(10)).handle(BATCH))
+            .as("%d", status)
+            .isInstanceOf(BulkHandler.Result.Retry.class);
+      }
+      for (int status : new int[] {400, 401, 404, 409, 413, 422}) {
+        assertThat(handler(base + status, Duration.ofSeconds(10)).handle(BATCH))
+            .as("%d", status)
+            .isInstanceOf(BulkHandler.Result.Reject.class);
+      }
+    } finally {
       server.stop(0);
     }
   }
