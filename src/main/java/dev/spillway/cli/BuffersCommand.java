@@ -61,7 +61,7 @@ final class BuffersCommand implements Runnable {
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());
           String rows;
           try {
-            rows = String.format("%,d", BufferPipeline.countRows(ds, b));
+            rows = BufferPipeline.rowsText(BufferPipeline.countRows(ds, b));
           } catch (java.sql.SQLException e) {
             rows = "waiting"; // a count that fails leaves the sentence whole
           }

@@ -132,6 +132,26 @@ class StatusTextTest {
   }
 
   @Test
+  void should_say_a_count_of_rows_waiting_above_100_000_is_an_estimate() {
+    StatusReport r =
+        report(
+            List.of(
+                new StatusReport.BufferStatus(
+                    "a", "main", "public.a", 100_000, 0, 0, 0, 0, 0, null, null),
+                new StatusReport.BufferStatus(
+                    "b", "main", "public.b", 2_345_678, 0, 0, 0, 0, 0, null, null),
+                new StatusReport.BufferStatus(
+                    "c", "main", "public.c", -1, 0, 0, 0, 0, 0, null, null)),
+            null,
+            List.of());
+
+    assertThat(StatusText.render(r, NOW))
+        .containsPattern("Buffer +a +rows waiting 100,000  batches")
+        .containsPattern("Buffer +b +rows waiting about 2,345,678  batches")
+        .containsPattern("Buffer +c +rows waiting \\?  batches");
+  }
+
+  @Test
   void should_show_how_close_each_slot_is_to_being_invalidated() {
     StatusReport r =
         report(
