@@ -15,6 +15,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -107,6 +108,13 @@ final class RunningBuffer {
   private final Semaphore concurrency;
   private final Optional<RateLimiter<Object>> rate;
   private final Map<String, Retrying> retrying = new ConcurrentHashMap<>();
+
+  /**
+   * Until when ({@code System.nanoTime()}) the handler asked not to be called, by a retry naming
+   * its time ({@code Retry-After}); no call of the buffer's starts sooner. Its initial value is in
+   * the past.
+   */
+  private final AtomicLong quietUntil = new AtomicLong(System.nanoTime());
 
   RunningBuffer(
       BufferSettings settings, BufferTable table, BulkHandler handler, BufferMetrics metrics) {
@@ -246,6 +254,12 @@ final class RunningBuffer {
    */
   BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
+    // A receiver that said when to come back (429 or 503 with Retry-After) is not called by the
+    // buffer's other batches before then either.
+    long quiet = quietUntil.get() - System.nanoTime();
+    if (quiet > 0) {
+      sleep(Duration.ofNanos(quiet), checkpoint);
+    }
     while (!concurrency.tryAcquire(CHECK_EVERY.toNanos(), TimeUnit.NANOSECONDS)) {
       checkpoint.check();
     }
@@ -275,6 +289,10 @@ final class RunningBuffer {
       }
     } finally {
       concurrency.release();
+    }
+    if (result instanceof BulkHandler.Result.Retry r && r.after() != null) {
+      long until = System.nanoTime() + settings.retryWait(batch.attempt(), r.after()).toNanos();
+      quietUntil.accumulateAndGet(until, (a, b) -> a - b >= 0 ? a : b);
     }
     metrics.call(result);
     return result;

@@ -120,6 +120,29 @@ class RunningBufferTest {
   }
 
   @Test
+  void should_call_no_batch_before_the_time_a_retry_named() throws Exception {
+    List<BulkHandler.Result> answers =
+        new ArrayList<>(
+            List.of(
+                BulkHandler.Result.retry("no time named"),
+                new BulkHandler.Result.Retry("429: come back in a second", Duration.ofSeconds(1)),
+                BulkHandler.Result.success()));
+    RunningBuffer b = buffer(batch -> answers.remove(0));
+    BulkHandler.Batch other =
+        new BulkHandler.Batch("events", "g-2", 1, "id", List.of(Map.of("id", 2)));
+    AtomicInteger asked = new AtomicInteger();
+
+    b.call(BATCH, asked::incrementAndGet);
+    b.call(other, asked::incrementAndGet);
+    assertThat(asked.get()).as("the backoff is the batch's own: the other called at once").isZero();
+
+    assertThat(b.call(other, asked::incrementAndGet))
+        .isInstanceOf(BulkHandler.Result.Success.class);
+    // It waited out the second in slices of 100 ms, asking before each (about ten times).
+    assertThat(asked.get()).isBetween(5, 30);
+  }
+
+  @Test
   void should_count_an_interruption_the_handler_throws_of_its_own_as_a_retry() throws Exception {
     RunningBuffer b =
         buffer(
