@@ -260,15 +260,6 @@ public final class BufferPipeline {
 
   private static final Duration ROWS_COUNT_KEPT_FOR = Duration.ofSeconds(60);
 
-  /**
-   * A count of {@link #countRows} in words: exact up to 100,000, "about" the planner's estimate
-   * above.
-   */
-  public static String rowsText(long rows) {
-    String n = String.format("%,d", rows);
-    return rows > BufferStatements.EXACT_COUNT_LIMIT ? "about " + n : n;
-  }
-
   /** The rows in the buffer's table now: exact up to 100,000, estimated above. */
   public static long countRows(DataSource ds, BufferSettings b) throws SQLException {
     try (Connection c = ds.getConnection()) {

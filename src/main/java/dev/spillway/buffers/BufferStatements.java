@@ -3,6 +3,7 @@ package dev.spillway.buffers;
 import dev.spillway.event.TableName;
 import dev.spillway.event.ValueText;
 import dev.spillway.jdbc.Transactions;
+import dev.spillway.ops.RowCount;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -454,12 +455,9 @@ final class BufferStatements {
     }
   }
 
-  /** Up to this many rows waiting are counted exactly; status and every scrape count them. */
-  static final long EXACT_COUNT_LIMIT = 100_000;
-
   /**
-   * Rows in the buffer table now: counted exactly up to {@link #EXACT_COUNT_LIMIT}, so a backlog of
-   * millions (a handler down for hours) does not make every status call and metrics scrape read
+   * Rows in the buffer table now: counted exactly up to {@link RowCount#EXACT_UP_TO}, so a backlog
+   * of millions (a handler down for hours) does not make every status call and metrics scrape read
    * them all; above it, the planner's estimate (kept by autovacuum), and never less than the limit.
    */
   static long rowsWaiting(Connection c, TableName table) throws SQLException {
@@ -470,9 +468,9 @@ final class BufferStatements {
                 + " (SELECT FROM "
                 + table.quoted()
                 + " LIMIT ?) l) c")) {
-      ps.setLong(1, EXACT_COUNT_LIMIT); // counted exactly up to here
+      ps.setLong(1, RowCount.EXACT_UP_TO); // counted exactly up to here
       ps.setString(2, table.quoted()); // the table, quoted
-      ps.setLong(3, EXACT_COUNT_LIMIT + 1); // one more tells the limit is passed
+      ps.setLong(3, RowCount.EXACT_UP_TO + 1); // one more tells the limit is passed
       try (ResultSet rs = ps.executeQuery()) {
         rs.next();
         return rs.getLong(1);

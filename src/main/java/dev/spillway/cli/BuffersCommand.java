@@ -5,6 +5,7 @@ import dev.spillway.buffers.BufferSettings;
 import dev.spillway.capture.Capture;
 import dev.spillway.capture.CaptureSettings;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.ops.RowCount;
 import java.io.PrintWriter;
 import java.util.ArrayList;
 import java.util.List;
@@ -61,7 +62,7 @@ final class BuffersCommand implements Runnable {
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());
           String rows;
           try {
-            rows = BufferPipeline.rowsText(BufferPipeline.countRows(ds, b));
+            rows = RowCount.text(BufferPipeline.countRows(ds, b));
           } catch (java.sql.SQLException e) {
             rows = "waiting"; // a count that fails leaves the sentence whole
           }

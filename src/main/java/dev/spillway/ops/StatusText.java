@@ -1,6 +1,5 @@
 package dev.spillway.ops;
 
-import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.ops.StatusReport.LagStatus;
 import java.time.Duration;
 import java.time.Instant;
@@ -104,7 +103,7 @@ public final class StatusText {
           String.format(
               "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %s p99 %s%s%n",
               s.name(),
-              s.rowsWaiting() < 0 ? "?" : BufferPipeline.rowsText(s.rowsWaiting()),
+              s.rowsWaiting() < 0 ? "?" : RowCount.text(s.rowsWaiting()),
               s.batchesInFlight(),
               s.handledEvents(),
               s.deadLetteredBatches(),
