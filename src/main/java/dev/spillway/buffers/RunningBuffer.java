@@ -254,48 +254,65 @@ final class RunningBuffer {
    */
   BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
-    // A receiver that said when to come back (429 or 503 with Retry-After) is not called by the
-    // buffer's other batches before then either.
+    while (true) {
+      // A receiver that said when to come back (429 or 503 with Retry-After) is not called by the
+      // buffer's other batches before then either: also not by one that had its permit, or its
+      // rate slot, by the time it said so.
+      sleepQuiet(checkpoint);
+      while (!concurrency.tryAcquire(CHECK_EVERY.toNanos(), TimeUnit.NANOSECONDS)) {
+        checkpoint.check();
+      }
+      BulkHandler.Result result;
+      try {
+        if (rate.isPresent()) {
+          // Reserved, then waited for: trying for a permit due later than the try's wait returns
+          // at once, so waiting by tries would spin. A run that ends meanwhile leaves its slot
+          // unused.
+          sleep(rate.get().reservePermit(), checkpoint);
+        }
+        if (quietUntil.get() - System.nanoTime() > 0) {
+          continue; // told to wait meanwhile: the permit goes back while it does
+        }
+        result = handled(batch, checkpoint);
+        if (result instanceof BulkHandler.Result.Retry r && r.after() != null) {
+          // Set before the permit goes back, so no call waiting for it starts sooner.
+          long until = System.nanoTime() + settings.retryWait(batch.attempt(), r.after()).toNanos();
+          quietUntil.accumulateAndGet(until, (a, b) -> a - b >= 0 ? a : b);
+        }
+      } finally {
+        concurrency.release();
+      }
+      metrics.call(result);
+      return result;
+    }
+  }
+
+  private void sleepQuiet(Checkpoint checkpoint) throws InterruptedException, RunEnded {
     long quiet = quietUntil.get() - System.nanoTime();
     if (quiet > 0) {
       sleep(Duration.ofNanos(quiet), checkpoint);
     }
-    while (!concurrency.tryAcquire(CHECK_EVERY.toNanos(), TimeUnit.NANOSECONDS)) {
-      checkpoint.check();
-    }
+  }
+
+  /** The handler's answer; what it throws, or no answer, is a retry. */
+  private BulkHandler.Result handled(BulkHandler.Batch batch, Checkpoint checkpoint)
+      throws InterruptedException, RunEnded {
     BulkHandler.Result result;
     try {
-      if (rate.isPresent()) {
-        // Reserved, then waited for: trying for a permit due later than the try's wait returns at
-        // once, so waiting by tries would spin. A run that ends meanwhile leaves its slot unused.
-        sleep(rate.get().reservePermit(), checkpoint);
+      result = handler.handle(batch);
+    } catch (Exception | LinkageError | AssertionError | StackOverflowError e) {
+      if (e instanceof InterruptedException) {
+        // Only a stopping worker interrupts a run, and then the run ends here. One the handler
+        // throws of its own is its failure: rethrown, the batch would run again at once with the
+        // same attempt, and so on without end.
+        checkpoint.check();
       }
-      try {
-        result = handler.handle(batch);
-      } catch (Exception | LinkageError | AssertionError | StackOverflowError e) {
-        if (e instanceof InterruptedException) {
-          // Only a stopping worker interrupts a run, and then the run ends here. One the handler
-          // throws of its own is its failure: rethrown, the batch would run again at once with
-          // the same attempt, and so on without end.
-          checkpoint.check();
-        }
-        // A handler's own errors too: a class it needs is missing, an assertion, a deep recursion.
-        result =
-            BulkHandler.Result.retry(
-                "handler failed: " + e.getClass().getSimpleName() + ": " + e.getMessage());
-      }
-      if (result == null) {
-        result = BulkHandler.Result.retry("handler returned no result");
-      }
-    } finally {
-      concurrency.release();
+      // A handler's own errors too: a class it needs is missing, an assertion, a deep recursion.
+      result =
+          BulkHandler.Result.retry(
+              "handler failed: " + e.getClass().getSimpleName() + ": " + e.getMessage());
     }
-    if (result instanceof BulkHandler.Result.Retry r && r.after() != null) {
-      long until = System.nanoTime() + settings.retryWait(batch.attempt(), r.after()).toNanos();
-      quietUntil.accumulateAndGet(until, (a, b) -> a - b >= 0 ? a : b);
-    }
-    metrics.call(result);
-    return result;
+    return result == null ? BulkHandler.Result.retry("handler returned no result") : result;
   }
 
   /** Sleeps for {@code wait}, asking {@code checkpoint} first and at least every 100 ms. */

@@ -20,6 +20,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
@@ -136,10 +137,54 @@ class RunningBufferTest {
     b.call(other, asked::incrementAndGet);
     assertThat(asked.get()).as("the backoff is the batch's own: the other called at once").isZero();
 
-    assertThat(b.call(other, asked::incrementAndGet))
+    assertThat(b.call(BATCH, asked::incrementAndGet))
+        .as("not the batch told to come back")
         .isInstanceOf(BulkHandler.Result.Success.class);
     // It waited out the second in slices of 100 ms, asking before each (about ten times).
     assertThat(asked.get()).isBetween(5, 30);
+  }
+
+  /**
+   * One call at a rate of one a second is answered 429 while the next has its permit and waits for
+   * its rate slot, due sooner than the receiver said to come back: that one waits longer.
+   */
+  @Test
+  void should_hold_a_call_already_waiting_for_its_rate_slot_until_the_time_a_retry_named()
+      throws Exception {
+    CountDownLatch secondWaits = new CountDownLatch(1);
+    AtomicLong quietEnd = new AtomicLong();
+    AtomicLong secondCalled = new AtomicLong();
+    AtomicInteger calls = new AtomicInteger();
+    RunningBuffer b =
+        buffer(
+            BufferSettings.of("events", TABLE, "main", new HandlerSpec.Sql(":ids"))
+                .withConcurrency(2, 1.0),
+            batch -> {
+              if (calls.incrementAndGet() == 1) {
+                secondWaits.await(10, TimeUnit.SECONDS);
+                quietEnd.set(System.nanoTime() + Duration.ofMillis(1500).toNanos());
+                return new BulkHandler.Result.Retry("429", Duration.ofMillis(1500));
+              }
+              secondCalled.set(System.nanoTime());
+              return BulkHandler.Result.success();
+            });
+    ExecutorService pool = Executors.newFixedThreadPool(2);
+    try {
+      Future<BulkHandler.Result> first = pool.submit(() -> b.call(BATCH, () -> {}));
+      await().atMost(Duration.ofSeconds(10)).until(() -> calls.get() == 1);
+      BulkHandler.Batch other =
+          new BulkHandler.Batch("events", "g-2", 1, "id", List.of(Map.of("id", 2)));
+      Future<BulkHandler.Result> second = pool.submit(() -> b.call(other, secondWaits::countDown));
+
+      assertThat(first.get(10, TimeUnit.SECONDS)).isInstanceOf(BulkHandler.Result.Retry.class);
+      assertThat(second.get(10, TimeUnit.SECONDS)).isInstanceOf(BulkHandler.Result.Success.class);
+      assertThat(secondCalled.get() - quietEnd.get())
+          .as("called no sooner than the receiver said")
+          .isNotNegative();
+    } finally {
+      secondWaits.countDown();
+      pool.shutdownNow();
+    }
   }
 
   @Test
