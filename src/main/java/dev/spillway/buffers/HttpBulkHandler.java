@@ -101,13 +101,15 @@ final class HttpBulkHandler implements BulkHandler {
       return answered(response.statusCode(), response.headers(), response.body(), "");
     } catch (TimeoutException e) {
       answer.cancel(true);
-      return cutShort(head.get(), bodyHead.get(), noAnswer()).orElseGet(() -> failed(noAnswer()));
+      return cutShort(
+              head.get(), bodyHead.get(), "not whole within " + DurationText.format(spec.timeout()))
+          .orElseGet(() -> failed(noAnswer()));
     } catch (InterruptedException e) {
       answer.cancel(true);
       throw e;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof IOException io) {
-        return cutShort(head.get(), bodyHead.get(), failure(io))
+        return cutShort(head.get(), bodyHead.get(), "cut short: " + failure(io))
             .orElseGet(() -> failed(failure(io)));
       }
       throw new IOException(e.getCause());
@@ -127,7 +129,7 @@ final class HttpBulkHandler implements BulkHandler {
             info.statusCode(),
             info.headers(),
             soFar == null ? "" : soFar.soFar(),
-            " (its body cut short: " + why + ")"));
+            " (its body " + why + ")"));
   }
 
   /** What a status says of the batch: done, retried or rejected, with the body's beginning. */

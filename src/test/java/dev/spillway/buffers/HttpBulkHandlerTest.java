@@ -93,11 +93,7 @@ class HttpBulkHandlerTest {
 
     assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
     assertThat(((BulkHandler.Result.Retry) r).reason())
-        .isEqualTo(
-            "POST "
-                + url
-                + " answered 503: queue full (its body cut short: no answer within 300ms"
-                + " (HttpTimeoutException))");
+        .isEqualTo("POST " + url + " answered 503: queue full (its body not whole within 300ms)");
   }
 
   private String url;
