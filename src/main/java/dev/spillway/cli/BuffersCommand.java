@@ -62,20 +62,20 @@ final class BuffersCommand implements Runnable {
           String slot = CaptureSettings.slotName(config.kafka().topicPrefix(), b.database());
           String rows;
           try {
-            rows = RowCount.text(BufferPipeline.countRows(ds, b));
+            rows = rows(BufferPipeline.countRows(ds, b));
           } catch (java.sql.SQLException e) {
-            rows = "waiting"; // a count that fails leaves the sentence whole
+            rows = "the rows"; // a count that fails leaves the sentence whole
           }
           switch (Capture.readAgain(ds, b.database(), slot, List.of(b.table()))) {
             case ASKED ->
                 out.printf(
-                    "Buffer %s: capture of database %s reads the %s rows now in %s again; each is"
+                    "Buffer %s: capture of database %s reads %s now in %s again; each is"
                         + " handled as it comes, once.%n",
                     b.name(), b.database(), rows, b.table().displayName());
             case AT_FIRST_START ->
                 out.printf(
                     "Buffer %s: capture of database %s does not read %s yet; the next start of run"
-                        + " reads its %s rows.%n",
+                        + " reads %s in it.%n",
                     b.name(), b.database(), b.table().displayName(), rows);
             case SLOT_LOST -> {
               out.printf(
@@ -105,6 +105,12 @@ final class BuffersCommand implements Runnable {
   }
 
   /** The usage error for {@code given}, which names no buffer of the configuration. */
+  /** The rows waiting as the sentences name them: "the 2,000 rows", "about 2,345,678 rows". */
+  static String rows(long count) {
+    String n = RowCount.text(count);
+    return (n.startsWith("about") ? n : "the " + n) + " rows";
+  }
+
   static ParameterException notABuffer(
       CommandSpec spec, String given, List<BufferSettings> configured) {
     List<String> known = configured.stream().map(BufferSettings::name).toList();
