@@ -403,13 +403,19 @@ abstract class SinkContract {
     }
   }
 
-  @Test
-  void should_step_a_batch_held_at_stop_aside_so_the_batches_behind_it_run() throws Exception {
+  /** Another table, not at STOP, with the ids 1 to 10. */
+  private TableName othersWithTenRows() {
     TableName others = new TableName(schema, "others");
     TestSql.exec(
         ds,
         "CREATE TABLE " + others.quoted() + " (id bigint PRIMARY KEY)",
         "INSERT INTO " + others.quoted() + " SELECT g FROM generate_series(1, 10) g");
+    return others;
+  }
+
+  @Test
+  void should_step_a_batch_held_at_stop_aside_so_the_batches_behind_it_run() throws Exception {
+    TableName others = othersWithTenRows();
     java.util.concurrent.atomic.AtomicReference<Health> children =
         new java.util.concurrent.atomic.AtomicReference<>(new Health.Stop("an operator's switch"));
     HealthGate gate = (db, t) -> table.equals(t) ? children.get() : Health.NORMAL;
@@ -449,11 +455,7 @@ abstract class SinkContract {
    */
   @Test
   void should_step_aside_for_a_batch_written_after_its_partition_paused() throws Exception {
-    TableName others = new TableName(schema, "others");
-    TestSql.exec(
-        ds,
-        "CREATE TABLE " + others.quoted() + " (id bigint PRIMARY KEY)",
-        "INSERT INTO " + others.quoted() + " SELECT g FROM generate_series(1, 10) g");
+    TableName others = othersWithTenRows();
     HealthGate gate =
         (db, t) -> table.equals(t) ? new Health.Stop("an operator's switch") : Health.NORMAL;
     SinkSettings settings =
