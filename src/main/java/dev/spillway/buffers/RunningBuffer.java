@@ -248,9 +248,10 @@ final class RunningBuffer {
 
   /**
    * Calls the handler once it may: within {@code max-in-flight} calls at once and {@code
-   * rate-limit} calls per second, asking {@code checkpoint} while it waits so a stopping worker is
-   * not held up by a slow rate. An exception from the handler is a retryable failure, and so are
-   * the errors a handler may throw without harm to the JVM (linkage, assertion, stack overflow).
+   * rate-limit} calls per second, and not before the time a retry named, asking {@code checkpoint}
+   * while it waits so a stopping worker is not held up by a slow rate. An exception from the
+   * handler is a retryable failure, and so are the errors a handler may throw without harm to the
+   * JVM (linkage, assertion, stack overflow).
    */
   BulkHandler.Result call(BulkHandler.Batch batch, Checkpoint checkpoint)
       throws InterruptedException, RunEnded {
