@@ -104,13 +104,13 @@ final class BuffersCommand implements Runnable {
     }
   }
 
-  /** The usage error for {@code given}, which names no buffer of the configuration. */
   /** The rows waiting as the sentences name them: "the 2,000 rows", "about 2,345,678 rows". */
   static String rows(long count) {
     String n = RowCount.text(count);
     return (n.startsWith("about") ? n : "the " + n) + " rows";
   }
 
+  /** The usage error for {@code given}, which names no buffer of the configuration. */
   static ParameterException notABuffer(
       CommandSpec spec, String given, List<BufferSettings> configured) {
     List<String> known = configured.stream().map(BufferSettings::name).toList();
