@@ -1,6 +1,7 @@
 package dev.spillway.buffers;
 
 import dev.spillway.event.BufferBatch;
+import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.sink.BatchHandler;
@@ -71,6 +72,24 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
       batch = EventSerdes.decodeBufferBatch(record.value());
     } catch (SerializationException e) {
       return new Outcome.PermanentFailure(e);
+    }
+    Optional<String> elsewhere =
+        batch.events().stream()
+            .map(BufferEvent::database)
+            .filter(db -> !db.equals(b.settings.database()))
+            .findFirst();
+    if (elsewhere.isPresent()) {
+      // Its ids name rows of another database's table: looked up here, they would find (and
+      // delete) other rows. A renamed table is no such case: its rows are the same rows.
+      return new Outcome.PermanentFailure(
+          new IllegalStateException(
+              "batch of rows captured from database "
+                  + elsewhere.get()
+                  + ", but buffer "
+                  + b.settings.name()
+                  + " now works on database "
+                  + b.settings.database()
+                  + ": its rows are left where they are"));
     }
     b.metrics.inFlight().incrementAndGet();
     try {

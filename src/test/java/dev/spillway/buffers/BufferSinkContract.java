@@ -812,6 +812,39 @@ abstract class BufferSinkContract {
     }
   }
 
+  /** Events of a buffer since moved to another database, still in Kafka: ids of other rows. */
+  @Test
+  void should_dead_letter_with_rows_kept_a_batch_captured_from_another_database() throws Exception {
+    List<String> called = new CopyOnWriteArrayList<>();
+    start(settings(), recordingGroups(called));
+    BufferBatch here = batch(1, 3);
+    BufferBatch elsewhere =
+        BufferBatch.of(
+            NAME,
+            here.events().stream()
+                .map(
+                    e ->
+                        new BufferEvent(
+                            "crm",
+                            e.table(),
+                            e.row(),
+                            e.commitTimeMicros(),
+                            e.lsn(),
+                            e.capturedAtMillis(),
+                            e.txId()))
+                .toList());
+    produce(elsewhere);
+
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains("batch of rows captured from database crm, but buffer " + NAME)
+        .contains("now works on database " + DB);
+    assertThat(called).as("the handler was not called").isEmpty();
+    assertThat(rows(1, 3)).as("rows of this database with those ids left alone").isEqualTo(3);
+  }
+
   @Test
   void should_dead_letter_not_count_done_a_batch_whose_rows_a_policy_keeps_it_from_deleting()
       throws Exception {
