@@ -73,24 +73,36 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     } catch (SerializationException e) {
       return new Outcome.PermanentFailure(e);
     }
-    Optional<String> elsewhere =
-        batch.events().stream()
-            .map(BufferEvent::database)
-            .filter(db -> !db.equals(b.settings.database()))
-            .findFirst();
-    if (elsewhere.isPresent()) {
-      // Its ids name rows of another database's table: looked up here, they would find (and
-      // delete) other rows. A renamed table is no such case: its rows are the same rows.
-      return new Outcome.PermanentFailure(
-          new IllegalStateException(
-              "batch of rows captured from database "
-                  + elsewhere.get()
-                  + ", but buffer "
-                  + b.settings.name()
-                  + " now works on database "
-                  + b.settings.database()
-                  + ": its rows are left where they are"));
+    List<BufferEvent> elsewhere =
+        batch.events().stream().filter(e -> !e.database().equals(b.settings.database())).toList();
+    if (elsewhere.isEmpty()) {
+      return run(b, batch, record, context);
     }
+    // Captured before the buffer moved to another database: their ids name rows of the other
+    // database's table, and looked up here they would find (and delete) other rows. They go to the
+    // dead letters, their rows left where they are; this database's events in the same batch (the
+    // move's first ones, batched with the last of the old) run. A renamed table is no such case:
+    // its rows are the same rows.
+    IllegalStateException error =
+        new IllegalStateException(
+            "batch of rows captured from database "
+                + elsewhere.get(0).database()
+                + ", but buffer "
+                + b.settings.name()
+                + " now works on database "
+                + b.settings.database()
+                + ": its rows are left where they are");
+    if (elsewhere.size() == batch.events().size()) {
+      return new Outcome.PermanentFailure(error);
+    }
+    List<BufferEvent> here =
+        batch.events().stream().filter(e -> e.database().equals(b.settings.database())).toList();
+    Outcome ran = run(b, batch.withEvents(here), record, context);
+    return withEventsOf(ran, batch, elsewhere, error);
+  }
+
+  private Outcome run(RunningBuffer b, BufferBatch batch, SinkRecord record, RunContext context)
+      throws Exception {
     b.metrics.inFlight().incrementAndGet();
     try {
       boolean replayed = record.headers().containsKey(SinkHeaders.REPLAYED_FROM);
@@ -99,6 +111,38 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     } finally {
       b.metrics.inFlight().decrementAndGet();
     }
+  }
+
+  /**
+   * The outcome of a run of a batch's events of this database, the other database's events added
+   * back to what goes on of it: dead-lettered alone once the rest is done, else along with the rest
+   * put back or dead-lettered (a record run again or dead-lettered as received holds them still).
+   */
+  private static Outcome withEventsOf(
+      Outcome ran, BufferBatch batch, List<BufferEvent> elsewhere, IllegalStateException error) {
+    if (ran instanceof Outcome.Done) {
+      return new Outcome.PermanentFailure(error, encoded(batch, null, elsewhere));
+    }
+    if (ran instanceof Outcome.Paused p && p.rest() != null) {
+      return new Outcome.Paused(p.reason(), encoded(batch, p.rest(), elsewhere));
+    }
+    if (ran instanceof Outcome.RetryableFailure f && f.deadLetter() != null) {
+      return new Outcome.RetryableFailure(f.error(), encoded(batch, f.deadLetter(), elsewhere));
+    }
+    if (ran instanceof Outcome.PermanentFailure f && f.deadLetter() != null) {
+      return new Outcome.PermanentFailure(f.error(), encoded(batch, f.deadLetter(), elsewhere));
+    }
+    return ran;
+  }
+
+  /** The batch of the events of {@code rest} (an encoded batch; null for none) and {@code more}. */
+  private static byte[] encoded(BufferBatch batch, byte[] rest, List<BufferEvent> more) {
+    List<BufferEvent> events = new ArrayList<>();
+    if (rest != null) {
+      events.addAll(EventSerdes.decodeBufferBatch(rest).events());
+    }
+    events.addAll(more);
+    return EventSerdes.encode(batch.withEvents(events));
   }
 
   /**

@@ -812,28 +812,17 @@ abstract class BufferSinkContract {
     }
   }
 
-  /** Events of a buffer since moved to another database, still in Kafka: ids of other rows. */
+  /**
+   * Events of a buffer since moved to another database, still in Kafka, name rows of the other
+   * database's table by their ids: a batch of them alone, and one where the first events captured
+   * from the buffer's database now joined the last of the old one.
+   */
   @Test
-  void should_dead_letter_with_rows_kept_a_batch_captured_from_another_database() throws Exception {
-    List<String> called = new CopyOnWriteArrayList<>();
-    start(settings(), recordingGroups(called));
-    BufferBatch here = batch(1, 3);
-    BufferBatch elsewhere =
-        BufferBatch.of(
-            NAME,
-            here.events().stream()
-                .map(
-                    e ->
-                        new BufferEvent(
-                            "crm",
-                            e.table(),
-                            e.row(),
-                            e.commitTimeMicros(),
-                            e.lsn(),
-                            e.capturedAtMillis(),
-                            e.txId()))
-                .toList());
-    produce(elsewhere);
+  void should_dead_letter_with_rows_kept_the_events_captured_from_another_database()
+      throws Exception {
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    start(settings(), recording(seen));
+    produce(BufferBatch.of(NAME, capturedFrom("crm", batch(1, 3).events())));
 
     ConsumerRecord<byte[], byte[]> dead =
         TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
@@ -841,8 +830,38 @@ abstract class BufferSinkContract {
     assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
         .contains("batch of rows captured from database crm, but buffer " + NAME)
         .contains("now works on database " + DB);
-    assertThat(called).as("the handler was not called").isEmpty();
+    assertThat(seen).as("the handler was not called").isEmpty();
     assertThat(rows(1, 3)).as("rows of this database with those ids left alone").isEqualTo(3);
+
+    List<BufferEvent> mixed = new ArrayList<>(capturedFrom("crm", batch(4, 5).events()));
+    mixed.addAll(batch(6, 8).events());
+    produce(BufferBatch.of(NAME, mixed));
+
+    await().atMost(TIMEOUT).until(() -> rows(6, 8) == 0);
+    List<ConsumerRecord<byte[], byte[]>> letters =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 2, TIMEOUT);
+    assertThat(letters)
+        .flatExtracting(r -> EventSerdes.decodeBufferBatch(r.value()).events())
+        .as("only the other database's events dead-lettered")
+        .extracting(e -> e.row().get("id"))
+        .containsExactlyInAnyOrder(1L, 2L, 3L, 4L, 5L);
+    assertThat(seen).containsExactlyInAnyOrder(6L, 7L, 8L);
+    assertThat(rows(4, 5)).isEqualTo(2);
+  }
+
+  private static List<BufferEvent> capturedFrom(String database, List<BufferEvent> events) {
+    return events.stream()
+        .map(
+            e ->
+                new BufferEvent(
+                    database,
+                    e.table(),
+                    e.row(),
+                    e.commitTimeMicros(),
+                    e.lsn(),
+                    e.capturedAtMillis(),
+                    e.txId()))
+        .toList();
   }
 
   @Test
