@@ -145,8 +145,8 @@ class RunningBufferTest {
   }
 
   /**
-   * One call at a rate of one a second is answered 429 while the next has its permit and waits for
-   * its rate slot, due sooner than the receiver said to come back: that one waits longer.
+   * One call at a rate of one per 2 s is answered 429 (come back in 3 s) while the next has its
+   * permit and waits for its rate slot, due sooner than the receiver said: that one waits longer.
    */
   @Test
   void should_hold_a_call_already_waiting_for_its_rate_slot_until_the_time_a_retry_named()
@@ -158,12 +158,12 @@ class RunningBufferTest {
     RunningBuffer b =
         buffer(
             BufferSettings.of("events", TABLE, "main", new HandlerSpec.Sql(":ids"))
-                .withConcurrency(2, 1.0),
+                .withConcurrency(2, 0.5),
             batch -> {
               if (calls.incrementAndGet() == 1) {
                 secondWaits.await(10, TimeUnit.SECONDS);
-                quietEnd.set(System.nanoTime() + Duration.ofMillis(1500).toNanos());
-                return new BulkHandler.Result.Retry("429", Duration.ofMillis(1500));
+                quietEnd.set(System.nanoTime() + Duration.ofSeconds(3).toNanos());
+                return new BulkHandler.Result.Retry("429", Duration.ofSeconds(3));
               }
               secondCalled.set(System.nanoTime());
               return BulkHandler.Result.success();
