@@ -107,7 +107,7 @@ final class BuffersCommand implements Runnable {
   /** The rows waiting as the sentences name them: "the 2,000 rows", "about 2,345,678 rows". */
   static String rows(long count) {
     String n = RowCount.text(count);
-    return (n.startsWith("about") ? n : "the " + n) + " rows";
+    return (n.startsWith("about") ? n : "the " + n) + (count == 1 ? " row" : " rows");
   }
 
   /** The usage error for {@code given}, which names no buffer of the configuration. */
