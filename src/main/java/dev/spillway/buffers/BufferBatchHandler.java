@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.common.errors.SerializationException;
 import org.slf4j.Logger;
@@ -73,8 +74,10 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     } catch (SerializationException e) {
       return new Outcome.PermanentFailure(e);
     }
-    List<BufferEvent> elsewhere =
-        batch.events().stream().filter(e -> !e.database().equals(b.settings.database())).toList();
+    Map<Boolean, List<BufferEvent>> ofThisDatabase =
+        batch.events().stream()
+            .collect(Collectors.partitioningBy(e -> e.database().equals(b.settings.database())));
+    List<BufferEvent> elsewhere = ofThisDatabase.get(false);
     if (elsewhere.isEmpty()) {
       return run(b, batch, record, context);
     }
@@ -95,9 +98,7 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     if (elsewhere.size() == batch.events().size()) {
       return new Outcome.PermanentFailure(error);
     }
-    List<BufferEvent> here =
-        batch.events().stream().filter(e -> e.database().equals(b.settings.database())).toList();
-    Outcome ran = run(b, batch.withEvents(here), record, context);
+    Outcome ran = run(b, batch.withEvents(ofThisDatabase.get(true)), record, context);
     return withEventsOf(ran, batch, elsewhere, error);
   }
 
