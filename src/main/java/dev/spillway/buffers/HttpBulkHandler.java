@@ -86,14 +86,12 @@ final class HttpBulkHandler implements BulkHandler {
     byte[] body = JSON.writeValueAsBytes(batch.rows());
     // The request's own timeout ends when the status line and headers arrive; the body is bounded
     // here, so a receiver that stalls mid-answer does not hold the call (and its permit) for ever.
-    AtomicReference<HttpResponse.ResponseInfo> head = new AtomicReference<>();
-    AtomicReference<BodyHead> bodyHead = new AtomicReference<>();
+    AtomicReference<BodyHead> bodyHead = new AtomicReference<>(); // set once the status came
     CompletableFuture<HttpResponse<String>> answer =
         client.sendAsync(
             request.POST(HttpRequest.BodyPublishers.ofByteArray(body)).build(),
             info -> {
-              head.set(info);
-              bodyHead.set(new BodyHead(MAX_BODY_KEPT));
+              bodyHead.set(new BodyHead(MAX_BODY_KEPT, info));
               return bodyHead.get();
             });
     try {
@@ -101,15 +99,14 @@ final class HttpBulkHandler implements BulkHandler {
       return answered(response.statusCode(), response.headers(), response.body(), "");
     } catch (TimeoutException e) {
       answer.cancel(true);
-      return cutShort(
-              head.get(), bodyHead.get(), "not whole within " + DurationText.format(spec.timeout()))
+      return cutShort(bodyHead.get(), "not whole within " + DurationText.format(spec.timeout()))
           .orElseGet(() -> failed(noAnswer()));
     } catch (InterruptedException e) {
       answer.cancel(true);
       throw e;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof IOException io) {
-        return cutShort(head.get(), bodyHead.get(), "cut short: " + failure(io))
+        return cutShort(bodyHead.get(), "cut short: " + failure(io))
             .orElseGet(() -> failed(failure(io)));
       }
       throw new IOException(e.getCause());
@@ -120,16 +117,13 @@ final class HttpBulkHandler implements BulkHandler {
    * The status of a response whose body did not come whole: it answers for the batch as it would
    * with the body (a 2xx receiver took the rows); empty when not even the status came.
    */
-  private Optional<Result> cutShort(HttpResponse.ResponseInfo info, BodyHead soFar, String why) {
-    if (info == null) {
+  private Optional<Result> cutShort(BodyHead head, String why) {
+    if (head == null) {
       return Optional.empty();
     }
     return Optional.of(
         answered(
-            info.statusCode(),
-            info.headers(),
-            soFar == null ? "" : soFar.soFar(),
-            " (its body " + why + ")"));
+            head.info.statusCode(), head.info.headers(), head.soFar(), " (its body " + why + ")"));
   }
 
   /** What a status says of the batch: done, retried or rejected, with the body's beginning. */
@@ -262,8 +256,12 @@ final class HttpBulkHandler implements BulkHandler {
     private final byte[] kept;
     private int size;
 
-    BodyHead(int limit) {
+    /** The status and headers the body came with. */
+    final HttpResponse.ResponseInfo info;
+
+    BodyHead(int limit, HttpResponse.ResponseInfo info) {
       this.kept = new byte[limit];
+      this.info = info;
     }
 
     @Override

@@ -2,6 +2,7 @@ package dev.spillway.buffers;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import dev.spillway.testing.BulkReceiver;
 import java.net.InetSocketAddress;
@@ -31,6 +32,18 @@ class HttpBulkHandlerTest {
   private static HttpBulkHandler handler(String url, Duration timeout) {
     return new HttpBulkHandler(
         new HandlerSpec.Http(URI.create(url), Map.of(), timeout), Clock.systemUTC());
+  }
+
+  /** A receiver on a free local port, answering requests under {@code path} with {@code answer}. */
+  private static HttpServer serving(String path, HttpHandler answer) throws java.io.IOException {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    server.createContext(path, answer);
+    server.start();
+    return server;
+  }
+
+  private static String address(HttpServer server) {
+    return "http://127.0.0.1:" + server.getAddress().getPort();
   }
 
   @Test
@@ -105,27 +118,26 @@ class HttpBulkHandlerTest {
    */
   private BulkHandler.Result stalled(int status, String start) throws Exception {
     CountDownLatch release = new CountDownLatch(1);
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext(
-        "/bulk",
-        exchange -> {
-          if (status > 0) {
-            exchange.sendResponseHeaders(status, 1000);
-            exchange.getResponseBody().write(start.getBytes(StandardCharsets.UTF_8));
-            exchange.getResponseBody().flush();
-          }
-          try {
-            release.await(20, TimeUnit.SECONDS);
-          } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-          }
-          if (status == 0) {
-            exchange.sendResponseHeaders(200, -1);
-          }
-          exchange.close();
-        });
-    server.start();
-    url = "http://127.0.0.1:" + server.getAddress().getPort() + "/bulk";
+    HttpServer server =
+        serving(
+            "/bulk",
+            exchange -> {
+              if (status > 0) {
+                exchange.sendResponseHeaders(status, 1000);
+                exchange.getResponseBody().write(start.getBytes(StandardCharsets.UTF_8));
+                exchange.getResponseBody().flush();
+              }
+              try {
+                release.await(20, TimeUnit.SECONDS);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+              if (status == 0) {
+                exchange.sendResponseHeaders(200, -1);
+              }
+              exchange.close();
+            });
+    url = address(server) + "/bulk";
     try {
       return handler(url, Duration.ofMillis(300)).handle(BATCH);
     } finally {
@@ -136,17 +148,16 @@ class HttpBulkHandlerTest {
 
   @Test
   void should_retry_a_request_timeout_and_too_early_and_reject_other_4xx() throws Exception {
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext(
-        "/",
-        exchange -> {
-          exchange.getRequestBody().readAllBytes();
-          exchange.sendResponseHeaders(
-              Integer.parseInt(exchange.getRequestURI().getPath().substring(1)), -1);
-          exchange.close();
-        });
-    server.start();
-    String base = "http://127.0.0.1:" + server.getAddress().getPort() + "/";
+    HttpServer server =
+        serving(
+            "/",
+            exchange -> {
+              exchange.getRequestBody().readAllBytes();
+              exchange.sendResponseHeaders(
+                  Integer.parseInt(exchange.getRequestURI().getPath().substring(1)), -1);
+              exchange.close();
+            });
+    String base = address(server) + "/";
     try {
       for (int status : new int[] {408, 425, 429, 500, 503}) {
         assertThat(handler(base + status, Duration.ofSeconds(10)).handle(BATCH))
@@ -208,7 +219,7 @@ class HttpBulkHandlerTest {
 
   @Test
   void should_keep_only_the_beginning_of_a_body_and_read_past_the_rest() {
-    HttpBulkHandler.BodyHead head = new HttpBulkHandler.BodyHead(8);
+    HttpBulkHandler.BodyHead head = new HttpBulkHandler.BodyHead(8, null);
     long[] requested = {0};
     head.onSubscribe(
         new Flow.Subscription() {
@@ -258,22 +269,21 @@ class HttpBulkHandlerTest {
 
   @Test
   void should_reject_a_redirect_naming_where_it_points() throws Exception {
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext(
-        "/",
-        exchange -> {
-          exchange.getRequestBody().readAllBytes();
-          String path = exchange.getRequestURI().getPath();
-          String to =
-              path.equals("/old")
-                  ? "/v2/bulk"
-                  : path.equals("/long") ? LONG_LOCATION : "https://crm.example/bulk";
-          exchange.getResponseHeaders().add("Location", to);
-          exchange.sendResponseHeaders(301, -1);
-          exchange.close();
-        });
-    server.start();
-    String base = "http://127.0.0.1:" + server.getAddress().getPort();
+    HttpServer server =
+        serving(
+            "/",
+            exchange -> {
+              exchange.getRequestBody().readAllBytes();
+              String path = exchange.getRequestURI().getPath();
+              String to =
+                  path.equals("/old")
+                      ? "/v2/bulk"
+                      : path.equals("/long") ? LONG_LOCATION : "https://crm.example/bulk";
+              exchange.getResponseHeaders().add("Location", to);
+              exchange.sendResponseHeaders(301, -1);
+              exchange.close();
+            });
+    String base = address(server);
     try {
       for (String path : new String[] {"/old", "/bulk"}) {
         BulkHandler.Result r = handler(base + path, Duration.ofSeconds(10)).handle(BATCH);
@@ -300,17 +310,16 @@ class HttpBulkHandlerTest {
 
   /** The reason of a call a receiver answers with 503 and this body. */
   private static String reasonOf503(byte[] body) throws Exception {
-    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-    server.createContext(
-        "/bulk",
-        exchange -> {
-          exchange.getRequestBody().readAllBytes();
-          exchange.sendResponseHeaders(503, body.length);
-          exchange.getResponseBody().write(body);
-          exchange.close();
-        });
-    server.start();
-    String url = "http://127.0.0.1:" + server.getAddress().getPort() + "/bulk";
+    HttpServer server =
+        serving(
+            "/bulk",
+            exchange -> {
+              exchange.getRequestBody().readAllBytes();
+              exchange.sendResponseHeaders(503, body.length);
+              exchange.getResponseBody().write(body);
+              exchange.close();
+            });
+    String url = address(server) + "/bulk";
     try {
       BulkHandler.Result r = handler(url, Duration.ofSeconds(10)).handle(BATCH);
       assertThat(r).isInstanceOf(BulkHandler.Result.Retry.class);
