@@ -30,8 +30,8 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code spillway lfk status}: per parent table, deleted records whose cleanup is pending, the age
- * of the oldest, how many of them are delayed after repeated attempts, and how many the running
- * process finished since it started.
+ * of the oldest, how many of them are delayed after repeated attempts, how many wait in dead
+ * letters for a replay, and how many the running process finished since it started.
  */
 @Command(name = "status", description = "Show the loose-foreign-key backlog per parent table.")
 final class LfkStatusCommand implements Callable<Integer> {
@@ -54,6 +54,7 @@ final class LfkStatusCommand implements Callable<Integer> {
       String oldestPending,
       Long oldestPendingSeconds,
       long rescheduled,
+      long deadLettered,
       Long processed) {}
 
   @Override
@@ -111,6 +112,7 @@ final class LfkStatusCommand implements Callable<Integer> {
               age == null ? "-" : StatusText.age(age),
               age,
               p.rescheduled(),
+              p.deadLettered(),
               processed.map(m -> m.getOrDefault(p.database() + "/" + p.table(), 0L)).orElse(null)));
     }
     processed
@@ -121,7 +123,8 @@ final class LfkStatusCommand implements Callable<Integer> {
                 int slash = key.indexOf('/');
                 rows.put(
                     key,
-                    new Row(key.substring(0, slash), key.substring(slash + 1), 0, "-", null, 0, n));
+                    new Row(
+                        key.substring(0, slash), key.substring(slash + 1), 0, "-", null, 0, 0, n));
               }
             });
     return new ArrayList<>(rows.values());
@@ -135,7 +138,7 @@ final class LfkStatusCommand implements Callable<Integer> {
     if (rows.isEmpty()) {
       return "No deleted parent row waits for its cleanup.\n";
     }
-    String format = "%-32s %-10s %10s %16s %12s %10s%n";
+    String format = "%-32s %-10s %10s %16s %12s %14s %10s%n";
     b.append(
         String.format(
             format,
@@ -144,6 +147,7 @@ final class LfkStatusCommand implements Callable<Integer> {
             "PENDING",
             "OLDEST PENDING",
             "RESCHEDULED",
+            "DEAD-LETTERED",
             "PROCESSED"));
     for (Row r : rows) {
       b.append(
@@ -154,7 +158,16 @@ final class LfkStatusCommand implements Callable<Integer> {
               r.pending(),
               r.oldestPending(),
               r.rescheduled(),
+              r.deadLettered(),
               r.processed() == null ? "-" : r.processed()));
+    }
+    long deadLettered = rows.stream().mapToLong(Row::deadLettered).sum();
+    if (deadLettered > 0) {
+      b.append(deadLettered)
+          .append(deadLettered == 1 ? " deleted row's" : " deleted rows'")
+          .append(
+              " children wait in dead letters: `bin/spillway replay lfk` hands their cleanups back"
+                  + " once the cause is mended.\n");
     }
     return b.append(processedNote(running, unread)).append('\n').toString();
   }

@@ -7,6 +7,7 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
+import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.sink.ReleasedPastCommit;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.streams.Batcher;
@@ -23,9 +24,10 @@ import org.apache.kafka.common.TopicPartition;
 /**
  * The loose-foreign-key backlog per parent table, read from Kafka: deleted records the batcher has
  * not taken yet, those waiting in its store for their batch, cleanup batches not yet settled, and
- * batches delayed after repeated attempts. Counted from the committed positions of the pipeline's
- * consumer groups, so it is exact when nothing moves and may briefly count a record twice while it
- * passes from one stage to the next.
+ * batches delayed after repeated attempts; apart from them, dead-lettered batches no replay has
+ * handed back. Counted from the committed positions of the pipeline's consumer groups, so it is
+ * exact when nothing moves and may briefly count a record twice while it passes from one stage to
+ * the next.
  */
 public final class LfkBacklog {
 
@@ -33,9 +35,16 @@ public final class LfkBacklog {
    * @param pending deleted parent rows whose children are not cleaned up yet
    * @param oldestCommitMicros commit time of the oldest pending delete, 0 when none is pending
    * @param rescheduled pending rows delayed after repeated unfinished runs
+   * @param deadLettered deleted parent rows, not pending, in dead-lettered batches no replay has
+   *     handed back: their children are cleaned only once one does
    */
   public record Parent(
-      String database, String table, long pending, long oldestCommitMicros, long rescheduled) {}
+      String database,
+      String table,
+      long pending,
+      long oldestCommitMicros,
+      long rescheduled,
+      long deadLettered) {}
 
   private final Map<String, long[]> counts = new TreeMap<>();
 
@@ -103,11 +112,29 @@ public final class LfkBacklog {
             }
           });
     }
+    for (DeadLetterReplay.Letter l :
+        DeadLetterReplay.list(
+            bootstrapServers,
+            kafkaProperties,
+            topics.dlq(Pipeline.LFK),
+            topics.replays(Pipeline.LFK),
+            new DeadLetterReplay.Batches(
+                topics.cleanupBatches()::equals,
+                value -> {
+                  CleanupBatch b = EventSerdes.decodeCleanupBatch(value);
+                  return new DeadLetterReplay.Batch(key(b.database(), b.table()), b.ids().size());
+                }))) {
+      if (l.fate() == DeadLetterReplay.Fate.WOULD_REPLAY) {
+        backlog.counts.computeIfAbsent(l.entity(), k -> new long[4])[3] += l.size();
+      }
+    }
     List<Parent> out = new ArrayList<>();
     backlog.counts.forEach(
         (key, c) -> {
           int slash = key.indexOf('/');
-          out.add(new Parent(key.substring(0, slash), key.substring(slash + 1), c[0], c[1], c[2]));
+          out.add(
+              new Parent(
+                  key.substring(0, slash), key.substring(slash + 1), c[0], c[1], c[2], c[3]));
         });
     return out;
   }
@@ -121,12 +148,16 @@ public final class LfkBacklog {
   }
 
   private void add(String database, TableName table, long n, long commitMicros, boolean delayed) {
-    long[] c = counts.computeIfAbsent(database + "/" + table, k -> new long[] {0, 0, 0});
+    long[] c = counts.computeIfAbsent(key(database, table), k -> new long[4]);
     c[0] += n;
     c[1] = c[1] == 0 ? commitMicros : Math.min(c[1], commitMicros);
     if (delayed) {
       c[2] += n;
     }
+  }
+
+  private static String key(String database, TableName table) {
+    return database + "/" + table;
   }
 
   /** Each record's key and value; a malformed record is the dead-letter topic's business. */

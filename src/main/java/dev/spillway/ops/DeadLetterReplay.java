@@ -177,6 +177,32 @@ public final class DeadLetterReplay {
     return letters;
   }
 
+  /**
+   * Lists the dead letters of {@code dlq} as a dry run of a replay of all of them would: sends and
+   * records nothing.
+   */
+  public static List<Letter> list(
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      String dlq,
+      String replays,
+      Batches batches)
+      throws InterruptedException {
+    try {
+      // A dry run sends nothing, so the replays topic's replication factor is never asked.
+      return replay(
+          bootstrapServers,
+          kafkaProperties,
+          (short) 1,
+          dlq,
+          replays,
+          batches,
+          new Request(null, entity -> true, true, false));
+    } catch (IncompleteReplay e) {
+      throw new IllegalStateException("a dry run sent a batch", e);
+    }
+  }
+
   private static Letter examine(
       ConsumerRecord<byte[], byte[]> r,
       Batches batches,

@@ -14,11 +14,11 @@ class LfkStatusCommandTest {
   private static final Instant NOW = Instant.parse("2026-11-22T12:00:00Z");
 
   @Test
-  void should_show_pending_age_rescheduled_and_processed_per_parent() {
+  void should_show_pending_age_rescheduled_dead_lettered_and_processed_per_parent() {
     long twoMinutesAgo = (NOW.getEpochSecond() - 125) * 1_000_000;
     List<LfkStatusCommand.Row> rows =
         LfkStatusCommand.rows(
-            List.of(new LfkBacklog.Parent("main", "public.projects", 1200, twoMinutesAgo, 200)),
+            List.of(new LfkBacklog.Parent("main", "public.projects", 1200, twoMinutesAgo, 200, 7)),
             Optional.of(Map.of("main/public.projects", 300L, "ci/public.ci_pipelines", 40L)),
             NOW);
     assertThat(rows)
@@ -32,13 +32,19 @@ class LfkStatusCommandTest {
                     + " "
                     + r.rescheduled()
                     + " "
+                    + r.deadLettered()
+                    + " "
                     + r.processed())
-        .containsExactly("public.ci_pipelines 0 - 0 40", "public.projects 1200 2m 05s 200 300");
+        .containsExactly("public.ci_pipelines 0 - 0 0 40", "public.projects 1200 2m 05s 200 7 300");
     assertThat(LfkStatusCommand.render(rows, true, null))
         .contains("PARENT TABLE")
+        .contains("DEAD-LETTERED")
         .contains(
-            "public.projects                  main             1200           2m 05s          200        300")
-        .endsWith("PROCESSED counts since the running process started.\n");
+            "public.projects                  main             1200           2m 05s          200              7        300")
+        .endsWith(
+            "7 deleted rows' children wait in dead letters: `bin/spillway replay lfk` hands their"
+                + " cleanups back once the cause is mended.\n"
+                + "PROCESSED counts since the running process started.\n");
     assertThat(LfkStatusCommand.render(rows, true, "it answered /metrics on port 1 with HTTP 503."))
         .endsWith(
             "PROCESSED counts could not be read from the running process: it answered /metrics on"
@@ -50,7 +56,7 @@ class LfkStatusCommandTest {
     List<LfkBacklog.Parent> backlog =
         List.of(
             new LfkBacklog.Parent(
-                "main", "public.projects", 5, NOW.getEpochSecond() * 1_000_000, 0));
+                "main", "public.projects", 5, NOW.getEpochSecond() * 1_000_000, 0, 0));
 
     assertThat(LfkStatusCommand.rows(backlog, Optional.of(Map.of()), NOW))
         .as("a running process that finished none of this parent's rows yet")
@@ -73,5 +79,13 @@ class LfkStatusCommandTest {
   void should_say_so_when_nothing_was_captured() {
     assertThat(LfkStatusCommand.render(List.of(), false, null))
         .isEqualTo("No deleted parent row waits for its cleanup.\n");
+  }
+
+  @Test
+  void should_say_nothing_of_dead_letters_when_none_waits() {
+    List<LfkStatusCommand.Row> rows =
+        List.of(new LfkStatusCommand.Row("main", "public.projects", 3, "5s", 5L, 0, 0, null));
+
+    assertThat(LfkStatusCommand.render(rows, false, null)).doesNotContain("dead letters:");
   }
 }
