@@ -432,6 +432,9 @@ final class SinkWorker implements AutoCloseable {
       if (stop != null && !stepsAside(stop, tp, w)) {
         continue; // stays at the head, its partition paused, until health allows
       }
+      if (stopping) {
+        return; // told to stop during a look-up above, which spent the wakeup meant for the poll
+      }
       w.busy = true;
       inFlight++;
       topicInFlight.merge(tp.topic(), 1, Integer::sum);

@@ -60,6 +60,9 @@ class SinkWorkerTest {
   /** Set for a stop's wakeup to end the next position look-up, as it can a real consumer's. */
   private final AtomicBoolean wakeupAtPosition = new AtomicBoolean();
 
+  /** Set for the worker to be told to stop as it next asks for end offsets, which that wakes. */
+  private final AtomicBoolean stopAtEnds = new AtomicBoolean();
+
   private final MockConsumer<byte[], byte[]> consumer =
       new MockConsumer<>("earliest") {
         @Override
@@ -68,6 +71,18 @@ class SinkWorkerTest {
             throw new org.apache.kafka.common.errors.WakeupException();
           }
           return super.position(partition, timeout);
+        }
+
+        @Override
+        public synchronized Map<TopicPartition, Long> endOffsets(
+            java.util.Collection<TopicPartition> partitions, Duration timeout) {
+          if (stopAtEnds.getAndSet(false)) {
+            worker.stop(Duration.ZERO);
+            super.poll(
+                Duration.ZERO); // throws the stop's wakeup, spent as a real look-up spends it
+            throw new AssertionError("the stop's wakeup was not pending");
+          }
+          return super.endOffsets(partitions, timeout);
         }
 
         @Override
@@ -442,6 +457,30 @@ class SinkWorkerTest {
         .as("what comes behind it in its paused partition is not known")
         .singleElement()
         .satisfies(r -> assertThat(r.topic()).isEqualTo(TOPIC + ".delayed"));
+    assertThat(runs).isEmpty();
+  }
+
+  @Test
+  void should_start_nothing_more_once_told_to_stop_while_it_asked_for_the_paused_ends() {
+    MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
+    addBatch(0, "stopped");
+    addBatch(1, "other"); // a batch that could run behind it: the head would step aside
+    stopAtEnds.set(true);
+
+    await()
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .until(
+            () -> {
+              worker.runOnce();
+              return !stopAtEnds.get();
+            });
+
+    await()
+        .during(Duration.ofMillis(300))
+        .atMost(WAIT)
+        .alias("no batch started, nor stepped aside, after the stop")
+        .until(() -> producer.history().isEmpty() && worker.completionsWaiting() == 0);
     assertThat(runs).isEmpty();
   }
 
