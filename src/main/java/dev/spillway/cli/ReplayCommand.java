@@ -103,7 +103,8 @@ final class ReplayCommand implements Runnable {
           Pipeline.BUFFERS,
           pipeline.deadLetterBatches(topics),
           buffer == null ? name -> true : buffer::equals,
-          "events");
+          "events",
+          pipeline.buffers().isEmpty() ? "buffers" : null);
     }
   }
 
@@ -150,7 +151,8 @@ final class ReplayCommand implements Runnable {
           Pipeline.LFK,
           LfkPipeline.deadLetterBatches(topics, definitions),
           only == null ? name -> true : only::equals,
-          "deleted rows");
+          "deleted rows",
+          definitions.isEmpty() ? "loose foreign keys" : null);
     }
   }
 
@@ -161,7 +163,8 @@ final class ReplayCommand implements Runnable {
       Pipeline pipeline,
       DeadLetterReplay.Batches batches,
       Predicate<String> only,
-      String unit)
+      String unit,
+      String noneConfigured)
       throws Exception {
     Topics topics = new Topics(config.kafka().topicPrefix());
     String dlq = topics.dlq(pipeline);
@@ -206,7 +209,25 @@ final class ReplayCommand implements Runnable {
       out.print(render(dlq, letters, unit, options.dryRun));
     }
     out.flush();
+    if (noneConfigured != null && !letters.isEmpty()) {
+      spec.commandLine().getErr().println(noneConfigured(config, noneConfigured));
+    }
     return ErrorHandler.OK;
+  }
+
+  /**
+   * Why every batch was left when the configuration has none of the pipeline's {@code entities}:
+   * most likely not the one the batches ran under.
+   */
+  static String noneConfigured(SpillwayConfig config, String entities) {
+    return "The configuration ("
+        + (config.source() == null
+            ? "the embedded defaults: no -c given, and no spillway.yml in this directory"
+            : config.source().toString())
+        + ") has no "
+        + entities
+        + ", so no batch can be handed back: give the one the batches were dead-lettered under"
+        + " with -c.";
   }
 
   /** What was replayed (or would be) and what was left, a line per dead letter. */

@@ -708,6 +708,22 @@ class BufferPipelineIT {
             }
             String config = dir.resolve("spillway.yml").toString();
 
+            // Under a configuration without the buffer every letter is left, and it says why.
+            String yaml = Files.readString(dir.resolve("spillway.yml"));
+            Path none = dir.resolve("no-buffers.yml");
+            Files.writeString(none, yaml.substring(0, yaml.indexOf("buffers:")));
+            Cli.Result elsewhere = Cli.run("replay", "buffers", "-c", none.toString());
+            assertThat(elsewhere.exitCode()).as(elsewhere.err()).isZero();
+            assertThat(elsewhere.out())
+                .doesNotContain("Replayed")
+                .contains("Left 2 dead letters that cannot be replayed:");
+            assertThat(elsewhere.err().strip())
+                .endsWith(
+                    "The configuration ("
+                        + none
+                        + ") has no buffers, so no batch can be handed back: give the one the"
+                        + " batches were dead-lettered under with -c.");
+
             Cli.Result dry = Cli.run("replay", "buffers", "--dry-run", "-c", config);
             assertThat(dry.exitCode()).as(dry.err()).isZero();
             assertThat(dry.out())
