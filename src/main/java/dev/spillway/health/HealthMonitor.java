@@ -186,6 +186,17 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
       return; // closed while sampling: what it read is not published, nor said
     }
     java.time.Instant now = clock.instant();
+    Health stale = staleness(db, now);
+    if (stale != null) {
+      // Read as UNKNOWN since, the database and its tables get better only after a hold, as from
+      // any state worse than what is read now.
+      hysteresis.forEach(
+          (k, h) -> {
+            if (k.database().equals(db)) {
+              h.update(Health.worst(h.current(), stale), now);
+            }
+          });
+    }
     Map<Key, Health> next = new LinkedHashMap<>();
     Key dbKey = new Key(db, null);
     next.put(dbKey, stable(dbKey, dbRaw, now, () -> new Hysteresis(settings.hold())));
@@ -386,17 +397,20 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
    * {@link #STALE_AFTER} (a STOP stays a STOP).
    */
   private Health current(String db, Health published) {
+    Health stale = staleness(db, clock.instant());
+    return stale == null ? published : Health.worst(published, stale);
+  }
+
+  /** UNKNOWN when the database's last sample is older than {@link #staleAfter} at {@code now}. */
+  private Health staleness(String db, java.time.Instant now) {
     java.time.Instant at = sampledAt.get(db);
     if (at == null) {
-      return published;
+      return null;
     }
-    Duration age = Duration.between(at, clock.instant());
-    if (age.compareTo(staleAfter) <= 0) {
-      return published;
-    }
-    return Health.worst(
-        published,
-        new Health.Unknown("no health sample of " + db + " for " + age.toSeconds() + " s"));
+    Duration age = Duration.between(at, now);
+    return age.compareTo(staleAfter) <= 0
+        ? null
+        : new Health.Unknown("no health sample of " + db + " for " + age.toSeconds() + " s");
   }
 
   /** The last reading of every indicator, by database in the order they were given. */

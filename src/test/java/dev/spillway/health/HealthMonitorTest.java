@@ -103,6 +103,32 @@ class HealthMonitorTest {
   }
 
   @Test
+  void should_get_better_only_after_a_hold_once_samples_come_in_again_after_a_stale_spell() {
+    try (HealthMonitor monitor = monitor(Duration.ofSeconds(30))) {
+      monitor.state(DB, WATCHED);
+      monitor.runOnce();
+      clock.advance(HealthMonitor.STALE_AFTER.plusSeconds(5)); // sampling stuck meanwhile
+      assertThat(monitor.state(DB, WATCHED).label()).isEqualTo("UNKNOWN");
+
+      monitor.runOnce(); // it answers again, all NORMAL
+      clock.advance(Duration.ofSeconds(29));
+      monitor.runOnce();
+
+      assertThat(monitor.states())
+          .as("still held")
+          .extracting(s -> s.health().label())
+          .containsOnly("UNKNOWN");
+      assertThat(monitor.state(DB, null))
+          .isEqualTo(new Health.Unknown("no health sample of main for 35 s"));
+
+      clock.advance(Duration.ofSeconds(1));
+      monitor.runOnce();
+
+      assertThat(monitor.states()).extracting(s -> s.health().label()).containsOnly("NORMAL");
+    }
+  }
+
+  @Test
   void should_leave_out_a_throttle_a_table_is_exempt_from_but_not_a_stop() {
     TableIndicator autovacuum =
         new TableIndicator(StandardIndicators.AUTOVACUUM, new Health.Throttle("runs"));
