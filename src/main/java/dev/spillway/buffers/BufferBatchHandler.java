@@ -3,6 +3,8 @@ package dev.spillway.buffers;
 import dev.spillway.event.BufferBatch;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.health.Health;
+import dev.spillway.health.HealthGate;
 import dev.spillway.ops.StatusReport;
 import dev.spillway.sink.BatchHandler;
 import dev.spillway.sink.Outcome;
@@ -45,15 +47,22 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
 
   private final Map<String, RunningBuffer> byTopic;
   private final Function<String, DataSource> dataSources;
+  private final HealthGate gate;
   private final Clock clock;
 
   /**
    * @param byTopic each buffer under its batches topic
+   * @param gate asked before the rows of a dead-lettered batch are deleted, as a run asks before
+   *     its statements
    */
   BufferBatchHandler(
-      Map<String, RunningBuffer> byTopic, Function<String, DataSource> dataSources, Clock clock) {
+      Map<String, RunningBuffer> byTopic,
+      Function<String, DataSource> dataSources,
+      HealthGate gate,
+      Clock clock) {
     this.byTopic = Map.copyOf(byTopic);
     this.dataSources = dataSources;
+    this.gate = gate;
     this.clock = clock;
   }
 
@@ -194,6 +203,16 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
       // Should the delete fail, the batch runs again (it is not committed): that run deletes its
       // rows and does no more.
       b.retrying(key, RunningBuffer.Retrying.afterDeadLetter(exhausted.ids()));
+      Health health = gate.state(b.settings.database(), b.settings.table());
+      if (health.isStop()) {
+        // The batch's next run deletes them once the table may be written to again.
+        throw new SQLException(
+            "its rows are deleted once "
+                + b.settings.table()
+                + " is out of STOP ("
+                + health.reason()
+                + ")");
+      }
       try (Connection c = dataSources.apply(b.settings.database()).getConnection()) {
         BufferStatements.deleteExhausted(c, b.table(), exhausted.ids());
       }

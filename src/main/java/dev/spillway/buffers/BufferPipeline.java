@@ -199,7 +199,8 @@ public final class BufferPipeline {
       runtime.health().exemptFromThrottle(b.database(), b.table(), StandardIndicators.AUTOVACUUM);
     }
     BufferBatchHandler handler =
-        new BufferBatchHandler(checked.byTopic, runtime.databases()::dataSource, clock);
+        new BufferBatchHandler(
+            checked.byTopic, runtime.databases()::dataSource, runtime.health(), clock);
     runtime.closeWith(handler); // closed after the sink has stopped
     Sink sink =
         runtime.startSink(

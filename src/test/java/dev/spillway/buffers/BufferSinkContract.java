@@ -162,7 +162,8 @@ abstract class BufferSinkContract {
             Pipeline.BUFFERS,
             List.of(new BatchesTopic(batches, sinkInFlight)),
             batchHandler =
-                new BufferBatchHandler(Map.of(batches, running), db -> data, Clock.systemUTC()),
+                new BufferBatchHandler(
+                    Map.of(batches, running), db -> data, gate, Clock.systemUTC()),
             BufferPipeline.sinkSettings(
                 SinkSettings.defaults().withRetries(2, Duration.ofMillis(20)), sinkInFlight),
             new Sink.Wiring(
@@ -1053,6 +1054,37 @@ abstract class BufferSinkContract {
     assertThat(rowsSaid(dead)).as("for a replay: hand them all over").isEqualTo("deleted");
     await().atMost(TIMEOUT).until(() -> rows(1, 10) == 0);
     assertThat(registry.get("spillway_buffer_dead_lettered_events").counter().count()).isEqualTo(8);
+  }
+
+  @Test
+  void should_delete_the_rows_of_a_dead_lettered_batch_only_once_its_table_is_out_of_stop()
+      throws Exception {
+    AtomicReference<Health> health = new AtomicReference<>(Health.NORMAL);
+    AtomicInteger calls = new AtomicInteger();
+    start(
+        settings().withAttempts(1, Duration.ofMillis(10), OnExhausted.DELETE),
+        b -> {
+          calls.incrementAndGet();
+          health.set(new Health.Stop("replication lag 5 min")); // as the last call ends
+          return BulkHandler.Result.retry("service unavailable");
+        },
+        (database, t) -> health.get());
+    BufferBatch b = batch(1, 5);
+    produce(b);
+
+    deadLetteredRest(b, 1L, 2L, 3L, 4L, 5L);
+    await()
+        .during(Duration.ofSeconds(1))
+        .atMost(TIMEOUT)
+        .alias("no row deleted while the table is at STOP")
+        .until(() -> rows(1, 5) == 5);
+
+    health.set(Health.NORMAL);
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(calls).as("the handler not called again").hasValue(1);
+    assertThat(registry.get("spillway_buffer_dead_lettered_batches").counter().count())
+        .as("dead-lettered once")
+        .isEqualTo(1);
   }
 
   @Test
