@@ -1,5 +1,6 @@
 package dev.spillway.event;
 
+import dev.spillway.support.Slips;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -159,12 +160,28 @@ public final class KafkaClients {
           AdminClientConfig.configDef(),
           StreamsConfig.configDef());
 
+  /** The names of every Kafka client's settings. */
+  private static final Set<String> DEFINED =
+      DEFINITIONS.stream()
+          .flatMap(d -> d.names().stream())
+          .collect(java.util.stream.Collectors.toUnmodifiableSet());
+
   /**
    * Why a client defining this setting would refuse the value when it is built (a duration written
-   * {@code 30s} where Kafka counts milliseconds, say), as the client says it; empty for a value it
-   * takes or a setting none of them defines.
+   * {@code 30s} where Kafka counts milliseconds, say), as the client says it; for a setting none of
+   * them defines, that it is a slip of one they do, when one is a letter or two away (the clients
+   * would pass it over, saying so only at INFO); empty for a value a client takes, or a setting of
+   * a plugin's.
    */
   private static Optional<String> unparsable(String name, String value) {
+    if (!DEFINED.contains(name)) {
+      return Slips.nearest(name, DEFINED)
+          .map(
+              meant ->
+                  "is no setting of Kafka's clients (did you mean "
+                      + meant
+                      + "?); Kafka would pass it over");
+    }
     for (ConfigDef definitions : DEFINITIONS) {
       ConfigDef.ConfigKey key = definitions.configKeys().get(name);
       if (key == null) {

@@ -163,6 +163,12 @@ class ConfigLoaderTest {
                 .properties())
         .containsEntry("default.api.timeout.ms", "30000")
         .containsEntry("some.interceptor.setting", "anything");
+    assertThat(error("kafka:\n  properties:\n    secuirty.protocol: SASL_SSL\n"))
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.secuirty.protocol is no setting of Kafka's clients"
+                + " (did you mean security.protocol?); Kafka would pass it over.");
+    assertThat(error("kafka:\n  properties:\n    producer.linger.sm: 5\n"))
+        .endsWith("(did you mean linger.ms?); Kafka would pass it over.");
   }
 
   @Test
