@@ -103,7 +103,8 @@ public final class DefinitionsFile {
                             + action
                             + "'"));
     Optional<String> targetColumn = e.optionalString("target_column");
-    boolean hasTargetValue = e.has("target_value");
+    // Present even when null: a null target value sets the column to NULL.
+    boolean hasTargetValue = e.keys().contains("target_value");
     Object targetValue = e.typedScalar("target_value").orElse(null);
     if (onDelete == OnDelete.UPDATE_COLUMN_TO) {
       if (targetColumn.isEmpty()) {

@@ -126,6 +126,28 @@ class DefinitionsFileTest {
   }
 
   @Test
+  void should_take_a_null_target_value_as_setting_the_column_to_null() throws Exception {
+    for (String none : List.of("null", "~", "")) {
+      List<LooseForeignKey> keys =
+          read(
+              "packages:\n  - table: projects\n    column: project_id\n"
+                  + "    on_delete: update_column_to\n    target_column: status\n"
+                  + "    target_value: "
+                  + none
+                  + "\n");
+      assertThat(keys)
+          .as("target_value: %s", none)
+          .singleElement()
+          .satisfies(
+              k -> {
+                assertThat(k.onDelete()).isEqualTo(OnDelete.UPDATE_COLUMN_TO);
+                assertThat(k.targetColumn()).contains("status");
+                assertThat(k.targetValue()).isNull();
+              });
+    }
+  }
+
+  @Test
   void should_name_file_line_and_entry_of_each_bad_definition() {
     String head = "ci_pipelines:\n  - table: projects\n    column: project_id\n";
     assertThat(error(head + "    on_delete: cascade\n"))

@@ -118,7 +118,9 @@ abstract class LfkContract {
         "INSERT INTO a.projects SELECT g FROM generate_series(1, 10) g",
         "INSERT INTO a.merge_requests (project_id) SELECT 1 + g % 10 FROM generate_series(1, 3000) g",
         "INSERT INTO a.issues (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g",
-        "INSERT INTO a.packages (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g");
+        "INSERT INTO a.packages (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g",
+        "CREATE TABLE a.labels (id bigserial PRIMARY KEY, project_id bigint, color text DEFAULT 'red')",
+        "INSERT INTO a.labels (project_id) SELECT 1 + g % 10 FROM generate_series(1, 100) g");
     seed(
         "lfk_ci",
         "a",
@@ -155,6 +157,17 @@ abstract class LfkContract {
                 4L,
                 List.of()),
             key(
+                "a.labels",
+                "project_id",
+                "a.projects",
+                OnDelete.UPDATE_COLUMN_TO,
+                "main",
+                "main",
+                "bigint",
+                "color",
+                null, // target_value: null
+                List.of()),
+            key(
                 "a.ci_builds",
                 "project_id",
                 "a.projects",
@@ -181,6 +194,8 @@ abstract class LfkContract {
                     .isEqualTo(50);
                 assertThat(h.count("main", "SELECT count(*) FROM a.packages WHERE status = 4"))
                     .isEqualTo(50);
+                assertThat(h.count("main", "SELECT count(*) FROM a.labels WHERE color IS NULL"))
+                    .isEqualTo(50);
                 assertThat(
                         h.count(
                             "ci",
@@ -192,6 +207,10 @@ abstract class LfkContract {
       assertThat(
               h.count(
                   "main", "SELECT count(*) FROM a.packages WHERE project_id > 5 AND status = 0"))
+          .isEqualTo(50);
+      assertThat(
+              h.count(
+                  "main", "SELECT count(*) FROM a.labels WHERE project_id > 5 AND color = 'red'"))
           .isEqualTo(50);
       // Builds of odd projects are pending, of even ones running: 2 deleted projects × 40 stay.
       assertThat(h.count("ci", "SELECT count(*) FROM a.ci_builds WHERE project_id <= 5"))
