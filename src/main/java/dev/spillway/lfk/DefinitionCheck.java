@@ -46,10 +46,17 @@ public final class DefinitionCheck {
    * @param notNullDomain the domain its type is, or is over, that takes no NULL (declared NOT NULL,
    *     or a check constraint saying {@code IS NOT NULL}), or null
    */
+  /**
+   * @param type with its modifier ({@code varchar(3)}, a domain's name)
+   * @param baseType without its modifier
+   * @param rootType the type at the bottom of its domains, without modifier ({@code integer} for a
+   *     domain over one): what cleanup reads keys as and compares by
+   */
   private record Column(
       int attnum,
       String type,
       String baseType,
+      String rootType,
       boolean notNull,
       String category,
       boolean notNullCheck,
@@ -58,6 +65,9 @@ public final class DefinitionCheck {
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
+
+  /** SQLSTATE class of a domain's constraint refusing a value cast to it. */
+  private static final String INTEGRITY_CONSTRAINT_VIOLATION = "23";
 
   private final Function<String, DataSource> dataSources;
   private final Map<String, Optional<Table>> tables = new HashMap<>();
@@ -168,9 +178,9 @@ public final class DefinitionCheck {
         childDb,
         parentDb,
         child.primaryKey(),
-        column.baseType(),
+        column.rootType(),
         parentKey,
-        parentColumn.baseType(),
+        parentColumn.rootType(),
         unsweepable);
   }
 
@@ -264,7 +274,9 @@ public final class DefinitionCheck {
         }
       }
     } catch (SQLException e) {
-      if (e.getSQLState() == null || !e.getSQLState().startsWith(DATA_EXCEPTION)) {
+      if (e.getSQLState() == null
+          || !(e.getSQLState().startsWith(DATA_EXCEPTION)
+              || e.getSQLState().startsWith(INTEGRITY_CONSTRAINT_VIOLATION))) {
         throw e;
       }
       throw problem(k, valueIn(what, value, name, column) + " does not accept");
@@ -373,6 +385,10 @@ public final class DefinitionCheck {
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, -1),"
+                    + " (WITH RECURSIVE d(oid) AS (SELECT atttypid UNION ALL SELECT t.typbasetype"
+                    + " FROM pg_type t JOIN d ON t.oid = d.oid WHERE t.typtype = 'd')"
+                    + " SELECT format_type(t.oid, -1) FROM d JOIN pg_type t ON t.oid = d.oid"
+                    + " WHERE t.typtype <> 'd'),"
                     + " attnotnull, (SELECT typcategory FROM pg_type WHERE oid = atttypid),"
                     + " EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = attrelid"
                     + " AND contype = 'c' AND conkey = ARRAY[attnum]"
@@ -393,11 +409,12 @@ public final class DefinitionCheck {
             rs.getInt(1),
             rs.getString(2),
             rs.getString(3),
-            rs.getBoolean(4),
-            rs.getString(5),
-            rs.getBoolean(6),
-            rs.getString(7),
-            rs.getString(8));
+            rs.getString(4),
+            rs.getBoolean(5),
+            rs.getString(6),
+            rs.getBoolean(7),
+            rs.getString(8),
+            rs.getString(9));
       }
     }
   }
@@ -405,18 +422,27 @@ public final class DefinitionCheck {
   /**
    * Whether cleanup, which casts each deleted key's text to the child column's type, can find a
    * child of every key: a child of text takes any key; one of the key's kind of type (numbers,
-   * dates and times, ...: PostgreSQL's type category) takes its keys; an integer child of a text
-   * key is asked only for the keys that are integers. Any other pair would fail every batch on the
-   * first key the column's type does not read (a uuid child of a bigint key), or clean nothing.
+   * dates and times, ...: PostgreSQL's type category; of the catch-all one, only the key's own
+   * type) takes its keys; an integer child of a text key is asked only for the keys that are
+   * integers. Any other pair would fail every batch on the first key the column's type does not
+   * read (a uuid child of a bigint key), or clean nothing.
    */
   private static boolean cleanable(Column child, Column parent) {
     return STRING_CATEGORY.equals(child.category())
-        || child.category().equals(parent.category())
-        || (STRING_CATEGORY.equals(parent.category()) && INTEGERS.contains(child.baseType()));
+        || (child.category().equals(parent.category())
+            && (!USER_CATEGORY.equals(child.category())
+                || child.rootType().equals(parent.rootType())))
+        || (STRING_CATEGORY.equals(parent.category()) && INTEGERS.contains(child.rootType()));
   }
 
   /** The integer types, as {@code format_type} names them. */
   private static final Set<String> INTEGERS = Set.of("smallint", "integer", "bigint");
+
+  /**
+   * PostgreSQL's catch-all type category (uuid, bytea, json…), whose types have nothing in common:
+   * a bytea child reads a uuid key's text as other bytes, never matching.
+   */
+  private static final String USER_CATEGORY = "U";
 
   /** PostgreSQL's type category of text, varchar, char(n) and their domains. */
   private static final String STRING_CATEGORY = "S";
@@ -448,7 +474,7 @@ public final class DefinitionCheck {
               + "'s default operator class starts with it (one of another, as text_pattern_ops,"
               + " serves cleanup's equality but not the sweep's walk in order)");
     }
-    if (!comparable(column.baseType(), parentColumn.baseType())) {
+    if (!comparable(column.rootType(), parentColumn.rootType())) {
       return Optional.of(
           k.column()
               + " is "

@@ -66,6 +66,15 @@ class DefinitionCheckIT {
             + " serial bigint GENERATED ALWAYS AS IDENTITY)",
         "CREATE TABLE k.things (id uuid PRIMARY KEY)",
         "CREATE TABLE k.thing_uses (id bigint PRIMARY KEY, thing_id bigint)",
+        "CREATE TABLE k.thing_bytes (id bigint PRIMARY KEY, thing_id bytea)",
+        "CREATE DOMAIN k.small_status AS int CHECK (VALUE BETWEEN 0 AND 3)",
+        "CREATE TABLE k.statused (id bigint PRIMARY KEY, project_id bigint, status k.small_status)",
+        "CREATE DOMAIN k.int_id AS integer",
+        "CREATE DOMAIN k.big_id AS bigint",
+        "CREATE TABLE k.domain_uses (id bigint PRIMARY KEY, project_id k.int_id,"
+            + " big_project_id k.big_id)",
+        "CREATE INDEX ON k.domain_uses (project_id)",
+        "CREATE INDEX ON k.domain_uses (big_project_id)",
         "CREATE INDEX ON k.partial (project_id) WHERE project_id > 0",
         // Indexes the planner passes over for the statements' = ANY and ORDER BY.
         "CREATE TABLE k.patterned (id bigint PRIMARY KEY, project_id text)",
@@ -232,6 +241,24 @@ class DefinitionCheckIT {
   }
 
   @Test
+  void should_read_keys_as_the_type_under_a_columns_domains() throws Exception {
+    DefinitionCheck.Result r =
+        check(
+            entry("domain_uses", "projects", "project_id", "async_delete")
+                + "  - table: k.projects\n    column: big_project_id\n"
+                + "    on_delete: async_delete\n");
+    CheckedKey ints = r.keys().get(0);
+    assertThat(ints.columnType()).isEqualTo("integer");
+    assertThat(ints.asColumnValue("3000000000"))
+        .as("a bigint key past an integer domain's range: no child has it")
+        .isEmpty();
+    assertThat(ints.asColumnValue("42")).hasValue("42");
+    assertThat(r.keys().get(1).columnType()).isEqualTo("bigint");
+    assertThat(r.keys().get(1).unsweepable()).as("a bigint domain against a bigint key").isEmpty();
+    assertThat(r.warnings()).isEmpty();
+  }
+
+  @Test
   void should_accept_values_the_columns_take() throws Exception {
     DefinitionCheck.Result r =
         check(
@@ -239,11 +266,14 @@ class DefinitionCheckIT {
                 + "    conditions: { state: 3 }\n"
                 + entry("packages", "projects", "project_id", "update_column_to")
                 + "    target_column: status\n    target_value: '4'\n"
+                + entry("statused", "projects", "project_id", "update_column_to")
+                + "    target_column: status\n    target_value: null\n"
                 + entry("labels", "projects", "project_id", "update_column_to")
                 + "    target_column: code\n    target_value: abc\n"
                 + "    conditions: { grade: ab, flags: '101', score: 1.2,"
                 + " seen: '2026-01-02 03:04:05' }\n");
-    assertThat(r.keys()).as("'ab' padded to char(3), 1.2 as 1.20").hasSize(3);
+    assertThat(r.keys()).as("'ab' padded to char(3), 1.2 as 1.20").hasSize(4);
+    assertThat(r.keys().get(2).key().targetValue()).isNull();
   }
 
   @Test
@@ -307,6 +337,20 @@ class DefinitionCheckIT {
         .endsWith(
             "sets project_id to NULL, but k.domained.project_id is of domain k.required_id, which"
                 + " takes no NULL.");
+    assertThat(
+            error(
+                entry("domained", "projects", "other_id", "update_column_to")
+                    + "    target_column: project_id\n    target_value: null\n"))
+        .endsWith(
+            "sets project_id to NULL, but k.domained.project_id is of domain k.required_id, which"
+                + " takes no NULL.");
+    assertThat(
+            error(
+                entry("statused", "projects", "project_id", "update_column_to")
+                    + "    target_column: status\n    target_value: 4\n"))
+        .isEqualTo(
+            "lfk.yml:2: k.statused.project_id → k.projects (update_column_to) has target_value"
+                + " '4', which column status of type k.small_status does not accept.");
     assertThat(error(entry("domained", "projects", "other_id", "async_nullify")))
         .endsWith(
             "sets other_id to NULL, but k.domained.other_id is of domain k.checked_id, which takes"
@@ -373,6 +417,12 @@ class DefinitionCheckIT {
         .endsWith(
             "thing_id is bigint and the parent's key uuid, which cleanup cannot compare (it"
                 + " reads each deleted key as bigint): give the column the key's kind of type, an"
+                + " integer one for a text key, or text.");
+    assertThat(error(entry("thing_bytes", "things", "thing_id", "async_delete")))
+        .as("of one catch-all category, but bytea reads a uuid's text as other bytes")
+        .endsWith(
+            "thing_id is bytea and the parent's key uuid, which cleanup cannot compare (it"
+                + " reads each deleted key as bytea): give the column the key's kind of type, an"
                 + " integer one for a text key, or text.");
   }
 
