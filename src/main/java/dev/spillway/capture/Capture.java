@@ -48,6 +48,15 @@ public final class Capture implements AutoCloseable {
    */
   static final Duration TAKE_OVER_CHECK_INTERVAL = Duration.ofSeconds(1);
 
+  /**
+   * Drops the replication slot and publication capture made in a database it will not read again (a
+   * demo's), once its capture stopped: an inactive slot holds the whole server's WAL.
+   */
+  public static void forget(DataSource database, String slot)
+      throws SQLException, InterruptedException {
+    SourcePreparation.forget(database, slot);
+  }
+
   /** Captures started in this process so far. */
   private static final AtomicInteger STARTED = new AtomicInteger();
 

@@ -607,6 +607,26 @@ final class SourcePreparation {
     }
   }
 
+  /**
+   * Drops the slot and the publication of a database capture will not read again, once the slot
+   * streams to none (within 10 s), so that it holds no WAL; a next start there begins anew.
+   */
+  static void forget(DataSource ds, String slot) throws SQLException, InterruptedException {
+    if (!slotReleased(ds, slot, Duration.ofSeconds(10))) {
+      throw new SQLException("replication slot " + slot + " still streams");
+    }
+    try (Connection c = ds.getConnection();
+        PreparedStatement drop =
+            c.prepareStatement(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots"
+                    + " WHERE slot_name = ? AND database = current_database()");
+        Statement st = c.createStatement()) {
+      drop.setString(1, slot);
+      drop.execute();
+      st.execute("DROP PUBLICATION IF EXISTS " + TableName.quote(slot));
+    }
+  }
+
   /** Drops a slot this start created, when preparing the database failed after it. */
   static void dropSlot(DataSource ds, String slot) throws SQLException {
     try (Connection c = ds.getConnection();

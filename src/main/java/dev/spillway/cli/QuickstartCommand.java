@@ -1,6 +1,7 @@
 package dev.spillway.cli;
 
 import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.capture.Capture;
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.BufferEvent;
@@ -94,6 +95,15 @@ final class QuickstartCommand implements Callable<Integer> {
       List<CaptureRoute> routes = new ArrayList<>(Demo.routes(topics));
       routes.addAll(buffers.routes(topics));
       routes.addAll(lfk.routes(topics));
+      // Run as the runtime stops, after capture and before the databases: database ci is the
+      // demo's alone, and its slot left behind would hold the embedded server's WAL while a later
+      // run captures main.
+      SpillwayRuntime started = runtime;
+      runtime.closeWith(
+          () ->
+              Capture.forget(
+                  started.databases().dataSource(LfkDemo.CI),
+                  started.captureSettings().slotName(LfkDemo.CI)));
       long t1 = System.nanoTime();
       runtime.startCapture(routes);
       out.printf("Capture streaming from databases main and ci in %.1f s%n", seconds(t1));

@@ -2,10 +2,16 @@ package dev.spillway.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.spillway.runtime.EmbeddedPostgresServer;
 import dev.spillway.testing.Cli;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -33,6 +39,21 @@ class QuickstartIT {
                 + " in 3 bulk calls \\(rows per call: 4, 4, 2; 3 distinct Idempotency-Keys\\); 0 rows"
                 + " left in the table");
 
+    // The demo's ci database keeps no slot to hold the server's WAL; main keeps its own.
+    try (EmbeddedPostgresServer server =
+            EmbeddedPostgresServer.start(dir.resolve("wd/postgres"), 0, List.of("main", "ci"));
+        Connection c =
+            DriverManager.getConnection(
+                server.jdbcUrl("ci"), EmbeddedPostgresServer.SUPERUSER, null);
+        Statement st = c.createStatement();
+        ResultSet rs =
+            st.executeQuery(
+                "SELECT string_agg(database || ' ' || slot_name, ', ' ORDER BY database)"
+                    + " FROM pg_replication_slots")) {
+      rs.next();
+      assertThat(rs.getString(1)).isEqualTo("main spillway_main");
+    }
+
     // A second run continues on the same data: the captured tables and slot are reused. Its HTTP
     // port is held by another process (a running Spillway, say): it takes a free one.
     try (ServerSocket taken = new ServerSocket(0)) {
@@ -40,10 +61,12 @@ class QuickstartIT {
       Files.writeString(config, "working-dir: wd\nhttp:\n  port: " + port + "\n");
       Cli.Result second = Cli.run("quickstart", "-c", config.toString());
       assertThat(second.exitCode()).as(second.err()).isZero();
+      assertThat(second.err()).as("ci begins anew, not as a lost slot").doesNotContain("was gone");
       assertThat(second.out())
           .contains("  HTTP port " + port + " is in use: the quickstart takes a free one.")
           .containsPattern("ready in [0-9.]+ s: Kafka at \\S+, dashboard at http://localhost:\\d+/")
           .doesNotContain("dashboard at http://localhost:" + port + "/")
+          .contains("Capture streaming from databases main and ci")
           .contains(
               "300 merge requests, 60 pipelines and 3000 builds deleted, 100 head pipelines"
                   + " nullified, 30 packages set to status 4");
