@@ -1,5 +1,7 @@
 package dev.spillway.health;
 
+import dev.spillway.jdbc.Databases;
+
 /** Every query the health monitor runs; all read PostgreSQL's own statistics views. */
 final class HealthStatements {
   private HealthStatements() {}
@@ -124,6 +126,8 @@ final class HealthStatements {
           + " AND l.database = "
           + THIS_DATABASE
           + " AND a.pid <> pg_backend_pid()"
-          + " AND a.application_name <> 'spillway' AND a.backend_type <> 'autovacuum worker')"
+          + " AND a.application_name <> '"
+          + Databases.APPLICATION_NAME
+          + "' AND a.backend_type <> 'autovacuum worker')"
           + " ON l.relation = t.relid GROUP BY t.root";
 }

@@ -29,6 +29,12 @@ public final class Databases implements AutoCloseable {
   private final Map<String, HikariDataSource> pools = new LinkedHashMap<>();
   private final MeterRegistry registry;
 
+  /**
+   * The {@code application_name} of every session of Spillway's, whatever the URL names: the health
+   * check leaves sessions of this name out of the lock waits it counts.
+   */
+  public static final String APPLICATION_NAME = "spillway";
+
   public Databases(Collection<DatabaseEndpoint> endpoints, MeterRegistry registry) {
     this.endpoints = new LinkedHashMap<>();
     endpoints.forEach(e -> this.endpoints.put(e.name(), e));
@@ -63,7 +69,7 @@ public final class Databases implements AutoCloseable {
     ds.setURL(e.url());
     ds.setUser(e.username());
     ds.setPassword(e.password());
-    ds.setApplicationName("spillway");
+    ds.setApplicationName(APPLICATION_NAME); // set after the URL, so it wins over the URL's
     ds.setConnectTimeout(MONITOR_CONNECT_SECONDS);
     ds.setLoginTimeout(MONITOR_CONNECT_SECONDS);
     ds.setSocketTimeout(MONITOR_READ_SECONDS);
@@ -87,15 +93,22 @@ public final class Databases implements AutoCloseable {
     c.setPassword(e.password());
     c.setMaximumPoolSize(e.poolSize());
     c.setMinimumIdle(1);
-    c.addDataSourceProperty("ApplicationName", "spillway");
+    c.addDataSourceProperty("ApplicationName", APPLICATION_NAME);
     // A server that vanishes mid-statement is noticed within about 25 s (KeepaliveSocketFactory).
     KeepaliveSocketFactory.driverSettings(e).forEach(c::addDataSourceProperty);
-    if (!e.lockTimeout().isZero()) {
-      // Every statement of Spillway's gives up a lock wait after this (SQLSTATE 55P03): the sink
-      // ends such a run unfinished and puts its batch back, behind other work.
-      c.setConnectionInitSql(
-          "SET lock_timeout = '" + Math.max(1, e.lockTimeout().toMillis()) + "ms'");
-    }
+    // The name is set again by each new session, since an ApplicationName in the URL wins over the
+    // property: health tells Spillway's own sessions (and their lock waits) apart by it. Every
+    // statement of Spillway's gives up a lock wait after lock_timeout (SQLSTATE 55P03): the sink
+    // ends such a run unfinished and puts its batch back, behind other work.
+    c.setConnectionInitSql(
+        "SELECT set_config('application_name', '"
+            + APPLICATION_NAME
+            + "', false)"
+            + (e.lockTimeout().isZero()
+                ? ""
+                : ", set_config('lock_timeout', '"
+                    + Math.max(1, e.lockTimeout().toMillis())
+                    + "ms', false)"));
     // Fail fast at start-up when the database is unreachable rather than on first use.
     c.setInitializationFailTimeout(10_000);
     if (registry != null) {

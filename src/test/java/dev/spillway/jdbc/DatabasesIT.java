@@ -83,6 +83,33 @@ class DatabasesIT {
     }
   }
 
+  @Test
+  void should_name_its_sessions_spillway_whatever_application_name_the_url_gives()
+      throws Exception {
+    DatabaseEndpoint real = EmbeddedInfra.get().database("keepalive");
+    String url = real.url() + "?ApplicationName=billing";
+    try (Databases dbs =
+        new Databases(
+            List.of(
+                new DatabaseEndpoint("ci", url, real.username(), null, 2, DEFAULT_LOCK_TIMEOUT)),
+            new SimpleMeterRegistry())) {
+      for (DataSource ds : List.of(dbs.dataSource("ci"), dbs.unpooledSource("ci"))) {
+        try (Connection c = ds.getConnection();
+            Statement st = c.createStatement();
+            ResultSet rs =
+                st.executeQuery(
+                    "SELECT current_setting('application_name'),"
+                        + " current_setting('lock_timeout')")) {
+          rs.next();
+          assertThat(rs.getString(1)).isEqualTo(Databases.APPLICATION_NAME);
+          if (ds == dbs.dataSource("ci")) {
+            assertThat(rs.getString(2)).as("the pool's lock timeout kept").isEqualTo("2s");
+          }
+        }
+      }
+    }
+  }
+
   /** A socket factory a URL names, counting the sockets it makes. */
   public static final class PlainSockets extends javax.net.SocketFactory {
     static final java.util.concurrent.atomic.AtomicInteger made =
