@@ -89,7 +89,7 @@ final class SinkWorker implements AutoCloseable {
      * When ({@code System.nanoTime()}) the batches behind a head held at STOP may be looked at
      * again, after a look found none that could run.
      */
-    long lookBehindAt;
+    long lookBehindAt = System.nanoTime(); // nanoTime may be negative: 0 is no start of time
 
     /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
     volatile boolean forgotten;
@@ -140,6 +140,9 @@ final class SinkWorker implements AutoCloseable {
   private final Map<TopicPartition, OffsetAndMetadata> owed = new HashMap<>();
 
   /** When owed offsets are tried again ({@code System.nanoTime()}), or 0 while commits succeed. */
+  /** Whether commits are failing, and then when ({@code System.nanoTime()}) to try again. */
+  private boolean commitsFailing;
+
   private long commitRetryAt;
 
   private final AtomicInteger loops = new AtomicInteger();
@@ -328,13 +331,14 @@ final class SinkWorker implements AutoCloseable {
   private void commit(Map<TopicPartition, OffsetAndMetadata> commits, boolean now) {
     owed.putAll(commits);
     owed.keySet().retainAll(committed.keySet()); // only partitions it still holds
-    if (owed.isEmpty() || (commitRetryAt != 0 && !now && System.nanoTime() < commitRetryAt)) {
+    if (owed.isEmpty() || (commitsFailing && !now && System.nanoTime() - commitRetryAt < 0)) {
       return;
     }
     try {
       commitSync(consumer, owed, COMMIT_WAIT);
     } catch (RetriableException | RebalanceInProgressException | CommitFailedException e) {
-      boolean first = commitRetryAt == 0;
+      boolean first = !commitsFailing;
+      commitsFailing = true;
       commitRetryAt = System.nanoTime() + COMMIT_RETRY.toNanos();
       boolean rebalance = e instanceof RebalanceInProgressException;
       // Said once: at INFO for a rebalance (an instance joining or leaving is routine), as a
@@ -360,8 +364,8 @@ final class SinkWorker implements AutoCloseable {
     }
     owed.forEach((tp, o) -> committed.replace(tp, o.offset()));
     owed.clear();
-    if (commitRetryAt != 0) {
-      commitRetryAt = 0;
+    if (commitsFailing) {
+      commitsFailing = false;
       if (!rebalancing) {
         log.info("Sink worker {} commits to Kafka again", name);
       }
