@@ -262,7 +262,7 @@ final class UnitOfWork {
       // Part of it is done: only the rest goes back, behind what waits, with the same attempts.
       requeuer.requeue(record, record.attempts(), p.rest());
       metrics.requeued();
-      handler.requeued(record, record.attempts(), false);
+      told(record, record.attempts(), false);
       return new Result(record, outcome, true);
     }
     if (outcome instanceof Outcome.Done || outcome instanceof Outcome.Paused) {
@@ -293,7 +293,7 @@ final class UnitOfWork {
         // max-attempts runs, not one per run.
         requeuer.delay(record, 0, after);
         metrics.delayed();
-        handler.requeued(record, 0, true);
+        told(record, 0, true);
         log.info(
             "Batch {} reached {} on attempt {}: delayed by {}",
             record.position(),
@@ -303,7 +303,7 @@ final class UnitOfWork {
       } else {
         requeuer.requeue(record, attempts);
         metrics.requeued();
-        handler.requeued(record, attempts, false);
+        told(record, attempts, false);
       }
       return new Result(record, outcome, true);
     }
@@ -350,6 +350,19 @@ final class UnitOfWork {
         record.position(),
         why);
     return new Result(record, new Outcome.Paused("stepped aside: " + why), true);
+  }
+
+  /**
+   * Tells the handler its batch went back (for its own counts) once Kafka took it: what the hook
+   * throws is said, not taken for Kafka refusing the batch, which would run it again beside the
+   * copy put back.
+   */
+  private void told(SinkRecord record, int attempts, boolean delayed) {
+    try {
+      handler.requeued(record, attempts, delayed);
+    } catch (RuntimeException e) {
+      log.warn("After putting batch {} back: {}", record.position(), e.toString());
+    }
   }
 
   /**

@@ -32,6 +32,9 @@ class UnitOfWorkTest {
   private final AtomicInteger runs = new AtomicInteger();
   private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
+  /** What the handler's {@code requeued} hook throws, if anything. */
+  private RuntimeException requeuedFails;
+
   /** A unit whose every run pauses having done part of the batch, naming the rest. */
   private UnitOfWork pausingWithRest() {
     return endingWith(new Outcome.Paused("worker stopping", "rest".getBytes()));
@@ -66,6 +69,13 @@ class UnitOfWorkTest {
             runs.incrementAndGet();
             return body.apply(context);
           }
+
+          @Override
+          public void requeued(SinkRecord record, int attempts, boolean delayed) {
+            if (requeuedFails != null) {
+              throw requeuedFails;
+            }
+          }
         };
     return new UnitOfWork(
         handler,
@@ -90,6 +100,16 @@ class UnitOfWorkTest {
     assertThat(producer.history()).hasSize(1);
     assertThat(new String(producer.history().get(0).value())).isEqualTo("rest");
     assertThat(producer.history().get(0).topic()).isEqualTo("t.batches");
+  }
+
+  @Test
+  void should_commit_a_batch_put_back_though_the_handlers_hook_then_fails() {
+    requeuedFails = new IllegalStateException("a counter of the pipeline's broke");
+
+    UnitOfWork.Result r = pausingWithRest().run(record(), () -> true, () -> false);
+
+    assertThat(r.commit()).as("its rest is in Kafka: this run must not come again").isTrue();
+    assertThat(producer.history()).hasSize(1);
   }
 
   @Test
