@@ -173,9 +173,9 @@ public final class ConsumerLag {
 
   /**
    * The earliest write time of the first records at or after these positions, below each
-   * partition's {@code end}; null when none could be read. A record deleted since the positions
-   * were looked up (by retention) is passed over to the first one still there, and a partition with
-   * nothing left before its end is not waited for.
+   * partition's {@code end}; null when that of one partition could not be read in time. A record
+   * deleted since the positions were looked up (by retention) is passed over to the first one still
+   * there, and a partition with nothing left before its end is not waited for.
    */
   static Long oldest(
       KafkaConsumer<byte[], byte[]> consumer,
@@ -212,6 +212,9 @@ public final class ConsumerLag {
       // The consumer serves later reads: nothing paused or assigned may outlive this one.
       consumer.resume(consumer.paused());
       consumer.assign(List.of());
+    }
+    if (found.size() + gone.size() < at.size()) {
+      return null; // a partition not read in time may hold an older record than any found
     }
     return found.values().stream().min(Long::compare).orElse(null);
   }
