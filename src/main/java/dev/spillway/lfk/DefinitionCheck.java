@@ -511,7 +511,13 @@ public final class DefinitionCheck {
                     // An invalid index (a CREATE INDEX CONCURRENTLY that failed) is never used.
                     + " FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid"
                     + " JOIN pg_am a ON a.oid = x.relam WHERE i.indrelid = ? AND i.indisvalid"
-                    + " AND a.amname = 'btree' AND i.indpred IS NULL AND i.indkey[0] = ?"
+                    + " AND a.amname = 'btree' AND i.indkey[0] = ?"
+                    // Whole, or holding the rows whose column is not null: every statement's
+                    // = ANY, > and IS NOT NULL on the column implies that predicate.
+                    + " AND (i.indpred IS NULL OR pg_get_expr(i.indpred, i.indrelid) = '(' ||"
+                    + " (SELECT quote_ident(att.attname) FROM pg_attribute att"
+                    + " WHERE att.attrelid = i.indrelid AND att.attnum = i.indkey[0])"
+                    + " || ' IS NOT NULL)')"
                     + columnsCollation(0)
                     + (target == null
                         ? ""
