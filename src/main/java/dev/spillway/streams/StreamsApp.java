@@ -33,6 +33,19 @@ public final class StreamsApp implements AutoCloseable {
   private static final Duration START_TIMEOUT = Duration.ofSeconds(60);
   private static final Duration CLOSE_TIMEOUT = Duration.ofSeconds(30);
 
+  /**
+   * How long stream threads are replaced while a topic the application reads is missing, from the
+   * first one it ended: a consumer whose metadata is not fresh yet right after the topics were made
+   * misses them for a moment; one missing longer was deleted.
+   */
+  static final Duration MISSING_SOURCE_GRACE = Duration.ofSeconds(30);
+
+  /** When ({@code System.nanoTime()}) a missing source topic first ended a thread; see below. */
+  private long missingSince;
+
+  /** Whether a missing source topic ended a thread since the application last ran. */
+  private boolean missing;
+
   private final String applicationId;
   private final KafkaStreams streams;
   private volatile String failure;
@@ -84,6 +97,9 @@ public final class StreamsApp implements AutoCloseable {
               || now == KafkaStreams.State.ERROR) {
             running.countDown();
           }
+          if (now == KafkaStreams.State.RUNNING) {
+            app.sourcesFound();
+          }
           if (now == KafkaStreams.State.ERROR && app.failure == null) {
             app.failure = "Streams application " + applicationId + " stopped with an error";
           }
@@ -93,9 +109,21 @@ public final class StreamsApp implements AutoCloseable {
           if (e instanceof MissingSourceTopicException
               || e.getCause() instanceof MissingSourceTopicException) {
             // Topics are created before the application starts; a consumer whose metadata is not
-            // fresh yet can still miss them once. A new thread asks again.
-            log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());
-            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+            // fresh yet can still miss them once. A new thread asks again, for a while.
+            if (app.sourceMissingBriefly(System.nanoTime())) {
+              log.warn("Streams application {}: {}; retrying", applicationId, e.getMessage());
+              return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+            }
+            app.failure =
+                "Streams application "
+                    + applicationId
+                    + " failed: a topic it reads has been missing for "
+                    + MISSING_SOURCE_GRACE.toSeconds()
+                    + " s ("
+                    + e.getMessage()
+                    + "); deleted while Spillway ran? A start makes it again";
+            log.error(app.failure);
+            return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
           }
           if (kafkaOutOfReach(e)) {
             // What the thread had not committed is aborted, and a new thread goes on from the last
@@ -202,6 +230,22 @@ public final class StreamsApp implements AutoCloseable {
   }
 
   /** Why the application stopped on its own, if it did. */
+  /**
+   * Whether a source topic missing at {@code now} has been so for less than {@link
+   * #MISSING_SOURCE_GRACE}, counted from the first thread it ended since the application last ran.
+   */
+  synchronized boolean sourceMissingBriefly(long now) {
+    if (!missing) {
+      missing = true;
+      missingSince = now;
+    }
+    return now - missingSince < MISSING_SOURCE_GRACE.toNanos();
+  }
+
+  private synchronized void sourcesFound() {
+    missing = false;
+  }
+
   public Optional<String> failure() {
     return Optional.ofNullable(failure);
   }

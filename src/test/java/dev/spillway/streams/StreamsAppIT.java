@@ -1,6 +1,8 @@
 package dev.spillway.streams;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.spillway.testing.EmbeddedInfra;
@@ -54,6 +56,49 @@ class StreamsAppIT {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("Streams application " + run + " failed: ")
                 .hasMessageContaining("no grant to write here"));
+  }
+
+  @Test
+  void should_fail_saying_so_once_a_topic_it_reads_stays_missing() throws Exception {
+    String run = "deleted-" + UUID.randomUUID();
+    String bootstrap = EmbeddedInfra.get().bootstrapServers();
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.createTopics(List.of(new NewTopic(run + ".in", 1, (short) 1))).all().get();
+    }
+    Topology t = new Topology();
+    t.addSource("in", new ByteArrayDeserializer(), new ByteArrayDeserializer(), run + ".in");
+    t.addProcessor("passing", Passing::new, "in");
+    try (StreamsApp app =
+        StreamsApp.start(
+            run,
+            t,
+            bootstrap,
+            Map.of(),
+            dir,
+            Duration.ofMillis(100),
+            Duration.ofMillis(50),
+            (short) 1)) {
+      try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+        admin.deleteTopics(List.of(run + ".in")).all().get();
+      }
+
+      await()
+          .dontCatchUncaughtExceptions() // the stream threads' own, which the handler answers
+          .atMost(StreamsApp.MISSING_SOURCE_GRACE.plusSeconds(60))
+          .until(() -> app.failure().isPresent());
+      assertThat(app.failure().get())
+          .startsWith(
+              "Streams application "
+                  + run
+                  + " failed: a topic it reads has been missing for 30 s (")
+          .endsWith("); deleted while Spillway ran? A start makes it again");
+    }
+  }
+
+  /** A processor that passes nothing on. */
+  private static final class Passing implements Processor<byte[], byte[], byte[], byte[]> {
+    @Override
+    public void process(Record<byte[], byte[]> r) {}
   }
 
   /** A processor whose task cannot start, as one denied what it needs. */
