@@ -10,6 +10,7 @@ import dev.spillway.lfk.LfkPipeline;
 import dev.spillway.lfk.LfkSettings;
 import dev.spillway.lfk.LooseForeignKey;
 import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.support.Slips;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.sql.SQLException;
@@ -87,5 +88,35 @@ final class LfkStartup {
     out.flush();
     checked.warnings().forEach(w -> log.warn("{}", w)); // beside the log's other warnings
     return checked.keys();
+  }
+
+  /** Logs {@link #unrouted}'s warnings for {@code run}'s configuration. */
+  static void warnUnrouted(SpillwayConfig config, List<LooseForeignKey> definitions) {
+    unrouted(config.tables().keySet(), definitions).forEach(w -> log.warn("{}", w));
+  }
+
+  /**
+   * A warning for each {@code tables:} entry no definition has as child or parent, which places
+   * nothing (a slip of a name, say, whose table then lands in main), naming the table meant when
+   * one is a letter or two away.
+   */
+  static List<String> unrouted(Set<String> listed, List<LooseForeignKey> definitions) {
+    Set<String> named = new TreeSet<>();
+    for (LooseForeignKey k : definitions) {
+      named.add(k.child().toString());
+      named.add(k.parent().toString());
+    }
+    List<String> out = new java.util.ArrayList<>();
+    for (String table : listed) {
+      if (!named.contains(table)) {
+        out.add(
+            "tables: "
+                + table
+                + " is neither child nor parent of a loose foreign key of the configuration"
+                + Slips.nearest(table, named).map(t -> " (did you mean " + t + "?)").orElse("")
+                + ", so it places no table.");
+      }
+    }
+    return out;
   }
 }

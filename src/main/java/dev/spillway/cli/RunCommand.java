@@ -139,6 +139,7 @@ final class RunCommand implements Callable<Integer> {
     } else if (!buffers.isEmpty()) {
       buffers.checkTables(runtime); // held back, but their inserts are captured
     }
+    LfkStartup.warnUnrouted(runtime.config(), lfk.definitions());
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)

@@ -1,0 +1,31 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.spillway.event.TableName;
+import dev.spillway.lfk.LooseForeignKey;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class LfkStartupTest {
+  @Test
+  void should_warn_of_each_tables_entry_no_definition_names() {
+    List<LooseForeignKey> definitions =
+        List.of(
+            LooseForeignKey.asyncDelete(
+                TableName.parse("ci_pipelines"), TableName.parse("projects"), "project_id", ""));
+
+    assertThat(
+            LfkStartup.unrouted(
+                new java.util.LinkedHashSet<>(
+                    List.of("public.ci_pipelines", "public.ci_pipeline", "audit.events")),
+                definitions))
+        .containsExactly(
+            "tables: public.ci_pipeline is neither child nor parent of a loose foreign key of the"
+                + " configuration (did you mean public.ci_pipelines?), so it places no table.",
+            "tables: audit.events is neither child nor parent of a loose foreign key of the"
+                + " configuration, so it places no table.");
+    assertThat(LfkStartup.unrouted(Set.of("public.projects"), definitions)).isEmpty();
+  }
+}
