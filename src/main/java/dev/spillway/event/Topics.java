@@ -128,6 +128,20 @@ public final class Topics {
         || (topic.startsWith(name(Pipeline.BUFFERS, "")) && topic.endsWith(".events"));
   }
 
+  /**
+   * Whether a pipeline's sink or delay releaser reads the topic: its batches (the cleanup batches,
+   * a buffer's) or its delayed batches.
+   */
+  public boolean isClaimed(String topic) {
+    for (Pipeline p : Pipeline.values()) {
+      if (topic.equals(delayed(p))) {
+        return true;
+      }
+    }
+    return topic.equals(cleanupBatches())
+        || (topic.startsWith(name(Pipeline.BUFFERS, "")) && topic.endsWith(BUFFER_BATCHES_SUFFIX));
+  }
+
   /** Debezium's source offsets (one partition, compacted). */
   public String captureOffsets() {
     return prefix + ".capture.offsets";

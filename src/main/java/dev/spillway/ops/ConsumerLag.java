@@ -117,7 +117,9 @@ public final class ConsumerLag {
     }
     Set<TopicPartition> unread = new TreeSet<>(BY_TOPIC_PARTITION);
     for (String topic : new TreeSet<>(admin.listTopics().names().get())) {
-      if (names.isCaptured(topic) && !read.contains(topic)) {
+      // Captured, or batches a sink (delayed batches a releaser) never committed on: a stopped
+      // Spillway has them to catch up on too.
+      if ((names.isCaptured(topic) || names.isClaimed(topic)) && !read.contains(topic)) {
         unread.addAll(range.partitions(topic));
       }
     }

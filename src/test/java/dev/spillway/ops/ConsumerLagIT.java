@@ -66,14 +66,20 @@ class ConsumerLagIT {
     // A buffer left out with --only, and loose foreign keys never run: capture wrote, none read.
     String waiting = prefix + ".buffers.b.events";
     String deletes = prefix + ".lfk.deleted-records";
+    // And batches of a buffer whose sink stopped before it ever committed on them.
+    String batches = prefix + ".buffers.b.batches";
     List<ProducerRecord<byte[], byte[]>> written = new ArrayList<>();
     for (int i = 0; i < 3; i++) {
       written.add(new ProducerRecord<>(waiting, i % 2, T0 + i * 1000L, null, new byte[] {1}));
     }
     written.add(new ProducerRecord<>(deletes, 0, T0 + 5000L, null, new byte[] {1}));
+    written.add(new ProducerRecord<>(batches, 0, T0 + 7000L, null, new byte[] {1}));
     write(
         bootstrap,
-        List.of(new NewTopic(waiting, 2, (short) 1), new NewTopic(deletes, 1, (short) 1)),
+        List.of(
+            new NewTopic(waiting, 2, (short) 1),
+            new NewTopic(deletes, 1, (short) 1),
+            new NewTopic(batches, 1, (short) 1)),
         written);
 
     List<Lag> lags = ConsumerLag.read(bootstrap, Map.of(), prefix);
@@ -82,6 +88,7 @@ class ConsumerLagIT {
         .containsExactly(
             new Lag(prefix + ".buffers.a", prefix + ".buffers.a.events", 1, 0, null, 0),
             new Lag(prefix + ".lfk.sink", prefix + ".lfk.cleanup-batches", 2, 5, T0 + 2000L, 0),
+            new Lag(ConsumerLag.NO_GROUP, batches, 1, 1, T0 + 7000L, 0),
             new Lag(ConsumerLag.NO_GROUP, waiting, 2, 3, T0, 0),
             new Lag(ConsumerLag.NO_GROUP, deletes, 1, 1, T0 + 5000L, 0));
   }
