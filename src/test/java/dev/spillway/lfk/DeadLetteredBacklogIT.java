@@ -56,12 +56,7 @@ class DeadLetteredBacklogIT {
         "not a batch".getBytes());
     deadLetter(Duration.ofMinutes(1), batchSource, batch("main", "public.projects", 4));
 
-    assertThat(LfkBacklog.read(bootstrap, Map.of(), topics))
-        .extracting(
-            LfkBacklog.Parent::database,
-            LfkBacklog.Parent::table,
-            LfkBacklog.Parent::pending,
-            LfkBacklog.Parent::deadLettered)
+    assertThat(backlog())
         .containsExactly(
             tuple("ci", "public.builds", 0L, 2L), tuple("main", "public.projects", 0L, 7L));
 
@@ -84,14 +79,16 @@ class DeadLetteredBacklogIT {
         .extracting(DeadLetterReplay.Letter::size, DeadLetterReplay.Letter::fate)
         .containsExactly(tuple(4, DeadLetterReplay.Fate.REPLAYED));
 
-    assertThat(LfkBacklog.read(bootstrap, Map.of(), topics))
-        .extracting(
-            LfkBacklog.Parent::database,
-            LfkBacklog.Parent::table,
-            LfkBacklog.Parent::pending,
-            LfkBacklog.Parent::deadLettered)
+    assertThat(backlog())
         .containsExactly(
             tuple("ci", "public.builds", 0L, 2L), tuple("main", "public.projects", 4L, 3L));
+  }
+
+  /** Each parent's database, table, pending and dead-lettered rows. */
+  private List<org.assertj.core.groups.Tuple> backlog() throws InterruptedException {
+    return LfkBacklog.read(bootstrap, Map.of(), topics).stream()
+        .map(p -> tuple(p.database(), p.table(), p.pending(), p.deadLettered()))
+        .toList();
   }
 
   private static byte[] batch(String database, String table, int rows) {

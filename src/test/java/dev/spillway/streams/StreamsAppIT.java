@@ -17,6 +17,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.ProcessorSupplier;
 import org.apache.kafka.streams.processor.api.Record;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -25,17 +26,13 @@ import org.junit.jupiter.api.io.TempDir;
 class StreamsAppIT {
   @TempDir Path dir;
 
+  private final String bootstrap = EmbeddedInfra.get().bootstrapServers();
+
   @Test
   void should_say_why_an_application_failing_as_it_starts_failed_without_waiting_a_minute()
       throws Exception {
     String run = "failing-" + UUID.randomUUID();
-    String bootstrap = EmbeddedInfra.get().bootstrapServers();
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      admin.createTopics(List.of(new NewTopic(run + ".in", 1, (short) 1))).all().get();
-    }
-    Topology t = new Topology();
-    t.addSource("in", new ByteArrayDeserializer(), new ByteArrayDeserializer(), run + ".in");
-    t.addProcessor("refusing", Refusing::new, "in");
+    Topology t = readingNewTopic(run, Refusing::new);
 
     // What this bounds is a hang, not a speed: the start waited its full minute, then said only
     // that it had not started.
@@ -61,13 +58,7 @@ class StreamsAppIT {
   @Test
   void should_fail_saying_so_once_a_topic_it_reads_stays_missing() throws Exception {
     String run = "deleted-" + UUID.randomUUID();
-    String bootstrap = EmbeddedInfra.get().bootstrapServers();
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      admin.createTopics(List.of(new NewTopic(run + ".in", 1, (short) 1))).all().get();
-    }
-    Topology t = new Topology();
-    t.addSource("in", new ByteArrayDeserializer(), new ByteArrayDeserializer(), run + ".in");
-    t.addProcessor("passing", Passing::new, "in");
+    Topology t = readingNewTopic(run, Passing::new);
     try (StreamsApp app =
         StreamsApp.start(
             run,
@@ -93,6 +84,18 @@ class StreamsAppIT {
                   + " failed: a topic it reads has been missing for 30 s (")
           .endsWith("); deleted while Spillway ran? A start makes it again");
     }
+  }
+
+  /** A topology of one processor reading topic {@code <run>.in}, made here. */
+  private Topology readingNewTopic(
+      String run, ProcessorSupplier<byte[], byte[], byte[], byte[]> processor) throws Exception {
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.createTopics(List.of(new NewTopic(run + ".in", 1, (short) 1))).all().get();
+    }
+    Topology t = new Topology();
+    t.addSource("in", new ByteArrayDeserializer(), new ByteArrayDeserializer(), run + ".in");
+    t.addProcessor("processor", processor, "in");
+    return t;
   }
 
   /** A processor that passes nothing on. */
