@@ -61,12 +61,15 @@ final class LfkStatusCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     SpillwayConfig config = Launch.config(lfk.root);
     // A definition run refuses is said here too, rather than shown as nothing running.
-    LfkConfig.from(config);
+    LfkConfig lfkConfig = LfkConfig.from(config);
     Optional<RuntimeInfo> running = WorkingDirectory.running(config.workingDir());
     String bootstrap = Launch.kafka(config, running, "the backlog");
     List<LfkBacklog.Parent> backlog =
         LfkBacklog.read(
-            bootstrap, config.kafka().properties(), new Topics(config.kafka().topicPrefix()));
+            bootstrap,
+            config.kafka().properties(),
+            new Topics(config.kafka().topicPrefix()),
+            lfkConfig.definitions());
     Optional<Map<String, Long>> processed = Optional.empty();
     String unread = null; // why the running process's counts could not be read
     if (running.isPresent()) {

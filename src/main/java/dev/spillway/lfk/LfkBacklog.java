@@ -36,7 +36,7 @@ public final class LfkBacklog {
    * @param oldestCommitMicros commit time of the oldest pending delete, 0 when none is pending
    * @param rescheduled pending rows delayed after repeated unfinished runs
    * @param deadLettered deleted parent rows, not pending, in dead-lettered batches no replay has
-   *     handed back: their children are cleaned only once one does
+   *     handed back and {@code replay lfk} would: their children are cleaned only once one does
    */
   public record Parent(
       String database,
@@ -50,9 +50,17 @@ public final class LfkBacklog {
 
   private LfkBacklog() {}
 
-  /** Reads the backlog; empty when nothing was ever captured. */
+  /**
+   * Reads the backlog; empty when nothing was ever captured.
+   *
+   * @param definitions the configuration's: dead letters of a parent none of them has are not
+   *     counted, since {@code replay lfk} leaves them
+   */
   public static List<Parent> read(
-      String bootstrapServers, Map<String, String> kafkaProperties, Topics topics)
+      String bootstrapServers,
+      Map<String, String> kafkaProperties,
+      Topics topics,
+      List<LooseForeignKey> definitions)
       throws InterruptedException {
     LfkBacklog backlog = new LfkBacklog();
     String app = topics.streamsApplication(Pipeline.LFK, LfkPipeline.STREAMS_NAME);
@@ -112,6 +120,8 @@ public final class LfkBacklog {
             }
           });
     }
+    // As replay lfk reads them, by database and table.
+    DeadLetterReplay.Batches replayable = LfkPipeline.deadLetterBatches(topics, definitions);
     for (DeadLetterReplay.Letter l :
         DeadLetterReplay.list(
             bootstrapServers,
@@ -119,11 +129,13 @@ public final class LfkBacklog {
             topics.dlq(Pipeline.LFK),
             topics.replays(Pipeline.LFK),
             new DeadLetterReplay.Batches(
-                topics.cleanupBatches()::equals,
+                replayable.isBatchesTopic(),
                 value -> {
                   CleanupBatch b = EventSerdes.decodeCleanupBatch(value);
                   return new DeadLetterReplay.Batch(key(b.database(), b.table()), b.ids().size());
-                }))) {
+                },
+                entity ->
+                    replayable.unconfigured().apply(entity.substring(entity.indexOf('/') + 1))))) {
       if (l.fate() == DeadLetterReplay.Fate.WOULD_REPLAY) {
         backlog.counts.computeIfAbsent(l.entity(), k -> new long[4])[3] += l.size();
       }

@@ -35,6 +35,14 @@ class DeadLetteredBacklogIT {
       new Topics("dl" + UUID.randomUUID().toString().replace("-", "").substring(0, 10));
   private final Instant now = Instant.now();
 
+  /** The configuration's: parents projects and builds, not labels. */
+  private static final List<LooseForeignKey> DEFINITIONS =
+      List.of(
+          LooseForeignKey.asyncDelete(
+              TableName.parse("issues"), TableName.parse("projects"), "project_id", ""),
+          LooseForeignKey.asyncDelete(
+              TableName.parse("ci.jobs"), TableName.parse("builds"), "build_id", ""));
+
   @Test
   void should_count_dead_lettered_rows_per_parent_until_a_replay_hands_them_back()
       throws Exception {
@@ -55,6 +63,8 @@ class DeadLetteredBacklogIT {
         SinkHeaders.position(topics.deletedRecords(), 0, 3),
         "not a batch".getBytes());
     deadLetter(Duration.ofMinutes(1), batchSource, batch("main", "public.projects", 4));
+    // A parent no definition has (its definitions removed): replay lfk leaves its letter.
+    deadLetter(Duration.ofMinutes(10), batchSource, batch("main", "public.labels", 5));
 
     assertThat(backlog())
         .containsExactly(
@@ -68,11 +78,7 @@ class DeadLetteredBacklogIT {
             (short) 1,
             topics.dlq(Pipeline.LFK),
             topics.replays(Pipeline.LFK),
-            LfkPipeline.deadLetterBatches(
-                topics,
-                List.of(
-                    LooseForeignKey.asyncDelete(
-                        TableName.parse("issues"), TableName.parse("projects"), "project_id", ""))),
+            LfkPipeline.deadLetterBatches(topics, DEFINITIONS),
             new DeadLetterReplay.Request(
                 now.minus(Duration.ofMinutes(5)), "public.projects"::equals, false, false));
     assertThat(replayed)
@@ -86,7 +92,7 @@ class DeadLetteredBacklogIT {
 
   /** Each parent's database, table, pending and dead-lettered rows. */
   private List<org.assertj.core.groups.Tuple> backlog() throws InterruptedException {
-    return LfkBacklog.read(bootstrap, Map.of(), topics).stream()
+    return LfkBacklog.read(bootstrap, Map.of(), topics, DEFINITIONS).stream()
         .map(p -> tuple(p.database(), p.table(), p.pending(), p.deadLettered()))
         .toList();
   }

@@ -80,7 +80,7 @@ class DelayedBacklogIT {
       group.commitSync(Map.of(tp, new OffsetAndMetadata(0, released)));
     }
 
-    assertThat(LfkBacklog.read(bootstrap, Map.of(), topics))
+    assertThat(LfkBacklog.read(bootstrap, Map.of(), topics, List.of()))
         .singleElement()
         .satisfies(
             p -> {

@@ -675,7 +675,7 @@ abstract class LfkContract {
   }
 
   private List<LfkBacklog.Parent> backlog(LfkHarness h) throws InterruptedException {
-    return LfkBacklog.read(infra.bootstrapServers(), Map.of(), h.runtime.topics());
+    return LfkBacklog.read(infra.bootstrapServers(), Map.of(), h.runtime.topics(), List.of());
   }
 
   /**
