@@ -160,11 +160,11 @@ public final class KafkaClients {
           AdminClientConfig.configDef(),
           StreamsConfig.configDef());
 
-  /** The names of every Kafka client's settings. */
+  /** The names of every Kafka client's settings, in order, so a tie is broken alike each run. */
   private static final Set<String> DEFINED =
       DEFINITIONS.stream()
           .flatMap(d -> d.names().stream())
-          .collect(java.util.stream.Collectors.toUnmodifiableSet());
+          .collect(java.util.stream.Collectors.toCollection(java.util.TreeSet::new));
 
   /**
    * Why a client defining this setting would refuse the value when it is built (a duration written
@@ -178,9 +178,13 @@ public final class KafkaClients {
       return Slips.nearest(name, DEFINED)
           .map(
               meant ->
-                  "is no setting of Kafka's clients (did you mean "
-                      + meant
-                      + "?); Kafka would pass it over");
+                  SET_BY_SPILLWAY.contains(meant)
+                      ? "is no setting of Kafka's clients, and "
+                          + meant
+                          + ", a letter or two from it, is set by Spillway itself; remove it"
+                      : "is no setting of Kafka's clients (did you mean "
+                          + meant
+                          + "?); Kafka would pass it over");
     }
     for (ConfigDef definitions : DEFINITIONS) {
       ConfigDef.ConfigKey key = definitions.configKeys().get(name);

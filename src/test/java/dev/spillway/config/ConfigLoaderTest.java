@@ -169,6 +169,11 @@ class ConfigLoaderTest {
                 + " (did you mean security.protocol?); Kafka would pass it over.");
     assertThat(error("kafka:\n  properties:\n    producer.linger.sm: 5\n"))
         .endsWith("(did you mean linger.ms?); Kafka would pass it over.");
+    assertThat(error("kafka:\n  properties:\n    group.idd: mine\n"))
+        .as("not pointed at a setting it would then refuse")
+        .isEqualTo(
+            "spillway.yml:3: kafka.properties.group.idd is no setting of Kafka's clients, and"
+                + " group.id, a letter or two from it, is set by Spillway itself; remove it.");
   }
 
   @Test
