@@ -98,12 +98,7 @@ final class QuickstartCommand implements Callable<Integer> {
       // Run as the runtime stops, after capture and before the databases: database ci is the
       // demo's alone, and its slot left behind would hold the embedded server's WAL while a later
       // run captures main.
-      SpillwayRuntime started = runtime;
-      runtime.closeWith(
-          () ->
-              Capture.forget(
-                  started.databases().dataSource(LfkDemo.CI),
-                  started.captureSettings().slotName(LfkDemo.CI)));
+      runtime.closeWith(new ForgetDemoSlot(runtime));
       long t1 = System.nanoTime();
       runtime.startCapture(routes);
       out.printf("Capture streaming from databases main and ci in %.1f s%n", seconds(t1));
@@ -130,6 +125,18 @@ final class QuickstartCommand implements Callable<Integer> {
         runtime.close();
         endpoint.close();
       }
+    }
+  }
+
+  /**
+   * Drops the demo's ci slot and publication as the runtime stops (its name in a failure's log).
+   */
+  private record ForgetDemoSlot(SpillwayRuntime runtime) implements AutoCloseable {
+    @Override
+    public void close() throws Exception {
+      Capture.forget(
+          runtime.databases().dataSource(LfkDemo.CI),
+          runtime.captureSettings().slotName(LfkDemo.CI));
     }
   }
 

@@ -168,7 +168,7 @@ public final class DefinitionCheck {
               + " and the parent's key "
               + parentColumn.baseType()
               + ", which cleanup cannot compare (it reads each deleted key as "
-              + column.baseType()
+              + column.rootType()
               + "): give the column the key's kind of type, an integer one for a text key, or"
               + " text");
     }

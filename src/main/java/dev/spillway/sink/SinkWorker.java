@@ -139,10 +139,10 @@ final class SinkWorker implements AutoCloseable {
    */
   private final Map<TopicPartition, OffsetAndMetadata> owed = new HashMap<>();
 
-  /** When owed offsets are tried again ({@code System.nanoTime()}), or 0 while commits succeed. */
-  /** Whether commits are failing, and then when ({@code System.nanoTime()}) to try again. */
+  /** Whether commits are failing: owed offsets are then tried again at {@link #commitRetryAt}. */
   private boolean commitsFailing;
 
+  /** When owed offsets are tried again ({@code System.nanoTime()}) while commits fail. */
   private long commitRetryAt;
 
   private final AtomicInteger loops = new AtomicInteger();

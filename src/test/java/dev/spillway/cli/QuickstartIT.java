@@ -54,7 +54,8 @@ class QuickstartIT {
       assertThat(rs.getString(1)).isEqualTo("main spillway_main");
     }
 
-    // A second run continues on the same data: the captured tables and slot are reused. Its HTTP
+    // A second run continues on the same data: main's captured tables and slot are reused, ci's
+    // slot made anew. Its HTTP
     // port is held by another process (a running Spillway, say): it takes a free one.
     try (ServerSocket taken = new ServerSocket(0)) {
       int port = taken.getLocalPort();
