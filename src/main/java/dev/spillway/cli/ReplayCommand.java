@@ -37,6 +37,9 @@ import picocli.CommandLine.TypeConversionException;
     description = "Hand a pipeline's dead-lettered batches to its workers again.",
     subcommands = {ReplayCommand.Buffers.class, ReplayCommand.Lfk.class})
 final class ReplayCommand implements Runnable {
+  /** How long a signal waits for the replay to record what Kafka took before the JVM exits. */
+  private static final Duration SIGNAL_WIND_UP = Duration.ofSeconds(30);
+
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
 
@@ -171,36 +174,28 @@ final class ReplayCommand implements Runnable {
     String bootstrap =
         Launch.kafka(config, WorkingDirectory.running(config.workingDir()), "the dead letters");
     List<Letter> letters;
-    try {
-      letters =
-          DeadLetterReplay.replay(
-              bootstrap,
-              config.kafka().properties(),
-              config.kafka().replicationFactor(),
-              dlq,
-              topics.replays(pipeline),
-              batches,
-              new DeadLetterReplay.Request(options.since, only, options.dryRun, options.again));
-    } catch (DeadLetterReplay.IncompleteReplay e) {
-      throw new IllegalStateException(
-          e.recorded()
-              ? "Kafka did not take "
-                  + e.failed()
-                  + " of "
-                  + (e.taken() + e.failed())
-                  + " replayed batches ("
-                  + e.getMessage()
-                  + "); the "
-                  + e.taken()
-                  + " it took run and are recorded as replayed, so replaying again hands over only"
-                  + " the rest."
-              : "Kafka took "
-                  + e.taken()
-                  + " replayed batches but could not record them as replayed ("
-                  + e.getMessage()
-                  + "); they run, and replaying again hands them over twice, with the same group"
-                  + " ids.",
-          e.getCause());
+    // Ctrl+C: what Kafka took so far is recorded before the JVM exits, so replaying again hands
+    // over only the rest.
+    try (OnSignal signal = OnSignal.interruptingThisThread(SIGNAL_WIND_UP)) {
+      try {
+        letters =
+            DeadLetterReplay.replay(
+                bootstrap,
+                config.kafka().properties(),
+                config.kafka().replicationFactor(),
+                dlq,
+                topics.replays(pipeline),
+                batches,
+                new DeadLetterReplay.Request(options.since, only, options.dryRun, options.again));
+      } catch (DeadLetterReplay.IncompleteReplay e) {
+        if (e.stopped()) {
+          PrintWriter err = spec.commandLine().getErr();
+          err.println(stopped(dlq, e.taken()));
+          err.flush();
+          return ErrorHandler.FAILURE;
+        }
+        throw new IllegalStateException(incomplete(e), e.getCause());
+      }
     }
     PrintWriter out = spec.commandLine().getOut();
     if (options.json) {
@@ -213,6 +208,44 @@ final class ReplayCommand implements Runnable {
       spec.commandLine().getErr().println(noneConfigured(config, noneConfigured));
     }
     return ErrorHandler.OK;
+  }
+
+  /** What a replay stopped part-way (a signal) did, and what replaying again does. */
+  static String stopped(String dlq, int taken) {
+    return "Replay stopped before the end of "
+        + dlq
+        + (taken == 0
+            ? ": no batch was handed over."
+            : ": "
+                + Count.of(taken, "batch", "batches")
+                + " handed over and recorded as replayed, so replaying again hands over the rest.");
+  }
+
+  /**
+   * What a replay Kafka did not wholly take did: which batches run, and what a next replay does.
+   */
+  static String incomplete(DeadLetterReplay.IncompleteReplay e) {
+    if (e.unrecorded() > 0) {
+      return "Kafka took "
+          + Count.of(e.taken(), "replayed batch", "replayed batches")
+          + " but could not record "
+          + (e.unrecorded() == e.taken() ? "them" : e.unrecorded() + " of them")
+          + " as replayed ("
+          + e.getMessage()
+          + "); they run, and replaying again hands "
+          + (e.unrecorded() == e.taken() ? "them" : "those " + e.unrecorded())
+          + " over twice, with the same group ids.";
+    }
+    return "Kafka did not take "
+        + e.failed()
+        + " of "
+        + (e.taken() + e.failed())
+        + " replayed batches ("
+        + e.getMessage()
+        + "); the "
+        + e.taken()
+        + " it took run and are recorded as replayed, so replaying again hands over only"
+        + " the rest.";
   }
 
   /**

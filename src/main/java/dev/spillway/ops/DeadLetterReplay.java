@@ -6,7 +6,9 @@ import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
 import dev.spillway.sink.SinkHeaders;
 import java.time.Instant;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,6 +21,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 
@@ -124,20 +127,6 @@ public final class DeadLetterReplay {
     List<Letter> letters = new ArrayList<>();
     try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties);
         Sender sender = new Sender(bootstrapServers, kafkaProperties, replicationFactor, replays)) {
-      range.read(
-          replays,
-          TopicRange.all(),
-          r -> {
-            if (r.key() != null) {
-              OptionalLong letter = SinkHeaders.failedAt(r.headers());
-              replayedBefore
-                  .computeIfAbsent(SinkHeaders.text(r.key()), k -> new ArrayList<>())
-                  .add(
-                      new Replayed(
-                          Instant.ofEpochMilli(r.timestamp()),
-                          letter.isPresent() ? Instant.ofEpochMilli(letter.getAsLong()) : null));
-            }
-          });
       // In the topic's order, the same from run to run; each batch is sent as it is read, so
       // memory holds the producer's buffer, not the dead-letter topic.
       TopicRange.Each each =
@@ -159,11 +148,30 @@ public final class DeadLetterReplay {
             }
           };
       try {
+        range.read(
+            replays,
+            TopicRange.all(),
+            r -> {
+              if (r.key() != null) {
+                OptionalLong letter = SinkHeaders.failedAt(r.headers());
+                replayedBefore
+                    .computeIfAbsent(SinkHeaders.text(r.key()), k -> new ArrayList<>())
+                    .add(
+                        new Replayed(
+                            Instant.ofEpochMilli(r.timestamp()),
+                            letter.isPresent() ? Instant.ofEpochMilli(letter.getAsLong()) : null));
+              }
+            });
         range.readInOrder(
             dlq,
             request.since() == null ? TopicRange.all() : range.writtenFrom(request.since()),
             each);
-      } catch (InterruptedException | RuntimeException e) {
+      } catch (InterruptedException | InterruptException e) {
+        // Stopped (a signal): what Kafka took is recorded, so the next replay hands over the rest.
+        Thread.interrupted();
+        sender.finish();
+        throw IncompleteReplay.stopped(sender.taken(), e);
+      } catch (RuntimeException e) {
         // What went out is recorded, so the next replay does not hand it over again.
         try {
           sender.finish();
@@ -199,6 +207,10 @@ public final class DeadLetterReplay {
           batches,
           new Request(null, entity -> true, true, false));
     } catch (IncompleteReplay e) {
+      if (e.stopped()) {
+        Thread.currentThread().interrupt();
+        throw new InterruptedException("stopped while reading the dead letters");
+      }
       throw new IllegalStateException("a dry run sent a batch", e);
     }
   }
@@ -349,19 +361,31 @@ public final class DeadLetterReplay {
   }
 
   /**
-   * A replay Kafka did not wholly take: the batches it took run and were recorded as replayed
-   * (unless {@code recorded} is false), the others were not sent.
+   * A replay Kafka did not wholly take, or one stopped part-way: the batches Kafka took run and
+   * were recorded as replayed (but for {@code unrecorded} of them), the others were not sent.
    */
   public static final class IncompleteReplay extends Exception {
     private final int taken;
     private final int failed;
-    private final boolean recorded;
+    private final int unrecorded;
+    private final boolean stopped;
 
-    IncompleteReplay(int taken, int failed, boolean recorded, Throwable cause) {
+    IncompleteReplay(int taken, int failed, int unrecorded, Throwable cause) {
+      this(taken, failed, unrecorded, false, cause);
+    }
+
+    private IncompleteReplay(
+        int taken, int failed, int unrecorded, boolean stopped, Throwable cause) {
       super(cause.getMessage(), cause);
       this.taken = taken;
       this.failed = failed;
-      this.recorded = recorded;
+      this.unrecorded = unrecorded;
+      this.stopped = stopped;
+    }
+
+    /** Interrupted before the dead-letter topic's end, with {@code taken} batches recorded. */
+    static IncompleteReplay stopped(int taken, Exception interruption) {
+      return new IncompleteReplay(taken, 0, 0, true, interruption);
     }
 
     public int taken() {
@@ -372,15 +396,23 @@ public final class DeadLetterReplay {
       return failed;
     }
 
-    public boolean recorded() {
-      return recorded;
+    /**
+     * Batches Kafka took that could not be recorded as replayed: a next replay hands them again.
+     */
+    public int unrecorded() {
+      return unrecorded;
+    }
+
+    /** Interrupted (a signal) before it read the dead-letter topic to its end. */
+    public boolean stopped() {
+      return stopped;
     }
   }
 
   /**
-   * Sends batches as they come, then waits for each acknowledgement and records those Kafka took as
-   * replayed (a replay cut off in between hands them over again next time: at least once). The
-   * replays topic is made sure of before the first batch goes: a replay that cannot be recorded
+   * Sends batches as they come and records each as replayed once Kafka took it, while the replay
+   * goes on: a replay cut off hands over again next time only what was in flight (at least once).
+   * The replays topic is made sure of before the first batch goes: a replay that cannot be recorded
    * sends nothing.
    */
   private static final class Sender implements AutoCloseable {
@@ -393,7 +425,17 @@ public final class DeadLetterReplay {
     /** A batch sent: its acknowledgement, and what the replays topic gets once Kafka took it. */
     private record Sent(Future<RecordMetadata> ack, ProducerRecord<byte[], byte[]> record) {}
 
-    private final List<Sent> sent = new ArrayList<>();
+    /** Batches not yet known taken or refused, in the order sent. */
+    private final Deque<Sent> sent = new ArrayDeque<>();
+
+    /** Records of replays sent and not yet acknowledged. */
+    private final Deque<Future<RecordMetadata>> recording = new ArrayDeque<>();
+
+    private int taken;
+    private int failed;
+    private int unrecorded;
+    private Throwable failure;
+    private Throwable recordFailure;
 
     Sender(
         String bootstrapServers,
@@ -414,37 +456,52 @@ public final class DeadLetterReplay {
         producer = producer();
       }
       sent.add(new Sent(producer.send(batch), replayRecord(replays, batch, letterFailedAt)));
+      settle(false);
     }
 
+    /** Batches Kafka took (and are recorded, or being recorded, as replayed). */
+    int taken() {
+      return taken;
+    }
+
+    /**
+     * Records the batches Kafka took: those already answered, in the order sent, or, when {@code
+     * all}, every one sent, waiting for its answer.
+     */
+    private void settle(boolean all) throws InterruptedException {
+      while (!sent.isEmpty() && (all || sent.peek().ack().isDone())) {
+        try {
+          sent.peek().ack().get();
+          recording.add(producer.send(sent.peek().record()));
+          taken++;
+        } catch (ExecutionException e) {
+          failed++;
+          failure = failure == null ? e.getCause() : failure;
+        }
+        sent.poll();
+      }
+      while (!recording.isEmpty() && (all || recording.peek().isDone())) {
+        try {
+          recording.peek().get();
+        } catch (ExecutionException e) {
+          unrecorded++;
+          recordFailure = recordFailure == null ? e.getCause() : recordFailure;
+        }
+        recording.poll();
+      }
+    }
+
+    /** Waits until every batch sent is taken or refused and what was taken is recorded. */
     void finish() throws InterruptedException, IncompleteReplay {
       if (producer == null) {
         return;
       }
-      List<ProducerRecord<byte[], byte[]>> taken = new ArrayList<>();
-      Throwable failure = null;
-      for (Sent s : sent) {
-        try {
-          s.ack().get();
-          taken.add(s.record());
-        } catch (ExecutionException e) {
-          failure = failure == null ? e.getCause() : failure;
-        }
-      }
-      int failed = sent.size() - taken.size();
-      sent.clear();
-      List<Future<RecordMetadata>> recorded = new ArrayList<>();
-      for (ProducerRecord<byte[], byte[]> r : taken) {
-        recorded.add(producer.send(r));
-      }
-      try {
-        for (Future<RecordMetadata> f : recorded) {
-          f.get();
-        }
-      } catch (ExecutionException e) {
-        throw new IncompleteReplay(taken.size(), failed, false, e.getCause());
+      settle(true);
+      if (recordFailure != null) {
+        throw new IncompleteReplay(taken, failed, unrecorded, recordFailure);
       }
       if (failure != null) {
-        throw new IncompleteReplay(taken.size(), failed, true, failure);
+        throw new IncompleteReplay(taken, failed, 0, failure);
       }
     }
 

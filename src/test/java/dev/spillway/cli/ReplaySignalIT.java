@@ -1,0 +1,182 @@
+package dev.spillway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.spillway.event.CleanupBatch;
+import dev.spillway.event.EventSerdes;
+import dev.spillway.event.Pipeline;
+import dev.spillway.event.TableName;
+import dev.spillway.event.Topics;
+import dev.spillway.sink.SinkHeaders;
+import dev.spillway.testing.Cli;
+import dev.spillway.testing.EmbeddedInfra;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code replay lfk} stopped part-way by SIGTERM (as Ctrl+C stops it), in a JVM of its own. */
+class ReplaySignalIT {
+  /** Enough dead letters that the replay is still reading them when the signal comes. */
+  private static final int LETTERS = 300_000;
+
+  @TempDir Path dir;
+  private final String bootstrap = EmbeddedInfra.get().bootstrapServers();
+
+  @Test
+  void should_record_what_it_handed_over_when_stopped_by_a_signal() throws Exception {
+    Topics topics = deadLetteredTopics();
+    Path log = dir.resolve("replay.log");
+
+    Process replay = replay(topics, log);
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(10))
+          .alias("the replay's first batches handed over")
+          .until(() -> !replay.isAlive() || endOffset(topics.cleanupBatches()) > 0);
+      replay.destroy(); // SIGTERM
+      assertThat(replay.waitFor(60, TimeUnit.SECONDS)).as("the replay exited").isTrue();
+    } finally {
+      replay.destroyForcibly();
+    }
+
+    long handed = endOffset(topics.cleanupBatches());
+    assertThat(handed).as("batches handed over before the signal").isBetween(1L, LETTERS - 1L);
+    assertThat(endOffset(topics.replays(Pipeline.LFK)))
+        .as("each batch handed over recorded as replayed")
+        .isEqualTo(handed);
+    assertThat(Files.readString(log))
+        .as("saying so")
+        .contains(
+            "Replay stopped before the end of "
+                + topics.dlq(Pipeline.LFK)
+                + ": "
+                + handed
+                + " batches handed over and recorded as replayed, so replaying again hands over"
+                + " the rest.");
+  }
+
+  @Test
+  void should_record_batches_as_kafka_takes_them_so_a_killed_replay_hands_over_few_again()
+      throws Exception {
+    Topics topics = deadLetteredTopics();
+    String replays = topics.replays(Pipeline.LFK);
+
+    Process replay = replay(topics, dir.resolve("killed.log"));
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(10))
+          .alias("the replay's first batches recorded")
+          .until(() -> !replay.isAlive() || endOffset(replays) > 0);
+      assertThat(replay.isAlive()).as("recorded while it still replays").isTrue();
+      replay.destroyForcibly(); // SIGKILL: nothing more is recorded
+      assertThat(replay.waitFor(60, TimeUnit.SECONDS)).as("the replay was killed").isTrue();
+    } finally {
+      replay.destroyForcibly();
+    }
+
+    long handed = endOffset(topics.cleanupBatches());
+    assertThat(handed).as("batches handed over before the kill").isLessThan(LETTERS);
+    assertThat(endOffset(replays))
+        .as("recorded as replayed: some, none not handed over")
+        .isBetween(1L, handed);
+  }
+
+  /**
+   * A loose-foreign-key dead-letter topic holding {@link #LETTERS} cleanup batches, and the batches
+   * topic they go back to, under a topic prefix of their own.
+   */
+  private Topics deadLetteredTopics() throws Exception {
+    Topics topics = new Topics("s" + UUID.randomUUID().toString().substring(0, 8));
+    String dlq = topics.dlq(Pipeline.LFK);
+    String batches = topics.cleanupBatches();
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin
+          .createTopics(
+              List.of(new NewTopic(dlq, 1, (short) 1), new NewTopic(batches, 1, (short) 1)))
+          .all()
+          .get();
+    }
+    deadLetters(dlq, batches);
+    return topics;
+  }
+
+  /**
+   * {@code replay lfk} of {@code topics}' dead letters in a JVM of its own, printing to {@code
+   * log}.
+   */
+  private Process replay(Topics topics, Path log) throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(
+        config,
+        """
+        working-dir: wd
+        kafka:
+          bootstrap-servers: %s
+          topic-prefix: %s
+        loose-foreign-keys:
+          definitions:
+            children:
+              - { table: parents, column: parent_id, on_delete: async_delete }
+        """
+            .formatted(bootstrap, topics.prefix()));
+    return Cli.process(
+            ProcessBuilder.Redirect.to(log.toFile()), "replay", "lfk", "-c", config.toString())
+        .start();
+  }
+
+  /** {@link #LETTERS} dead-lettered cleanup batches of {@code parents}, one row each. */
+  private void deadLetters(String dlq, String batches) throws Exception {
+    long failedAt = Instant.now().toEpochMilli();
+    try (KafkaProducer<byte[], byte[]> producer =
+        new KafkaProducer<>(
+            Map.of("bootstrap.servers", bootstrap, "linger.ms", "20"),
+            new ByteArraySerializer(),
+            new ByteArraySerializer())) {
+      for (int i = 0; i < LETTERS; i++) {
+        RecordHeaders h = new RecordHeaders();
+        SinkHeaders.addFailure(
+            h,
+            "org.postgresql.util.PSQLException",
+            "deadlock detected",
+            batches + "-0@" + i,
+            failedAt);
+        byte[] batch =
+            EventSerdes.encode(
+                new CleanupBatch(
+                    "main", TableName.parse("parents"), List.of(Integer.toString(i)), failedAt));
+        producer.send(new ProducerRecord<>(dlq, 0, null, "parents".getBytes(), batch, h));
+      }
+      producer.flush();
+    }
+  }
+
+  private long endOffset(String topic) {
+    try (KafkaConsumer<byte[], byte[]> consumer =
+        new KafkaConsumer<>(
+            Map.of("bootstrap.servers", bootstrap),
+            new ByteArrayDeserializer(),
+            new ByteArrayDeserializer())) {
+      TopicPartition tp = new TopicPartition(topic, 0);
+      return consumer.endOffsets(List.of(tp)).getOrDefault(tp, 0L);
+    }
+  }
+}
