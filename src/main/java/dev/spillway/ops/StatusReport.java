@@ -5,8 +5,10 @@ import java.util.List;
 
 /**
  * What a running Spillway process reports at {@code GET /api/status} and {@code status --json}.
- * Field names are part of the contract scripts rely on. {@code madeAt} is when the report was made:
- * the endpoint answers with the last one made while another is being made.
+ * Field names are part of the contract scripts rely on. {@code captureStarting} is true until the
+ * process has set its capture up (its slots and publications), or found nothing to capture. {@code
+ * madeAt} is when the report was made: the endpoint answers with the last one made while another is
+ * being made.
  */
 public record StatusReport(
     long pid,
@@ -14,6 +16,7 @@ public record StatusReport(
     KafkaStatus kafka,
     List<DatabaseStatus> databases,
     List<CaptureCount> capture,
+    boolean captureStarting,
     List<HealthStatus> health,
     List<SinkStatus> sinks,
     List<BufferStatus> buffers,
@@ -25,7 +28,18 @@ public record StatusReport(
   /** This report with {@code failure} as the process's failure (null for none). */
   public StatusReport withFailure(String failure) {
     return new StatusReport(
-        pid, startedAt, kafka, databases, capture, health, sinks, buffers, lagReadAt, lag, failure,
+        pid,
+        startedAt,
+        kafka,
+        databases,
+        capture,
+        captureStarting,
+        health,
+        sinks,
+        buffers,
+        lagReadAt,
+        lag,
+        failure,
         madeAt);
   }
 

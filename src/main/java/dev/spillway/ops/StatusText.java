@@ -128,6 +128,10 @@ public final class StatusText {
         && r.databases().stream().anyMatch(d -> d.captureStandingBySince() != null)) {
       b.append("Capture   none in this process yet: it stands by for another instance (above)")
           .append(System.lineSeparator());
+    } else if (r.capture().isEmpty() && r.captureStarting()) {
+      b.append(
+              "Capture   starting: its slots and publications are being set up, nothing captured yet")
+          .append(System.lineSeparator());
     } else if (r.capture().isEmpty()) {
       b.append("Capture   nothing configured to capture").append(System.lineSeparator());
     } else {

@@ -97,6 +97,13 @@ public final class SpillwayRuntime implements AutoCloseable {
 
   private boolean postgresStarting; // guarded by this
   private boolean captureStarting; // guarded by this
+
+  /**
+   * Whether {@link #startCapture} has set capture up or found nothing to capture: until then the
+   * pipelines are starting and the status says capture is.
+   */
+  private volatile boolean captureSetUp;
+
   private final PrometheusMeterRegistry registry =
       new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
   private final CaptureStats captureStats = new CaptureStats(registry);
@@ -344,6 +351,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   public void startCapture(List<CaptureRoute> routes) throws InterruptedException {
     if (routes.isEmpty()) {
       log.info("Nothing to capture: no pipeline declares captured tables");
+      captureSetUp = true;
       return;
     }
     synchronized (this) {
@@ -356,6 +364,7 @@ public final class SpillwayRuntime implements AutoCloseable {
       Capture started =
           Capture.start(new CapturePlan(routes), databases, captureSettings(), captureStats, clock);
       capture = started;
+      captureSetUp = true;
       // A stop that began meanwhile stops it here, gracefully: its positions stored, its slot
       // let go.
       own(started);
@@ -538,6 +547,7 @@ public final class SpillwayRuntime implements AutoCloseable {
         new StatusReport.KafkaStatus(bootstrapServers, config.kafka().embedded()),
         dbs,
         counts,
+        !captureSetUp,
         healthStatus,
         sinkStatus,
         bufferStatus.get(),

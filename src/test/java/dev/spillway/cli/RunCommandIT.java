@@ -13,6 +13,7 @@ import dev.spillway.event.Topics;
 import dev.spillway.jdbc.DatabaseEndpoint;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.ops.StatusReport;
+import dev.spillway.ops.StatusText;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Cli;
@@ -24,6 +25,7 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
@@ -77,6 +79,10 @@ class RunCommandIT {
                             "SELECT pg_create_logical_replication_slot",
                             "wait_event_type = 'Lock'")
                         == 1);
+        assertThat(StatusText.render(runtime.status(), Instant.now()))
+            .as("status while capture sets up")
+            .contains("Capture   starting: its slots and publications are being set up")
+            .doesNotContain("nothing configured");
         CompletableFuture<Void> closing = CompletableFuture.runAsync(runtime::close);
         await()
             .during(Duration.ofSeconds(2))
@@ -112,6 +118,7 @@ class RunCommandIT {
         DataSource ds = runtime.databases().dataSource("main");
         await().atMost(TIMEOUT).until(() -> TestSql.count(ds, waiting) == 0);
         assertThat(receiver.rows()).isEqualTo(2);
+        assertThat(runtime.status().captureStarting()).as("once capture streams").isFalse();
       }
     }
   }

@@ -261,6 +261,7 @@ class HttpEndpointTest {
         new StatusReport.KafkaStatus("localhost:9092", false),
         List.of(),
         List.of(),
+        false,
         health,
         List.of(),
         List.of(),

@@ -48,6 +48,7 @@ class StatusReportTest {
             null,
             List.of(),
             List.of(),
+            false,
             List.of(),
             List.of(),
             List.of(),

@@ -39,12 +39,24 @@ class StatusTextTest {
       String lagReadAt,
       List<StatusReport.LagStatus> lag,
       String madeAt) {
+    return report(databases, List.of(), false, buffers, lagReadAt, lag, madeAt);
+  }
+
+  private static StatusReport report(
+      List<StatusReport.DatabaseStatus> databases,
+      List<StatusReport.CaptureCount> capture,
+      boolean captureStarting,
+      List<StatusReport.BufferStatus> buffers,
+      String lagReadAt,
+      List<StatusReport.LagStatus> lag,
+      String madeAt) {
     return new StatusReport(
         42,
         "2026-11-24T09:00:00Z",
         new StatusReport.KafkaStatus("localhost:9092", false),
         databases,
-        List.of(),
+        capture,
+        captureStarting,
         List.of(),
         List.of(),
         buffers,
@@ -232,5 +244,34 @@ class StatusTextTest {
                 + " that one lets it go")
         .containsOnlyOnce("capture stands by")
         .contains("Capture   none in this process yet: it stands by for another instance (above)");
+  }
+
+  @Test
+  void should_say_capture_starts_until_it_is_set_up_and_nothing_configured_only_after() {
+    String starting =
+        StatusText.render(
+            report(List.of(), List.of(), true, List.of(), null, List.of(), null), NOW);
+    assertThat(starting)
+        .contains(
+            "Capture   starting: its slots and publications are being set up, nothing captured yet")
+        .doesNotContain("nothing configured");
+    assertThat(
+            StatusText.render(
+                report(List.of(), List.of(), false, List.of(), null, List.of(), null), NOW))
+        .contains("Capture   nothing configured to capture")
+        .doesNotContain("Capture   starting");
+    assertThat(
+            StatusText.render(
+                report(
+                    List.of(),
+                    List.of(new StatusReport.CaptureCount("main", "public.projects", "delete", 3)),
+                    false,
+                    List.of(),
+                    null,
+                    List.of(),
+                    null),
+                NOW))
+        .contains("Captured changes since start")
+        .doesNotContain("Capture   ");
   }
 }
