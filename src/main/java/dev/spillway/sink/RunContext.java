@@ -115,18 +115,21 @@ public final class RunContext {
 
   /**
    * Call before each sub-batch. Returns the outcome to end the run with when it must end here (STOP
-   * or shutdown → {@link Outcome.Paused}; a per-run limit → {@link Outcome.LimitReached}),
-   * otherwise waits the pause due and returns empty: {@code sub-batch-pause} between sub-batches,
-   * and under THROTTLE or UNKNOWN {@code throttle-pause} before each, the run's first included, so
-   * runs of one sub-batch each (a buffer's batch, a small cleanup) do not follow one another at
-   * full speed.
+   * or shutdown → {@link Outcome.Paused}; a per-run limit, after its first sub-batch → {@link
+   * Outcome.LimitReached}), otherwise waits the pause due and returns empty: {@code
+   * sub-batch-pause} between sub-batches, and under THROTTLE or UNKNOWN {@code throttle-pause}
+   * before each, the run's first included, so runs of one sub-batch each (a buffer's batch, a small
+   * cleanup) do not follow one another at full speed.
    */
   public Optional<Outcome> checkpoint() throws InterruptedException {
-    Optional<Outcome> end = mustEnd();
+    boolean first = run.subBatches == 0;
+    // The run's first sub-batch goes whatever the time spent getting to it (a loose foreign key's
+    // parents looked up in a slow database, say): a run that could end before any work would end
+    // every time, and the batch never move.
+    Optional<Outcome> end = first ? stopped() : mustEnd();
     if (end.isPresent()) {
       return end;
     }
-    boolean first = run.subBatches == 0;
     boolean slowed = health().slowsDown();
     if (first && !slowed) {
       return end;

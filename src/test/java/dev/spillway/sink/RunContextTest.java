@@ -145,7 +145,25 @@ class RunContextTest {
   @Test
   void should_end_the_run_at_the_time_limit() throws Exception {
     RunContext c = context();
+    assertThat(c.checkpoint()).isEmpty();
+    c.subBatchDone(7, 1_000_000);
     clock.advance(Duration.ofSeconds(30));
-    assertThat(c.checkpoint()).contains(new Outcome.LimitReached(0, "30 s per run"));
+    assertThat(c.checkpoint()).contains(new Outcome.LimitReached(7, "30 s per run"));
+  }
+
+  @Test
+  void should_run_the_first_sub_batch_though_getting_to_it_took_the_whole_time() throws Exception {
+    RunContext c = context();
+    // A slow look-up before the first statement (a loose foreign key's parents in another
+    // database) must not end every run before any work.
+    clock.advance(Duration.ofSeconds(31));
+    assertThat(c.mustEnd()).as("a wait's slices still end at the limit").isPresent();
+    assertThat(c.checkpoint()).as("the first sub-batch goes").isEmpty();
+    c.subBatchDone(5, 1_000_000);
+    assertThat(c.checkpoint()).contains(new Outcome.LimitReached(5, "30 s per run"));
+    stopping.set(true);
+    assertThat(RunContextTest.this.context().checkpoint())
+        .as("a stop still ends it before the first")
+        .contains(new Outcome.Paused("worker stopping"));
   }
 }
