@@ -137,12 +137,31 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
       return new Outcome.Paused(p.reason(), encoded(batch, p.rest(), elsewhere));
     }
     if (ran instanceof Outcome.RetryableFailure f && f.deadLetter() != null) {
-      return new Outcome.RetryableFailure(f.error(), encoded(batch, f.deadLetter(), elsewhere));
+      return new Outcome.RetryableFailure(
+          along(f.error(), elsewhere, error), encoded(batch, f.deadLetter(), elsewhere));
     }
     if (ran instanceof Outcome.PermanentFailure f && f.deadLetter() != null) {
-      return new Outcome.PermanentFailure(f.error(), encoded(batch, f.deadLetter(), elsewhere));
+      return new Outcome.PermanentFailure(
+          along(f.error(), elsewhere, error), encoded(batch, f.deadLetter(), elsewhere));
     }
     return ran;
+  }
+
+  /**
+   * The failure of a letter that holds the other database's events beside what failed here: both
+   * reasons. A letter says one fate for all its rows, and the other database's were never touched,
+   * so it says they are all kept: this database's rows too, even under {@code on-exhausted:
+   * delete}, so that its replay hands over what is still buffered.
+   */
+  private static Throwable along(
+      Throwable failure, List<BufferEvent> elsewhere, IllegalStateException error) {
+    return new IllegalStateException(
+        failure.getMessage()
+            + "; with "
+            + elsewhere.size()
+            + " event(s) of a "
+            + error.getMessage(),
+        failure);
   }
 
   /** The batch of the events of {@code rest} (an encoded batch; null for none) and {@code more}. */

@@ -850,6 +850,39 @@ abstract class BufferSinkContract {
     assertThat(rows(4, 5)).isEqualTo(2);
   }
 
+  /**
+   * A batch of this database's events and the other database's whose handler gives up on its own
+   * part: one letter holds both, says why each is there, counts every event, and keeps every row,
+   * since the other database's were never touched and a letter says one fate for all.
+   */
+  @Test
+  void should_keep_the_rows_of_a_letter_holding_another_databases_events_beside_exhausted_ones()
+      throws Exception {
+    start(
+        settings().withAttempts(1, Duration.ofMillis(10), OnExhausted.DELETE),
+        b -> BulkHandler.Result.reject("400 Bad Request"));
+    List<BufferEvent> mixed = new ArrayList<>(capturedFrom("crm", batch(1, 2).events()));
+    mixed.addAll(batch(3, 5).events());
+    produce(BufferBatch.of(NAME, mixed));
+
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    assertThat(EventSerdes.decodeBufferBatch(dead.value()).events())
+        .extracting(e -> e.row().get("id"))
+        .containsExactlyInAnyOrder(1L, 2L, 3L, 4L, 5L);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .contains("400 Bad Request")
+        .contains("with 2 event(s) of a batch of rows captured from database crm");
+    assertThat(rowsSaid(dead)).isEqualTo("kept");
+    assertOneBatchDeadLetteredWith(5, "every event of the letter");
+    await()
+        .during(Duration.ofSeconds(1))
+        .atMost(TIMEOUT)
+        .alias("this database's rows kept for the replay")
+        .until(() -> rows(3, 5) == 3);
+  }
+
   private static List<BufferEvent> capturedFrom(String database, List<BufferEvent> events) {
     return events.stream()
         .map(
