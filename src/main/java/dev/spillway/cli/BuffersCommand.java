@@ -93,7 +93,8 @@ final class BuffersCommand implements Runnable {
 
     private List<BufferSettings> chosen(List<BufferSettings> all) {
       List<BufferSettings> out = new ArrayList<>();
-      for (String name : names) {
+      // A buffer named twice is read once: read twice, its rows would be handed over twice.
+      for (String name : new java.util.LinkedHashSet<>(names)) {
         out.add(
             all.stream()
                 .filter(s -> s.name().equals(name))

@@ -78,8 +78,8 @@ final class ReplayCommand implements Runnable {
   @Command(
       name = "buffers",
       description =
-          "Replay dead-lettered buffer batches: each is handed to its handler again, whole, with"
-              + " the same group id.")
+          "Replay dead-lettered buffer batches: each is handed to its handler again with the same"
+              + " group id (of a letter whose rows were kept, the rows still buffered).")
   static final class Buffers implements Callable<Integer> {
     @ParentCommand ReplayCommand replay;
     @Spec CommandSpec spec;
