@@ -50,6 +50,8 @@ import org.apache.kafka.connect.source.SourceRecord;
  * Thread-safe; it remembers, per envelope schema, where the fields every change reads are.
  */
 final class ChangeMapper {
+  private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ChangeMapper.class);
+
   /** Debezium's {@code op} for a row a snapshot read. */
   private static final String SNAPSHOT_READ = "r";
 
@@ -150,16 +152,15 @@ final class ChangeMapper {
       TableName table, Map<String, Object> key, int bytes, long commitMicros, long lsn) {
     long now = clock.millis();
     RecordHeaders headers = new RecordHeaders();
-    SinkHeaders.addFailure(
-        headers,
-        "RowTooLarge",
+    String why =
         String.format(
             "the row %s of %s is %,d bytes as an event, more than the %,d one Kafka record carries"
                 + " here; it stays in the table: handle it outside Spillway, or make it smaller"
                 + " and insert it anew",
-            keyText(key), table.displayName(), bytes, KafkaClients.MAX_VALUE_BYTES),
-        "capture of database " + database,
-        now);
+            keyText(key), table.displayName(), bytes, KafkaClients.MAX_VALUE_BYTES);
+    // Nothing else tells: its buffer counts no batch, and the row waits in the table for good.
+    log.warn("Dead-lettered to {}: {}", insertsDeadLetters, why);
+    SinkHeaders.addFailure(headers, "RowTooLarge", why, "capture of database " + database, now);
     byte[] value =
         EventSerdes.encode(new BufferEvent(database, table, key, commitMicros, lsn, now, 0));
     return new ProducerRecord<>(

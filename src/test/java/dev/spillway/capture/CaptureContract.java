@@ -771,6 +771,12 @@ abstract class CaptureContract {
   void should_dead_letter_the_key_of_a_row_too_large_for_kafka_and_go_on() throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     CaptureRoute inserts = inserts("events");
+    ch.qos.logback.classic.Logger mapper =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(ChangeMapper.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logged =
+        new ch.qos.logback.core.read.ListAppender<>();
+    logged.start();
+    mapper.addAppender(logged);
     try (Capture capture = start(inserts)) {
       TestSql.exec(
           ds,
@@ -798,6 +804,20 @@ abstract class CaptureContract {
                   + " in the table: handle it outside Spillway, or make it smaller and insert it"
                   + " anew");
       assertThat(capture.failure()).isEmpty();
+      assertThat(logged.list)
+          .as("a warning names the row and where it went")
+          .anyMatch(
+              e ->
+                  e.getLevel() == ch.qos.logback.classic.Level.WARN
+                      && e.getFormattedMessage()
+                          .startsWith(
+                              "Dead-lettered to "
+                                  + topics.dlq(Pipeline.BUFFERS)
+                                  + ": the row id=1 of "
+                                  + schema
+                                  + ".events is 2,000,0"));
+    } finally {
+      mapper.detachAppender(logged);
     }
   }
 
