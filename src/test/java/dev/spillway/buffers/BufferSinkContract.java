@@ -1513,6 +1513,13 @@ abstract class BufferSinkContract {
       return true;
     }
 
+    /** Lets the row go. */
+    void letGo() throws SQLException {
+      try (Connection c = session.get()) {
+        c.commit();
+      }
+    }
+
     /**
      * Once a statement waits on the lock, cancels it, as a statement or lock timeout would, and
      * lets the row go.
@@ -1578,6 +1585,36 @@ abstract class BufferSinkContract {
       assertThat(given).as("no call past max-attempts").hasSize(1);
       assertThat(rows(4, 5)).as("kept").isEqualTo(2);
     }
+  }
+
+  @Test
+  void should_delete_what_a_call_took_without_calling_again_after_giving_up_on_a_lock()
+      throws Exception {
+    AtomicInteger calls = new AtomicInteger();
+    RowLock lock = new RowLock();
+    start(
+        settings().withAttempts(3, Duration.ofMillis(20), OnExhausted.KEEP),
+        b -> {
+          calls.incrementAndGet();
+          lock.takeOnce(1); // row 1 held past the pool's lock timeout while the run deletes it
+          return BulkHandler.Result.success();
+        });
+    produce(batch(1, 5));
+
+    await()
+        .atMost(TIMEOUT)
+        .alias("the delete gave up at the lock timeout (55P03)")
+        .until(
+            () ->
+                registry.find("spillway_sink_lock_timeouts").counters().stream()
+                        .mapToDouble(io.micrometer.core.instrument.Counter::count)
+                        .sum()
+                    >= 1);
+    assertThat(rows(1, 5)).as("nothing deleted yet").isEqualTo(5);
+    lock.letGo();
+
+    await().atMost(TIMEOUT).until(() -> rows(1, 5) == 0);
+    assertThat(calls).as("deleted without a second call").hasValue(1);
   }
 
   @Test
