@@ -2,6 +2,7 @@ package dev.spillway.cli;
 
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.event.TableName;
 import dev.spillway.lfk.CheckedKey;
 import dev.spillway.lfk.DefinitionCheck;
 import dev.spillway.lfk.DefinitionsFile;
@@ -91,28 +92,32 @@ final class LfkStartup {
   }
 
   /** Logs {@link #unrouted}'s warnings for {@code run}'s configuration. */
-  static void warnUnrouted(SpillwayConfig config, List<LooseForeignKey> definitions) {
-    unrouted(config.tables().keySet(), definitions).forEach(w -> log.warn("{}", w));
+  static void warnUnrouted(
+      SpillwayConfig config, List<LooseForeignKey> definitions, List<TableName> bufferTables) {
+    unrouted(config.tables().keySet(), definitions, bufferTables).forEach(w -> log.warn("{}", w));
   }
 
   /**
-   * A warning for each {@code tables:} entry no definition has as child or parent, which places
-   * nothing (a slip of a name, say, whose table then lands in main), naming the table meant when
-   * one is a letter or two away.
+   * A warning for each {@code tables:} entry that is no table of a loose foreign key (child or
+   * parent) nor a buffer's, which places nothing (a slip of a name, say, whose table then lands in
+   * main), naming the table meant when one is a letter or two away.
    */
-  static List<String> unrouted(Set<String> listed, List<LooseForeignKey> definitions) {
+  static List<String> unrouted(
+      Set<String> listed, List<LooseForeignKey> definitions, List<TableName> bufferTables) {
     Set<String> named = new TreeSet<>();
     for (LooseForeignKey k : definitions) {
       named.add(k.child().toString());
       named.add(k.parent().toString());
     }
+    bufferTables.forEach(t -> named.add(t.toString()));
     List<String> out = new java.util.ArrayList<>();
     for (String table : listed) {
       if (!named.contains(table)) {
         out.add(
             "tables: "
                 + table
-                + " is neither child nor parent of a loose foreign key of the configuration"
+                + " is no table of a loose foreign key (child or parent) nor a buffer's in the"
+                + " configuration"
                 + Slips.nearest(table, named).map(t -> " (did you mean " + t + "?)").orElse("")
                 + ", so it places no table.");
       }

@@ -1,6 +1,7 @@
 package dev.spillway.cli;
 
 import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.buffers.BufferSettings;
 import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.lfk.LfkConfig;
@@ -139,7 +140,10 @@ final class RunCommand implements Callable<Integer> {
     } else if (!buffers.isEmpty()) {
       buffers.checkTables(runtime); // held back, but their inserts are captured
     }
-    LfkStartup.warnUnrouted(runtime.config(), lfk.definitions());
+    LfkStartup.warnUnrouted(
+        runtime.config(),
+        lfk.definitions(),
+        buffers.buffers().stream().map(BufferSettings::table).toList());
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)

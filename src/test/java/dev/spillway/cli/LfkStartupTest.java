@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 
 class LfkStartupTest {
   @Test
-  void should_warn_of_each_tables_entry_no_definition_names() {
+  void should_warn_of_each_tables_entry_no_definition_nor_buffer_names() {
     List<LooseForeignKey> definitions =
         List.of(
             LooseForeignKey.asyncDelete(
@@ -19,13 +19,26 @@ class LfkStartupTest {
     assertThat(
             LfkStartup.unrouted(
                 new java.util.LinkedHashSet<>(
-                    List.of("public.ci_pipelines", "public.ci_pipeline", "audit.events")),
-                definitions))
+                    List.of(
+                        "public.ci_pipelines",
+                        "public.ci_pipeline",
+                        "audit.events",
+                        "public.contact_activity_events")),
+                definitions,
+                List.of(TableName.parse("contact_activity_events"))))
         .containsExactly(
-            "tables: public.ci_pipeline is neither child nor parent of a loose foreign key of the"
-                + " configuration (did you mean public.ci_pipelines?), so it places no table.",
-            "tables: audit.events is neither child nor parent of a loose foreign key of the"
-                + " configuration, so it places no table.");
-    assertThat(LfkStartup.unrouted(Set.of("public.projects"), definitions)).isEmpty();
+            "tables: public.ci_pipeline is no table of a loose foreign key (child or parent) nor a"
+                + " buffer's in the configuration (did you mean public.ci_pipelines?), so it places"
+                + " no table.",
+            "tables: audit.events is no table of a loose foreign key (child or parent) nor a"
+                + " buffer's in the configuration, so it places no table.");
+    assertThat(LfkStartup.unrouted(Set.of("public.projects"), definitions, List.of())).isEmpty();
+    assertThat(
+            LfkStartup.unrouted(
+                Set.of("public.contact_activity_events"),
+                List.of(),
+                List.of(TableName.parse("contact_activity_events"))))
+        .as("a buffer's table, placed by the entry when the buffer names no database")
+        .isEmpty();
   }
 }
