@@ -43,6 +43,14 @@ final class YamlSyntax {
           "a ':' where no setting can begin: indent the line as the settings beside it, or put"
               + " a value that holds ': ' in quotes");
     }
+    if (problem.equals("could not find expected ':'") && context.contains("simple key")) {
+      // A key without its ':' among the settings of a block, not the first: the parser read it
+      // as a key still to be given its ':', and names the line after it.
+      Problem noColon = simpleKeyWithoutColon(text, opened);
+      if (noColon != null) {
+        return noColon;
+      }
+    }
     if (problem.startsWith("expected <block end>")) {
       if (problem.endsWith("'<block mapping start>'")) {
         return new Problem(
@@ -131,6 +139,35 @@ final class YamlSyntax {
           "'" + above + "' lacks the ':' after it, so the setting on the next line cannot begin");
     }
     return null;
+  }
+
+  /**
+   * The line {@code line} (1-based) as a setting written without its ': ': one word lacks the ':'
+   * after it; words with a space between them lack the ': ' between name and value. Null for a line
+   * that is neither (a list item, a comment).
+   */
+  private static Problem simpleKeyWithoutColon(String text, Integer line) {
+    if (text == null || line == null) {
+      return null;
+    }
+    String[] lines = text.split("\\R", -1);
+    if (line - 1 >= lines.length) {
+      return null;
+    }
+    String written = lines[line - 1].strip();
+    if (written.isEmpty() || written.startsWith("#") || written.startsWith("-")) {
+      return null;
+    }
+    if (!written.contains(" ")) {
+      return new Problem(
+          line,
+          "'" + written + "' lacks the ':' after it, so the setting on the next line cannot begin");
+    }
+    return new Problem(
+        line,
+        "'"
+            + written
+            + "' is no setting: write it as name: value, with a ':' and a space after the name");
   }
 
   private static int indent(String line) {

@@ -455,6 +455,19 @@ class ConfigLoaderTest {
         .isEqualTo(
             "spillway.yml:2: invalid YAML: 'bootstrap-servers' lacks the ':' after it, so the"
                 + " setting on the next line cannot begin.");
+    // The same among the settings of a block, not its first, and at the top level.
+    assertThat(error("kafka:\n  topic-prefix: x\n  bootstrap-servers\n  partitions: 3\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: 'bootstrap-servers' lacks the ':' after it, so the"
+                + " setting on the next line cannot begin.");
+    assertThat(error("http:\n  port: 1\nkafka\n  partitions: 3\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: 'kafka' lacks the ':' after it, so the setting on the"
+                + " next line cannot begin.");
+    assertThat(error("kafka:\n  topic-prefix: x\n  bootstrap-servers host:9092\n  partitions: 3\n"))
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: 'bootstrap-servers host:9092' is no setting: write it"
+                + " as name: value, with a ':' and a space after the name.");
     // A value on a line of its own is not a key without its ':'.
     assertThat(error("kafka:\n  topic-prefix:\n    spillway\n  bootstrap-servers: a: b\n"))
         .startsWith("spillway.yml:4: invalid YAML: a ':' where no setting can begin");
