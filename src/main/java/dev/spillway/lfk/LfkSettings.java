@@ -80,6 +80,15 @@ public record LfkSettings(
             key, "is set in " + n.path() + " too; keep one (the two would disagree)");
       }
     }
+    if (sinkSection.has("max-rows-per-run")) {
+      // Taken, it would add a third row limit, deletes and updates counted together.
+      throw sinkSection.error(
+          "max-rows-per-run",
+          "has no place in "
+              + n.path()
+              + ": a cleanup run's row limits are max-deletes-per-run and max-updates-per-run of "
+              + n.path());
+    }
     SinkSettings sink = SinkSection.from(sinkSection, cleanup);
     return new LfkSettings(
         batchSize, maxWait, deleteLimit, updateLimit, maxDeletes, maxUpdates, sink);

@@ -245,6 +245,11 @@ class DefinitionsFileTest {
         .hasMessage(
             "spillway.yml:4: loose-foreign-keys.sink.max-attempts is set in loose-foreign-keys too;"
                 + " keep one (the two would disagree).");
+    assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  sink:\n    max-rows-per-run: 500\n"))
+        .hasMessage(
+            "spillway.yml:3: loose-foreign-keys.sink.max-rows-per-run has no place in"
+                + " loose-foreign-keys: a cleanup run's row limits are max-deletes-per-run and"
+                + " max-updates-per-run of loose-foreign-keys.");
     assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  batch_size: 10\n"))
         .hasMessage(
             "spillway.yml:2: unknown key loose-foreign-keys.batch_size (did you mean batch-size?).");
