@@ -4,6 +4,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -84,7 +86,7 @@ final class SkipLockedPoller {
         "DELETE FROM "
             + table
             + " WHERE group_id = ?"
-            + " RETURNING (extract(epoch FROM clock_timestamp() - created_at) * 1000000)::bigint";
+            + " RETURNING (extract(epoch FROM created_at) * 1000000)::bigint";
     try (Connection c = ds.getConnection();
         PreparedStatement lockIds = c.prepareStatement(lock);
         PreparedStatement claimIds = c.prepareStatement(claim);
@@ -100,15 +102,18 @@ final class SkipLockedPoller {
         if (claimed > 0) {
           // The events job: the bulk operation is a no-op here, then the group is deleted.
           deleteGroup.setObject(1, group); // the group just claimed
-          List<Long> micros = new ArrayList<>(claimed);
+          List<Long> insertedAt = new ArrayList<>(claimed);
           try (ResultSet rs = deleteGroup.executeQuery()) {
             while (rs.next()) {
-              micros.add(rs.getLong(1));
+              insertedAt.add(rs.getLong(1));
             }
           }
           c.commit();
+          // Handled once the delete commits, as Spillway's rows are: timed after the commit (the
+          // database's clock and this one are the machine's).
+          long now = ChronoUnit.MICROS.between(Instant.EPOCH, Instant.now());
           synchronized (latencyMicros) {
-            micros.forEach(latencyMicros::add);
+            insertedAt.forEach(at -> latencyMicros.add(now - at));
           }
         }
         if (claimed < batchSize) {

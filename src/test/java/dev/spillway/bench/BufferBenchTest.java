@@ -1,7 +1,11 @@
 package dev.spillway.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
 
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class BufferBenchTest {
@@ -12,5 +16,36 @@ class BufferBenchTest {
         .isEqualTo(
             "   of which this process's JIT compilers: plain 1.50, poller 2.25, Spillway 13.30 ms"
                 + " per 1,000 inserts");
+  }
+
+  @Test
+  void should_judge_a_backlog_bounded_by_its_trend_not_by_its_peaks() {
+    // A drain keeping up with 95% of 8,000 inserts/s: 400 rows more every second, sampled every
+    // 5 s over 60 s. Its last half's peak stays under twice the first's, yet it never stops
+    // growing.
+    List<Long> behind = new ArrayList<>();
+    for (int i = 1; i <= 12; i++) {
+      behind.add(2_000L * i);
+    }
+    assertThat(BufferBench.growth(behind))
+        .hasValueSatisfying(g -> assertThat(g).isCloseTo(22_000.0, within(1.0)));
+    assertThat(
+            BufferBench.bounded(
+                BufferBench.growth(behind).orElseThrow(), 1_000, 8_000, Duration.ofMillis(500)))
+        .isFalse();
+
+    // One that keeps up, wavering, a spike of a slow moment in the middle included.
+    List<Long> keepingUp =
+        List.of(
+            2_100L, 1_800L, 2_300L, 1_900L, 9_000L, 2_000L, 2_200L, 1_700L, 2_400L, 2_000L, 1_900L,
+            2_100L);
+    assertThat(
+            BufferBench.bounded(
+                BufferBench.growth(keepingUp).orElseThrow(), 1_000, 8_000, Duration.ofMillis(500)))
+        .isTrue();
+
+    assertThat(BufferBench.growth(List.of(5L, 50_000L, 90_000L)))
+        .as("too few samples to judge")
+        .isEmpty();
   }
 }
