@@ -196,18 +196,21 @@ final class ReplayCommand implements Runnable {
         }
         throw new IllegalStateException(incomplete(e), e.getCause());
       }
+      // Printed before the hold ends: a signal as the replay ends must not cut its listing off.
+      PrintWriter out = spec.commandLine().getOut();
+      if (options.json) {
+        out.println(JsonOut.of(letters.stream().map(JsonLetter::of).toList()));
+      } else {
+        out.print(render(dlq, letters, unit, options.dryRun));
+      }
+      out.flush();
+      if (noneConfigured != null && !letters.isEmpty()) {
+        PrintWriter err = spec.commandLine().getErr();
+        err.println(noneConfigured(config, noneConfigured));
+        err.flush();
+      }
+      return ErrorHandler.OK;
     }
-    PrintWriter out = spec.commandLine().getOut();
-    if (options.json) {
-      out.println(JsonOut.of(letters.stream().map(JsonLetter::of).toList()));
-    } else {
-      out.print(render(dlq, letters, unit, options.dryRun));
-    }
-    out.flush();
-    if (noneConfigured != null && !letters.isEmpty()) {
-      spec.commandLine().getErr().println(noneConfigured(config, noneConfigured));
-    }
-    return ErrorHandler.OK;
   }
 
   /** What a replay stopped part-way (a signal) did, and what replaying again does. */

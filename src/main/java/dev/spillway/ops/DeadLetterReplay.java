@@ -166,8 +166,10 @@ public final class DeadLetterReplay {
             dlq,
             request.since() == null ? TopicRange.all() : range.writtenFrom(request.since()),
             each);
+        sender.finish();
       } catch (InterruptedException | InterruptException e) {
-        // Stopped (a signal): what Kafka took is recorded, so the next replay hands over the rest.
+        // Stopped (a signal), while reading or while waiting for Kafka's last answers: what Kafka
+        // took is recorded, so the next replay hands over the rest.
         Thread.interrupted();
         sender.finish();
         throw IncompleteReplay.stopped(sender.taken(), e);
@@ -175,12 +177,14 @@ public final class DeadLetterReplay {
         // What went out is recorded, so the next replay does not hand it over again.
         try {
           sender.finish();
-        } catch (IncompleteReplay | RuntimeException f) {
+        } catch (IncompleteReplay | InterruptedException | RuntimeException f) {
           e.addSuppressed(f);
+          if (f instanceof InterruptedException) {
+            Thread.currentThread().interrupt();
+          }
         }
         throw e;
       }
-      sender.finish();
     }
     return letters;
   }
@@ -208,7 +212,6 @@ public final class DeadLetterReplay {
           new Request(null, entity -> true, true, false));
     } catch (IncompleteReplay e) {
       if (e.stopped()) {
-        Thread.currentThread().interrupt();
         throw new InterruptedException("stopped while reading the dead letters");
       }
       throw new IllegalStateException("a dry run sent a batch", e);
@@ -509,10 +512,22 @@ public final class DeadLetterReplay {
       return KafkaClients.producer(Map.of(), kafkaProperties, bootstrapServers, "spillway-replay");
     }
 
+    /**
+     * Closes the producer. Every batch sent was answered by then, or the replay failed: a close cut
+     * short by an interrupt (a signal as the replay ends) loses nothing, and says nothing.
+     */
     @Override
     public void close() {
       if (producer != null) {
-        producer.close();
+        try {
+          producer.close();
+        } catch (org.apache.kafka.common.KafkaException e) {
+          if (e instanceof InterruptException || Thread.currentThread().isInterrupted()) {
+            Thread.currentThread().interrupt();
+          } else {
+            throw e;
+          }
+        }
       }
     }
   }
