@@ -34,6 +34,9 @@ public final class RunContext {
     long rows;
     int subBatches;
 
+    /** Whether a checkpoint has let the run's first sub-batch go. */
+    boolean begun;
+
     /** The table the run last gated on or took a connection for: where it works now. */
     Target at;
 
@@ -122,7 +125,9 @@ public final class RunContext {
    * cleanup) do not follow one another at full speed.
    */
   public Optional<Outcome> checkpoint() throws InterruptedException {
-    boolean first = run.subBatches == 0;
+    // The first checkpoint to let work through, even if that work then found nothing to do (a
+    // child table none of whose rows refer to the parents).
+    boolean first = !run.begun;
     // The run's first sub-batch goes whatever the time spent getting to it (a loose foreign key's
     // parents looked up in a slow database, say): a run that could end before any work would end
     // every time, and the batch never move.
@@ -132,6 +137,7 @@ public final class RunContext {
     }
     boolean slowed = health().slowsDown();
     if (first && !slowed) {
+      run.begun = true;
       return end;
     }
     Duration pause = slowed ? settings.throttlePause() : settings.subBatchPause();
@@ -147,6 +153,7 @@ public final class RunContext {
     }
     if (first) {
       run.startMillis = clock.millis();
+      run.begun = true;
     }
     return Optional.empty();
   }
