@@ -143,7 +143,11 @@ final class RunCommand implements Callable<Integer> {
     LfkStartup.warnUnrouted(
         runtime.config(),
         lfk.definitions(),
-        buffers.buffers().stream().map(BufferSettings::table).toList());
+        // A buffer naming another database than tables: gives its table is not placed by it.
+        buffers.buffers().stream()
+            .filter(b -> b.database().equals(runtime.config().databaseOf(b.table().toString())))
+            .map(BufferSettings::table)
+            .toList());
     if (lfk.enabled()) {
       routes.addAll(
           only.contains(Only.lfk)

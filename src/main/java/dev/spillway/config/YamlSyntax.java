@@ -154,7 +154,8 @@ final class YamlSyntax {
     if (line - 1 >= lines.length) {
       return null;
     }
-    String written = lines[line - 1].strip();
+    // A comment after it is no part of the setting.
+    String written = lines[line - 1].replaceFirst("\\s+#.*$", "").strip();
     if (written.isEmpty() || written.startsWith("#") || written.startsWith("-")) {
       return null;
     }

@@ -460,6 +460,13 @@ class ConfigLoaderTest {
         .isEqualTo(
             "spillway.yml:3: invalid YAML: 'bootstrap-servers' lacks the ':' after it, so the"
                 + " setting on the next line cannot begin.");
+    assertThat(
+            error(
+                "kafka:\n  topic-prefix: x\n  bootstrap-servers  # the broker\n  partitions: 3\n"))
+        .as("a comment after it")
+        .isEqualTo(
+            "spillway.yml:3: invalid YAML: 'bootstrap-servers' lacks the ':' after it, so the"
+                + " setting on the next line cannot begin.");
     assertThat(error("http:\n  port: 1\nkafka\n  partitions: 3\n"))
         .isEqualTo(
             "spillway.yml:3: invalid YAML: 'kafka' lacks the ':' after it, so the setting on the"
