@@ -7,6 +7,7 @@ import dev.spillway.jdbc.Databases;
 import dev.spillway.runtime.EmbeddedPostgresServer;
 import dev.spillway.runtime.RuntimeInfo;
 import dev.spillway.runtime.WorkingDirectory;
+import dev.spillway.support.ShutdownHooks;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.IOException;
 import java.sql.Connection;
@@ -186,13 +187,7 @@ final class Catalogs implements AutoCloseable {
       }
       parts.forEach(Started::closeQuietly);
       parts.clear();
-      if (Thread.currentThread() != shutdownHook) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException e) {
-          // The JVM is shutting down and runs the hook, which finds nothing left to stop.
-        }
-      }
+      ShutdownHooks.remove(shutdownHook);
     }
 
     /** SIGINT/SIGTERM: the log says the stop began and ended, as for every other command. */

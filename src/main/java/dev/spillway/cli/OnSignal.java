@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import dev.spillway.support.ShutdownHooks;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -41,12 +42,6 @@ final class OnSignal implements AutoCloseable {
   @Override
   public void close() {
     woundUp.countDown();
-    if (Thread.currentThread() != hook) {
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException e) {
-        // The JVM is shutting down: the hook runs, and finds the command wound up.
-      }
-    }
+    ShutdownHooks.remove(hook);
   }
 }

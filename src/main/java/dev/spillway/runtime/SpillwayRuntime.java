@@ -26,6 +26,7 @@ import dev.spillway.sink.Sink;
 import dev.spillway.sink.SinkSettings;
 import dev.spillway.streams.StreamsApp;
 import dev.spillway.support.Sampled;
+import dev.spillway.support.ShutdownHooks;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -599,13 +600,7 @@ public final class SpillwayRuntime implements AutoCloseable {
     try {
       Shutdown.inReverse(started, Set.of(Sink.class, StreamsApp.class));
     } finally {
-      if (Thread.currentThread() != shutdownHook) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException e) {
-          // The JVM is shutting down and runs the hook, which finds nothing left to stop.
-        }
-      }
+      ShutdownHooks.remove(shutdownHook);
       closed.countDown();
     }
   }
