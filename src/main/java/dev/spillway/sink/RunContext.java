@@ -32,7 +32,6 @@ public final class RunContext {
     long startMillis;
 
     long rows;
-    int subBatches;
 
     /** Whether a checkpoint has let the run's first sub-batch go. */
     boolean begun;
@@ -204,7 +203,6 @@ public final class RunContext {
   /** Records a committed sub-batch: rows count toward the per-run limit, latency toward health. */
   public void subBatchDone(long rowsModified, long nanos) {
     run.rows += rowsModified;
-    run.subBatches++;
     latencies.apply(target.database()).record(Duration.ofNanos(nanos));
     metrics.subBatch(rowsModified, nanos);
   }
