@@ -134,9 +134,7 @@ final class YamlSyntax {
           || above.contains(" ")) {
         return null;
       }
-      return new Problem(
-          i + 1,
-          "'" + above + "' lacks the ':' after it, so the setting on the next line cannot begin");
+      return lacksColon(i + 1, above);
     }
     return null;
   }
@@ -160,15 +158,19 @@ final class YamlSyntax {
       return null;
     }
     if (!written.contains(" ")) {
-      return new Problem(
-          line,
-          "'" + written + "' lacks the ':' after it, so the setting on the next line cannot begin");
+      return lacksColon(line, written);
     }
     return new Problem(
         line,
         "'"
             + written
             + "' is no setting: write it as name: value, with a ':' and a space after the name");
+  }
+
+  /** A key written without its ':' at {@code line}, the setting below it read as its value. */
+  private static Problem lacksColon(int line, String key) {
+    return new Problem(
+        line, "'" + key + "' lacks the ':' after it, so the setting on the next line cannot begin");
   }
 
   private static int indent(String line) {
