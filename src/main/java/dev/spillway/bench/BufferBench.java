@@ -399,19 +399,16 @@ public final class BufferBench {
     }
     out.printf("Bars:%n");
     Optional<Double> growth = growth(spillway.backlog());
+    double allowed = allowedGrowth(o.batchSize(), spillway.load().tps(), o.maxWait());
     out.printf(
         "   backlog bounded (drained, and its trend over the run growing by no more than one batch"
             + " and one max-wait of inserts, %,.0f rows): %s%n",
-        o.batchSize() + spillway.load().tps() * o.maxWait().toMillis() / 1000.0,
+        allowed,
         growth.isEmpty()
             ? "not judged (fewer than " + TREND_SAMPLES + " backlog samples: a longer --duration)"
             : String.format(
                 "grew %,.0f rows, %s",
-                growth.get(),
-                spillway.drained()
-                        && bounded(growth.get(), o.batchSize(), spillway.load().tps(), o.maxWait())
-                    ? "met"
-                    : "NOT met"));
+                growth.get(), spillway.drained() && growth.get() <= allowed ? "met" : "NOT met"));
     out.printf(
         "   insert -> handled p99 <= 1 s: %.0f ms, %s%n",
         spillP99,
@@ -698,11 +695,11 @@ public final class BufferBench {
   }
 
   /**
-   * Whether the backlog's growth over the run stays within what one batch and one {@code maxWait}
-   * of inserts at the phase's rate leave waiting: more is a drain falling behind.
+   * The most the backlog may grow over the run for it to be bounded: what one batch and one {@code
+   * maxWait} of inserts at the phase's rate leave waiting. More is a drain falling behind.
    */
-  static boolean bounded(double growth, int batchSize, double insertsPerSecond, Duration maxWait) {
-    return growth <= batchSize + insertsPerSecond * maxWait.toMillis() / 1000.0;
+  static double allowedGrowth(int batchSize, double insertsPerSecond, Duration maxWait) {
+    return batchSize + insertsPerSecond * maxWait.toMillis() / 1000.0;
   }
 
   private static double percentile(HistogramSnapshot s, double p) {
