@@ -386,7 +386,7 @@ public final class DeadLetterReplay {
       this.stopped = stopped;
     }
 
-    /** Interrupted before the dead-letter topic's end, with {@code taken} batches recorded. */
+    /** Interrupted part-way, with {@code taken} batches recorded. */
     static IncompleteReplay stopped(int taken, Exception interruption) {
       return new IncompleteReplay(taken, 0, 0, true, interruption);
     }
@@ -406,7 +406,10 @@ public final class DeadLetterReplay {
       return unrecorded;
     }
 
-    /** Interrupted (a signal) before it read the dead-letter topic to its end. */
+    /**
+     * Interrupted (a signal) before it read the dead-letter topic to its end or had Kafka's answer
+     * on every batch it sent.
+     */
     public boolean stopped() {
       return stopped;
     }
