@@ -37,8 +37,12 @@ import picocli.CommandLine.TypeConversionException;
     description = "Hand a pipeline's dead-lettered batches to its workers again.",
     subcommands = {ReplayCommand.Buffers.class, ReplayCommand.Lfk.class})
 final class ReplayCommand implements Runnable {
-  /** How long a signal waits for the replay to record what Kafka took before the JVM exits. */
-  private static final Duration SIGNAL_WIND_UP = Duration.ofSeconds(30);
+  /**
+   * How long a signal waits for the replay to record what Kafka took and say so before the JVM
+   * exits: the replay's own wait for Kafka's answers, and time to write them down.
+   */
+  private static final Duration SIGNAL_WIND_UP =
+      DeadLetterReplay.STOPPED_ANSWER_WAIT.plusSeconds(10);
 
   @ParentCommand SpillwayCommand root;
   @Spec CommandSpec spec;
@@ -190,7 +194,7 @@ final class ReplayCommand implements Runnable {
       } catch (DeadLetterReplay.IncompleteReplay e) {
         if (e.stopped()) {
           PrintWriter err = spec.commandLine().getErr();
-          err.println(stopped(dlq, e.taken()));
+          err.println(stopped(dlq, e.taken(), e.unrecorded()));
           err.flush();
           return ErrorHandler.FAILURE;
         }
@@ -213,15 +217,34 @@ final class ReplayCommand implements Runnable {
     }
   }
 
-  /** What a replay stopped part-way (a signal) did, and what replaying again does. */
-  static String stopped(String dlq, int taken) {
-    return "Replay stopped before the end of "
-        + dlq
-        + (taken == 0
-            ? ": no batch was handed over."
-            : ": "
-                + Count.of(taken, "batch", "batches")
-                + " handed over and recorded as replayed, so replaying again hands over the rest.");
+  /**
+   * What a replay stopped part-way (a signal) did, and what replaying again does.
+   *
+   * @param recorded batches handed over and recorded as replayed
+   * @param unanswered batches sent that Kafka did not say in time it took and recorded
+   */
+  static String stopped(String dlq, int recorded, int unanswered) {
+    String head = "Replay stopped before the end of " + dlq + ": ";
+    if (unanswered == 0) {
+      return head
+          + (recorded == 0
+              ? "no batch was handed over."
+              : Count.of(recorded, "batch", "batches")
+                  + " handed over and recorded as replayed, so replaying again hands over the"
+                  + " rest.");
+    }
+    return head
+        + (recorded == 0
+            ? "no batch recorded as replayed; "
+            : Count.of(recorded, "batch", "batches") + " handed over and recorded as replayed; ")
+        + Count.of(unanswered, "batch", "batches")
+        + " sent had no answer from Kafka within "
+        + DeadLetterReplay.STOPPED_ANSWER_WAIT.toSeconds()
+        + " s and "
+        + (unanswered == 1 ? "is" : "are")
+        + " not recorded, so replaying again hands over the rest and may hand "
+        + (unanswered == 1 ? "that one" : "those")
+        + " over twice, with the same group ids.";
   }
 
   /**

@@ -5,6 +5,7 @@ import dev.spillway.event.TopicProvisioner;
 import dev.spillway.event.TopicRange;
 import dev.spillway.event.Topics;
 import dev.spillway.sink.SinkHeaders;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -15,6 +16,8 @@ import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -37,6 +40,12 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
  * asked to hand it over again.
  */
 public final class DeadLetterReplay {
+  /**
+   * How long a replay stopped by a signal waits for Kafka's answers on the batches it sent, so it
+   * can say what it did before the JVM exits.
+   */
+  public static final Duration STOPPED_ANSWER_WAIT = Duration.ofSeconds(20);
+
   /**
    * What a pipeline's batches are: which topics they run from, how one reads, and, for an entity
    * (buffer or parent table) the configuration no longer works on, why its batches are left (null
@@ -171,8 +180,8 @@ public final class DeadLetterReplay {
         // Stopped (a signal), while reading or while waiting for Kafka's last answers: what Kafka
         // took is recorded, so the next replay hands over the rest.
         Thread.interrupted();
-        sender.finish();
-        throw IncompleteReplay.stopped(sender.taken(), e);
+        sender.finishWithin(STOPPED_ANSWER_WAIT);
+        throw IncompleteReplay.stopped(sender.recorded(), sender.unanswered(), e);
       } catch (RuntimeException e) {
         // What went out is recorded, so the next replay does not hand it over again.
         try {
@@ -386,9 +395,13 @@ public final class DeadLetterReplay {
       this.stopped = stopped;
     }
 
-    /** Interrupted part-way, with {@code taken} batches recorded. */
-    static IncompleteReplay stopped(int taken, Exception interruption) {
-      return new IncompleteReplay(taken, 0, 0, true, interruption);
+    /**
+     * Interrupted part-way, with {@code recorded} batches handed over and recorded as replayed, and
+     * {@code unanswered} sent that Kafka did not say within {@link #STOPPED_ANSWER_WAIT} it took
+     * and recorded (or could not record).
+     */
+    static IncompleteReplay stopped(int recorded, int unanswered, Exception interruption) {
+      return new IncompleteReplay(recorded, 0, unanswered, true, interruption);
     }
 
     public int taken() {
@@ -401,6 +414,8 @@ public final class DeadLetterReplay {
 
     /**
      * Batches Kafka took that could not be recorded as replayed: a next replay hands them again.
+     * For a replay {@link #stopped}, the batches sent that are not known taken and recorded: Kafka
+     * may have run them, and a next replay hands them over again.
      */
     public int unrecorded() {
       return unrecorded;
@@ -462,7 +477,7 @@ public final class DeadLetterReplay {
         producer = producer();
       }
       sent.add(new Sent(producer.send(batch), replayRecord(replays, batch, letterFailedAt)));
-      settle(false);
+      settle();
     }
 
     /** Batches Kafka took (and are recorded, or being recorded, as replayed). */
@@ -470,30 +485,67 @@ public final class DeadLetterReplay {
       return taken;
     }
 
+    /** Batches Kafka took and recorded as replayed, as far as its answers tell. */
+    int recorded() {
+      return taken - recording.size() - unrecorded;
+    }
+
+    /** Batches sent that are not known taken and recorded: unanswered, or refused a record. */
+    int unanswered() {
+      return sent.size() + recording.size() + unrecorded;
+    }
+
     /**
-     * Records the batches Kafka took: those already answered, in the order sent, or, when {@code
-     * all}, every one sent, waiting for its answer.
+     * Records the batches Kafka took, in the order sent: those answered, waiting for the answers
+     * that are not in until {@code deadline} ({@link System#nanoTime}), or without end when it is
+     * {@link Long#MAX_VALUE}. Answers not in by then stay to be waited for.
      */
-    private void settle(boolean all) throws InterruptedException {
-      while (!sent.isEmpty() && (all || sent.peek().ack().isDone())) {
+    private void settle(long deadline) throws InterruptedException {
+      while (!sent.isEmpty()) {
         try {
-          sent.peek().ack().get();
+          sent.peek().ack().get(untilNanos(deadline), TimeUnit.NANOSECONDS);
           recording.add(producer.send(sent.peek().record()));
           taken++;
         } catch (ExecutionException e) {
           failed++;
           failure = failure == null ? e.getCause() : failure;
+        } catch (TimeoutException e) {
+          break;
         }
         sent.poll();
       }
-      while (!recording.isEmpty() && (all || recording.peek().isDone())) {
+      while (!recording.isEmpty()) {
         try {
-          recording.peek().get();
+          recording.peek().get(untilNanos(deadline), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
           unrecorded++;
           recordFailure = recordFailure == null ? e.getCause() : recordFailure;
+        } catch (TimeoutException e) {
+          break;
         }
         recording.poll();
+      }
+    }
+
+    private static long untilNanos(long deadline) {
+      return deadline == Long.MAX_VALUE
+          ? Long.MAX_VALUE
+          : Math.max(0, deadline - System.nanoTime());
+    }
+
+    /** Records what Kafka has answered so far, waiting for nothing. */
+    private void settle() throws InterruptedException {
+      settle(System.nanoTime());
+    }
+
+    /**
+     * Waits up to {@code wait} for Kafka's answers on what was sent and records what it took: a
+     * stopped replay's last step, after which {@link #recorded} and {@link #unanswered} say where
+     * it stands.
+     */
+    void finishWithin(Duration wait) throws InterruptedException {
+      if (producer != null) {
+        settle(System.nanoTime() + wait.toNanos());
       }
     }
 
@@ -502,7 +554,7 @@ public final class DeadLetterReplay {
       if (producer == null) {
         return;
       }
-      settle(true);
+      settle(Long.MAX_VALUE);
       if (recordFailure != null) {
         throw new IncompleteReplay(taken, failed, unrecorded, recordFailure);
       }
@@ -516,14 +568,19 @@ public final class DeadLetterReplay {
     }
 
     /**
-     * Closes the producer. Every batch sent was answered by then, or the replay failed: a close cut
-     * short by an interrupt (a signal as the replay ends) loses nothing, and says nothing.
+     * Closes the producer. Every batch sent was answered by then, or the replay failed or was
+     * stopped: a close cut short by an interrupt (a signal as the replay ends) loses nothing, and
+     * says nothing. Sends a stopped replay had no answer on are given up at once; it said so.
      */
     @Override
     public void close() {
       if (producer != null) {
         try {
-          producer.close();
+          if (sent.isEmpty() && recording.isEmpty()) {
+            producer.close();
+          } else {
+            producer.close(Duration.ZERO);
+          }
         } catch (org.apache.kafka.common.KafkaException e) {
           if (e instanceof InterruptException || Thread.currentThread().isInterrupted()) {
             Thread.currentThread().interrupt();

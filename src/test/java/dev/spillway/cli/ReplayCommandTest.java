@@ -42,6 +42,28 @@ class ReplayCommandTest {
   }
 
   @Test
+  void should_say_what_a_stopped_replay_handed_over_and_what_kafka_did_not_answer_on() {
+    assertThat(ReplayCommand.stopped("p.lfk.dlq", 0, 0))
+        .isEqualTo("Replay stopped before the end of p.lfk.dlq: no batch was handed over.");
+    assertThat(ReplayCommand.stopped("p.lfk.dlq", 1, 0))
+        .isEqualTo(
+            "Replay stopped before the end of p.lfk.dlq: 1 batch handed over and recorded as"
+                + " replayed, so replaying again hands over the rest.");
+    assertThat(ReplayCommand.stopped("p.lfk.dlq", 0, 1))
+        .isEqualTo(
+            "Replay stopped before the end of p.lfk.dlq: no batch recorded as replayed; 1 batch"
+                + " sent had no answer from Kafka within 20 s and is not recorded, so replaying"
+                + " again hands over the rest and may hand that one over twice, with the same"
+                + " group ids.");
+    assertThat(ReplayCommand.stopped("p.lfk.dlq", 2, 3))
+        .isEqualTo(
+            "Replay stopped before the end of p.lfk.dlq: 2 batches handed over and recorded as"
+                + " replayed; 3 batches sent had no answer from Kafka within 20 s and are not"
+                + " recorded, so replaying again hands over the rest and may hand those over"
+                + " twice, with the same group ids.");
+  }
+
+  @Test
   void should_refuse_a_since_that_is_no_time_in_one_sentence() {
     assertThatThrownBy(() -> since.convert("last tuesday"))
         .isInstanceOf(TypeConversionException.class)

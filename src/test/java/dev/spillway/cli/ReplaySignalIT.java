@@ -19,6 +19,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -100,6 +102,51 @@ class ReplaySignalIT {
         .isBetween(1L, handed);
   }
 
+  @Test
+  void should_say_which_batches_kafka_left_unanswered_when_stopped_waiting_for_its_answers()
+      throws Exception {
+    Topics topics = deadLetteredTopics();
+    Path log = dir.resolve("unanswered.log");
+
+    // The producer holds a batch that is not full for a minute before it sends it (linger), so
+    // the last batches sent and records of replays stay unanswered past the signal's hold.
+    Process replay = replay(topics, log, Map.of("linger.ms", "60000"));
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(10))
+          .alias("the replay's first batches handed over")
+          .until(() -> !replay.isAlive() || endOffset(topics.cleanupBatches()) > 0);
+      replay.destroy(); // SIGTERM
+      assertThat(replay.waitFor(60, TimeUnit.SECONDS)).as("the replay exited").isTrue();
+    } finally {
+      replay.destroyForcibly();
+    }
+
+    String printed = Files.readString(log);
+    Matcher said =
+        Pattern.compile(
+                "Replay stopped before the end of "
+                    + Pattern.quote(topics.dlq(Pipeline.LFK))
+                    + ": (\\d+) batch(?:es)? handed over and recorded as replayed; (\\d+) batch(?:es)?"
+                    + " sent had no answer from Kafka within 20 s and (?:is|are) not recorded, so"
+                    + " replaying again hands over the rest and may hand (?:that one|those) over"
+                    + " twice, with the same group ids\\.")
+            .matcher(printed);
+    assertThat(said.find())
+        .as("saying what it sent without an answer, before the JVM exits: %s", printed)
+        .isTrue();
+    long recorded = Long.parseLong(said.group(1));
+    long unanswered = Long.parseLong(said.group(2));
+    assertThat(unanswered).as("sent without an answer").isPositive();
+    assertThat(endOffset(topics.replays(Pipeline.LFK)))
+        .as("recorded as replayed, as it says")
+        .isEqualTo(recorded);
+    assertThat(endOffset(topics.cleanupBatches()))
+        .as("handed over: those recorded, and perhaps some it had no answer on")
+        .isBetween(recorded, recorded + unanswered);
+  }
+
   /**
    * A loose-foreign-key dead-letter topic holding {@link #LETTERS} cleanup batches, and the batches
    * topic they go back to, under a topic prefix of their own.
@@ -124,7 +171,16 @@ class ReplaySignalIT {
    * log}.
    */
   private Process replay(Topics topics, Path log) throws Exception {
+    return replay(topics, log, Map.of());
+  }
+
+  /** The same with these {@code kafka.properties}. */
+  private Process replay(Topics topics, Path log, Map<String, String> kafkaProperties)
+      throws Exception {
     Path config = dir.resolve("spillway.yml");
+    StringBuilder properties = new StringBuilder();
+    kafkaProperties.forEach(
+        (name, value) -> properties.append("\n    ").append(name).append(": ").append(value));
     Files.writeString(
         config,
         """
@@ -132,12 +188,13 @@ class ReplaySignalIT {
         kafka:
           bootstrap-servers: %s
           topic-prefix: %s
+          properties:%s
         loose-foreign-keys:
           definitions:
             children:
               - { table: parents, column: parent_id, on_delete: async_delete }
         """
-            .formatted(bootstrap, topics.prefix()));
+            .formatted(bootstrap, topics.prefix(), properties.isEmpty() ? " {}" : properties));
     return Cli.process(
             ProcessBuilder.Redirect.to(log.toFile()), "replay", "lfk", "-c", config.toString())
         .start();
