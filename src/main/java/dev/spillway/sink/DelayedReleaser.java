@@ -27,6 +27,8 @@ import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.ApiException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.slf4j.Logger;
@@ -272,21 +274,31 @@ final class DelayedReleaser implements AutoCloseable {
     }
     ExecutionException failed = null;
     int sent = 0;
+    Map<Waiting, Future<RecordMetadata>> letters = new LinkedHashMap<>();
     for (Map.Entry<Waiting, Future<RecordMetadata>> s : sends.entrySet()) {
       Waiting w = s.getKey();
       try {
         s.getValue().get();
       } catch (ExecutionException e) {
-        failed = failed == null ? e : failed; // still held: released at a later turn
-        kept.add(w);
+        if (e.getCause() instanceof RetriableException || !(e.getCause() instanceof ApiException)) {
+          failed = failed == null ? e : failed; // still held: released at a later turn
+          kept.add(w);
+        } else {
+          letters.put(w, refusedForGood(w.record(), e.getCause()));
+        }
         continue;
       }
-      Held h = held.get(w.partition());
-      if (h != null && h.waiting.remove(w.offset(), w)) {
-        h.released.add(w.offset());
-        heldBytes -= w.size();
-        sent++;
+      sent += settle(w);
+    }
+    for (Map.Entry<Waiting, Future<RecordMetadata>> l : letters.entrySet()) {
+      try {
+        l.getValue().get();
+      } catch (ExecutionException e) {
+        failed = failed == null ? e : failed; // still held: tried again at a later turn
+        kept.add(l.getKey());
+        continue;
       }
+      sent += settle(l.getKey());
     }
     byDue.addAll(kept);
     loops++;
@@ -313,6 +325,44 @@ final class DelayedReleaser implements AutoCloseable {
     return sent;
   }
 
+  /** A batch Kafka took, back or to the dead letters: no longer held. Returns 1, or 0 if forgot. */
+  private int settle(Waiting w) {
+    Held h = held.get(w.partition());
+    if (h != null && h.waiting.remove(w.offset(), w)) {
+      h.released.add(w.offset());
+      heldBytes -= w.size();
+      return 1;
+    }
+    return 0;
+  }
+
+  /**
+   * Sends to the dead letters a batch Kafka refused to take back for good (too large for the topic
+   * now, say, or no longer allowed there): held, it would be refused every turn, and hold its
+   * partition's commit and, past {@link #NAMED_MAX}, every batch behind it.
+   */
+  private Future<RecordMetadata> refusedForGood(ConsumerRecord<byte[], byte[]> r, Throwable why) {
+    String to = returnAddress(r);
+    log.warn(
+        "Delayed batch {}-{}@{}: Kafka refused it back on {} ({}); it goes to the dead letters",
+        r.topic(),
+        r.partition(),
+        r.offset(),
+        to,
+        why.toString());
+    return deadLetter(
+        r,
+        to,
+        why.getClass().getName(),
+        "Kafka refused it back on " + to + ": " + why.getMessage());
+  }
+
+  /** Where a delayed batch returns to: the batches topic it names, or the first. */
+  private String returnAddress(ConsumerRecord<byte[], byte[]> r) {
+    String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
+    return back == null ? batchesTopics.get(0) : back;
+  }
+
   /**
    * Sends the batch back to its batches topic, which another instance's configuration may have (one
    * with a buffer this one lacks, during a rolling change); to the dead letters when Kafka no
@@ -322,12 +372,9 @@ final class DelayedReleaser implements AutoCloseable {
    */
   private Future<RecordMetadata> send(ConsumerRecord<byte[], byte[]> r)
       throws InterruptedException {
-    RecordHeaders headers = new RecordHeaders(r.headers().toArray());
-    headers.remove(SinkHeaders.CONSUME_AFTER);
-    String back = SinkHeaders.text(r.headers(), SinkHeaders.BATCHES_TOPIC);
-    String to = back == null ? batchesTopics.get(0) : back;
+    String to = returnAddress(r);
     if (batchesTopics.contains(to) || exists(to)) {
-      return producer.send(new ProducerRecord<>(to, null, r.key(), r.value(), headers));
+      return producer.send(new ProducerRecord<>(to, null, r.key(), r.value(), undelayed(r)));
     }
     String why =
         "it was delayed to return to "
@@ -340,6 +387,24 @@ final class DelayedReleaser implements AutoCloseable {
         r.partition(),
         r.offset(),
         why);
+    return deadLetter(r, to, IllegalStateException.class.getName(), why);
+  }
+
+  /** The batch's headers without its consume-after time. */
+  private static RecordHeaders undelayed(ConsumerRecord<byte[], byte[]> r) {
+    RecordHeaders headers = new RecordHeaders(r.headers().toArray());
+    headers.remove(SinkHeaders.CONSUME_AFTER);
+    return headers;
+  }
+
+  /**
+   * Sends the delayed batch to the dead letters, with the pipeline's headers, the reason, and the
+   * batches topic {@code to} it was to return to, where a replay hands it.
+   */
+  private Future<RecordMetadata> deadLetter(
+      ConsumerRecord<byte[], byte[]> r, String to, String errorClass, String why) {
+    RecordHeaders headers = undelayed(r);
+    headers.remove(SinkHeaders.BATCHES_TOPIC).add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(to));
     long now = clock.millis();
     SinkRecord delayed =
         new SinkRecord(
@@ -353,8 +418,7 @@ final class DelayedReleaser implements AutoCloseable {
     letterHeaders
         .apply(delayed, new IllegalStateException(why))
         .forEach((key, v) -> headers.remove(key).add(key, v));
-    SinkHeaders.addFailure(
-        headers, IllegalStateException.class.getName(), why, delayed.position(), now);
+    SinkHeaders.addFailure(headers, errorClass, why, delayed.position(), now);
     return producer.send(
         new ProducerRecord<>(deadLetterTopic, null, now, r.key(), r.value(), headers));
   }

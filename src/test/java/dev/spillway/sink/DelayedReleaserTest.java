@@ -26,6 +26,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.TimestampType;
@@ -329,6 +330,61 @@ class DelayedReleaserTest {
     releaser.runOnce();
     assertThat(flaky.history()).extracting(r -> new String(r.value())).containsExactly("batch 0");
     assertThat(committed().offset()).isOne();
+  }
+
+  @Test
+  void should_dead_letter_a_batch_kafka_refuses_back_for_good_and_go_on_past_it() throws Exception {
+    AtomicBoolean lettersRefused = new AtomicBoolean(true);
+    MockProducer<byte[], byte[]> refusing =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+          @Override
+          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+            if (new String(r.value()).equals("batch 0")
+                && (r.topic().equals("t.batches") || lettersRefused.get())) {
+              return CompletableFuture.failedFuture(
+                  new RecordTooLargeException("larger than the topic's max.message.bytes"));
+            }
+            return super.send(r);
+          }
+        };
+    consumer = new MockConsumer<>("earliest");
+    releaser =
+        new DelayedReleaser(
+            consumer,
+            refusing,
+            TP.topic(),
+            List.of("t.batches"),
+            topic -> false,
+            "t.dlq",
+            (record, error) -> Map.of(),
+            clock,
+            Duration.ofMillis(10),
+            1L << 20);
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    delayed(0, Duration.ZERO);
+    delayed(1, Duration.ZERO);
+
+    // The dead-letter topic refuses it too: it stays held, and is tried again.
+    assertThatThrownBy(releaser::runOnce)
+        .hasRootCauseMessage("larger than the topic's max.message.bytes");
+    assertThat(releaser.waiting()).as("held").isOne();
+    assertThat(committed().offset()).as("the commit waits for it").isZero();
+
+    lettersRefused.set(false);
+    assertThat(releaser.runOnce()).isOne();
+    assertThat(refusing.history())
+        .extracting(r -> r.topic() + ": " + new String(r.value()))
+        .containsExactly("t.batches: batch 1", "t.dlq: batch 0");
+    ProducerRecord<byte[], byte[]> letter = refusing.history().get(1);
+    assertThat(SinkHeaders.text(letter.headers(), SinkHeaders.ERROR_MESSAGE))
+        .isEqualTo("Kafka refused it back on t.batches: larger than the topic's max.message.bytes");
+    assertThat(SinkHeaders.text(letter.headers(), SinkHeaders.BATCHES_TOPIC))
+        .as("where a replay hands it")
+        .isEqualTo("t.batches");
+    assertThat(letter.headers().lastHeader(SinkHeaders.CONSUME_AFTER)).isNull();
+    assertThat(releaser.waiting()).isZero();
+    assertThat(committed().offset()).as("past it").isEqualTo(2);
   }
 
   @Test
