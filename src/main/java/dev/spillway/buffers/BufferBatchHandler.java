@@ -3,6 +3,7 @@ package dev.spillway.buffers;
 import dev.spillway.event.BufferBatch;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
+import dev.spillway.event.TableName;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
 import dev.spillway.ops.StatusReport;
@@ -22,6 +23,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
+import java.util.function.ToLongBiFunction;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.common.errors.SerializationException;
@@ -261,7 +263,12 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   }
 
   /** One status line per buffer, its rows as last counted in the background. */
-  List<StatusReport.BufferStatus> status() {
+  /**
+   * Each buffer's status.
+   *
+   * @param tooLarge rows of a database's table capture found too large for Kafka since start
+   */
+  List<StatusReport.BufferStatus> status(ToLongBiFunction<String, TableName> tooLarge) {
     List<StatusReport.BufferStatus> out = new ArrayList<>();
     long now = clock.millis();
     for (RunningBuffer b : byTopic.values()) {
@@ -275,6 +282,8 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
               b.metrics.handledCount(),
               b.metrics.deadLetteredBatchCount(),
               b.metrics.deadLetteredEventCount(),
+              tooLarge.applyAsLong(b.settings.database(), b.settings.table()),
+              b.metrics.malformedCount(),
               b.metrics.republishedCount(),
               b.metrics.percentileMillis(0.5, now),
               b.metrics.percentileMillis(0.99, now)));

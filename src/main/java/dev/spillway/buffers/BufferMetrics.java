@@ -167,6 +167,10 @@ final class BufferMetrics {
     return (long) deadLetteredEvents.count();
   }
 
+  long malformedCount() {
+    return (long) malformed.count();
+  }
+
   long republishedCount() {
     return (long) republished.count();
   }

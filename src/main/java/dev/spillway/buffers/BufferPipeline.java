@@ -208,7 +208,7 @@ public final class BufferPipeline {
             checked.batches,
             handler,
             sinkSettings(runtime.config().sink(), checked.inFlight));
-    runtime.reportBuffers(handler::status);
+    runtime.reportBuffers(() -> handler.status(runtime.captureStats()::tooLargeInserts));
     Map<String, BufferSettings> byName = new LinkedHashMap<>();
     buffers.forEach(b -> byName.put(b.name(), b));
     for (BufferSettings b : buffers) {

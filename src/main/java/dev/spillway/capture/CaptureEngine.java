@@ -773,20 +773,25 @@ final class CaptureEngine implements AutoCloseable {
       DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer)
       throws InterruptedException {
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>(batch.size());
-    List<CaptureRoute> routes = new ArrayList<>(batch.size());
+    List<ChangeMapper.Mapped> mapped = new ArrayList<>(batch.size());
     for (RecordChangeEvent<SourceRecord> change : batch) {
       mapper
           .map(change.record())
           .ifPresent(
               m -> {
                 records.add(m.record());
-                routes.add(m.route());
+                mapped.add(m);
               });
     }
     // Closing the engine interrupts the batch in hand. Records already sent are finished and
     // acknowledged anyway: releasing them would publish them a second time after a restart.
     boolean interrupted = handOver(producer, records, handOver, RESEND_WAIT, Thread.interrupted());
-    routes.forEach(stats::published);
+    for (ChangeMapper.Mapped m : mapped) {
+      stats.published(m.route());
+      if (m.tooLarge()) {
+        stats.tooLarge(m.route());
+      }
+    }
     try {
       for (RecordChangeEvent<SourceRecord> change : batch) {
         committer.markProcessed(change);

@@ -20,6 +20,7 @@ import java.util.concurrent.atomic.LongAdder;
 /** Changes published per database, table and kind since start. Thread-safe. */
 public final class CaptureStats {
   private final Map<Key, LongAdder> counts = new ConcurrentHashMap<>();
+  private final Map<Key, LongAdder> tooLarge = new ConcurrentHashMap<>();
   private final Map<SlotKey, SlotWal> slots = new ConcurrentHashMap<>();
   private final Map<String, HandOver> handOvers = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> streaming = new ConcurrentHashMap<>();
@@ -197,6 +198,33 @@ public final class CaptureStats {
 
   void published(CaptureRoute r) {
     adder(new Key(r.database(), r.table(), r.kind())).increment();
+  }
+
+  /** A captured row too large for one Kafka record, dead-lettered in its place (key alone). */
+  void tooLarge(CaptureRoute r) {
+    tooLarge
+        .computeIfAbsent(
+            new Key(r.database(), r.table(), r.kind()),
+            k -> {
+              LongAdder adder = new LongAdder();
+              if (registry != null) {
+                FunctionCounter.builder(
+                        "spillway_capture_rows_too_large", adder, LongAdder::doubleValue)
+                    .description(
+                        "Captured rows too large for one Kafka record, their keys dead-lettered")
+                    .tag("database", k.database())
+                    .tag("table", k.table().toString())
+                    .register(registry);
+              }
+              return adder;
+            })
+        .increment();
+  }
+
+  /** Inserted rows of {@code table} too large for one Kafka record since start. */
+  public long tooLargeInserts(String database, TableName table) {
+    LongAdder adder = tooLarge.get(new Key(database, table, ChangeKind.INSERT));
+    return adder == null ? 0 : adder.sum();
   }
 
   public List<Count> snapshot() {

@@ -82,7 +82,12 @@ final class ChangeMapper {
   }
 
   /** A captured change before serialization, for counting and routing. */
-  record Mapped(CaptureRoute route, ProducerRecord<byte[], byte[]> record) {}
+  record Mapped(CaptureRoute route, ProducerRecord<byte[], byte[]> record) {
+    /** Whether it is the dead letter of a row too large for Kafka rather than the change. */
+    boolean tooLarge() {
+      return !record.topic().equals(route.topic());
+    }
+  }
 
   Optional<Mapped> map(SourceRecord record) {
     if (!(record.value() instanceof Struct envelope)) {

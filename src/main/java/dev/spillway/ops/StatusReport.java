@@ -139,6 +139,10 @@ public record StatusReport(
    * @param batchesInFlight batches being run: their handler called, or waiting for a call
    * @param deadLetteredBatches batches whose remaining events went to the dead-letter topic since
    *     start
+   * @param tooLargeRows rows capture found too large for one Kafka record since start: their keys
+   *     went to the dead-letter topic, the rows stay in the table
+   * @param unreadableEvents captured events the batching stage could not read since start, sent to
+   *     the dead-letter topic
    * @param republishedEvents inserts capture published a second time (a take-over) that this
    *     instance's batching stage passed over since start
    * @param insertToHandledP50Millis from the inserting commit to the row's deletion, over the last
@@ -153,6 +157,8 @@ public record StatusReport(
       long handledEvents,
       long deadLetteredBatches,
       long deadLetteredEvents,
+      long tooLargeRows,
+      long unreadableEvents,
       long republishedEvents,
       Double insertToHandledP50Millis,
       Double insertToHandledP99Millis) {}

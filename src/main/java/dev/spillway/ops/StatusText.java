@@ -101,13 +101,23 @@ public final class StatusText {
         r.buffers() == null ? List.<StatusReport.BufferStatus>of() : r.buffers()) {
       b.append(
           String.format(
-              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)  insert->handled p50 %s p99 %s%s%n",
+              "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)%s%s  insert->handled p50 %s p99 %s%s%n",
               s.name(),
               s.rowsWaiting() < 0 ? "?" : RowCount.text(s.rowsWaiting()),
               s.batchesInFlight(),
               s.handledEvents(),
               s.deadLetteredBatches(),
               s.deadLetteredEvents(),
+              s.tooLargeRows() == 0
+                  ? ""
+                  : String.format(
+                      ", %,d %s too large for Kafka",
+                      s.tooLargeRows(), s.tooLargeRows() == 1 ? "row" : "rows"),
+              s.unreadableEvents() == 0
+                  ? ""
+                  : String.format(
+                      ", %,d unreadable %s",
+                      s.unreadableEvents(), s.unreadableEvents() == 1 ? "event" : "events"),
               millis(s.insertToHandledP50Millis()),
               millis(s.insertToHandledP99Millis()),
               s.republishedEvents() == 0

@@ -544,6 +544,75 @@ class BufferPipelineIT {
   }
 
   @Test
+  void should_count_rows_too_large_for_kafka_and_unreadable_events_in_a_buffers_status(
+      @TempDir Path dir) throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver()) {
+      withBuffers(
+          dir,
+          schema ->
+              String.format(
+                  """
+                    activity:
+                      table: %s.contact_activity_events
+                      batch-size: 10
+                      max-wait: 200ms
+                      handler:
+                        http: { url: "%s" }
+                  """,
+                  schema, receiver.url()),
+          schema -> activityTable(schema),
+          (runtime, ds, schema) -> {
+            try (KafkaProducer<byte[], byte[]> producer =
+                new KafkaProducer<>(
+                    Map.of("bootstrap.servers", runtime.bootstrapServers()),
+                    new ByteArraySerializer(),
+                    new ByteArraySerializer())) {
+              producer
+                  .send(
+                      new ProducerRecord<>(
+                          runtime.topics().bufferEvents("activity"),
+                          (schema + ".contact_activity_events").getBytes(),
+                          "not an event".getBytes()))
+                  .get();
+            }
+            // 2 MB of text that does not compress: as an event, larger than a Kafka record.
+            TestSql.exec(
+                ds,
+                "INSERT INTO "
+                    + schema
+                    + ".contact_activity_events (contact_id, activity)"
+                    + " SELECT 1, string_agg(md5(g::text), '') FROM generate_series(1, 62500) g",
+                "INSERT INTO "
+                    + schema
+                    + ".contact_activity_events (contact_id, activity) VALUES (2, 'small')");
+
+            await()
+                .atMost(TIMEOUT)
+                .until(() -> receiver.rows() >= 1 || runtime.failure().isPresent());
+            assertThat(runtime.failure()).isEmpty();
+            await()
+                .atMost(TIMEOUT)
+                .untilAsserted(
+                    () ->
+                        assertThat(StatusClient.fetch(runtime.httpPort()).buffers())
+                            .singleElement()
+                            .satisfies(
+                                b -> {
+                                  assertThat(b.tooLargeRows()).isOne();
+                                  assertThat(b.rowsWaiting()).as("the large row stays").isOne();
+                                  assertThat(b.handledEvents()).isOne();
+                                  assertThat(b.unreadableEvents()).isOne();
+                                }));
+            assertThat(runtime.registry().scrape())
+                .contains(
+                    "spillway_capture_rows_too_large_total{database=\"main\",table=\""
+                        + schema
+                        + ".contact_activity_events\"} 1.0");
+          });
+    }
+  }
+
+  @Test
   void should_answer_status_and_metrics_while_every_connection_of_the_pool_is_at_work(
       @TempDir Path dir) throws Exception {
     try (BulkReceiver receiver = new BulkReceiver()) {

@@ -128,9 +128,9 @@ class StatusTextTest {
         report(
             List.of(
                 new StatusReport.BufferStatus(
-                    "a", "main", "public.a", 3, 1, 40, 0, 0, 0, 12.4, 251.6),
+                    "a", "main", "public.a", 3, 1, 40, 0, 0, 0, 0, 0, 12.4, 251.6),
                 new StatusReport.BufferStatus(
-                    "b", "main", "public.b", 0, 0, 12, 3, 12, 1_234, null, null)),
+                    "b", "main", "public.b", 0, 0, 12, 3, 12, 0, 0, 1_234, null, null)),
             null,
             List.of());
 
@@ -144,16 +144,38 @@ class StatusTextTest {
   }
 
   @Test
+  void should_count_in_a_buffers_dlq_the_rows_too_large_for_kafka_and_the_unreadable_events() {
+    StatusReport r =
+        report(
+            List.of(
+                new StatusReport.BufferStatus(
+                    "a", "main", "public.a", 0, 0, 0, 2, 9, 1, 0, 0, null, null),
+                new StatusReport.BufferStatus(
+                    "b", "main", "public.b", 0, 0, 0, 0, 0, 2_000, 1, 0, null, null),
+                new StatusReport.BufferStatus(
+                    "c", "main", "public.c", 0, 0, 0, 0, 0, 0, 3, 0, null, null)),
+            null,
+            List.of());
+
+    assertThat(StatusText.render(r, NOW))
+        .contains("DLQ 2 batches (9 events), 1 row too large for Kafka  insert->handled")
+        .contains(
+            "DLQ 0 batches (0 events), 2,000 rows too large for Kafka, 1 unreadable event "
+                + " insert->handled")
+        .contains("DLQ 0 batches (0 events), 3 unreadable events  insert->handled");
+  }
+
+  @Test
   void should_say_a_count_of_rows_waiting_above_100_000_is_an_estimate() {
     StatusReport r =
         report(
             List.of(
                 new StatusReport.BufferStatus(
-                    "a", "main", "public.a", 100_000, 0, 0, 0, 0, 0, null, null),
+                    "a", "main", "public.a", 100_000, 0, 0, 0, 0, 0, 0, 0, null, null),
                 new StatusReport.BufferStatus(
-                    "b", "main", "public.b", 2_345_678, 0, 0, 0, 0, 0, null, null),
+                    "b", "main", "public.b", 2_345_678, 0, 0, 0, 0, 0, 0, 0, null, null),
                 new StatusReport.BufferStatus(
-                    "c", "main", "public.c", -1, 0, 0, 0, 0, 0, null, null)),
+                    "c", "main", "public.c", -1, 0, 0, 0, 0, 0, 0, 0, null, null)),
             null,
             List.of());
 
