@@ -147,6 +147,7 @@ public final class BufferBench {
    * @param jitCpuSeconds CPU this process's JIT compilers used over the same time; NaN when it
    *     cannot be read
    * @param jitShareAtEnd the share of a CPU they used over the load's last {@link #JIT_WINDOW}
+   * @param left rows left in the table when the drain ended (0 without a drainer)
    */
   private record Phase(
       InsertLoad.Result load,
@@ -157,10 +158,15 @@ public final class BufferBench {
       double processCpuSeconds,
       double jitCpuSeconds,
       double jitShareAtEnd,
-      boolean drained,
+      long left,
       Map<String, Long> waits,
       long walBytes,
       long walFullPages) {
+    /** Whether the drainer emptied the table. */
+    boolean drained() {
+      return left == 0;
+    }
+
     /** Database CPU milliseconds per 1,000 inserted rows. */
     double databaseCpuPerThousand() {
       return databaseCpuSeconds * 1e6 / load.inserts();
@@ -311,8 +317,10 @@ public final class BufferBench {
         new HandledOnce(
             spillway.load().inserts(),
             (long) bufferCounter("spillway_buffer_events_handled"),
-            (long) bufferCounter("spillway_buffer_dead_lettered_events"));
-    HandledOnce pollerOnce = new HandledOnce(polled.load().inserts(), pollerLatency.size(), 0);
+            (long) bufferCounter("spillway_buffer_dead_lettered_events"),
+            spillway.left());
+    HandledOnce pollerOnce =
+        new HandledOnce(polled.load().inserts(), pollerLatency.size(), 0, polled.left());
 
     out.println();
     List<Phase> designs = List.of(plainPhase, polled, spillway);
@@ -652,7 +660,7 @@ public final class BufferBench {
         process,
         jitSeconds,
         jitShare,
-        left == 0,
+        left,
         waited,
         walAfter[0] - walBefore[0],
         walAfter[1] - walBefore[1]);

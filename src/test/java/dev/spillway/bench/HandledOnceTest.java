@@ -8,7 +8,7 @@ class HandledOnceTest {
 
   @Test
   void should_be_met_when_every_inserted_row_was_handled_and_none_dead_lettered() {
-    HandledOnce h = new HandledOnce(500, 500, 0);
+    HandledOnce h = new HandledOnce(500, 500, 0, 0);
 
     assertThat(h.met()).isTrue();
     assertThat(h.line("Spillway"))
@@ -17,7 +17,7 @@ class HandledOnceTest {
 
   @Test
   void should_not_be_met_when_rows_were_lost() {
-    HandledOnce h = new HandledOnce(500, 499, 0);
+    HandledOnce h = new HandledOnce(500, 499, 0, 0);
 
     assertThat(h.met()).isFalse();
     assertThat(h.line("the SKIP LOCKED poller"))
@@ -28,12 +28,23 @@ class HandledOnceTest {
 
   @Test
   void should_not_be_met_when_rows_were_handled_twice() {
-    assertThat(new HandledOnce(500, 501, 0).met()).isFalse();
+    assertThat(new HandledOnce(500, 501, 0, 0).met()).isFalse();
+  }
+
+  @Test
+  void should_not_be_met_when_a_row_lost_stays_in_the_table_though_another_was_handled_twice() {
+    HandledOnce h = new HandledOnce(500, 500, 0, 1);
+
+    assertThat(h.met()).isFalse();
+    assertThat(h.line("Spillway"))
+        .isEqualTo(
+            "every inserted row handled once by Spillway: NOT met (inserted 500, handled 500,"
+                + " left in the table 1)");
   }
 
   @Test
   void should_not_be_met_when_rows_were_dead_lettered_and_say_how_many() {
-    HandledOnce h = new HandledOnce(500, 500, 3);
+    HandledOnce h = new HandledOnce(500, 500, 3, 0);
 
     assertThat(h.met()).isFalse();
     assertThat(h.line("Spillway"))
