@@ -84,7 +84,9 @@ final class BatchRun {
       RunContext context,
       Clock clock) {
     this.buffer = buffer;
-    this.batch = batch;
+    // Handed over from its events, a row capture published twice (a take-over) and batched twice
+    // would go to the handler and the archive twice: the table no longer has it to read once.
+    this.batch = fromEvents ? batch.withEvents(onePerRow(batch.events())) : batch;
     this.retryKey = retryKey;
     this.replayed = replayed;
     this.fromEvents = fromEvents;
@@ -496,6 +498,18 @@ final class BatchRun {
     List<Object> ids = new ArrayList<>(events.size());
     events.forEach(e -> ids.add(id(e)));
     return ids;
+  }
+
+  /** The events, the first of each id only. */
+  private List<BufferEvent> onePerRow(List<BufferEvent> events) {
+    Set<Object> seen = new HashSet<>();
+    List<BufferEvent> out = new ArrayList<>(events.size());
+    for (BufferEvent e : events) {
+      if (seen.add(comparable(id(e)))) {
+        out.add(e);
+      }
+    }
+    return out.size() == events.size() ? events : out;
   }
 
   private Set<Object> comparableIds(List<BufferEvent> events) {

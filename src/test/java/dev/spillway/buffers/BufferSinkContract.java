@@ -1305,6 +1305,30 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_hand_over_and_archive_once_a_row_a_replayed_batch_holds_two_events_of()
+      throws Exception {
+    TableName archive = archiveTable("");
+    List<List<Object>> calls = new CopyOnWriteArrayList<>();
+    start(
+        settings().withArchive(archive),
+        b -> {
+          calls.add(List.copyOf(b.ids()));
+          return BulkHandler.Result.success();
+        });
+    // Its rows were deleted when it was dead-lettered; capture had published row 2 twice (a
+    // take-over), and both copies were batched.
+    TestSql.exec(ds, "DELETE FROM " + table.quoted() + " WHERE id <= 3");
+    List<BufferEvent> events = new ArrayList<>(batch(1, 3).events());
+    events.add(2, events.get(1));
+    produceReplayed(BufferBatch.of(NAME, events));
+
+    await()
+        .atMost(TIMEOUT)
+        .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted()) == 3);
+    assertThat(calls).as("row 2 handed over once").containsExactly(List.of(1L, 2L, 3L));
+  }
+
+  @Test
   void should_archive_the_columns_the_buffer_table_has_when_they_change_mid_batch()
       throws Exception {
     TableName archive = archiveTable("");
