@@ -1900,6 +1900,35 @@ abstract class BufferSinkContract {
   }
 
   @Test
+  void should_wait_until_the_http_date_a_retry_after_names() throws Exception {
+    try (BulkReceiver receiver =
+        new BulkReceiver()
+            .answering(
+                n ->
+                    n == 0
+                        ? new BulkReceiver.Answer(
+                            503, Map.of("Retry-After", threeSecondsAhead()), "maintenance")
+                        : BulkReceiver.Answer.ok())) {
+      HandlerSpec.Http spec = new HandlerSpec.Http(receiver.url(), Map.of(), Duration.ofSeconds(5));
+      start(settings(), new HttpBulkHandler(spec, Clock.systemUTC()));
+      produce(batch(1, 3));
+
+      await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
+      List<BulkReceiver.Call> calls = receiver.calls();
+      assertThat(calls).hasSize(2);
+      assertThat((calls.get(1).atNanos() - calls.get(0).atNanos()) / 1_000_000)
+          .as("waited until the date Retry-After named, not the 20 ms backoff")
+          .isGreaterThanOrEqualTo(1_900);
+    }
+  }
+
+  /** Three seconds from now as an HTTP date, in its whole seconds: at least two from now. */
+  private static String threeSecondsAhead() {
+    return java.time.format.DateTimeFormatter.RFC_1123_DATE_TIME.format(
+        java.time.ZonedDateTime.now(java.time.ZoneOffset.UTC).plusSeconds(3).withNano(0));
+  }
+
+  @Test
   void should_dead_letter_at_once_when_the_endpoint_rejects_the_batch() throws Exception {
     try (BulkReceiver receiver =
         new BulkReceiver().answering(n -> new BulkReceiver.Answer(422, Map.of(), "bad contact"))) {
