@@ -26,9 +26,11 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.errors.ApiException;
-import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.RecordTooLargeException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.slf4j.Logger;
@@ -280,11 +282,11 @@ final class DelayedReleaser implements AutoCloseable {
       try {
         s.getValue().get();
       } catch (ExecutionException e) {
-        if (e.getCause() instanceof RetriableException || !(e.getCause() instanceof ApiException)) {
+        if (refusedForGood(e.getCause())) {
+          letters.put(w, refusedForGood(w.record(), e.getCause()));
+        } else {
           failed = failed == null ? e : failed; // still held: released at a later turn
           kept.add(w);
-        } else {
-          letters.put(w, refusedForGood(w.record(), e.getCause()));
         }
         continue;
       }
@@ -334,6 +336,18 @@ final class DelayedReleaser implements AutoCloseable {
       return 1;
     }
     return 0;
+  }
+
+  /**
+   * Whether Kafka refused the batch itself, for good, on its topic: too large for it, not a record
+   * it takes, or a topic this producer may no longer write to. A fault of the producer's or the
+   * cluster's (a timeout, a sequence error, fencing) is no verdict on the batch: it is kept.
+   */
+  private static boolean refusedForGood(Throwable refusal) {
+    return refusal instanceof RecordTooLargeException
+        || refusal instanceof InvalidRecordException
+        || refusal instanceof InvalidTopicException
+        || refusal instanceof TopicAuthorizationException;
   }
 
   /**

@@ -25,6 +25,7 @@ import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
@@ -385,6 +386,43 @@ class DelayedReleaserTest {
     assertThat(letter.headers().lastHeader(SinkHeaders.CONSUME_AFTER)).isNull();
     assertThat(releaser.waiting()).isZero();
     assertThat(committed().offset()).as("past it").isEqualTo(2);
+  }
+
+  @Test
+  void should_keep_a_batch_refused_for_a_fault_of_the_producers_not_of_the_batch()
+      throws Exception {
+    MockProducer<byte[], byte[]> outOfSequence =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+          @Override
+          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+            return r.topic().equals("t.batches")
+                ? CompletableFuture.failedFuture(
+                    new OutOfOrderSequenceException("the broker saw another sequence number"))
+                : super.send(r);
+          }
+        };
+    consumer = new MockConsumer<>("earliest");
+    releaser =
+        new DelayedReleaser(
+            consumer,
+            outOfSequence,
+            TP.topic(),
+            List.of("t.batches"),
+            topic -> false,
+            "t.dlq",
+            (record, error) -> Map.of(),
+            clock,
+            Duration.ofMillis(10),
+            1L << 20);
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    delayed(0, Duration.ZERO);
+
+    assertThatThrownBy(releaser::runOnce)
+        .hasRootCauseMessage("the broker saw another sequence number");
+    assertThat(outOfSequence.history()).as("not sent to the dead letters").isEmpty();
+    assertThat(releaser.waiting()).as("held for a later turn").isOne();
+    assertThat(committed().offset()).isZero();
   }
 
   @Test
