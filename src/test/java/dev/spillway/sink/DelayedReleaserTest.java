@@ -69,6 +69,28 @@ class DelayedReleaserTest {
     return r;
   }
 
+  /**
+   * A releaser of one batches topic, sending through {@code sender}, on a fresh consumer holding
+   * {@link #TP}.
+   */
+  private void releaseThrough(MockProducer<byte[], byte[]> sender) {
+    consumer = new MockConsumer<>("earliest");
+    releaser =
+        new DelayedReleaser(
+            consumer,
+            sender,
+            TP.topic(),
+            List.of("t.batches"),
+            topic -> false,
+            "t.dlq",
+            (record, error) -> Map.of(),
+            clock,
+            Duration.ofMillis(10),
+            1L << 20);
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+  }
+
   /** A batch at {@code offset} due {@code in} from the start of the test. */
   private void delayed(long offset, Duration in) {
     delayed(offset, in, null);
@@ -306,21 +328,7 @@ class DelayedReleaserTest {
                 : super.send(r);
           }
         };
-    consumer = new MockConsumer<>("earliest");
-    releaser =
-        new DelayedReleaser(
-            consumer,
-            flaky,
-            TP.topic(),
-            List.of("t.batches"),
-            topic -> false,
-            "t.dlq",
-            (record, error) -> Map.of(),
-            clock,
-            Duration.ofMillis(10),
-            1L << 20);
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    releaseThrough(flaky);
     delayed(0, Duration.ZERO);
 
     assertThatThrownBy(releaser::runOnce).hasRootCauseMessage("no leader");
@@ -348,21 +356,7 @@ class DelayedReleaserTest {
             return super.send(r);
           }
         };
-    consumer = new MockConsumer<>("earliest");
-    releaser =
-        new DelayedReleaser(
-            consumer,
-            refusing,
-            TP.topic(),
-            List.of("t.batches"),
-            topic -> false,
-            "t.dlq",
-            (record, error) -> Map.of(),
-            clock,
-            Duration.ofMillis(10),
-            1L << 20);
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    releaseThrough(refusing);
     delayed(0, Duration.ZERO);
     delayed(1, Duration.ZERO);
 
@@ -401,21 +395,7 @@ class DelayedReleaserTest {
                 : super.send(r);
           }
         };
-    consumer = new MockConsumer<>("earliest");
-    releaser =
-        new DelayedReleaser(
-            consumer,
-            outOfSequence,
-            TP.topic(),
-            List.of("t.batches"),
-            topic -> false,
-            "t.dlq",
-            (record, error) -> Map.of(),
-            clock,
-            Duration.ofMillis(10),
-            1L << 20);
-    consumer.rebalance(List.of(TP));
-    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    releaseThrough(outOfSequence);
     delayed(0, Duration.ZERO);
 
     assertThatThrownBy(releaser::runOnce)
