@@ -84,8 +84,9 @@ final class BatchRun {
       RunContext context,
       Clock clock) {
     this.buffer = buffer;
-    // Handed over from its events, a row capture published twice (a take-over) and batched twice
-    // would go to the handler and the archive twice: the table no longer has it to read once.
+    // Handed over from its events, a row batched twice (capture published it twice, or it was
+    // replaced under its key) would go to the handler and the archive twice: the table no longer
+    // has it to read once.
     this.batch = fromEvents ? batch.withEvents(onePerRow(batch.events())) : batch;
     this.retryKey = retryKey;
     this.replayed = replayed;
@@ -500,16 +501,25 @@ final class BatchRun {
     return ids;
   }
 
-  /** The events, the first of each id only. */
+  /**
+   * The events, the last of each id only, in their order: the last is the row as it was deleted (a
+   * row replaced under its key came as two inserts). Events without the id column are all kept.
+   */
   private List<BufferEvent> onePerRow(List<BufferEvent> events) {
     Set<Object> seen = new HashSet<>();
     List<BufferEvent> out = new ArrayList<>(events.size());
-    for (BufferEvent e : events) {
-      if (seen.add(comparable(id(e)))) {
+    for (int i = events.size() - 1; i >= 0; i--) {
+      BufferEvent e = events.get(i);
+      Object id = id(e);
+      if (id == null || seen.add(comparable(id))) {
         out.add(e);
       }
     }
-    return out.size() == events.size() ? events : out;
+    if (out.size() == events.size()) {
+      return events;
+    }
+    Collections.reverse(out);
+    return out;
   }
 
   private Set<Object> comparableIds(List<BufferEvent> events) {

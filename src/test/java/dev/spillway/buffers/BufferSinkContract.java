@@ -1315,17 +1315,28 @@ abstract class BufferSinkContract {
           calls.add(List.copyOf(b.ids()));
           return BulkHandler.Result.success();
         });
-    // Its rows were deleted when it was dead-lettered; capture had published row 2 twice (a
-    // take-over), and both copies were batched.
+    // Its rows were deleted when it was dead-lettered; row 2 had been replaced under its key
+    // (deleted, inserted again), and both its inserts were batched.
     TestSql.exec(ds, "DELETE FROM " + table.quoted() + " WHERE id <= 3");
     List<BufferEvent> events = new ArrayList<>(batch(1, 3).events());
-    events.add(2, events.get(1));
+    BufferEvent first = events.get(1);
+    Map<String, Object> replaced = new LinkedHashMap<>(first.row());
+    replaced.put("activity", "email");
+    events.add(2, copy(first, replaced, first.lsn() + 1, 0));
     produceReplayed(BufferBatch.of(NAME, events));
 
     await()
         .atMost(TIMEOUT)
         .until(() -> TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted()) == 3);
     assertThat(calls).as("row 2 handed over once").containsExactly(List.of(1L, 2L, 3L));
+    assertThat(
+            TestSql.count(
+                ds,
+                "SELECT count(*) FROM "
+                    + archive.quoted()
+                    + " WHERE id = 2 AND activity = 'email'"))
+        .as("as it was last, when it was deleted")
+        .isOne();
   }
 
   @Test
