@@ -283,7 +283,12 @@ final class DelayedReleaser implements AutoCloseable {
         s.getValue().get();
       } catch (ExecutionException e) {
         if (refusedForGood(e.getCause())) {
-          letters.put(w, refusedForGood(w.record(), e.getCause()));
+          try {
+            letters.put(w, refusedForGood(w.record(), e.getCause()));
+          } catch (RuntimeException f) {
+            refused = refused == null ? f : refused; // still held: tried again at a later turn
+            kept.add(w);
+          }
         } else {
           failed = failed == null ? e : failed; // still held: released at a later turn
           kept.add(w);

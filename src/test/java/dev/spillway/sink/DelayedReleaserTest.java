@@ -383,6 +383,38 @@ class DelayedReleaserTest {
   }
 
   @Test
+  void should_keep_a_batch_refused_for_good_whose_dead_letter_cannot_even_be_sent()
+      throws Exception {
+    AtomicBoolean closing = new AtomicBoolean(true);
+    MockProducer<byte[], byte[]> refusing =
+        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+          @Override
+          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+            if (r.topic().equals("t.batches")) {
+              return CompletableFuture.failedFuture(
+                  new RecordTooLargeException("larger than the topic's max.message.bytes"));
+            }
+            if (closing.get()) {
+              throw new IllegalStateException("the producer is closing");
+            }
+            return super.send(r);
+          }
+        };
+    releaseThrough(refusing);
+    delayed(0, Duration.ZERO);
+
+    assertThatThrownBy(releaser::runOnce).hasMessage("the producer is closing");
+    assertThat(releaser.waiting()).as("held").isOne();
+
+    closing.set(false);
+    assertThat(releaser.runOnce()).as("due again at the next turn, and sent").isOne();
+    assertThat(refusing.history())
+        .extracting(r -> r.topic() + ": " + new String(r.value()))
+        .containsExactly("t.dlq: batch 0");
+    assertThat(committed().offset()).isOne();
+  }
+
+  @Test
   void should_keep_a_batch_refused_for_a_fault_of_the_producers_not_of_the_batch()
       throws Exception {
     MockProducer<byte[], byte[]> outOfSequence =
