@@ -262,9 +262,8 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     }
   }
 
-  /** One status line per buffer, its rows as last counted in the background. */
   /**
-   * Each buffer's status.
+   * One status line per buffer, its rows as last counted in the background.
    *
    * @param tooLarge rows of a database's table capture found too large for Kafka since start
    */
