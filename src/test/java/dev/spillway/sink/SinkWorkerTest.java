@@ -171,12 +171,25 @@ class SinkWorkerTest {
   void should_ignore_a_batch_that_ends_after_its_partition_was_revoked_and_assigned_back()
       throws Exception {
     worker = holdingTheOnePartition(worker(Duration.ofMillis(100)));
-    addBatches(0, 3);
-    worker.runOnce(); // claims 0..2 and starts batch 0, which hangs
-    await().atMost(WAIT).until(() -> !firstRun.get());
+    startHangingBatch();
 
     consumer.rebalance(List.of()); // revoked: batch 0 outlives the grace and is counted out
-    consumer.rebalance(List.of(TP)); // assigned back: nothing committed, so 0..2 come again
+    assignedBackEveryBatchRuns("the stale result skipped none");
+  }
+
+  /** Claims batches 0..2 and starts batch 0, which hangs until {@link #release}. */
+  private void startHangingBatch() {
+    addBatches(0, 3);
+    worker.runOnce();
+    await().atMost(WAIT).until(() -> !firstRun.get());
+  }
+
+  /**
+   * The partition assigned back after it moved while batch 0 hung: nothing was committed, so 0..2
+   * come again and run, and the hung run's late result skips none of them.
+   */
+  private void assignedBackEveryBatchRuns(String why) {
+    consumer.rebalance(List.of(TP));
     addBatches(0, 3);
     worker.runOnce(); // starts batch 0 again, which ends at once
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
@@ -185,7 +198,7 @@ class SinkWorkerTest {
 
     turnUntilCommitted(3);
     assertThat(runs)
-        .as("every batch after the reassignment ran; the stale result skipped none")
+        .as("every batch after the reassignment ran; " + why)
         .containsExactlyInAnyOrder(0L, 0L, 1L, 2L);
   }
 
@@ -194,9 +207,7 @@ class SinkWorkerTest {
       throws Exception {
     // A grace no test outlives: a revoke would wait for the hanging batch, a loss must not.
     worker = holdingTheOnePartition(worker(Duration.ofHours(1)));
-    addBatches(0, 3);
-    worker.runOnce(); // claims 0..2 and starts batch 0, which hangs
-    await().atMost(WAIT).until(() -> !firstRun.get());
+    startHangingBatch();
 
     losing.set(true);
     assertTimeoutPreemptively(
@@ -206,17 +217,7 @@ class SinkWorkerTest {
         .isEmpty();
     losing.set(false);
 
-    consumer.rebalance(List.of(TP)); // assigned back: nothing committed, so 0..2 come again
-    addBatches(0, 3);
-    worker.runOnce(); // starts batch 0 again, which ends at once
-    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
-    release.countDown(); // the first run of batch 0 ends too, after its partition was lost
-    await().atMost(WAIT).until(() -> worker.completionsWaiting() == 2);
-
-    turnUntilCommitted(3);
-    assertThat(runs)
-        .as("every batch after the reassignment ran; the lost run's result skipped none")
-        .containsExactlyInAnyOrder(0L, 0L, 1L, 2L);
+    assignedBackEveryBatchRuns("the lost run's result skipped none");
   }
 
   @Test
