@@ -80,6 +80,26 @@ public final class TopicProvisioner {
   }
 
   /**
+   * Those of the topics Kafka says it does not have, asked without creating them; none when Kafka
+   * gives no answer within {@code wait}, as a topic cannot be told missing then.
+   *
+   * @param clientProperties passed to the admin client as is (security settings and the like)
+   */
+  public static List<String> missing(
+      String bootstrapServers,
+      Map<String, String> clientProperties,
+      Collection<String> topics,
+      Duration wait)
+      throws InterruptedException {
+    try (Admin admin = admin(bootstrapServers, clientProperties)) {
+      Set<String> existing = admin.listTopics().names().get(wait.toMillis(), TimeUnit.MILLISECONDS);
+      return topics.stream().filter(t -> !existing.contains(t)).toList();
+    } catch (ExecutionException | TimeoutException e) {
+      return List.of();
+    }
+  }
+
+  /**
    * Returns once Kafka answers; says in the log when it keeps the caller waiting, and in one
    * sentence when no broker answers: for a command about to ask it something whose own wait would
    * end in the client's words.

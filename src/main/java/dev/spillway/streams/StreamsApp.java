@@ -1,10 +1,13 @@
 package dev.spillway.streams;
 
 import dev.spillway.event.KafkaClients;
+import dev.spillway.event.TopicProvisioner;
 import dev.spillway.support.Causes;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
@@ -14,10 +17,12 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.TransactionAbortableException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
+import org.apache.kafka.streams.TopologyDescription;
 import org.apache.kafka.streams.errors.MissingSourceTopicException;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.slf4j.Logger;
@@ -39,6 +44,13 @@ public final class StreamsApp implements AutoCloseable {
    * misses them for a moment; one missing longer was deleted.
    */
   static final Duration MISSING_SOURCE_GRACE = Duration.ofSeconds(30);
+
+  /**
+   * How long Kafka may take to say which topics it has, once a stream thread ended on a topic it
+   * did not know: a topic it writes, deleted, ends a thread only after the producer's {@code
+   * max.block.ms} and the task's {@code task.timeout.ms}, so this adds little to that.
+   */
+  private static final Duration TOPICS_ANSWER_WAIT = Duration.ofSeconds(10);
 
   /** When ({@code System.nanoTime()}) a missing source topic first ended a thread; see below. */
   private long missingSince;
@@ -125,6 +137,23 @@ public final class StreamsApp implements AutoCloseable {
             log.error(app.failure);
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
           }
+          if (Causes.has(e, UnknownTopicOrPartitionException.class)) {
+            // A topic it writes deleted reads as Kafka away, and a new thread would meet it again
+            // without end: asked, Kafka says whether the topic is gone.
+            List<String> gone = missing(bootstrapServers, kafkaProperties, written(topology));
+            if (!gone.isEmpty()) {
+              app.failure =
+                  "Streams application "
+                      + applicationId
+                      + " failed: "
+                      + (gone.size() == 1 ? "topic " + gone.get(0) : "topics " + gone)
+                      + " it writes to "
+                      + (gone.size() == 1 ? "is" : "are")
+                      + " missing; deleted while Spillway ran? A start makes it again";
+              log.error(app.failure);
+              return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
+            }
+          }
           if (kafkaOutOfReach(e)) {
             // What the thread had not committed is aborted, and a new thread goes on from the last
             // commit once Kafka answers.
@@ -156,6 +185,29 @@ public final class StreamsApp implements AutoCloseable {
     }
     log.info("Streams application {} running", applicationId);
     return app;
+  }
+
+  /** Those of the topics Kafka says it does not have; none without an answer. */
+  private static List<String> missing(
+      String bootstrapServers, Map<String, String> kafkaProperties, List<String> topics) {
+    try {
+      return TopicProvisioner.missing(
+          bootstrapServers, kafkaProperties, topics, TOPICS_ANSWER_WAIT);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return List.of();
+    }
+  }
+
+  /** The topics the topology writes to by name (not those a record's content names). */
+  static List<String> written(Topology topology) {
+    return topology.describe().subtopologies().stream()
+        .flatMap(s -> s.nodes().stream())
+        .filter(TopologyDescription.Sink.class::isInstance)
+        .map(n -> ((TopologyDescription.Sink) n).topic())
+        .filter(Objects::nonNull)
+        .distinct()
+        .toList();
   }
 
   /**

@@ -13,7 +13,10 @@ import java.util.Map;
 import java.util.UUID;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.streams.Topology;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -86,6 +89,54 @@ class StreamsAppIT {
     }
   }
 
+  @Test
+  void should_fail_saying_so_once_a_topic_it_writes_is_missing() throws Exception {
+    String run = "unwritable-" + UUID.randomUUID();
+    Topology t = readingNewTopic(run, Forwarding::new);
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.createTopics(List.of(new NewTopic(run + ".out", 1, (short) 1))).all().get();
+    }
+    t.addSink(
+        "out", run + ".out", new ByteArraySerializer(), new ByteArraySerializer(), "processor");
+    // Short waits for a topic's metadata and for a task to make progress, so the thread gives up
+    // on the missing topic in seconds rather than minutes.
+    Map<String, String> quick = Map.of("task.timeout.ms", "1000", "producer.max.block.ms", "1000");
+    try (StreamsApp app =
+        StreamsApp.start(
+            run,
+            t,
+            bootstrap,
+            quick,
+            dir,
+            Duration.ofMillis(100),
+            Duration.ofMillis(50),
+            (short) 1)) {
+      try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+        admin.deleteTopics(List.of(run + ".out")).all().get();
+      }
+      try (KafkaProducer<byte[], byte[]> producer =
+          new KafkaProducer<>(
+              Map.of("bootstrap.servers", bootstrap),
+              new ByteArraySerializer(),
+              new ByteArraySerializer())) {
+        producer.send(new ProducerRecord<>(run + ".in", new byte[] {1})).get();
+      }
+
+      await()
+          .dontCatchUncaughtExceptions()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> app.failure().isPresent());
+      assertThat(app.failure().get())
+          .startsWith(
+              "Streams application "
+                  + run
+                  + " failed: topic "
+                  + run
+                  + ".out it writes to is missing;")
+          .endsWith("deleted while Spillway ran? A start makes it again");
+    }
+  }
+
   /** A topology of one processor reading topic {@code <run>.in}, made here. */
   private Topology readingNewTopic(
       String run, ProcessorSupplier<byte[], byte[], byte[], byte[]> processor) throws Exception {
@@ -102,6 +153,21 @@ class StreamsAppIT {
   private static final class Passing implements Processor<byte[], byte[], byte[], byte[]> {
     @Override
     public void process(Record<byte[], byte[]> r) {}
+  }
+
+  /** A processor that passes every record on. */
+  private static final class Forwarding implements Processor<byte[], byte[], byte[], byte[]> {
+    private ProcessorContext<byte[], byte[]> context;
+
+    @Override
+    public void init(ProcessorContext<byte[], byte[]> context) {
+      this.context = context;
+    }
+
+    @Override
+    public void process(Record<byte[], byte[]> r) {
+      context.forward(r);
+    }
   }
 
   /** A processor whose task cannot start, as one denied what it needs. */

@@ -60,6 +60,18 @@ class StreamsAppTest {
   }
 
   @Test
+  void should_name_the_topics_its_topology_writes_to_by_name() {
+    Topology topology = new Topology();
+    topology.addSource("in", "in");
+    topology.addSink("batches", "a.batches", "in");
+    topology.addSink("dlq", "a.dlq", "in");
+    topology.addSink("again", "a.batches", "in");
+    topology.addSink("chosen", (key, value, context) -> "by-record", "in");
+
+    assertThat(StreamsApp.written(topology)).containsExactly("a.batches", "a.dlq");
+  }
+
+  @Test
   void should_give_its_producers_spillway_s_linger_over_the_streams_default() {
     Map<String, Object> producer = config(Map.of()).getProducerConfigs("c");
 
