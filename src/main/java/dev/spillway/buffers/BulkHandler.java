@@ -37,7 +37,8 @@ public interface BulkHandler extends AutoCloseable {
    *     in this process (a run ended between calls, by a stop or health at STOP); from 1 again in
    *     another process, after a restart, or in a replay
    * @param idColumn the buffer table's primary-key column
-   * @param rows the rows still in the buffer table, each every column by name, in insert order
+   * @param rows the rows still in the buffer table, in insert order, each every column by name in
+   *     the table's column order
    */
   record Batch(
       String buffer, String groupId, int attempt, String idColumn, List<Map<String, Object>> rows) {

@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.Function;
@@ -22,6 +23,7 @@ import org.apache.avro.io.DecoderFactory;
 import org.apache.avro.io.EncoderFactory;
 import org.apache.avro.message.BinaryMessageDecoder;
 import org.apache.avro.message.SchemaStore;
+import org.apache.avro.specific.SpecificData;
 import org.apache.avro.util.ClassSecurityValidator;
 import org.apache.avro.util.ClassSecurityValidator.ClassSecurityPredicate;
 import org.apache.kafka.common.errors.SerializationException;
@@ -67,10 +69,27 @@ public final class EventSerdes {
 
   private static final Schema BATCH_1 = released("BufferBatch.1.avsc");
 
+  /**
+   * Avro's model of the generated classes, but for the maps it reads: they keep the order their
+   * entries were written in (Avro's own are hash maps), so a row's columns reach a handler in the
+   * table's order, as capture read them.
+   */
+  private static final SpecificData IN_ORDER =
+      new SpecificData() {
+        @Override
+        public Object newMap(Object old, int size) {
+          return new LinkedHashMap<>(Math.max(16, size * 4 / 3 + 1));
+        }
+      };
+
   private static final BinaryMessageDecoder<dev.spillway.event.avro.BufferEvent> EVENTS =
-      dev.spillway.event.avro.BufferEvent.createDecoder(store(EVENT_1));
+      new BinaryMessageDecoder<>(
+          IN_ORDER, dev.spillway.event.avro.BufferEvent.getClassSchema(), store(EVENT_1));
   private static final BinaryMessageDecoder<dev.spillway.event.avro.BufferBatch> BATCHES =
-      dev.spillway.event.avro.BufferBatch.createDecoder(store(BATCH_1));
+      new BinaryMessageDecoder<>(
+          IN_ORDER, dev.spillway.event.avro.BufferBatch.getClassSchema(), store(BATCH_1));
+  private static final BinaryMessageDecoder<dev.spillway.event.avro.DeletedRecord> DELETED =
+      new BinaryMessageDecoder<>(IN_ORDER, dev.spillway.event.avro.DeletedRecord.getClassSchema());
 
   private static final byte[] EVENT_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferEvent.getClassSchema());
@@ -110,7 +129,7 @@ public final class EventSerdes {
   }
 
   public static DeletedRecord decodeDeletedRecord(byte[] data) {
-    var avro = decode(() -> dev.spillway.event.avro.DeletedRecord.fromByteBuffer(wrap(data)));
+    var avro = decode(() -> DELETED.decode(wrap(data)));
     return new DeletedRecord(
         avro.getDatabase(),
         TableName.parse(avro.getTable()),
