@@ -56,7 +56,7 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
    * start brings it back.
    */
   public Optional<String> failure() {
-    if (closing || process == null || process.isAlive()) {
+    if (closing || process == null || !ended(process)) {
       return Optional.empty();
     }
     return Optional.of(
@@ -250,21 +250,57 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
                 + said
                 + "); stop it and start again");
       }
-      server.get().onExit().get(LEFT_RUNNING_STOP.toSeconds(), TimeUnit.SECONDS);
+      if (awaitEnd(server.get(), LEFT_RUNNING_STOP)) {
+        return;
+      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IOException("Interrupted while stopping the embedded PostgreSQL left running", e);
-    } catch (ExecutionException | TimeoutException e) {
-      throw new IOException(
-          "An embedded PostgreSQL (pid "
-              + pid
-              + ") still runs on "
-              + data
-              + " and did not stop within "
-              + LEFT_RUNNING_STOP.toSeconds()
-              + " s; stop it (kill -INT "
-              + pid
-              + ") and start again");
+    }
+    throw new IOException(
+        "An embedded PostgreSQL (pid "
+            + pid
+            + ") still runs on "
+            + data
+            + " and did not stop within "
+            + LEFT_RUNNING_STOP.toSeconds()
+            + " s; stop it (kill -INT "
+            + pid
+            + ") and start again");
+  }
+
+  /** How often a wait for a server's end looks. */
+  private static final Duration END_POLL = Duration.ofMillis(20);
+
+  /** Waits for the process to end, at most {@code limit}; whether it did. */
+  private static boolean awaitEnd(ProcessHandle process, Duration limit)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + limit.toNanos();
+    while (!ended(process)) {
+      if (System.nanoTime() - deadline > 0) {
+        return false;
+      }
+      Thread.sleep(END_POLL.toMillis());
+    }
+    return true;
+  }
+
+  /**
+   * Whether the process has ended: gone, or exited and not yet reaped. The server is not this
+   * process's child (its start tool's, which exits first): its parent is the system's first
+   * process, which may take seconds to reap it, and until then Java takes it as alive.
+   */
+  static boolean ended(ProcessHandle process) {
+    if (!process.isAlive()) {
+      return true;
+    }
+    try {
+      // Linux: "pid (name) state ...", the name in parentheses possibly holding some itself.
+      String stat = Files.readString(Path.of("/proc", Long.toString(process.pid()), "stat"));
+      int name = stat.lastIndexOf(')');
+      return name >= 0 && name + 2 < stat.length() && stat.charAt(name + 2) == 'Z';
+    } catch (IOException e) {
+      return !process.isAlive(); // no such file: gone since; elsewhere than Linux: as Java says
     }
   }
 
@@ -328,10 +364,37 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
     }
   }
 
+  /**
+   * Stops the server and returns once it has exited. The stop's own tool gives a server five
+   * seconds (its shutdown may wait on a checkpoint, or on a client slow to go), then gives up while
+   * the server goes on stopping; this waits for it, as a server left running outlives this process.
+   *
+   * @throws IOException when the server has not exited a minute after that
+   */
   @Override
   public void close() throws IOException {
     closing = true;
     postgres.close();
+    if (process != null && !ended(process)) {
+      log.info("Embedded PostgreSQL (pid {}) still stopping; waiting for it", process.pid());
+      boolean ended;
+      try {
+        ended = awaitEnd(process, LEFT_RUNNING_STOP);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new IOException("Interrupted while waiting for the embedded PostgreSQL to stop", e);
+      }
+      if (!ended) {
+        throw new IOException(
+            "The embedded PostgreSQL (pid "
+                + process.pid()
+                + ") did not stop within "
+                + LEFT_RUNNING_STOP.toSeconds()
+                + " s of being asked; "
+                + dir.resolve(LOG)
+                + " says why, and a start stops it first");
+      }
+    }
     log.info("Embedded PostgreSQL stopped");
   }
 }
