@@ -4,11 +4,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -35,6 +37,32 @@ public final class TopicProvisioner {
   /** Neither time nor size deletes a record. */
   private static final Map<String, String> KEPT =
       Map.of(TopicConfig.RETENTION_MS_CONFIG, "-1", TopicConfig.RETENTION_BYTES_CONFIG, "-1");
+
+  /**
+   * The replicas that must have a record before Kafka acknowledges it to a producer asking all
+   * ({@code acks=all}, as Spillway's do), with three replicas or more: the broker's default, one,
+   * lets a leader left alone in sync acknowledge what its failure would then lose.
+   */
+  static final int MIN_IN_SYNC_REPLICAS = 2;
+
+  /**
+   * The settings a topic Spillway makes gets for its durability: none below three replicas (two in
+   * sync of two would stop every write while a broker is down), else {@link #MIN_IN_SYNC_REPLICAS}.
+   */
+  public static Map<String, String> durability(short replicationFactor) {
+    return replicationFactor >= 3
+        ? Map.of(TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG, Integer.toString(MIN_IN_SYNC_REPLICAS))
+        : Map.of();
+  }
+
+  /** The settings of a topic Spillway makes: its durability, and for a kept one its retention. */
+  static Map<String, String> settings(boolean kept, short replicationFactor) {
+    Map<String, String> settings = new TreeMap<>(durability(replicationFactor));
+    if (kept) {
+      settings.putAll(KEPT);
+    }
+    return settings;
+  }
 
   /** How long Kafka may take to answer before the log says it is waited for. */
   private static final Duration PATIENCE = Duration.ofSeconds(5);
@@ -186,31 +214,42 @@ public final class TopicProvisioner {
       Set<String> all = new LinkedHashSet<>(topics);
       all.addAll(keep);
       List<NewTopic> missing = new ArrayList<>();
+      Set<String> withSettings = new HashSet<>();
       for (String t : all) {
         if (!existing.contains(t)) {
+          Map<String, String> settings = settings(keep.contains(t), replicationFactor);
           missing.add(
               new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor))
-                  .configs(keep.contains(t) ? KEPT : Map.of()));
+                  .configs(settings));
+          if (!settings.isEmpty()) {
+            withSettings.add(t);
+          }
         }
       }
       if (missing.isEmpty()) {
         return;
       }
-      List<String> refused = create(admin, missing, keep);
+      List<String> refused = create(admin, missing, withSettings);
       if (!refused.isEmpty()) {
-        // A managed service capping retention: its topics without Spillway's settings still work.
+        // A managed service capping retention, say: its topics without Spillway's settings still
+        // work.
         create(
             admin,
             refused.stream()
                 .map(t -> new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)))
                 .toList(),
             Set.of());
+        Map<String, String> asked = new TreeMap<>();
+        refused.forEach(t -> asked.putAll(settings(keep.contains(t), replicationFactor)));
         log.warn(
-            "Kafka refused topics {} with {}; they are created with the broker's retention"
-                + " instead, so their records are deleted once it has passed: keep them longer"
-                + " where the broker allows",
+            "Kafka refused topics {} with {}; they are created with the broker's settings"
+                + " instead{}",
             refused,
-            KEPT);
+            asked,
+            refused.stream().anyMatch(keep::contains)
+                ? ", so the records of those to keep are deleted once the broker's retention has"
+                    + " passed: keep them longer where the broker allows"
+                : "");
       }
       awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
     }

@@ -5,6 +5,7 @@ import dev.spillway.event.TopicProvisioner;
 import dev.spillway.support.Causes;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -243,7 +244,11 @@ public final class StreamsApp implements AutoCloseable {
       Duration commitInterval,
       Duration tick,
       short replicationFactor) {
-    return KafkaClients.properties(
+    Map<String, Object> defaults = new HashMap<>();
+    // The changelogs it makes, as durable as the topics Spillway makes.
+    TopicProvisioner.durability(replicationFactor)
+        .forEach((name, value) -> defaults.put(StreamsConfig.topicPrefix(name), value));
+    defaults.putAll(
         Map.of(
             ProducerConfig.LINGER_MS_CONFIG,
             5,
@@ -254,7 +259,9 @@ public final class StreamsApp implements AutoCloseable {
             true,
             StreamsConfig.mainConsumerPrefix(
                 StreamsConfig.PROCESSING_EXCEPTION_HANDLER_GLOBAL_ENABLED_CONFIG),
-            true),
+            true));
+    return KafkaClients.properties(
+        defaults,
         kafkaProperties,
         Map.of(
             StreamsConfig.APPLICATION_ID_CONFIG,

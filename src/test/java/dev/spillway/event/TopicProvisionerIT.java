@@ -72,7 +72,8 @@ class TopicProvisionerIT {
           .asString()
           .startsWith("Kafka refused topics [")
           .contains("p.buffers.dlq", "p.lfk.dlq")
-          .contains("they are created with the broker's retention instead");
+          .contains("they are created with the broker's settings instead, so the records of those")
+          .contains("deleted once the broker's retention has passed");
     } finally {
       logger.detachAppender(logged);
     }

@@ -1,5 +1,6 @@
 package dev.spillway.event;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.net.ServerSocket;
@@ -8,6 +9,21 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class TopicProvisionerTest {
+  @Test
+  void should_make_topics_of_three_replicas_or_more_need_two_in_sync_to_acknowledge() {
+    assertThat(TopicProvisioner.settings(false, (short) 1)).isEmpty();
+    assertThat(TopicProvisioner.settings(false, (short) 2)).isEmpty();
+    assertThat(TopicProvisioner.settings(false, (short) 3))
+        .containsExactly(Map.entry("min.insync.replicas", "2"));
+    assertThat(TopicProvisioner.settings(true, (short) 1))
+        .containsOnly(Map.entry("retention.ms", "-1"), Map.entry("retention.bytes", "-1"));
+    assertThat(TopicProvisioner.settings(true, (short) 5))
+        .containsOnly(
+            Map.entry("min.insync.replicas", "2"),
+            Map.entry("retention.ms", "-1"),
+            Map.entry("retention.bytes", "-1"));
+  }
+
   @Test
   void should_say_in_one_sentence_that_no_broker_answered() throws Exception {
     int port;

@@ -25,6 +25,10 @@ class StreamsAppTest {
   @TempDir Path dir;
 
   private static StreamsConfig config(Map<String, String> configured) {
+    return config(configured, (short) 1);
+  }
+
+  private static StreamsConfig config(Map<String, String> configured, short replicationFactor) {
     return new StreamsConfig(
         StreamsApp.properties(
             "app",
@@ -33,7 +37,16 @@ class StreamsAppTest {
             Path.of("state"),
             Duration.ofMillis(100),
             Duration.ofMillis(50),
-            (short) 1));
+            replicationFactor));
+  }
+
+  @Test
+  void should_make_its_changelogs_of_three_replicas_or_more_need_two_in_sync() {
+    String minInSync = StreamsConfig.topicPrefix("min.insync.replicas");
+
+    assertThat(config(Map.of(), (short) 3).originals()).containsEntry(minInSync, "2");
+    assertThat(config(Map.of(), (short) 2).originals()).doesNotContainKey(minInSync);
+    assertThat(config(Map.of(minInSync, "3"), (short) 3).originals()).containsEntry(minInSync, "3");
   }
 
   @Test
