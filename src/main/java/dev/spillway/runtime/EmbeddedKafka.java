@@ -7,6 +7,8 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import kafka.server.KafkaConfig;
@@ -57,8 +59,9 @@ public final class EmbeddedKafka implements AutoCloseable {
   public static EmbeddedKafka start(Path dataDir, int port, Map<String, String> settings)
       throws IOException {
     Files.createDirectories(dataDir);
-    int brokerPort = port == 0 ? freePort() : port;
-    int controllerPort = freePort();
+    int[] free = freePorts(2);
+    int brokerPort = port == 0 ? free[0] : port;
+    int controllerPort = free[1] == brokerPort ? free[0] : free[1];
     Properties props = brokerProperties(dataDir, brokerPort, controllerPort);
     props.putAll(settings);
     KafkaConfig config = KafkaConfig.fromProps(props, false);
@@ -149,11 +152,23 @@ public final class EmbeddedKafka implements AutoCloseable {
     }
   }
 
-  static int freePort() throws IOException {
-    try (ServerSocket socket = new ServerSocket()) {
-      socket.setReuseAddress(true);
-      socket.bind(new InetSocketAddress("localhost", 0));
-      return socket.getLocalPort();
+  /** That many ports free now, each a different one: all are held until the last is picked. */
+  static int[] freePorts(int count) throws IOException {
+    List<ServerSocket> held = new ArrayList<>();
+    try {
+      int[] ports = new int[count];
+      for (int i = 0; i < count; i++) {
+        ServerSocket socket = new ServerSocket();
+        held.add(socket);
+        socket.setReuseAddress(true);
+        socket.bind(new InetSocketAddress("localhost", 0));
+        ports[i] = socket.getLocalPort();
+      }
+      return ports;
+    } finally {
+      for (ServerSocket socket : held) {
+        socket.close();
+      }
     }
   }
 }
