@@ -288,7 +288,6 @@ public final class StreamsApp implements AutoCloseable {
     return applicationId;
   }
 
-  /** Why the application stopped on its own, if it did. */
   /**
    * Whether a source topic missing at {@code now} has been so for less than {@link
    * #MISSING_SOURCE_GRACE}, counted from the first thread it ended since the application last ran.
@@ -305,6 +304,7 @@ public final class StreamsApp implements AutoCloseable {
     missing = false;
   }
 
+  /** Why the application stopped on its own, if it did. */
   public Optional<String> failure() {
     return Optional.ofNullable(failure);
   }
