@@ -348,7 +348,7 @@ final class DelayedReleaser implements AutoCloseable {
    * it takes, or a topic this producer may no longer write to. A fault of the producer's or the
    * cluster's (a timeout, a sequence error, fencing) is no verdict on the batch: it is kept.
    */
-  private static boolean refusedForGood(Throwable refusal) {
+  static boolean refusedForGood(Throwable refusal) {
     return refusal instanceof RecordTooLargeException
         || refusal instanceof InvalidRecordException
         || refusal instanceof InvalidTopicException

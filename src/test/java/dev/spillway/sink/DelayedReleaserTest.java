@@ -24,11 +24,16 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.MockProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.NotEnoughReplicasException;
 import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.RecordTooLargeException;
 import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -339,6 +344,24 @@ class DelayedReleaserTest {
     releaser.runOnce();
     assertThat(flaky.history()).extracting(r -> new String(r.value())).containsExactly("batch 0");
     assertThat(committed().offset()).isOne();
+  }
+
+  @Test
+  void should_take_only_refusals_of_the_batch_or_its_topic_as_for_good() {
+    assertThat(
+            List.of(
+                new RecordTooLargeException("too large"),
+                new InvalidRecordException("not a record"),
+                new InvalidTopicException("no such name"),
+                new TopicAuthorizationException("not allowed")))
+        .allMatch(DelayedReleaser::refusedForGood);
+    assertThat(
+            List.of(
+                new TimeoutException("no leader"),
+                new OutOfOrderSequenceException("sequence"),
+                new ProducerFencedException("fenced"),
+                new NotEnoughReplicasException("one in sync")))
+        .noneMatch(DelayedReleaser::refusedForGood);
   }
 
   @Test
