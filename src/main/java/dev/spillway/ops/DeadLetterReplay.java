@@ -11,6 +11,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
@@ -135,7 +136,20 @@ public final class DeadLetterReplay {
     Map<String, List<Replayed>> replayedBefore = new HashMap<>();
     List<Letter> letters = new ArrayList<>();
     try (TopicRange range = TopicRange.open(bootstrapServers, kafkaProperties);
-        Sender sender = new Sender(bootstrapServers, kafkaProperties, replicationFactor, replays)) {
+        Sender sender =
+            new Sender(
+                () -> {
+                  TopicProvisioner.ensure(
+                      bootstrapServers,
+                      kafkaProperties,
+                      List.of(),
+                      List.of(replays),
+                      1,
+                      replicationFactor);
+                  return KafkaClients.producer(
+                      Map.of(), kafkaProperties, bootstrapServers, "spillway-replay");
+                },
+                replays)) {
       // In the topic's order, the same from run to run; each batch is sent as it is read, so
       // memory holds the producer's buffer, not the dead-letter topic.
       TopicRange.Each each =
@@ -436,10 +450,19 @@ public final class DeadLetterReplay {
    * The replays topic is made sure of before the first batch goes: a replay that cannot be recorded
    * sends nothing.
    */
-  private static final class Sender implements AutoCloseable {
-    private final String bootstrapServers;
-    private final Map<String, String> kafkaProperties;
-    private final short replicationFactor;
+  static final class Sender implements AutoCloseable {
+    /** Makes the producer, and whatever it writes to, at the first send. */
+    interface ProducerFactory {
+      Producer<byte[], byte[]> make() throws InterruptedException;
+    }
+
+    /**
+     * How long a stopped replay waits for the records of replays it sends last: those of batches
+     * Kafka answered behind one it had not answered at the end of the wait.
+     */
+    static final Duration LATE_RECORD_WAIT = Duration.ofSeconds(5);
+
+    private final ProducerFactory factory;
     private final String replays;
     private Producer<byte[], byte[]> producer;
 
@@ -458,23 +481,15 @@ public final class DeadLetterReplay {
     private Throwable failure;
     private Throwable recordFailure;
 
-    Sender(
-        String bootstrapServers,
-        Map<String, String> kafkaProperties,
-        short replicationFactor,
-        String replays) {
-      this.bootstrapServers = bootstrapServers;
-      this.kafkaProperties = kafkaProperties;
-      this.replicationFactor = replicationFactor;
+    Sender(ProducerFactory factory, String replays) {
+      this.factory = factory;
       this.replays = replays;
     }
 
     void send(ProducerRecord<byte[], byte[]> batch, Instant letterFailedAt)
         throws InterruptedException {
       if (producer == null) {
-        TopicProvisioner.ensure(
-            bootstrapServers, kafkaProperties, List.of(), List.of(replays), 1, replicationFactor);
-        producer = producer();
+        producer = factory.make();
       }
       sent.add(new Sent(producer.send(batch), replayRecord(replays, batch, letterFailedAt)));
       settle();
@@ -501,19 +516,32 @@ public final class DeadLetterReplay {
      * {@link Long#MAX_VALUE}. Answers not in by then stay to be waited for.
      */
     private void settle(long deadline) throws InterruptedException {
-      while (!sent.isEmpty()) {
-        try {
-          sent.peek().ack().get(untilNanos(deadline), TimeUnit.NANOSECONDS);
-          recording.add(producer.send(sent.peek().record()));
-          taken++;
-        } catch (ExecutionException e) {
-          failed++;
-          failure = failure == null ? e.getCause() : failure;
-        } catch (TimeoutException e) {
-          break;
-        }
+      while (!sent.isEmpty() && answered(sent.peek(), deadline)) {
         sent.poll();
       }
+      awaitRecords(deadline);
+    }
+
+    /**
+     * Records the batch if Kafka answered on it by {@code deadline}: sends its record of replay
+     * when Kafka took it, counts it when Kafka refused it. Whether Kafka answered.
+     */
+    private boolean answered(Sent batch, long deadline) throws InterruptedException {
+      try {
+        batch.ack().get(untilNanos(deadline), TimeUnit.NANOSECONDS);
+        recording.add(producer.send(batch.record()));
+        taken++;
+      } catch (ExecutionException e) {
+        failed++;
+        failure = failure == null ? e.getCause() : failure;
+      } catch (TimeoutException e) {
+        return false;
+      }
+      return true;
+    }
+
+    /** Counts the records of replays Kafka answered on by {@code deadline}, in the order sent. */
+    private void awaitRecords(long deadline) throws InterruptedException {
       while (!recording.isEmpty()) {
         try {
           recording.peek().get(untilNanos(deadline), TimeUnit.NANOSECONDS);
@@ -544,8 +572,21 @@ public final class DeadLetterReplay {
      * it stands.
      */
     void finishWithin(Duration wait) throws InterruptedException {
-      if (producer != null) {
-        settle(System.nanoTime() + wait.toNanos());
+      if (producer == null) {
+        return;
+      }
+      settle(System.nanoTime() + wait.toNanos());
+      // Kafka answers each partition on its own: batches behind one it has not answered may have
+      // been taken. Recorded too, they are not handed over again.
+      boolean late = false;
+      for (Iterator<Sent> i = sent.iterator(); i.hasNext(); ) {
+        if (answered(i.next(), System.nanoTime())) {
+          i.remove();
+          late = true;
+        }
+      }
+      if (late) {
+        awaitRecords(System.nanoTime() + LATE_RECORD_WAIT.toNanos());
       }
     }
 
@@ -561,10 +602,6 @@ public final class DeadLetterReplay {
       if (failure != null) {
         throw new IncompleteReplay(taken, failed, 0, failure);
       }
-    }
-
-    private Producer<byte[], byte[]> producer() {
-      return KafkaClients.producer(Map.of(), kafkaProperties, bootstrapServers, "spillway-replay");
     }
 
     /**
