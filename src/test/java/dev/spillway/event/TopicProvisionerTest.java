@@ -2,13 +2,34 @@ package dev.spillway.event;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.net.ServerSocket;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class TopicProvisionerTest {
+  @Test
+  void should_tell_no_topic_missing_when_kafka_does_not_answer_and_not_wait_on_after() {
+    // What this bounds is a hang, not a speed: closing the admin client waited for the question
+    // it had given up on, up to its default.api.timeout.ms (60 s).
+    assertTimeoutPreemptively(
+        Duration.ofSeconds(30),
+        () ->
+            assertThat(
+                    TopicProvisioner.missing(
+                        "localhost:" + freePort(), Map.of(), List.of("t"), Duration.ofMillis(500)))
+                .isEmpty());
+  }
+
+  private static int freePort() throws Exception {
+    try (ServerSocket s = new ServerSocket(0)) {
+      return s.getLocalPort(); // free again: nothing listens there
+    }
+  }
+
   @Test
   void should_make_topics_of_three_replicas_or_more_need_two_in_sync_to_acknowledge() {
     assertThat(TopicProvisioner.settings(false, (short) 1)).isEmpty();
