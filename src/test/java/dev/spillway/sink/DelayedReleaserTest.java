@@ -17,6 +17,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
 import java.util.stream.LongStream;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.MockConsumer;
@@ -325,14 +326,11 @@ class DelayedReleaserTest {
       throws Exception {
     AtomicBoolean failing = new AtomicBoolean(true);
     MockProducer<byte[], byte[]> flaky =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
-          @Override
-          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
-            return failing.get()
-                ? CompletableFuture.failedFuture(new TimeoutException("no leader"))
-                : super.send(r);
-          }
-        };
+        answering(
+            r ->
+                failing.get()
+                    ? CompletableFuture.failedFuture(new TimeoutException("no leader"))
+                    : null);
     releaseThrough(flaky);
     delayed(0, Duration.ZERO);
 
@@ -368,17 +366,13 @@ class DelayedReleaserTest {
   void should_dead_letter_a_batch_kafka_refuses_back_for_good_and_go_on_past_it() throws Exception {
     AtomicBoolean lettersRefused = new AtomicBoolean(true);
     MockProducer<byte[], byte[]> refusing =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
-          @Override
-          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
-            if (new String(r.value()).equals("batch 0")
-                && (r.topic().equals("t.batches") || lettersRefused.get())) {
-              return CompletableFuture.failedFuture(
-                  new RecordTooLargeException("larger than the topic's max.message.bytes"));
-            }
-            return super.send(r);
-          }
-        };
+        answering(
+            r ->
+                new String(r.value()).equals("batch 0")
+                        && (r.topic().equals("t.batches") || lettersRefused.get())
+                    ? CompletableFuture.failedFuture(
+                        new RecordTooLargeException("larger than the topic's max.message.bytes"))
+                    : null);
     releaseThrough(refusing);
     delayed(0, Duration.ZERO);
     delayed(1, Duration.ZERO);
@@ -410,19 +404,17 @@ class DelayedReleaserTest {
       throws Exception {
     AtomicBoolean closing = new AtomicBoolean(true);
     MockProducer<byte[], byte[]> refusing =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
-          @Override
-          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
-            if (r.topic().equals("t.batches")) {
-              return CompletableFuture.failedFuture(
-                  new RecordTooLargeException("larger than the topic's max.message.bytes"));
-            }
-            if (closing.get()) {
-              throw new IllegalStateException("the producer is closing");
-            }
-            return super.send(r);
-          }
-        };
+        answering(
+            r -> {
+              if (r.topic().equals("t.batches")) {
+                return CompletableFuture.failedFuture(
+                    new RecordTooLargeException("larger than the topic's max.message.bytes"));
+              }
+              if (closing.get()) {
+                throw new IllegalStateException("the producer is closing");
+              }
+              return null;
+            });
     releaseThrough(refusing);
     delayed(0, Duration.ZERO);
 
@@ -441,15 +433,12 @@ class DelayedReleaserTest {
   void should_keep_a_batch_refused_for_a_fault_of_the_producers_not_of_the_batch()
       throws Exception {
     MockProducer<byte[], byte[]> outOfSequence =
-        new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
-          @Override
-          public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
-            return r.topic().equals("t.batches")
-                ? CompletableFuture.failedFuture(
-                    new OutOfOrderSequenceException("the broker saw another sequence number"))
-                : super.send(r);
-          }
-        };
+        answering(
+            r ->
+                r.topic().equals("t.batches")
+                    ? CompletableFuture.failedFuture(
+                        new OutOfOrderSequenceException("the broker saw another sequence number"))
+                    : null);
     releaseThrough(outOfSequence);
     delayed(0, Duration.ZERO);
 
@@ -542,5 +531,20 @@ class DelayedReleaserTest {
     assertThat(ReleasedPastCommit.metadata(7, new TreeSet<>())).isEmpty();
     assertThat(ReleasedPastCommit.offsets(new OffsetAndMetadata(7, "released:zz?"))).isEmpty();
     assertThat(ReleasedPastCommit.offsets(new OffsetAndMetadata(7, "something else"))).isEmpty();
+  }
+
+  /**
+   * A producer whose sends {@code answer} answers (it may also throw, as a producer closing does),
+   * the others taken as Kafka would when it gives null.
+   */
+  private static MockProducer<byte[], byte[]> answering(
+      Function<ProducerRecord<byte[], byte[]>, Future<RecordMetadata>> answer) {
+    return new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer()) {
+      @Override
+      public synchronized Future<RecordMetadata> send(ProducerRecord<byte[], byte[]> r) {
+        Future<RecordMetadata> answered = answer.apply(r);
+        return answered != null ? answered : super.send(r);
+      }
+    };
   }
 }
