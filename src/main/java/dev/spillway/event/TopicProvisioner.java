@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -216,23 +215,18 @@ public final class TopicProvisioner {
       Set<String> keep = Set.copyOf(kept);
       Set<String> all = new LinkedHashSet<>(topics);
       all.addAll(keep);
-      List<NewTopic> missing = new ArrayList<>();
-      Set<String> withSettings = new HashSet<>();
-      for (String t : all) {
-        if (!existing.contains(t)) {
-          Map<String, String> settings = settings(keep.contains(t), replicationFactor);
-          missing.add(
-              new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor))
-                  .configs(settings));
-          if (!settings.isEmpty()) {
-            withSettings.add(t);
-          }
-        }
-      }
+      List<NewTopic> missing =
+          all.stream()
+              .filter(t -> !existing.contains(t))
+              .map(
+                  t ->
+                      new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor))
+                          .configs(settings(keep.contains(t), replicationFactor)))
+              .toList();
       if (missing.isEmpty()) {
         return;
       }
-      List<String> refused = create(admin, missing, withSettings);
+      List<String> refused = create(admin, missing);
       if (!refused.isEmpty()) {
         // A managed service capping retention, say: its topics without Spillway's settings still
         // work.
@@ -240,10 +234,11 @@ public final class TopicProvisioner {
             admin,
             refused.stream()
                 .map(t -> new NewTopic(t, Optional.of(partitions), Optional.of(replicationFactor)))
-                .toList(),
-            Set.of());
+                .toList());
         Map<String, String> asked = new TreeMap<>();
-        refused.forEach(t -> asked.putAll(settings(keep.contains(t), replicationFactor)));
+        missing.stream()
+            .filter(t -> refused.contains(t.name()))
+            .forEach(t -> asked.putAll(t.configs()));
         log.warn(
             "Kafka refused topics {} with {}; they are created with the broker's settings"
                 + " instead{}",
@@ -258,15 +253,19 @@ public final class TopicProvisioner {
     }
   }
 
+  /** Whether the named topic is made with settings of Spillway's (none made: no settings). */
+  private static boolean withSettings(List<NewTopic> topics, String name) {
+    return topics.stream()
+        .anyMatch(t -> t.name().equals(name) && t.configs() != null && !t.configs().isEmpty());
+  }
+
   /**
    * Creates the topics, one another instance made in between counting as made.
    *
-   * @param settingsMayBeRefused the topics that, refused by the broker for their settings (a
-   *     create-topic policy, a configuration it does not allow), are returned rather than failed
-   * @return the topics refused for their settings
+   * @return the topics with settings of Spillway's that the broker refused for those settings (a
+   *     create-topic policy, a configuration it does not allow), returned rather than failed
    */
-  private static List<String> create(
-      Admin admin, List<NewTopic> topics, Set<String> settingsMayBeRefused)
+  private static List<String> create(Admin admin, List<NewTopic> topics)
       throws InterruptedException {
     List<String> refused = new ArrayList<>();
     for (Map.Entry<String, KafkaFuture<Void>> made :
@@ -278,7 +277,7 @@ public final class TopicProvisioner {
         if (cause instanceof TopicExistsException) {
           continue;
         }
-        if (settingsMayBeRefused.contains(made.getKey())
+        if (withSettings(topics, made.getKey())
             && (cause instanceof PolicyViolationException
                 || cause instanceof InvalidConfigurationException)) {
           refused.add(made.getKey());
