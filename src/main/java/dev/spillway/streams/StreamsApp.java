@@ -48,8 +48,8 @@ public final class StreamsApp implements AutoCloseable {
 
   /**
    * How long Kafka may take to say which topics it has, once a stream thread ended on a topic it
-   * did not know: a topic it writes, deleted, ends a thread only after the producer's {@code
-   * max.block.ms} and the task's {@code task.timeout.ms}, so this adds little to that.
+   * did not know: a topic it writes, deleted, ends a thread only once a record for it has waited
+   * the producer's {@code max.block.ms} (60 s unless set), so this adds little to that.
    */
   private static final Duration TOPICS_ANSWER_WAIT = Duration.ofSeconds(10);
 
@@ -101,6 +101,7 @@ public final class StreamsApp implements AutoCloseable {
             tick,
             replicationFactor);
     KafkaStreams streams = new KafkaStreams(topology, p);
+    List<String> writes = written(topology);
     StreamsApp app = new StreamsApp(applicationId, streams);
     CountDownLatch running = new CountDownLatch(1); // or failed: no use waiting on
     streams.setStateListener(
@@ -141,7 +142,7 @@ public final class StreamsApp implements AutoCloseable {
           if (Causes.has(e, UnknownTopicOrPartitionException.class)) {
             // A topic it writes deleted reads as Kafka away, and a new thread would meet it again
             // without end: asked, Kafka says whether the topic is gone.
-            List<String> gone = missing(bootstrapServers, kafkaProperties, written(topology));
+            List<String> gone = missing(bootstrapServers, kafkaProperties, writes);
             if (!gone.isEmpty()) {
               app.failure =
                   "Streams application "
