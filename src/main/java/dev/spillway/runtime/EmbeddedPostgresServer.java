@@ -56,7 +56,8 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
    * start brings it back.
    */
   public Optional<String> failure() {
-    if (closing || process == null || !ended(process)) {
+    // Seen once the system has reaped it, seconds at most: read often, this reads no file.
+    if (closing || process == null || process.isAlive()) {
       return Optional.empty();
     }
     return Optional.of(
