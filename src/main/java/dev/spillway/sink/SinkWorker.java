@@ -66,6 +66,12 @@ final class SinkWorker implements AutoCloseable {
    */
   private static final Duration LOOK_BEHIND_EVERY = Duration.ofSeconds(1);
 
+  /**
+   * How many batches a partition whose head is held at STOP may hold in hand at most, fetching what
+   * lies behind its head to see whether one could run.
+   */
+  static final int FETCH_BEHIND_AT_MOST = 32;
+
   /** How long the loop waits for Kafka to tell the ends of the partitions it paused. */
   private static final Duration END_OFFSETS_WAIT = Duration.ofMillis(500);
 
@@ -90,6 +96,19 @@ final class SinkWorker implements AutoCloseable {
      * again, after a look found none that could run.
      */
     long lookBehindAt = System.nanoTime(); // nanoTime may be negative: 0 is no start of time
+
+    /**
+     * Whether the partition, its head held at STOP, fetches what lies behind it (it is not paused),
+     * and since when ({@code System.nanoTime()}).
+     */
+    boolean fetchingBehind;
+
+    long fetchingBehindSince;
+
+    /** Whether the partition is left to fetch, though it holds a batch. */
+    boolean fetchesBehind() {
+      return fetchingBehind && pending.size() < FETCH_BEHIND_AT_MOST;
+    }
 
     /** Forgotten after a revocation: whatever its batch does now, another worker runs it. */
     volatile boolean forgotten;
@@ -440,6 +459,7 @@ final class SinkWorker implements AutoCloseable {
         return; // told to stop during a look-up above, which spent the wakeup meant for the poll
       }
       w.busy = true;
+      w.fetchingBehind = false;
       inFlight++;
       topicInFlight.merge(tp.topic(), 1, Integer::sum);
       Supplier<UnitOfWork.Result> work =
@@ -461,11 +481,13 @@ final class SinkWorker implements AutoCloseable {
 
   /**
    * Whether a head batch held at STOP steps aside: its table has been at STOP for {@code
-   * step-aside-after}, and a batch behind it in hand could run (its table is not at STOP), or none
-   * is in hand behind it, or the partition holds records not fetched (or how many is not known): a
-   * paused partition fetches nothing, so the batches behind a parent's thousand batches for one
-   * stopped child table would wait for them all. Only batches in hand behind it, all for tables at
-   * STOP, with nothing unfetched seen behind them, keep it where it is.
+   * step-aside-after}, and a batch behind it could run (its table is not at STOP), or what lies
+   * behind it is not known. A paused partition fetches nothing, so what it holds beyond the batches
+   * in hand is fetched first, for a second at most and up to {@link #FETCH_BEHIND_AT_MOST} batches
+   * in hand: a transaction's commit marker or an aborted transaction's records, which a position
+   * counts but which are no batch, keep nobody waiting. Only batches behind it all for tables at
+   * STOP, or none, with nothing unfetched left, keep it where it is; then so does what stays
+   * unknown while its whole database is at STOP.
    */
   private boolean stepsAside(Target stop, TopicPartition tp, PartitionWork w) {
     if (settings.stepAsideAfter().isZero()) {
@@ -473,30 +495,39 @@ final class SinkWorker implements AutoCloseable {
     }
     long now = System.nanoTime();
     long since = stoppedSince.computeIfAbsent(stop, t -> now);
-    if (now - since < settings.stepAsideAfter().toNanos() || now - w.lookBehindAt < 0) {
+    if (now - since < settings.stepAsideAfter().toNanos()
+        || (!w.fetchingBehind && now - w.lookBehindAt < 0)) {
       return false;
-    }
-    // A database at STOP as a whole stops all its tables: only a batch in hand for another
-    // database is worth stepping aside for, not what is unknown behind.
-    if (!gate.state(stop.database(), null).isStop() && unknownBehind(tp, w)) {
-      return true;
     }
     if (w.pending.stream().skip(1).anyMatch(r -> !stopped(target(toSinkRecord(r))))) {
       return true;
     }
+    if (unfetchedBehind(tp)) {
+      if (!w.fetchingBehind && w.pending.size() < FETCH_BEHIND_AT_MOST) {
+        w.fetchingBehind = true;
+        w.fetchingBehindSince = now;
+        return false;
+      }
+      if (w.fetchesBehind() && now - w.fetchingBehindSince < LOOK_BEHIND_EVERY.toNanos()) {
+        return false;
+      }
+      w.fetchingBehind = false;
+      // A database at STOP as a whole stops all its tables: only a batch in hand for another
+      // database is worth stepping aside for, not what is unknown behind.
+      if (!gate.state(stop.database(), null).isStop()) {
+        return true;
+      }
+    }
+    w.fetchingBehind = false;
     w.lookBehindAt = now + LOOK_BEHIND_EVERY.toNanos();
     return false;
   }
 
   /**
-   * Whether what waits behind the partition's head is not known: none is in hand behind it, or the
-   * partition holds records not fetched (or how many is not known), those it held when it paused or
-   * those written to it since.
+   * Whether the partition holds records behind those in hand (or whether it does is not known):
+   * those it held when it paused, or those written to it since.
    */
-  private boolean unknownBehind(TopicPartition tp, PartitionWork w) {
-    if (w.pending.size() == 1) {
-      return true;
-    }
+  private boolean unfetchedBehind(TopicPartition tp) {
     java.util.OptionalLong unfetched = consumer.currentLag(tp);
     if (unfetched.isEmpty() || unfetched.getAsLong() > 0) {
       return true;
@@ -573,7 +604,7 @@ final class SinkWorker implements AutoCloseable {
     boolean full = inFlight >= settings.maxInFlight();
     for (TopicPartition tp : assigned) {
       PartitionWork w = partitions.get(tp);
-      if (full || (w != null && w.holding())) {
+      if (full || (w != null && w.holding() && !w.fetchesBehind())) {
         wanted.add(tp);
       }
     }

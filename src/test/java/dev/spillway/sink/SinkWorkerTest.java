@@ -508,24 +508,69 @@ class SinkWorkerTest {
   }
 
   @Test
-  void should_step_a_batch_held_at_stop_aside_with_none_behind_it_in_hand() {
+  void should_keep_a_lone_batch_held_at_stop_in_place_until_one_that_could_run_comes_behind_it() {
     MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");
 
-    turnUntilCommitted(1);
+    await()
+        .during(Duration.ofMillis(1_500))
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(5))
+        .alias("nothing behind it in its partition waits for it")
+        .until(
+            () -> {
+              worker.runOnce();
+              return producer.history().isEmpty() && runs.isEmpty();
+            });
+
+    addBatch(1, "other"); // written to its paused partition: fetched to be seen
+    turnUntilCommitted(2);
 
     assertThat(producer.history())
-        .as("what comes behind it in its paused partition is not known")
         .singleElement()
-        .satisfies(r -> assertThat(r.topic()).isEqualTo(TOPIC + ".delayed"));
-    assertThat(runs).isEmpty();
+        .satisfies(
+            r -> assertThat(new String(r.key(), StandardCharsets.UTF_8)).isEqualTo("stopped"));
+    assertThat(runs).containsExactly(1L);
+  }
+
+  @Test
+  void should_step_a_held_batch_aside_once_it_holds_as_many_as_it_fetches_behind_it() {
+    MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
+    consumer.setMaxPollRecords(2);
+    for (long offset = 0; offset < 100; offset++) {
+      addBatch(offset, "stopped");
+    }
+    addBatch(100, "other");
+
+    await()
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(1))
+        .until(
+            () -> {
+              worker.runOnce();
+              return !producer.history().isEmpty();
+            });
+
+    assertThat(consumer.position(TP))
+        .as("fetched behind its head no more than it may hold, not all there is")
+        .isLessThan(SinkWorker.FETCH_BEHIND_AT_MOST + 10);
+    await()
+        .atMost(WAIT)
+        .pollInterval(Duration.ofMillis(1))
+        .until(
+            () -> {
+              worker.runOnce();
+              return runs.size() == 1;
+            });
+    assertThat(runs).containsExactly(100L);
+    assertThat(producer.history()).hasSize(100);
   }
 
   @Test
   void should_start_nothing_more_once_told_to_stop_while_it_asked_for_the_paused_ends() {
     MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");
-    addBatch(1, "other"); // a batch that could run behind it: the head would step aside
+    addBatch(1, "stopped"); // nothing could run behind it: the worker asks where its partition ends
     stopAtEnds.set(true);
 
     await()
