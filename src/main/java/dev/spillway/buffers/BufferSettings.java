@@ -171,17 +171,21 @@ public record BufferSettings(
   }
 
   /**
-   * The pause before call {@code attempt + 1}: the handler's own time when it names one (none below
-   * zero, at most {@link #MAX_RETRY_AFTER}), else the backoff.
+   * The pause before call {@code attempt + 1}: the handler's own time when it names one ahead (at
+   * most {@link #MAX_RETRY_AFTER}), else the backoff. A time of zero or already passed names no
+   * wait, so it gets the backoff: a receiver answering {@code 503} with {@code Retry-After: 0}
+   * through a deploy would otherwise have every attempt spent within milliseconds.
    */
   public Duration retryWait(int attempt, Duration after) {
-    if (after == null) {
+    if (!namesAWait(after)) {
       return backoff(attempt);
     }
-    if (after.isNegative()) {
-      return Duration.ZERO;
-    }
     return after.compareTo(MAX_RETRY_AFTER) > 0 ? MAX_RETRY_AFTER : after;
+  }
+
+  /** Whether a retry's own time ({@code Retry-After}) asks for a wait: one of more than zero. */
+  static boolean namesAWait(Duration after) {
+    return after != null && after.compareTo(Duration.ZERO) > 0;
   }
 
   /** The pause before call {@code attempt + 1} when the handler names none. */

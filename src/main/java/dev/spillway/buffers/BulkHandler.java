@@ -83,7 +83,8 @@ public interface BulkHandler extends AutoCloseable {
     /**
      * Nothing done, worth trying again.
      *
-     * @param after how long to wait first (HTTP {@code Retry-After}); null for the buffer's backoff
+     * @param after how long to wait first (HTTP {@code Retry-After}); null, zero or negative for
+     *     the buffer's backoff
      */
     record Retry(String reason, Duration after) implements Result {
       public Retry {

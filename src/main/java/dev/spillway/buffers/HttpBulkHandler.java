@@ -187,7 +187,8 @@ final class HttpBulkHandler implements BulkHandler {
 
   /**
    * {@code Retry-After} as seconds or as an HTTP date in any of its three forms; empty (the backoff
-   * then) when absent or unreadable, negative seconds included.
+   * then) when absent or unreadable, negative seconds included. A date passed is zero, which the
+   * buffer also answers with its backoff.
    */
   Optional<Duration> retryAfter(Optional<String> header) {
     if (header.isEmpty()) {

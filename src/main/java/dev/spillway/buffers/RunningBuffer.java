@@ -275,7 +275,7 @@ final class RunningBuffer {
           continue; // told to wait meanwhile: the permit goes back while it does
         }
         result = handled(batch, checkpoint);
-        if (result instanceof BulkHandler.Result.Retry r && r.after() != null) {
+        if (result instanceof BulkHandler.Result.Retry r && BufferSettings.namesAWait(r.after())) {
           // Set before the permit goes back, so no call waiting for it starts sooner.
           long until = System.nanoTime() + settings.retryWait(batch.attempt(), r.after()).toNanos();
           quietUntil.accumulateAndGet(until, (a, b) -> a - b >= 0 ? a : b);

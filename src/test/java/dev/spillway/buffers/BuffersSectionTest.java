@@ -161,7 +161,11 @@ class BuffersSectionTest {
             .get(0);
     assertThat(b.retryWait(3, null)).as("none named: the backoff").isEqualTo(b.backoff(3));
     assertThat(b.retryWait(1, Duration.ofSeconds(90))).isEqualTo(Duration.ofSeconds(90));
-    assertThat(b.retryWait(1, Duration.ofSeconds(-5))).isEqualTo(Duration.ZERO);
+    assertThat(b.retryWait(1, Duration.ofSeconds(-5)))
+        .as("a time already passed names no wait: the backoff")
+        .isEqualTo(b.backoff(1));
+    assertThat(b.retryWait(2, Duration.ZERO)).as("Retry-After: 0 too").isEqualTo(b.backoff(2));
+    assertThat(b.retryWait(1, Duration.ofDays(2))).isEqualTo(BufferSettings.MAX_RETRY_AFTER);
     assertThat(b.retryWait(1, Duration.ofSeconds(Long.MAX_VALUE)))
         .as("a time no sleep could be given in nanoseconds")
         .isEqualTo(BufferSettings.MAX_RETRY_AFTER);

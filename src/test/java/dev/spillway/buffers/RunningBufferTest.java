@@ -144,6 +144,29 @@ class RunningBufferTest {
     assertThat(asked.get()).isBetween(5, 30);
   }
 
+  @Test
+  void should_hold_back_no_call_for_a_retry_naming_no_wait() throws Exception {
+    List<BulkHandler.Result> answers =
+        new ArrayList<>(
+            List.of(
+                new BulkHandler.Result.Retry("503, Retry-After: 0", Duration.ZERO),
+                new BulkHandler.Result.Retry("a date already passed", Duration.ofSeconds(-3)),
+                BulkHandler.Result.success()));
+    RunningBuffer b = buffer(batch -> answers.remove(0));
+    BulkHandler.Batch other =
+        new BulkHandler.Batch("events", "g-2", 1, "id", List.of(Map.of("id", 2)));
+    AtomicInteger asked = new AtomicInteger();
+
+    b.call(BATCH, asked::incrementAndGet);
+    b.call(other, asked::incrementAndGet);
+    b.call(BATCH, asked::incrementAndGet);
+
+    assertThat(asked.get())
+        .as("no quiet time: the batch's own backoff is its next run's, not the buffer's")
+        .isZero();
+    assertThat(answers).isEmpty();
+  }
+
   /**
    * One call at a rate of one per 2 s is answered 429 (come back in 3 s) while the next has its
    * permit and waits for its rate slot, due sooner than the receiver said: that one waits longer.
