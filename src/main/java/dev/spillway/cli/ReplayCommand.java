@@ -221,7 +221,8 @@ final class ReplayCommand implements Runnable {
    * What a replay stopped part-way (a signal) did, and what replaying again does.
    *
    * @param recorded batches handed over and recorded as replayed
-   * @param unanswered batches sent that Kafka did not say in time it took and recorded
+   * @param unanswered batches sent that Kafka did not say in time it took and recorded, or whose
+   *     record of replay it refused
    */
   static String stopped(String dlq, int recorded, int unanswered) {
     String head = "Replay stopped before the end of " + dlq + ": ";
@@ -238,11 +239,13 @@ final class ReplayCommand implements Runnable {
             ? "no batch recorded as replayed; "
             : Count.of(recorded, "batch", "batches") + " handed over and recorded as replayed; ")
         + Count.of(unanswered, "batch", "batches")
-        + " sent had no answer from Kafka within "
-        + DeadLetterReplay.STOPPED_ANSWER_WAIT.toSeconds()
-        + " s and "
+        + " sent "
         + (unanswered == 1 ? "is" : "are")
-        + " not recorded, so replaying again hands over the rest and may hand "
+        + " not recorded as replayed (Kafka did not answer within "
+        + DeadLetterReplay.STOPPED_ANSWER_WAIT.toSeconds()
+        + " s, or refused "
+        + (unanswered == 1 ? "its" : "their")
+        + " record), so replaying again hands over the rest and may hand "
         + (unanswered == 1 ? "that one" : "those")
         + " over twice, with the same group ids.";
   }

@@ -42,7 +42,7 @@ class ReplayCommandTest {
   }
 
   @Test
-  void should_say_what_a_stopped_replay_handed_over_and_what_kafka_did_not_answer_on() {
+  void should_say_what_a_stopped_replay_handed_over_and_what_it_could_not_record() {
     assertThat(ReplayCommand.stopped("p.lfk.dlq", 0, 0))
         .isEqualTo("Replay stopped before the end of p.lfk.dlq: no batch was handed over.");
     assertThat(ReplayCommand.stopped("p.lfk.dlq", 1, 0))
@@ -52,15 +52,15 @@ class ReplayCommandTest {
     assertThat(ReplayCommand.stopped("p.lfk.dlq", 0, 1))
         .isEqualTo(
             "Replay stopped before the end of p.lfk.dlq: no batch recorded as replayed; 1 batch"
-                + " sent had no answer from Kafka within 20 s and is not recorded, so replaying"
-                + " again hands over the rest and may hand that one over twice, with the same"
-                + " group ids.");
+                + " sent is not recorded as replayed (Kafka did not answer within 20 s, or refused"
+                + " its record), so replaying again hands over the rest and may hand that one over"
+                + " twice, with the same group ids.");
     assertThat(ReplayCommand.stopped("p.lfk.dlq", 2, 3))
         .isEqualTo(
             "Replay stopped before the end of p.lfk.dlq: 2 batches handed over and recorded as"
-                + " replayed; 3 batches sent had no answer from Kafka within 20 s and are not"
-                + " recorded, so replaying again hands over the rest and may hand those over"
-                + " twice, with the same group ids.");
+                + " replayed; 3 batches sent are not recorded as replayed (Kafka did not answer"
+                + " within 20 s, or refused their record), so replaying again hands over the rest"
+                + " and may hand those over twice, with the same group ids.");
   }
 
   @Test

@@ -110,7 +110,8 @@ class ReplaySignalIT {
                     + Pattern.quote(topics.dlq(Pipeline.LFK))
                     + ": (?:no batch recorded as replayed|(\\d+) batch(?:es)? handed over and recorded"
                     + " as replayed); (\\d+) batch(?:es)?"
-                    + " sent had no answer from Kafka within 20 s and (?:is|are) not recorded, so"
+                    + " sent (?:is|are) not recorded as replayed \\(Kafka did not answer within 20 s,"
+                    + " or refused (?:its|their) record\\), so"
                     + " replaying again hands over the rest and may hand (?:that one|those) over"
                     + " twice, with the same group ids\\.")
             .matcher(printed);
