@@ -9,6 +9,10 @@ import dev.spillway.health.LatencyWindow;
 import dev.spillway.support.Backoff;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
@@ -50,6 +54,28 @@ final class UnitOfWork {
   /** How a run ended, and the table it was working on then (null when it had none). */
   private record Ended(Outcome outcome, Target at) {}
 
+  /** How many rests Kafka would not take back are remembered at most, the oldest forgotten. */
+  static final int UNSENT_RESTS_KEPT = 1_000;
+
+  /** A paused run's rest Kafka would not take back, and what its batch's value hashes to. */
+  private record UnsentRest(int valueHash, Outcome.Paused paused) {}
+
+  /**
+   * Rests of paused runs Kafka would not take back, by their batch's position: the batch's next run
+   * in this process puts its rest back rather than run it again, which would repeat its done part
+   * where no row tells what was done (a batch replayed from its events). Shared by the sink's
+   * workers, so one that takes the partition over finds it too; a partition another process takes
+   * over runs the batch whole.
+   */
+  private final Map<String, UnsentRest> unsentRests =
+      Collections.synchronizedMap(
+          new LinkedHashMap<>() {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, UnsentRest> eldest) {
+              return size() > UNSENT_RESTS_KEPT;
+            }
+          });
+
   private final BatchHandler handler;
   private final SinkSettings settings;
   private final HealthGate gate;
@@ -84,17 +110,32 @@ final class UnitOfWork {
    *     back, delayed or dead-lettered from here (that would be a second copy of the batch)
    */
   Result run(SinkRecord record, BooleanSupplier stopping, BooleanSupplier givenUp) {
-    Ended ended = execute(record, stopping);
+    int valueHash = Arrays.hashCode(record.value());
+    UnsentRest unsent = unsentRests.get(record.position());
+    Ended ended;
+    if (unsent != null && unsent.valueHash() == valueHash) {
+      ended = new Ended(unsent.paused(), null);
+      log.info("Batch {} puts back the rest its last run left", record.position());
+    } else {
+      ended = execute(record, stopping);
+      metrics.outcome(ended.outcome());
+    }
     Outcome outcome = ended.outcome();
-    metrics.outcome(outcome);
     try {
-      return act(record, outcome, givenUp, ended.at());
+      Result result = act(record, outcome, givenUp, ended.at());
+      if (result.commit()) {
+        unsentRests.remove(record.position());
+      }
+      return result;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return new Result(record, new Outcome.Paused("interrupted"), false);
     } catch (ExecutionException | RuntimeException e) {
       // Kafka did not take the batch: leave the offset where it is, it will run again.
       log.warn("Could not re-route batch {}: {}", record.position(), e.getMessage());
+      if (outcome instanceof Outcome.Paused p && p.rest() != null) {
+        unsentRests.put(record.position(), new UnsentRest(valueHash, p));
+      }
       return new Result(record, new Outcome.RetryableFailure(e), false);
     }
   }

@@ -103,6 +103,36 @@ class UnitOfWorkTest {
   }
 
   @Test
+  void should_put_back_the_rest_kafka_refused_at_the_next_run_rather_than_run_the_batch_again() {
+    UnitOfWork unit = pausingWithRest();
+    producer.sendException = new org.apache.kafka.common.errors.TimeoutException("Kafka away");
+
+    UnitOfWork.Result refused = unit.run(record(), () -> false, () -> false);
+    assertThat(refused.commit()).as("nothing went back: the batch stays").isFalse();
+
+    producer.sendException = null;
+    UnitOfWork.Result again = unit.run(record(), () -> false, () -> false);
+
+    assertThat(again.commit()).isTrue();
+    assertThat(runs).as("its done part not run again").hasValue(1);
+    assertThat(producer.history())
+        .singleElement()
+        .satisfies(r -> assertThat(new String(r.value())).isEqualTo("rest"));
+
+    unit.run(record(), () -> false, () -> false);
+    assertThat(runs).as("put back once: a later run of that position runs").hasValue(2);
+    SinkRecord another =
+        new SinkRecord("t.batches", 0, 7, "k".getBytes(), "another".getBytes(), 1, Map.of());
+    producer.sendException = new org.apache.kafka.common.errors.TimeoutException("Kafka away");
+    unit.run(record(), () -> false, () -> false);
+    producer.sendException = null;
+    unit.run(another, () -> false, () -> false);
+    assertThat(runs)
+        .as("another batch at the same position (its topic made again) runs, not the old rest")
+        .hasValue(4);
+  }
+
+  @Test
   void should_commit_a_batch_put_back_though_the_handlers_hook_then_fails() {
     requeuedFails = new IllegalStateException("a counter of the pipeline's broke");
 
