@@ -5,20 +5,14 @@ import static org.awaitility.Awaitility.await;
 
 import dev.spillway.event.KafkaClients;
 import dev.spillway.event.Pipeline;
-import dev.spillway.event.TableName;
-import dev.spillway.health.Health;
-import dev.spillway.health.HealthGate;
-import dev.spillway.health.LatencyWindow;
 import dev.spillway.testing.EmbeddedInfra;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
@@ -150,54 +144,20 @@ class SinkWorkerStepAsideIT {
             new ByteArraySerializer(),
             new ByteArraySerializer());
     closing.add(producer);
-    Clock clock = Clock.systemUTC();
     metrics = new SinkMetrics(registry, Pipeline.LFK);
-    BatchHandler handler = byKey();
-    HealthGate gate =
-        (database, table) ->
-            !stopLifted.get() && table != null && table.table().equals("stopped")
-                ? new Health.Stop("an operator's switch")
-                : Health.NORMAL;
-    UnitOfWork unit =
-        new UnitOfWork(
-            handler,
-            settings,
-            gate,
-            new Requeuer(producer, topic + ".delayed", topic + ".dlq", clock),
-            metrics,
-            clock,
-            db -> null,
-            db -> new LatencyWindow(clock, Duration.ofMinutes(1)));
-    return new SinkWorker(
-        "step-aside-sink",
+    return TestWorkers.worker(
         consumer,
-        List.of(new BatchesTopic(topic, maxInFlight)),
-        handler,
-        unit,
-        gate,
+        producer,
+        topic,
+        maxInFlight,
+        TestWorkers.byKey(runs),
+        TestWorkers.stoppedTable(stopLifted::get),
         settings,
         metrics);
   }
 
   private double steppedAside() {
     return registry.get("spillway_sink_stepped_aside").counter().count();
-  }
-
-  /** A handler whose batch works on the table its key names, done at once. */
-  private BatchHandler byKey() {
-    return new BatchHandler() {
-      @Override
-      public Optional<Target> target(SinkRecord record) {
-        return Optional.of(
-            new Target("main", TableName.parse(new String(record.key(), StandardCharsets.UTF_8))));
-      }
-
-      @Override
-      public Outcome execute(SinkRecord record, RunContext context) {
-        runs.add(record.offset());
-        return new Outcome.Done(1);
-      }
-    };
   }
 
   private static byte[] key(String table) {

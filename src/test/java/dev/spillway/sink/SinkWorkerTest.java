@@ -12,10 +12,8 @@ import dev.spillway.event.Pipeline;
 import dev.spillway.event.TableName;
 import dev.spillway.health.Health;
 import dev.spillway.health.HealthGate;
-import dev.spillway.health.LatencyWindow;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
-import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -487,7 +485,8 @@ class SinkWorkerTest {
         (db, table) ->
             stopLifted.get() ? Health.NORMAL : new Health.Stop("database main unreachable");
     worker =
-        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), databaseDown, producer));
+        holdingTheOnePartition(
+            worker(Duration.ofMillis(100), TestWorkers.byKey(runs), databaseDown, producer));
     addBatch(0, "stopped");
     consumer.updateEndOffsets(Map.of(TP, 5L));
 
@@ -600,33 +599,13 @@ class SinkWorkerTest {
     MockProducer<byte[], byte[]> producer =
         new MockProducer<>(true, null, new ByteArraySerializer(), new ByteArraySerializer());
     worker =
-        holdingTheOnePartition(worker(Duration.ofMillis(100), byKey(), stoppedTable(), producer));
+        holdingTheOnePartition(
+            worker(
+                Duration.ofMillis(100),
+                TestWorkers.byKey(runs),
+                TestWorkers.stoppedTable(stopLifted::get),
+                producer));
     return producer;
-  }
-
-  /** A handler whose batch works on the table its key names, done at once. */
-  private BatchHandler byKey() {
-    return new BatchHandler() {
-      @Override
-      public Optional<Target> target(SinkRecord record) {
-        return Optional.of(
-            new Target("main", TableName.parse(new String(record.key(), StandardCharsets.UTF_8))));
-      }
-
-      @Override
-      public Outcome execute(SinkRecord record, RunContext context) {
-        runs.add(record.offset());
-        return new Outcome.Done(1);
-      }
-    };
-  }
-
-  /** Table {@code stopped} at STOP until {@link #stopLifted}, every other table NORMAL. */
-  private HealthGate stoppedTable() {
-    return (database, table) ->
-        !stopLifted.get() && table != null && table.table().equals("stopped")
-            ? new Health.Stop("an operator's switch")
-            : Health.NORMAL;
   }
 
   private static String header(ProducerRecord<byte[], byte[]> r, String key) {
@@ -826,26 +805,14 @@ class SinkWorkerTest {
             Duration.ofMillis(10),
             grace,
             stepAsideAfter);
-    Clock clock = Clock.systemUTC();
-    SinkMetrics metrics = new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS);
-    UnitOfWork unit =
-        new UnitOfWork(
-            handler,
-            settings,
-            gate,
-            new Requeuer(producer, TOPIC + ".delayed", TOPIC + ".dlq", clock),
-            metrics,
-            clock,
-            db -> null,
-            db -> new LatencyWindow(clock, Duration.ofMinutes(1)));
-    return new SinkWorker(
-        "test-sink",
+    return TestWorkers.worker(
         consumer,
-        List.of(new BatchesTopic(TOPIC, 2)),
+        producer,
+        TOPIC,
+        2,
         handler,
-        unit,
         gate,
         settings,
-        metrics);
+        new SinkMetrics(new SimpleMeterRegistry(), Pipeline.BUFFERS));
   }
 }
