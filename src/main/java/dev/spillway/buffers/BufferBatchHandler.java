@@ -24,7 +24,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.ToLongBiFunction;
-import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.common.errors.SerializationException;
 import org.slf4j.Logger;
@@ -85,32 +84,58 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     } catch (SerializationException e) {
       return new Outcome.PermanentFailure(e);
     }
-    Map<Boolean, List<BufferEvent>> ofThisDatabase =
-        batch.events().stream()
-            .collect(Collectors.partitioningBy(e -> e.database().equals(b.settings.database())));
-    List<BufferEvent> elsewhere = ofThisDatabase.get(false);
-    if (elsewhere.isEmpty()) {
+    // Captured before the buffer moved to another database: their ids name rows of the other
+    // database's table, and looked up here they would find (and delete) other rows. Captured before
+    // the table's key column was renamed: they carry no id to look their rows up by, and would
+    // count as deleted since. Both go to the dead letters, their rows left where they are; the
+    // batch's other events run. A renamed table is no such case: its rows are the same rows.
+    String key = b.table().idColumn();
+    List<BufferEvent> here = new ArrayList<>();
+    List<BufferEvent> elsewhere = new ArrayList<>();
+    List<BufferEvent> keyless = new ArrayList<>();
+    for (BufferEvent e : batch.events()) {
+      if (!e.database().equals(b.settings.database())) {
+        elsewhere.add(e);
+      } else if (e.row().get(key) == null) {
+        keyless.add(e);
+      } else {
+        here.add(e);
+      }
+    }
+    if (elsewhere.isEmpty() && keyless.isEmpty()) {
       return run(b, batch, record, context);
     }
-    // Captured before the buffer moved to another database: their ids name rows of the other
-    // database's table, and looked up here they would find (and delete) other rows. They go to the
-    // dead letters, their rows left where they are; this database's events in the same batch (the
-    // move's first ones, batched with the last of the old) run. A renamed table is no such case:
-    // its rows are the same rows.
-    IllegalStateException error =
-        new IllegalStateException(
-            "batch of rows captured from database "
-                + elsewhere.get(0).database()
-                + ", but buffer "
-                + b.settings.name()
-                + " now works on database "
-                + b.settings.database()
-                + ": its rows are left where they are");
-    if (elsewhere.size() == batch.events().size()) {
+    List<String> why = new ArrayList<>();
+    if (!elsewhere.isEmpty()) {
+      why.add(
+          "batch of rows captured from database "
+              + elsewhere.get(0).database()
+              + ", but buffer "
+              + b.settings.name()
+              + " now works on database "
+              + b.settings.database()
+              + ": its rows are left where they are");
+    }
+    if (!keyless.isEmpty()) {
+      why.add(
+          "batch of rows captured without column "
+              + key
+              + ", the key of "
+              + b.settings.table()
+              + " (renamed since? they carry "
+              + String.join(", ", keyless.get(0).row().keySet())
+              + "): their rows are left in the table, and `bin/spillway buffers reread "
+              + b.settings.name()
+              + "` hands them over");
+    }
+    IllegalStateException error = new IllegalStateException(String.join("; ", why));
+    List<BufferEvent> aside = new ArrayList<>(elsewhere);
+    aside.addAll(keyless);
+    if (here.isEmpty()) {
       return new Outcome.PermanentFailure(error);
     }
-    Outcome ran = run(b, batch.withEvents(ofThisDatabase.get(true)), record, context);
-    return withEventsOf(ran, batch, elsewhere, error);
+    Outcome ran = run(b, batch.withEvents(here), record, context);
+    return withEventsOf(ran, batch, aside, error);
   }
 
   private Outcome run(RunningBuffer b, BufferBatch batch, SinkRecord record, RunContext context)
@@ -126,43 +151,40 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
   }
 
   /**
-   * The outcome of a run of a batch's events of this database, the other database's events added
-   * back to what goes on of it: dead-lettered alone once the rest is done, else along with the rest
-   * put back or dead-lettered (a record run again or dead-lettered as received holds them still).
+   * The outcome of a run of a batch's events that could run, those set aside (the other database's,
+   * or without the key column) added back to what goes on of it: dead-lettered alone once the rest
+   * is done, else along with the rest put back or dead-lettered (a record run again or
+   * dead-lettered as received holds them still).
    */
   private static Outcome withEventsOf(
-      Outcome ran, BufferBatch batch, List<BufferEvent> elsewhere, IllegalStateException error) {
+      Outcome ran, BufferBatch batch, List<BufferEvent> aside, IllegalStateException error) {
     if (ran instanceof Outcome.Done) {
-      return new Outcome.PermanentFailure(error, encoded(batch, null, elsewhere));
+      return new Outcome.PermanentFailure(error, encoded(batch, null, aside));
     }
     if (ran instanceof Outcome.Paused p && p.rest() != null) {
-      return new Outcome.Paused(p.reason(), encoded(batch, p.rest(), elsewhere));
+      return new Outcome.Paused(p.reason(), encoded(batch, p.rest(), aside));
     }
     if (ran instanceof Outcome.RetryableFailure f && f.deadLetter() != null) {
       return new Outcome.RetryableFailure(
-          along(f.error(), elsewhere, error), encoded(batch, f.deadLetter(), elsewhere));
+          along(f.error(), aside, error), encoded(batch, f.deadLetter(), aside));
     }
     if (ran instanceof Outcome.PermanentFailure f && f.deadLetter() != null) {
       return new Outcome.PermanentFailure(
-          along(f.error(), elsewhere, error), encoded(batch, f.deadLetter(), elsewhere));
+          along(f.error(), aside, error), encoded(batch, f.deadLetter(), aside));
     }
     return ran;
   }
 
   /**
-   * The failure of a letter that holds the other database's events beside what failed here: both
-   * reasons. A letter says one fate for all its rows, and the other database's were never touched,
-   * so it says they are all kept: this database's rows too, even under {@code on-exhausted:
-   * delete}, so that its replay hands over what is still buffered.
+   * The failure of a letter that holds events set aside (the other database's, or without the key
+   * column) beside what failed here: both reasons. A letter says one fate for all its rows, and
+   * those set aside were never touched, so it says they are all kept: the others' too, even under
+   * {@code on-exhausted: delete}, so that its replay hands over what is still buffered.
    */
   private static Throwable along(
-      Throwable failure, List<BufferEvent> elsewhere, IllegalStateException error) {
+      Throwable failure, List<BufferEvent> aside, IllegalStateException error) {
     return new IllegalStateException(
-        failure.getMessage()
-            + "; with "
-            + elsewhere.size()
-            + " event(s) of a "
-            + error.getMessage(),
+        failure.getMessage() + "; with " + aside.size() + " event(s) of a " + error.getMessage(),
         failure);
   }
 

@@ -851,6 +851,59 @@ abstract class BufferSinkContract {
   }
 
   /**
+   * Events captured before the table's key column was renamed carry no id to look their rows up by:
+   * counted as deleted since, their rows were never handed over. They go to the dead letters with
+   * their rows kept, and events captured since in the same batch run.
+   */
+  @Test
+  void should_dead_letter_with_rows_kept_the_events_captured_before_the_key_was_renamed()
+      throws Exception {
+    TestSql.exec(ds, "ALTER TABLE " + table.quoted() + " RENAME COLUMN id TO activity_id");
+    List<Object> seen = new CopyOnWriteArrayList<>();
+    start(settings(), recording(seen));
+    List<BufferEvent> events = new ArrayList<>(batch(1, 3).events());
+    for (BufferEvent e : batch(4, 5).events()) {
+      Map<String, Object> row = new LinkedHashMap<>();
+      e.row()
+          .forEach((column, value) -> row.put(column.equals("id") ? "activity_id" : column, value));
+      events.add(
+          new BufferEvent(
+              e.database(),
+              e.table(),
+              row,
+              e.commitTimeMicros(),
+              e.lsn(),
+              e.capturedAtMillis(),
+              e.txId()));
+    }
+    produce(BufferBatch.of(NAME, events));
+
+    ConsumerRecord<byte[], byte[]> dead =
+        TopicReader.readAtLeast(infra.bootstrapServers(), topics.dlq(Pipeline.BUFFERS), 1, TIMEOUT)
+            .get(0);
+    assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
+        .isEqualTo(
+            "batch of rows captured without column activity_id, the key of "
+                + table
+                + " (renamed since? they carry id, contact_id, activity): their rows are left in"
+                + " the table, and `bin/spillway buffers reread "
+                + NAME
+                + "` hands them over");
+    assertThat(rowsSaid(dead)).isEqualTo("kept");
+    assertThat(EventSerdes.decodeBufferBatch(dead.value()).events())
+        .extracting(e -> e.row().get("id"))
+        .containsExactly(1L, 2L, 3L);
+    await().atMost(TIMEOUT).until(() -> seen.size() == 2);
+    assertThat(seen).as("the events captured since handed over").containsExactly(4L, 5L);
+    assertThat(
+            TestSql.count(
+                ds,
+                "SELECT count(*) FROM " + table.quoted() + " WHERE activity_id BETWEEN 1 AND 5"))
+        .as("rows 1 to 3 left, 4 and 5 deleted once handled")
+        .isEqualTo(3);
+  }
+
+  /**
    * A batch of this database's events and the other database's whose handler gives up on its own
    * part: one letter holds both, says why each is there, counts every event, and keeps every row,
    * since the other database's were never touched and a letter says one fate for all.
