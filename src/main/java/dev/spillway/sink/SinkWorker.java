@@ -503,13 +503,15 @@ final class SinkWorker implements AutoCloseable {
       return true;
     }
     if (unfetchedBehind(tp)) {
-      if (!w.fetchingBehind && w.pending.size() < FETCH_BEHIND_AT_MOST) {
-        w.fetchingBehind = true;
-        w.fetchingBehindSince = now;
-        return false;
-      }
-      if (w.fetchesBehind() && now - w.fetchingBehindSince < LOOK_BEHIND_EVERY.toNanos()) {
-        return false;
+      if (w.pending.size() < FETCH_BEHIND_AT_MOST) {
+        if (!w.fetchingBehind) {
+          w.fetchingBehind = true;
+          w.fetchingBehindSince = now;
+          return false;
+        }
+        if (now - w.fetchingBehindSince < LOOK_BEHIND_EVERY.toNanos()) {
+          return false;
+        }
       }
       w.fetchingBehind = false;
       // A database at STOP as a whole stops all its tables: only a batch in hand for another
@@ -604,7 +606,10 @@ final class SinkWorker implements AutoCloseable {
     boolean full = inFlight >= settings.maxInFlight();
     for (TopicPartition tp : assigned) {
       PartitionWork w = partitions.get(tp);
-      if (full || (w != null && w.holding() && !w.fetchesBehind())) {
+      // A partition fetching behind a head held at STOP goes on while the worker is full: what it
+      // fetches is bounded, and its look would otherwise run out with nothing fetched.
+      boolean fetching = w != null && w.fetchesBehind();
+      if ((full && !fetching) || (w != null && w.holding() && !fetching)) {
         wanted.add(tp);
       }
     }
