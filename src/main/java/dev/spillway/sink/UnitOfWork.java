@@ -111,9 +111,9 @@ final class UnitOfWork {
    */
   Result run(SinkRecord record, BooleanSupplier stopping, BooleanSupplier givenUp) {
     int valueHash = Arrays.hashCode(record.value());
-    UnsentRest unsent = unsentRests.get(record.position());
+    UnsentRest unsent = unsentRest(record, valueHash);
     Ended ended;
-    if (unsent != null && unsent.valueHash() == valueHash) {
+    if (unsent != null) {
       ended = new Ended(unsent.paused(), null);
       log.info("Batch {} puts back the rest its last run left", record.position());
     } else {
@@ -138,6 +138,12 @@ final class UnitOfWork {
       }
       return new Result(record, new Outcome.RetryableFailure(e), false);
     }
+  }
+
+  /** The rest a paused run of this batch left that Kafka would not take back, or null. */
+  private UnsentRest unsentRest(SinkRecord record, int valueHash) {
+    UnsentRest unsent = unsentRests.get(record.position());
+    return unsent != null && unsent.valueHash() == valueHash ? unsent : null;
   }
 
   private Ended execute(SinkRecord record, BooleanSupplier stopping) {
@@ -369,12 +375,26 @@ final class UnitOfWork {
     }
     String reason = gate.state(stop.database(), stop.table()).reason();
     String why = stop.table() + " is at STOP" + (reason.isEmpty() ? "" : ": " + reason);
+    // A batch whose rest Kafka would not take back steps aside as that rest, its done part left.
+    UnsentRest unsent = unsentRest(record, Arrays.hashCode(record.value()));
+    SinkRecord aside =
+        unsent == null
+            ? record
+            : new SinkRecord(
+                record.topic(),
+                record.partition(),
+                record.offset(),
+                record.key(),
+                unsent.paused().rest(),
+                record.attempts(),
+                record.headers());
     try {
       Duration delay =
           settings.consumeAfter().compareTo(settings.stepAsideAfter()) >= 0
               ? settings.consumeAfter()
               : settings.stepAsideAfter();
-      requeuer.stepAside(record, clock.millis() + delay.toMillis(), why);
+      requeuer.stepAside(aside, clock.millis() + delay.toMillis(), why);
+      unsentRests.remove(record.position());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return new Result(record, new Outcome.Paused("interrupted"), false, stop);

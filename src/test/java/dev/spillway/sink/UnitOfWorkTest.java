@@ -133,6 +133,27 @@ class UnitOfWorkTest {
   }
 
   @Test
+  void should_step_aside_as_its_rest_a_batch_whose_rest_kafka_refused() {
+    Target stopped = new Target("main", dev.spillway.event.TableName.parse("t"));
+    HealthGate gate = (db, table) -> new dev.spillway.health.Health.Stop("an operator's switch");
+    UnitOfWork unit =
+        endingWith(
+            new Outcome.Paused("worker stopping", "rest".getBytes()),
+            gate,
+            SinkSettings.defaults());
+    producer.sendException = new org.apache.kafka.common.errors.TimeoutException("Kafka away");
+    assertThat(unit.run(record(), () -> false, () -> false).commit()).isFalse();
+    producer.sendException = null;
+
+    UnitOfWork.Result aside = unit.stepAside(record(), stopped, () -> false);
+
+    assertThat(aside.commit()).isTrue();
+    assertThat(producer.history())
+        .singleElement()
+        .satisfies(r -> assertThat(new String(r.value())).isEqualTo("rest"));
+  }
+
+  @Test
   void should_commit_a_batch_put_back_though_the_handlers_hook_then_fails() {
     requeuedFails = new IllegalStateException("a counter of the pipeline's broke");
 
