@@ -609,7 +609,7 @@ final class SinkWorker implements AutoCloseable {
       // A partition fetching behind a head held at STOP goes on while the worker is full: what it
       // fetches is bounded, and its look would otherwise run out with nothing fetched.
       boolean fetching = w != null && w.fetchesBehind();
-      if ((full && !fetching) || (w != null && w.holding() && !fetching)) {
+      if (!fetching && (full || (w != null && w.holding()))) {
         wanted.add(tp);
       }
     }
