@@ -52,22 +52,28 @@ final class Requeuer {
   }
 
   /**
-   * To the delay topic from the head of its partition, where it waited for a table at STOP: its
-   * attempts as they were, {@code why} in its {@link SinkHeaders#STEPPED_ASIDE} header.
+   * To the delay topic as {@code value} (the record's own, or what is left of it) from the head of
+   * its partition, where it waited for a table at STOP: its attempts as they were, {@code why} in
+   * its {@link SinkHeaders#STEPPED_ASIDE} header.
    */
-  void stepAside(SinkRecord r, long consumeAfterMillis, String why)
+  void stepAside(SinkRecord r, byte[] value, long consumeAfterMillis, String why)
       throws InterruptedException, ExecutionException {
     RecordHeaders h = withAttempts(r, r.attempts(), 0);
     h.add(SinkHeaders.STEPPED_ASIDE, SinkHeaders.text(why));
-    delay(r, h, consumeAfterMillis);
+    delay(r, value, h, consumeAfterMillis);
   }
 
   private void delay(SinkRecord r, RecordHeaders h, long consumeAfterMillis)
       throws InterruptedException, ExecutionException {
+    delay(r, r.value(), h, consumeAfterMillis);
+  }
+
+  private void delay(SinkRecord r, byte[] value, RecordHeaders h, long consumeAfterMillis)
+      throws InterruptedException, ExecutionException {
     h.remove(SinkHeaders.CONSUME_AFTER)
         .add(SinkHeaders.CONSUME_AFTER, SinkHeaders.longValue(consumeAfterMillis));
     h.remove(SinkHeaders.BATCHES_TOPIC).add(SinkHeaders.BATCHES_TOPIC, SinkHeaders.text(r.topic()));
-    send(delayedTopic, null, r.key(), r.value(), h);
+    send(delayedTopic, null, r.key(), value, h);
   }
 
   /**

@@ -110,8 +110,7 @@ final class UnitOfWork {
    *     back, delayed or dead-lettered from here (that would be a second copy of the batch)
    */
   Result run(SinkRecord record, BooleanSupplier stopping, BooleanSupplier givenUp) {
-    int valueHash = Arrays.hashCode(record.value());
-    UnsentRest unsent = unsentRest(record, valueHash);
+    UnsentRest unsent = unsentRest(record);
     Ended ended;
     if (unsent != null) {
       ended = new Ended(unsent.paused(), null);
@@ -134,16 +133,19 @@ final class UnitOfWork {
       // Kafka did not take the batch: leave the offset where it is, it will run again.
       log.warn("Could not re-route batch {}: {}", record.position(), e.getMessage());
       if (outcome instanceof Outcome.Paused p && p.rest() != null) {
-        unsentRests.put(record.position(), new UnsentRest(valueHash, p));
+        unsentRests.put(record.position(), new UnsentRest(Arrays.hashCode(record.value()), p));
       }
       return new Result(record, new Outcome.RetryableFailure(e), false);
     }
   }
 
-  /** The rest a paused run of this batch left that Kafka would not take back, or null. */
-  private UnsentRest unsentRest(SinkRecord record, int valueHash) {
+  /**
+   * The rest a paused run of this batch left that Kafka would not take back, or null. The batch's
+   * value is hashed only when its position has one, not on every run.
+   */
+  private UnsentRest unsentRest(SinkRecord record) {
     UnsentRest unsent = unsentRests.get(record.position());
-    return unsent != null && unsent.valueHash() == valueHash ? unsent : null;
+    return unsent != null && unsent.valueHash() == Arrays.hashCode(record.value()) ? unsent : null;
   }
 
   private Ended execute(SinkRecord record, BooleanSupplier stopping) {
@@ -376,24 +378,17 @@ final class UnitOfWork {
     String reason = gate.state(stop.database(), stop.table()).reason();
     String why = stop.table() + " is at STOP" + (reason.isEmpty() ? "" : ": " + reason);
     // A batch whose rest Kafka would not take back steps aside as that rest, its done part left.
-    UnsentRest unsent = unsentRest(record, Arrays.hashCode(record.value()));
-    SinkRecord aside =
-        unsent == null
-            ? record
-            : new SinkRecord(
-                record.topic(),
-                record.partition(),
-                record.offset(),
-                record.key(),
-                unsent.paused().rest(),
-                record.attempts(),
-                record.headers());
+    UnsentRest unsent = unsentRest(record);
     try {
       Duration delay =
           settings.consumeAfter().compareTo(settings.stepAsideAfter()) >= 0
               ? settings.consumeAfter()
               : settings.stepAsideAfter();
-      requeuer.stepAside(aside, clock.millis() + delay.toMillis(), why);
+      requeuer.stepAside(
+          record,
+          unsent == null ? record.value() : unsent.paused().rest(),
+          clock.millis() + delay.toMillis(),
+          why);
       unsentRests.remove(record.position());
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
