@@ -293,7 +293,8 @@ public final class Sink implements AutoCloseable {
     close(shutdownGrace);
   }
 
-  private static KafkaConsumer<byte[], byte[]> consumer(Wiring w, String group, int maxPoll) {
+  /** A sink worker's consumer, as every worker of a sink gets it: also the step-aside IT's. */
+  static KafkaConsumer<byte[], byte[]> consumer(Wiring w, String group, int maxPoll) {
     Properties p =
         KafkaClients.properties(
             Map.of(
@@ -319,7 +320,7 @@ public final class Sink implements AutoCloseable {
     return new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
   }
 
-  private static Producer<byte[], byte[]> producer(Wiring w, Pipeline pipeline) {
+  static Producer<byte[], byte[]> producer(Wiring w, Pipeline pipeline) {
     return KafkaClients.producer(
         Map.of(ProducerConfig.LINGER_MS_CONFIG, 0),
         w.kafkaProperties(),

@@ -3,11 +3,11 @@ package dev.spillway.sink;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.spillway.event.KafkaClients;
 import dev.spillway.event.Pipeline;
 import dev.spillway.testing.EmbeddedInfra;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -17,12 +17,11 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -121,28 +120,13 @@ class SinkWorkerStepAsideIT {
   private SinkWorker worker(int maxInFlight, Duration stepAsideAfter) {
     SinkSettings settings =
         SinkSettings.defaults().withMaxInFlight(maxInFlight).withStepAsideAfter(stepAsideAfter);
-    KafkaConsumer<byte[], byte[]> consumer =
-        new KafkaConsumer<>(
-            Map.of(
-                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG,
-                bootstrap,
-                ConsumerConfig.GROUP_ID_CONFIG,
-                "step-aside-" + UUID.randomUUID(),
-                ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG,
-                false,
-                ConsumerConfig.AUTO_OFFSET_RESET_CONFIG,
-                "earliest",
-                ConsumerConfig.ISOLATION_LEVEL_CONFIG,
-                KafkaClients.READ_COMMITTED,
-                ConsumerConfig.MAX_POLL_RECORDS_CONFIG,
-                maxInFlight),
-            new ByteArrayDeserializer(),
-            new ByteArrayDeserializer());
-    KafkaProducer<byte[], byte[]> producer =
-        new KafkaProducer<>(
-            Map.of("bootstrap.servers", bootstrap),
-            new ByteArraySerializer(),
-            new ByteArraySerializer());
+    // The sink's own clients: reading committed records, claiming max-in-flight a poll.
+    Sink.Wiring wiring =
+        new Sink.Wiring(
+            bootstrap, Map.of(), null, 1, (short) 1, null, null, null, registry, Clock.systemUTC());
+    Consumer<byte[], byte[]> consumer =
+        Sink.consumer(wiring, "step-aside-" + UUID.randomUUID(), maxInFlight);
+    Producer<byte[], byte[]> producer = Sink.producer(wiring, Pipeline.LFK);
     closing.add(producer);
     metrics = new SinkMetrics(registry, Pipeline.LFK);
     return TestWorkers.worker(
