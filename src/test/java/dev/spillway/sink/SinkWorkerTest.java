@@ -399,16 +399,10 @@ class SinkWorkerTest {
     addBatches(0, 1);
     worker.runOnce();
     await().atMost(WAIT).until(() -> worker.completionsWaiting() == 1);
-    await()
-        .during(Duration.ofMillis(200))
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("not run again while its second table is at STOP")
-        .until(
-            () -> {
-              worker.runOnce();
-              return started.get() == 1;
-            });
+    turnWhile(
+        Duration.ofMillis(200),
+        "not run again while its second table is at STOP",
+        () -> started.get() == 1);
     assertThat(committed()).isEqualTo(-1);
 
     secondHealth.set(Health.NORMAL);
@@ -445,16 +439,10 @@ class SinkWorkerTest {
     addBatch(0, "stopped");
     addBatch(1, "stopped");
 
-    await()
-        .during(Duration.ofMillis(500))
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("nothing stepped aside: a buffer's batches all wait for its one table")
-        .until(
-            () -> {
-              worker.runOnce();
-              return producer.history().isEmpty() && runs.isEmpty();
-            });
+    turnWhile(
+        Duration.ofMillis(500),
+        "nothing stepped aside: a buffer's batches all wait for its one table",
+        () -> producer.history().isEmpty() && runs.isEmpty());
     assertThat(committed()).isEqualTo(-1);
 
     stopLifted.set(true);
@@ -490,16 +478,11 @@ class SinkWorkerTest {
     addBatch(0, "stopped");
     consumer.updateEndOffsets(Map.of(TP, 5L));
 
-    await()
-        .during(Duration.ofMillis(1_500)) // past the second it fetches what lies behind
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("nothing behind it could run in a database at STOP")
-        .until(
-            () -> {
-              worker.runOnce();
-              return producer.history().isEmpty();
-            });
+    // Past the second it fetches what lies behind.
+    turnWhile(
+        Duration.ofMillis(1_500),
+        "nothing behind it could run in a database at STOP",
+        () -> producer.history().isEmpty());
 
     stopLifted.set(true);
     turnUntilCommitted(1);
@@ -511,16 +494,10 @@ class SinkWorkerTest {
     MockProducer<byte[], byte[]> producer = steppingAside(Duration.ofMillis(10));
     addBatch(0, "stopped");
 
-    await()
-        .during(Duration.ofMillis(1_500))
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("nothing behind it in its partition waits for it")
-        .until(
-            () -> {
-              worker.runOnce();
-              return producer.history().isEmpty() && runs.isEmpty();
-            });
+    turnWhile(
+        Duration.ofMillis(1_500),
+        "nothing behind it in its partition waits for it",
+        () -> producer.history().isEmpty() && runs.isEmpty());
 
     addBatch(1, "other"); // written to its paused partition: fetched to be seen
     turnUntilCommitted(2);
@@ -627,27 +604,16 @@ class SinkWorkerTest {
     worker.runOnce(); // the head starts its look behind; the two slow batches fill the worker
     consumer.addRecord(
         new ConsumerRecord<>(TOPIC, 0, 1, "stopped".getBytes(StandardCharsets.UTF_8), new byte[0]));
-    await()
-        .during(Duration.ofMillis(1_300))
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .until(
-            () -> {
-              worker.runOnce();
-              return producer.history().isEmpty();
-            });
+    turnWhile(
+        Duration.ofMillis(1_300),
+        "nothing stepped aside while the worker is full",
+        () -> producer.history().isEmpty());
     slow.countDown();
 
-    await()
-        .during(Duration.ofMillis(1_500))
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("nothing stepped aside: the batch fetched behind it waits for STOP too")
-        .until(
-            () -> {
-              worker.runOnce();
-              return producer.history().isEmpty();
-            });
+    turnWhile(
+        Duration.ofMillis(1_500),
+        "nothing stepped aside: the batch fetched behind it waits for STOP too",
+        () -> producer.history().isEmpty());
     assertThat(runs).as("the two slow batches only").containsExactly(0L, 0L);
   }
 
@@ -781,6 +747,11 @@ class SinkWorkerTest {
   /** Turns the worker for {@code during}, the batch started {@code times} all along. */
   private void turnWithoutRunningAgain(
       AtomicInteger started, int times, Duration during, String why) {
+    turnWhile(during, why, () -> started.get() == times);
+  }
+
+  /** Drives the worker turn by turn for {@code during}, {@code holds} true after every turn. */
+  private void turnWhile(Duration during, String why, java.util.function.BooleanSupplier holds) {
     await()
         .during(during)
         .atMost(WAIT)
@@ -789,7 +760,7 @@ class SinkWorkerTest {
         .until(
             () -> {
               worker.runOnce();
-              return started.get() == times;
+              return holds.getAsBoolean();
             });
   }
 
