@@ -143,18 +143,23 @@ final class RunningBuffer {
 
   /**
    * Remembers where a batch's retries stand, for its next run should this one end first. Past
-   * {@link #RETRYING_KEPT} batches it forgets one, a batch whose calls go on rather than one given
-   * up or dead-lettered while another is left: forgotten, a count only starts again, where a
-   * forgotten dead letter would be called and dead-lettered again (as one still is when all it
-   * remembers are such).
+   * {@link #RETRYING_KEPT} batches it forgets the one whose loss costs least: a batch whose calls
+   * go on with no rows a call took left to delete (forgotten, its count of attempts only starts
+   * again), then one with such rows (they would be handed over again), and only when all it
+   * remembers were given up or dead-lettered one such (it would be called and dead-lettered again).
    */
   void retrying(String key, Retrying at) {
     if (retrying.size() >= RETRYING_KEPT && !retrying.containsKey(key)) {
       String forgotten = null;
+      int cost = Integer.MAX_VALUE;
       for (Map.Entry<String, Retrying> e : retrying.entrySet()) {
-        forgotten = e.getKey();
-        if (e.getValue().stage() == Stage.CALLING) {
-          break;
+        int c = forgettingCost(e.getValue());
+        if (c < cost) {
+          forgotten = e.getKey();
+          cost = c;
+          if (c == 0) {
+            break;
+          }
         }
       }
       if (forgotten != null) {
@@ -162,6 +167,13 @@ final class RunningBuffer {
       }
     }
     retrying.put(key, at);
+  }
+
+  private static int forgettingCost(Retrying r) {
+    if (r.stage() != Stage.CALLING) {
+      return 2;
+    }
+    return r.handled().isEmpty() ? 0 : 1;
   }
 
   /** The batch was handled or given up: nothing more to remember. */

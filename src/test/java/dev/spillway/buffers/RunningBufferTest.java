@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -318,6 +319,27 @@ class RunningBufferTest {
                     .filter(i -> b.retrying("given-up-" + i).isPresent())
                     .count())
         .isEqualTo(RunningBuffer.RETRYING_KEPT);
+  }
+
+  @Test
+  void should_forget_a_batch_with_no_taken_rows_before_one_whose_taken_rows_are_still_there() {
+    RunningBuffer b = buffer(batch -> BulkHandler.Result.success());
+    RunningBuffer.Retrying taken = new RunningBuffer.Retrying(1, 0, Set.of(7L), "timed out");
+    for (int i = 0; i < RunningBuffer.RETRYING_KEPT - 1; i++) {
+      b.retrying("taken-" + i, taken);
+    }
+    b.retrying("plain", new RunningBuffer.Retrying(1, 0));
+
+    b.retrying("new", new RunningBuffer.Retrying(1, 0));
+
+    assertThat(b.retrying("plain")).as("the batch with no rows to delete").isEmpty();
+    assertThat(
+            IntStream.range(0, RunningBuffer.RETRYING_KEPT - 1)
+                .filter(i -> b.retrying("taken-" + i).isPresent())
+                .count())
+        .as("batches whose taken rows would be handed over again if forgotten")
+        .isEqualTo(RunningBuffer.RETRYING_KEPT - 1);
+    assertThat(b.retrying("new")).isPresent();
   }
 
   @Test
