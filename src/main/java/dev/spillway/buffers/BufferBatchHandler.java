@@ -315,7 +315,12 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
 
   @Override
   public void close() {
-    for (RunningBuffer b : byTopic.values()) {
+    closeHandlers(byTopic.values());
+  }
+
+  /** Closes each buffer's handler, a failure logged and the others closed still. */
+  static void closeHandlers(java.util.Collection<RunningBuffer> buffers) {
+    for (RunningBuffer b : buffers) {
       try {
         b.handler.close();
       } catch (Exception e) {

@@ -101,8 +101,12 @@ public final class BufferPipeline {
   /** What runs once {@link #start} returned. */
   public record Running(Sink sink, Map<String, BufferSettings> buffers) {}
 
-  /** The buffers checked against their databases, with their handlers, not started yet. */
-  public static final class Checked {
+  /**
+   * The buffers checked against their databases, with their handlers, not started yet. Closing it
+   * closes the handlers: whoever checked closes it once the sink that calls them has stopped, or
+   * when the start goes no further.
+   */
+  public static final class Checked implements AutoCloseable {
     private final Map<String, RunningBuffer> byTopic;
     private final Map<String, BufferMetrics> metricsOf;
     private final List<BatchesTopic> batches;
@@ -120,6 +124,11 @@ public final class BufferPipeline {
       this.batches = batches;
       this.needed = needed;
       this.inFlight = inFlight;
+    }
+
+    @Override
+    public void close() {
+      BufferBatchHandler.closeHandlers(byTopic.values());
     }
   }
 
@@ -139,24 +148,31 @@ public final class BufferPipeline {
     int inFlight = 0;
     // A scrape (or a report) asks every buffer's count in turn: together they wait at most this.
     Duration countWait = ROWS_COUNT_WAIT.dividedBy(Math.max(1, buffers.size()));
-    for (BufferSettings b : buffers) {
-      DataSource ds = runtime.databases().dataSource(b.database());
-      BufferTable table = check(b, ds);
-      BulkHandler handler = handler(b, table, ds, clock);
-      Sampled<Long> rows = new Sampled<>(() -> countRows(ds, b), ROWS_COUNT_KEPT_FOR, clock);
-      BufferMetrics metrics =
-          new BufferMetrics(
-              runtime.registry(),
-              b.name(),
-              () -> rows.get(countWait).map(Sampled.Reading::value).orElse(null),
-              percentileWindow);
-      metricsOf.put(b.name(), metrics);
-      String topic = topics.bufferBatches(b.name());
-      byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
-      batches.add(new BatchesTopic(topic, b.maxInFlight()));
-      needed.add(topics.bufferEvents(b.name()));
-      needed.add(topic);
-      inFlight += b.maxInFlight();
+    try {
+      for (BufferSettings b : buffers) {
+        DataSource ds = runtime.databases().dataSource(b.database());
+        BufferTable table = check(b, ds);
+        BulkHandler handler = handler(b, table, ds, clock);
+        Sampled<Long> rows = new Sampled<>(() -> countRows(ds, b), ROWS_COUNT_KEPT_FOR, clock);
+        BufferMetrics metrics =
+            new BufferMetrics(
+                runtime.registry(),
+                b.name(),
+                () -> rows.get(countWait).map(Sampled.Reading::value).orElse(null),
+                percentileWindow);
+        metricsOf.put(b.name(), metrics);
+        String topic = topics.bufferBatches(b.name());
+        byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
+        batches.add(new BatchesTopic(topic, b.maxInFlight()));
+        needed.add(topics.bufferEvents(b.name()));
+        needed.add(topic);
+        inFlight += b.maxInFlight();
+      }
+    } catch (Throwable t) {
+      // A buffer unfit: the handlers made for those before it (a class's connections, say) are
+      // closed here, as nothing else holds them yet.
+      BufferBatchHandler.closeHandlers(byTopic.values());
+      throw t;
     }
     return new Checked(byTopic, metricsOf, batches, needed, inFlight);
   }
@@ -172,10 +188,15 @@ public final class BufferPipeline {
     if (buffers.isEmpty()) {
       return Optional.empty();
     }
-    return start(runtime, check(runtime, clock), clock);
+    Checked checked = check(runtime, clock);
+    runtime.closeWith(checked); // closed after the sink has stopped
+    return start(runtime, checked, clock);
   }
 
-  /** Starts the buffers {@link #check} checked. */
+  /**
+   * Starts the buffers {@link #check} checked, whose handlers the caller closes by closing {@code
+   * checked} once the sink has stopped ({@link SpillwayRuntime#closeWith}, before this, does so).
+   */
   public Optional<Running> start(SpillwayRuntime runtime, Checked checked, Clock clock)
       throws InterruptedException {
     if (buffers.isEmpty()) {
@@ -201,7 +222,6 @@ public final class BufferPipeline {
     BufferBatchHandler handler =
         new BufferBatchHandler(
             checked.byTopic, runtime.databases()::dataSource, runtime.health(), clock);
-    runtime.closeWith(handler); // closed after the sink has stopped
     Sink sink =
         runtime.startSink(
             Pipeline.BUFFERS,

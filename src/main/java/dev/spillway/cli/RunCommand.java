@@ -137,6 +137,8 @@ final class RunCommand implements Callable<Integer> {
     BufferPipeline.Checked checked = null;
     if (!buffers.isEmpty() && only.contains(Only.buffers)) {
       checked = buffers.check(runtime, clock);
+      // Its handlers closed once the sink has stopped, or should a later start fail.
+      runtime.closeWith(checked);
     } else if (!buffers.isEmpty()) {
       buffers.checkTables(runtime); // held back, but their inserts are captured
     }

@@ -1,8 +1,10 @@
 package dev.spillway.buffers;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.spillway.config.ConfigException;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.DatabaseConfig;
 import dev.spillway.config.SpillwayConfig;
@@ -47,6 +49,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
@@ -145,6 +148,62 @@ class BufferPipelineIT {
         }
       }
     }
+  }
+
+  /** A class handler counting how often it is closed. */
+  public static final class CountedHandler implements BulkHandler {
+    static final AtomicInteger CLOSED = new AtomicInteger();
+
+    @Override
+    public Result handle(Batch batch) {
+      return Result.success();
+    }
+
+    @Override
+    public void close() {
+      CLOSED.incrementAndGet();
+    }
+  }
+
+  @Test
+  void should_close_each_handler_once_whether_the_start_stops_at_a_later_buffer_or_runs(
+      @TempDir Path dir) throws Exception {
+    String counted =
+        """
+          activity:
+            table: %s.contact_activity_events
+            handler: { class: dev.spillway.buffers.BufferPipelineIT$CountedHandler }
+        """;
+    CountedHandler.CLOSED.set(0);
+    assertThatThrownBy(
+            () ->
+                withBuffers(
+                    dir,
+                    schema ->
+                        String.format(counted, schema)
+                            + String.format(
+                                """
+                                  missing:
+                                    table: %s.no_such_table
+                                    handler: { class: dev.spillway.buffers.BufferPipelineIT$CountedHandler }
+                                """,
+                                schema),
+                    schema -> activityTable(schema),
+                    (runtime, ds, schema) -> {}))
+        .isInstanceOf(ConfigException.class)
+        .hasMessageContaining("no_such_table");
+    assertThat(CountedHandler.CLOSED.get())
+        .as("the handler made for the buffer checked before the unfit one")
+        .isEqualTo(1);
+
+    CountedHandler.CLOSED.set(0);
+    withBuffers(
+        dir,
+        schema -> String.format(counted, schema),
+        schema -> activityTable(schema),
+        (runtime, ds, schema) ->
+            assertThat(CountedHandler.CLOSED.get()).as("while the buffer runs").isZero());
+    assertThat(CountedHandler.CLOSED.get()).as("once Spillway stopped").isEqualTo(1);
   }
 
   @Test
