@@ -32,8 +32,15 @@ public final class DefinitionCheck {
    * @param rowSecurity whether row-level security applies to Spillway's role on it (see {@link
    *     #rowSecurity})
    */
+  /**
+   * @param inheritors tables inheriting from it ({@code INHERITS}, not partitions), a few at most
+   */
   private record Table(
-      long oid, boolean partitioned, List<String> primaryKey, boolean rowSecurity) {}
+      long oid,
+      boolean partitioned,
+      List<String> primaryKey,
+      boolean rowSecurity,
+      List<String> inheritors) {}
 
   /**
    * @param type as {@code format_type} gives it, with its modifier: {@code character varying(64)}
@@ -65,6 +72,9 @@ public final class DefinitionCheck {
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
+
+  /** SQLSTATE of an operator (or function) PostgreSQL has none of for the types given. */
+  private static final String UNDEFINED_FUNCTION = "42883";
 
   /** SQLSTATE class of a domain's constraint refusing a value cast to it. */
   private static final String INTEGRITY_CONSTRAINT_VIOLATION = "23";
@@ -109,6 +119,22 @@ public final class DefinitionCheck {
                             + k.parent().displayName()
                             + ", which does not exist in database "
                             + parentDb));
+    if (!parent.inheritors().isEmpty()) {
+      // A publication of the parent also holds the tables inheriting from it, but a change of a
+      // row stored in one comes under that table's name (only a partitioned table's come as its
+      // own), which no route reads: its children would be left for good.
+      throw problem(
+          k,
+          "names parent table "
+              + k.parent().displayName()
+              + ", which tables inherit from ("
+              + String.join(
+                  ", ", parent.inheritors().subList(0, Math.min(3, parent.inheritors().size())))
+              + (parent.inheritors().size() > 3 ? ", ..." : "")
+              + "): a delete of a row stored in one of them is captured under that table's name,"
+              + " and its children would never be cleaned; a parent must be a plain or a"
+              + " partitioned (PARTITION BY) table");
+    }
     if (parent.primaryKey().size() != 1) {
       throw problem(
           k,
@@ -169,8 +195,12 @@ public final class DefinitionCheck {
               + parentColumn.baseType()
               + ", which cleanup cannot compare (it reads each deleted key as "
               + column.rootType()
-              + "): give the column the key's kind of type, an integer one for a text key, or"
-              + " text");
+              + "): give the column "
+              + switch (parentColumn.category()) {
+                case DATE_TIME_CATEGORY -> "the key's own type";
+                case USER_CATEGORY -> "the key's own type, or text";
+                default -> "the key's kind of type, an integer one for a text key, or text";
+              });
     }
     Optional<String> unsweepable = unsweepable(k, columnIndex, column, parentColumn);
     return new CheckedKey(
@@ -259,12 +289,17 @@ public final class DefinitionCheck {
                 + ") = CAST(? AS "
                 + column.baseType()
                 + ")"
-            : "SELECT CAST(? AS " + column.type() + ")";
+            // Compared as cleanup compares them: a type without an = operator (json) fails here.
+            : "SELECT CAST(? AS "
+                + column.type()
+                + ") IS DISTINCT FROM CAST(? AS "
+                + column.type()
+                + ")";
     String text = String.valueOf(value);
     String changed = null;
     try (Connection c = ds.getConnection();
         PreparedStatement ps = c.prepareStatement(sql)) {
-      int parameters = modified ? 3 : 1;
+      int parameters = modified ? 3 : 2;
       for (int i = 1; i <= parameters; i++) {
         ps.setObject(i, text, Types.OTHER);
       }
@@ -274,6 +309,13 @@ public final class DefinitionCheck {
         }
       }
     } catch (SQLException e) {
+      if (UNDEFINED_FUNCTION.equals(e.getSQLState())) {
+        throw problem(
+            k,
+            valueIn(what, value, name, column)
+                + " cannot be compared with: PostgreSQL has no = operator for that type, so every"
+                + " cleanup would fail (jsonb has one where json has not)");
+      }
       if (e.getSQLState() == null
           || !(e.getSQLState().startsWith(DATA_EXCEPTION)
               || e.getSQLState().startsWith(INTEGRITY_CONSTRAINT_VIOLATION))) {
@@ -307,7 +349,10 @@ public final class DefinitionCheck {
     try (Connection c = dataSource(database, k).getConnection();
         PreparedStatement ps =
             c.prepareStatement(
-                "SELECT c.oid, c.relkind, row_security_active(c.oid) FROM pg_class c"
+                "SELECT c.oid, c.relkind, row_security_active(c.oid),"
+                    + " ARRAY(SELECT i.inhrelid::regclass::text FROM pg_inherits i"
+                    + " WHERE i.inhparent = c.oid AND c.relkind = 'r' ORDER BY 1 LIMIT 4)::text[]"
+                    + " FROM pg_class c"
                     + " WHERE c.oid = to_regclass(?) AND c.relkind IN ('r', 'p')")) {
       ps.setString(1, name.quoted());
       try (ResultSet rs = ps.executeQuery()) {
@@ -316,7 +361,11 @@ public final class DefinitionCheck {
           found =
               Optional.of(
                   new Table(
-                      oid, "p".equals(rs.getString(2)), primaryKey(c, oid), rs.getBoolean(3)));
+                      oid,
+                      "p".equals(rs.getString(2)),
+                      primaryKey(c, oid),
+                      rs.getBoolean(3),
+                      List.of((String[]) rs.getArray(4).getArray())));
         }
       }
     }
@@ -421,8 +470,8 @@ public final class DefinitionCheck {
 
   /**
    * Whether cleanup, which casts each deleted key's text to the child column's type, can find a
-   * child of every key: a child of text takes any key; one of the key's kind of type (numbers,
-   * dates and times, ...: PostgreSQL's type category; of the catch-all one, only the key's own
+   * child of every key: a child of text takes any key; one of the key's kind of type (numbers, ...:
+   * PostgreSQL's type category; of the catch-all one and of dates and times, only the key's own
    * type) takes its keys; an integer child of a text key is asked only for the keys that are
    * integers. Any other pair would fail every batch on the first key the column's type does not
    * read (a uuid child of a bigint key), or clean nothing.
@@ -430,7 +479,7 @@ public final class DefinitionCheck {
   private static boolean cleanable(Column child, Column parent) {
     return STRING_CATEGORY.equals(child.category())
         || (child.category().equals(parent.category())
-            && (!USER_CATEGORY.equals(child.category())
+            && (!OWN_TYPE_CATEGORIES.contains(child.category())
                 || child.rootType().equals(parent.rootType())))
         || (STRING_CATEGORY.equals(parent.category()) && INTEGERS.contains(child.rootType()));
   }
@@ -438,11 +487,21 @@ public final class DefinitionCheck {
   /** The integer types, as {@code format_type} names them. */
   private static final Set<String> INTEGERS = Set.of("smallint", "integer", "bigint");
 
-  /**
-   * PostgreSQL's catch-all type category (uuid, bytea, json…), whose types have nothing in common:
-   * a bytea child reads a uuid key's text as other bytes, never matching.
-   */
+  /** PostgreSQL's catch-all type category. */
   private static final String USER_CATEGORY = "U";
+
+  /** PostgreSQL's type category of dates and times (not intervals). */
+  private static final String DATE_TIME_CATEGORY = "D";
+
+  /**
+   * PostgreSQL's type categories whose types a child must share with its key: the catch-all one
+   * (uuid, bytea, json…), whose types have nothing in common (a bytea child reads a uuid key's text
+   * as other bytes, never matching), and dates and times, whose casts drop what the other type
+   * holds (a timestamp child reads {@code 10:00Z} as 10:00 whatever zone its rows were written in,
+   * a date child reads a timestamp key as its day): cleaning by them would take children of live
+   * parents and leave the deleted one's.
+   */
+  private static final Set<String> OWN_TYPE_CATEGORIES = Set.of(USER_CATEGORY, DATE_TIME_CATEGORY);
 
   /** PostgreSQL's type category of text, varchar, char(n) and their domains. */
   private static final String STRING_CATEGORY = "S";

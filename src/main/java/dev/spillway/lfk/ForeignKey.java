@@ -29,6 +29,9 @@ import javax.sql.DataSource;
  *     takes one, failing each such delete) becomes a definition refused at start-up
  * @param rowSecurity the child or the parent table, the child first, whose row-level security
  *     applies to the role that read the catalog, which start-up refuses; null when neither's does
+ * @param uncleanable why start-up would refuse a loose foreign key of this one's tables and types
+ *     that the other fields do not say (tables inherit from the parent; the column and the key are
+ *     dates or times of two types), or null
  */
 public record ForeignKey(
     String database,
@@ -42,7 +45,8 @@ public record ForeignKey(
     boolean toPrimaryKey,
     boolean childHasPrimaryKey,
     boolean columnNotNull,
-    TableName rowSecurity) {
+    TableName rowSecurity,
+    String uncleanable) {
   public ForeignKey {
     Objects.requireNonNull(database, "database");
     columns = List.copyOf(columns);
@@ -88,7 +92,20 @@ public record ForeignKey(
             + " OR EXISTS (SELECT 1 FROM pg_constraint ck WHERE ck.conrelid = con.conrelid"
             + "   AND ck.contype = 'c' AND ck.conkey = con.conkey"
             + "   AND pg_get_constraintdef(ck.oid) ~* 'IS NOT NULL'),"
-            + " row_security_active(c.oid), row_security_active(fc.oid)"
+            + " row_security_active(c.oid), row_security_active(fc.oid),"
+            // As DefinitionCheck refuses them, a domain read as the type it is over.
+            + " CASE WHEN fc.relkind = 'r'"
+            + "   AND EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = fc.oid)"
+            + "   THEN 'inherited'"
+            + " WHEN cardinality(con.conkey) = 1 AND (SELECT ct.typcategory = 'D'"
+            + "   AND pt.typcategory = 'D' AND ct.oid <> pt.oid"
+            + "   FROM pg_attribute ca JOIN pg_type cd ON cd.oid = ca.atttypid"
+            + "   JOIN pg_type ct ON ct.oid = COALESCE(NULLIF(cd.typbasetype, 0), cd.oid),"
+            + "   pg_attribute pa JOIN pg_type pd ON pd.oid = pa.atttypid"
+            + "   JOIN pg_type pt ON pt.oid = COALESCE(NULLIF(pd.typbasetype, 0), pd.oid)"
+            + "   WHERE ca.attrelid = con.conrelid AND ca.attnum = con.conkey[1]"
+            + "   AND pa.attrelid = con.confrelid AND pa.attnum = con.confkey[1])"
+            + "   THEN 'dates' END"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -119,10 +136,22 @@ public record ForeignKey(
                 rs.getBoolean(10),
                 rs.getBoolean(11),
                 rs.getBoolean(12),
-                rs.getBoolean(13) ? from : rs.getBoolean(14) ? to : null));
+                rs.getBoolean(13) ? from : rs.getBoolean(14) ? to : null,
+                uncleanable(rs.getString(15), to)));
       }
     }
     return out;
+  }
+
+  private static String uncleanable(String code, TableName to) {
+    if (code == null) {
+      return null;
+    }
+    return code.equals("inherited")
+        ? "tables inherit from "
+            + to.displayName()
+            + ", whose rows' deletes would be captured under their own names"
+        : "the column and the key are dates or times of two types, which cleanup cannot compare";
   }
 
   private static String action(String code) {

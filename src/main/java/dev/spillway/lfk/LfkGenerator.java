@@ -155,6 +155,9 @@ public final class LfkGenerator {
               + " applies to Spillway's role, which cleanup cannot work under (make the role the"
               + " table's owner, without FORCE ROW LEVEL SECURITY, or give it BYPASSRLS)");
     }
+    if (r.key().uncleanable() != null) {
+      return java.util.Optional.of(r.key().uncleanable() + " (start-up refuses such a key)");
+    }
     if (r.key().looseAction().get() == OnDelete.ASYNC_NULLIFY && r.key().columnNotNull()) {
       // So does it this one: async_nullify of a NOT NULL column.
       return java.util.Optional.of(

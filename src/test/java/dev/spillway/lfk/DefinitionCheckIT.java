@@ -65,6 +65,12 @@ class DefinitionCheckIT {
             + " half bigint GENERATED ALWAYS AS (project_id / 2) STORED,"
             + " serial bigint GENERATED ALWAYS AS IDENTITY)",
         "CREATE TABLE k.things (id uuid PRIMARY KEY)",
+        "CREATE TABLE k.stamps (at timestamptz PRIMARY KEY)",
+        "CREATE TABLE k.stamp_uses (id bigint PRIMARY KEY, at timestamp(3), day date,"
+            + " zoned timestamptz(3), payload json, doc jsonb)",
+        "CREATE TABLE k.old_events (id bigint PRIMARY KEY)",
+        "CREATE TABLE k.old_events_2023 () INHERITS (k.old_events)",
+        "CREATE TABLE k.old_event_uses (id bigint PRIMARY KEY, event_id bigint)",
         "CREATE TABLE k.thing_uses (id bigint PRIMARY KEY, thing_id bigint)",
         "CREATE TABLE k.thing_bytes (id bigint PRIMARY KEY, thing_id bytea)",
         "CREATE DOMAIN k.small_status AS int CHECK (VALUE BETWEEN 0 AND 3)",
@@ -426,14 +432,71 @@ class DefinitionCheckIT {
     assertThat(error(entry("thing_uses", "things", "thing_id", "async_delete")))
         .endsWith(
             "thing_id is bigint and the parent's key uuid, which cleanup cannot compare (it"
-                + " reads each deleted key as bigint): give the column the key's kind of type, an"
-                + " integer one for a text key, or text.");
+                + " reads each deleted key as bigint): give the column the key's own type, or"
+                + " text.");
     assertThat(error(entry("thing_bytes", "things", "thing_id", "async_delete")))
         .as("of one catch-all category, but bytea reads a uuid's text as other bytes")
         .endsWith(
             "thing_id is bytea and the parent's key uuid, which cleanup cannot compare (it"
-                + " reads each deleted key as bytea): give the column the key's kind of type, an"
-                + " integer one for a text key, or text.");
+                + " reads each deleted key as bytea): give the column the key's own type, or"
+                + " text.");
+  }
+
+  @Test
+  void should_refuse_a_date_or_time_child_of_a_key_of_another_date_or_time_type() throws Exception {
+    // Cast to timestamp, a key's 10:00Z is 10:00 whatever zone the rows were written in; cast to
+    // date, a key is its day: cleanup would take children of live parents.
+    assertThat(error(entry("stamp_uses", "stamps", "at", "async_delete")))
+        .endsWith(
+            "at is timestamp without time zone and the parent's key timestamp with time zone,"
+                + " which cleanup cannot compare (it reads each deleted key as timestamp without"
+                + " time zone): give the column the key's own type.");
+    assertThat(error(entry("stamp_uses", "stamps", "day", "async_delete")))
+        .endsWith(
+            "day is date and the parent's key timestamp with time zone, which cleanup cannot"
+                + " compare (it reads each deleted key as date): give the column the key's own"
+                + " type.");
+    assertThat(check(entry("stamp_uses", "stamps", "zoned", "async_delete")).keys())
+        .as("the key's own type, another precision")
+        .hasSize(1);
+  }
+
+  @Test
+  void should_refuse_a_value_compared_with_a_column_whose_type_has_no_equality() {
+    assertThat(
+            error(
+                entry("stamp_uses", "stamps", "zoned", "async_delete")
+                    + "    conditions: { payload: '{}' }\n"))
+        .endsWith(
+            "has condition payload = '{}', which column payload of type json cannot be compared"
+                + " with: PostgreSQL has no = operator for that type, so every cleanup would fail"
+                + " (jsonb has one where json has not).");
+    assertThat(
+            error(
+                entry("stamp_uses", "stamps", "zoned", "update_column_to")
+                    + "    target_column: payload\n    target_value: '{}'\n"))
+        .contains("has target_value '{}', which column payload of type json cannot be compared");
+  }
+
+  @Test
+  void should_accept_a_value_compared_with_a_jsonb_column() throws Exception {
+    assertThat(
+            check(
+                    entry("stamp_uses", "stamps", "zoned", "async_delete")
+                        + "    conditions: { doc: '{}' }\n")
+                .keys())
+        .hasSize(1);
+  }
+
+  @Test
+  void should_refuse_a_parent_that_tables_inherit_from() {
+    // Their rows' deletes come under their own names, which no route reads.
+    assertThat(error(entry("old_event_uses", "old_events", "event_id", "async_delete")))
+        .endsWith(
+            "names parent table k.old_events, which tables inherit from (k.old_events_2023): a"
+                + " delete of a row stored in one of them is captured under that table's name,"
+                + " and its children would never be cleaned; a parent must be a plain or a"
+                + " partitioned (PARTITION BY) table.");
   }
 
   @Test

@@ -26,6 +26,7 @@ class LfkGeneratorTest {
         true,
         true,
         false,
+        null,
         null);
   }
 
@@ -44,7 +45,8 @@ class LfkGeneratorTest {
         k.toPrimaryKey(),
         k.childHasPrimaryKey(),
         columnNotNull,
-        k.rowSecurity());
+        k.rowSecurity(),
+        k.uncleanable());
   }
 
   private static final List<ForeignKey> KEYS =
@@ -175,7 +177,8 @@ class LfkGeneratorTest {
             true,
             true,
             false,
-            builds.to());
+            builds.to(),
+            null);
     assertThat(LfkGenerator.skipReason(new LfkGenerator.Row(5, false, guarded)))
         .hasValue(
             "row-level security of projects applies to Spillway's role, which cleanup cannot work"
