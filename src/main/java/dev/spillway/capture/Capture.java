@@ -294,6 +294,7 @@ public final class Capture implements AutoCloseable {
       try {
         if (SourcePreparation.slotActive(ds, settings.slotName(db))) {
           idleSince.remove(db);
+          failedTakeOvers.remove(db); // another process streams: the failures were not in a row
           continue;
         }
       } catch (SQLException e) {
@@ -314,12 +315,12 @@ public final class Capture implements AutoCloseable {
       try {
         if (startOrStandBy(db)) {
           standingBy.remove(db);
-          failedTakeOvers.remove(db);
           log.info(
               "Capture of database {} taken over ({}): its slot streams to this process",
               db,
               released ? "its instance stopped and let the slot go" : "its slot was left idle");
         }
+        failedTakeOvers.remove(db); // taken over, or another instance took the slot first
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt(); // closing: the engine being started is closed too
         return;
@@ -327,11 +328,19 @@ public final class Capture implements AutoCloseable {
         if (closing) {
           return; // the interrupt of closing, surfacing as a failure to connect
         }
-        if (e instanceof CaptureSetupException refused) {
+        // A statement the database refuses (a table dropped, a right taken away) as a start sees
+        // it; the database or Kafka away is tried again.
+        RuntimeException failure =
+            e instanceof SQLException sql
+                ? CaptureSetupException.of(
+                    "Capture of database " + db + " could not take over: " + sql.getMessage(), sql)
+                : (RuntimeException) e;
+        if (failure instanceof CaptureSetupException refused) {
           // Not tried again: the database refuses this installation's capture as configured (its
           // slot another installation's, a right taken away), as it would refuse a start.
           takeOverRefusal = refused;
         } else if (streamsElsewhere(db)) {
+          failedTakeOvers.remove(db);
           log.info("Capture of database {} stands by on: another instance took the slot first", db);
           continue;
         } else if (failedTakeOvers.merge(db, 1, Integer::sum) < TAKE_OVER_TRIES) {

@@ -887,6 +887,35 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_stop_at_once_a_take_over_the_database_refuses_as_it_would_refuse_a_start()
+      throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
+    CaptureRoute deletes =
+        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    Capture first = start(inserts("events"));
+    try (Capture second = start(Duration.ofMillis(200), new SimpleMeterRegistry(), deletes)) {
+      assertThat(second.standingBy()).containsOnlyKeys(DB);
+      // Dropped while the second stood by: its take-over's statements name a table no longer
+      // there, which no further try mends.
+      TestSql.exec(ds, "DROP TABLE " + schema + ".projects");
+      first.close();
+
+      await().atMost(Duration.ofSeconds(20)).until(() -> second.failure().isPresent());
+      assertThat(second.refusal())
+          .as("a refusal, exit 2, not a failure tried three times, exit 1")
+          .isPresent();
+      assertThat(second.failure().get())
+          .startsWith("Capture of database " + DB + " could not take over: ")
+          .contains("projects");
+    } finally {
+      first.close();
+    }
+  }
+
+  @Test
   void should_take_over_at_once_from_an_instance_that_stopped_but_not_from_one_reconnecting()
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
