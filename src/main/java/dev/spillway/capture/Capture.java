@@ -436,7 +436,9 @@ public final class Capture implements AutoCloseable {
     }
     for (CaptureEngine e : engines) {
       Throwable t = e.failure();
-      if (t != null) {
+      // One still starting (a take-over) fails its start instead, which takeOver tells: tried
+      // again, or left to an instance that took the slot first, not a stop of the process.
+      if (t != null && e.started()) {
         return Optional.of("Capture of database " + e.database() + " stopped: " + t.getMessage());
       }
     }

@@ -153,6 +153,10 @@ final class CaptureEngine implements AutoCloseable {
   private volatile boolean completed;
 
   private final AtomicBoolean engineClosed = new AtomicBoolean();
+
+  /** Whether {@link #closeEngine} gave up waiting for the engine to close. */
+  private volatile boolean leftClosing;
+
   private DebeziumEngine<RecordChangeEvent<SourceRecord>> engine;
 
   /** The tables the start left to join later; null when none. */
@@ -620,8 +624,11 @@ final class CaptureEngine implements AutoCloseable {
    * @return false when it was left closing
    */
   private boolean closeEngine() throws IOException {
-    if (engine == null || completed || !engineClosed.compareAndSet(false, true)) {
+    if (engine == null || completed) {
       return true;
+    }
+    if (!engineClosed.compareAndSet(false, true)) {
+      return !leftClosing; // closed before: by a slot check's stop, say
     }
     FutureTask<Void> closing =
         new FutureTask<>(
@@ -643,9 +650,11 @@ final class CaptureEngine implements AutoCloseable {
               + " are read again at the next start",
           endpoint.name(),
           CLOSE_WAIT.toSeconds());
+      leftClosing = true;
       return false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+      leftClosing = true;
       return false;
     } catch (ExecutionException e) {
       if (e.getCause() instanceof IOException io) {
