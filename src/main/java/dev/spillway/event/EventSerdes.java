@@ -94,6 +94,8 @@ public final class EventSerdes {
   private static final byte[] EVENT_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferEvent.getClassSchema());
   private static final byte[] EVENT_1_HEADER = singleObjectHeader(EVENT_1);
+  private static final byte[] DELETED_HEADER =
+      singleObjectHeader(dev.spillway.event.avro.DeletedRecord.getClassSchema());
   private static final byte[] BATCH_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferBatch.getClassSchema());
   private static final Schema ROW =
@@ -129,6 +131,7 @@ public final class EventSerdes {
   }
 
   public static DeletedRecord decodeDeletedRecord(byte[] data) {
+    stepOver(data, DELETED_HEADER, dev.spillway.event.avro.DeletedRecord.getClassSchema());
     var avro = decode(() -> DELETED.decode(wrap(data)));
     return new DeletedRecord(
         avro.getDatabase(),
@@ -164,6 +167,7 @@ public final class EventSerdes {
     if (startsWith(data, EVENT_HEADER)) {
       readBody(decoder(data, null), false, -1);
     }
+    stepOver(data, EVENT_1_HEADER, EVENT_1);
     return fromAvro(decode(() -> EVENTS.decode(wrap(data))));
   }
 
@@ -378,6 +382,26 @@ public final class EventSerdes {
     return value != null
         && value.length >= header.length
         && Arrays.equals(value, 0, header.length, header, 0, header.length);
+  }
+
+  /**
+   * Steps over the body of a record of {@code schema} (when {@code data} has its header) without
+   * keeping anything of it, so a length or a count it declares past its end fails here: Avro's
+   * reader makes room for a string or a map before it reads them, and a record saying 2 GiB would
+   * fail the batching thread with an {@link OutOfMemoryError} instead of going to the dead letters.
+   */
+  private static void stepOver(byte[] data, byte[] header, Schema schema) {
+    if (!startsWith(data, header)) {
+      return;
+    }
+    decode(
+        () -> {
+          GenericDatumReader.skip(
+              schema,
+              DecoderFactory.get()
+                  .binaryDecoder(data, header.length, data.length - header.length, null));
+          return null;
+        });
   }
 
   private static int bodyLength(byte[] event) {

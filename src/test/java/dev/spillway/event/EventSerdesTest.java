@@ -96,6 +96,49 @@ class EventSerdesTest {
   }
 
   @Test
+  void should_refuse_a_record_declaring_a_string_past_its_end_without_making_room_for_it() {
+    // A record's header, then a first string (the database's name) said to be 2 GiB long.
+    byte[] deleted =
+        EventSerdes.encode(
+            new DeletedRecord("main", TABLE, Map.of("id", 1L), 1_000_000L, 42L, 1_000L));
+    byte[] earlierEvent = fixture("buffer-event-1.hex");
+    for (byte[] record : List.of(deleted, earlierEvent)) {
+      byte[] corrupt = withHugeFirstString(Arrays.copyOf(record, 10));
+      com.sun.management.ThreadMXBean threads =
+          (com.sun.management.ThreadMXBean)
+              java.lang.management.ManagementFactory.getThreadMXBean();
+      long thread = Thread.currentThread().getId();
+      long before = threads.getThreadAllocatedBytes(thread);
+      assertThatThrownBy(
+              () -> {
+                if (record == deleted) {
+                  EventSerdes.decodeDeletedRecord(corrupt);
+                } else {
+                  EventSerdes.decodeBufferEvent(corrupt);
+                }
+              })
+          .isInstanceOf(SerializationException.class);
+      assertThat(threads.getThreadAllocatedBytes(thread) - before)
+          .as("bytes allocated to find it corrupt (Avro's reader made room for the 2 GiB)")
+          .isLessThan(64L << 20);
+    }
+  }
+
+  private static byte[] withHugeFirstString(byte[] header) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    out.writeBytes(header);
+    BinaryEncoder e = EncoderFactory.get().directBinaryEncoder(out, null);
+    try {
+      e.writeInt(Integer.MAX_VALUE - 8);
+      e.writeFixed("main".getBytes(StandardCharsets.UTF_8));
+      e.flush();
+    } catch (IOException ex) {
+      throw new UncheckedIOException(ex);
+    }
+    return out.toByteArray();
+  }
+
+  @Test
   void should_give_an_insert_published_again_the_identity_it_had_the_first_time() {
     Random random = new Random(3);
     for (int capturedLength = 1; capturedLength <= 10; capturedLength++) {
