@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.capture.Capture;
 import dev.spillway.capture.CaptureRoute;
+import dev.spillway.config.ConfigException;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
@@ -13,6 +14,7 @@ import dev.spillway.lfk.LfkSettings;
 import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.TopicTail;
 import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.runtime.WorkingDirectory;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -51,6 +53,19 @@ final class QuickstartCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayConfig config = Launch.config(root).embedded();
+    if (WorkingDirectory.embeddedRun(config.workingDir())) {
+      // Its demo would take over run's slot and publication and consume its topics as the same
+      // consumer groups, dead-lettering the work run left waiting there.
+      throw new ConfigException(
+          config.source() == null ? "(defaults)" : config.source().toString(),
+          null,
+          "working-dir",
+          "is "
+              + config.workingDir()
+              + ", where 'run' keeps its embedded PostgreSQL or Kafka, whose replication slot,"
+              + " topics and consumer groups the quickstart would take over: give the quickstart a"
+              + " working directory of its own (working-dir: in another configuration file)");
+    }
     // The demo runs on its own definitions with the configured settings; the section is checked
     // whole, as run checks it, before anything starts.
     LfkSettings lfkSettings = LfkStartup.settings(config);

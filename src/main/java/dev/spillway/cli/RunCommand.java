@@ -6,6 +6,7 @@ import dev.spillway.capture.CaptureRoute;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.runtime.SpillwayRuntime;
+import dev.spillway.runtime.WorkingDirectory;
 import java.io.PrintWriter;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -58,6 +59,10 @@ final class RunCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
+      if (config.embeddedDatabases() || config.kafka().bootstrapServers().isEmpty()) {
+        // Its slot, topics and consumer groups are this run's: the quickstart keeps out.
+        WorkingDirectory.markEmbeddedRun(config.workingDir());
+      }
       runtime.startCapture(start(runtime, only, lfk, buffers, out));
     } catch (RuntimeException | InterruptedException | SQLException e) {
       runtime.close();

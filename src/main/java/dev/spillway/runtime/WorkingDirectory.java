@@ -28,6 +28,9 @@ public final class WorkingDirectory implements AutoCloseable {
 
   private static final String RUNTIME_FILE = "runtime.json";
 
+  /** Written by {@code run} with an embedded part: the time of its first such start. */
+  private static final String EMBEDDED_RUN_FILE = "run-embedded";
+
   private final Path root;
   private final FileChannel lockChannel;
   private final FileLock lock;
@@ -72,6 +75,19 @@ public final class WorkingDirectory implements AutoCloseable {
 
   public Path resolve(String child) {
     return root.resolve(child);
+  }
+
+  /**
+   * Marks the directory as one {@code run} kept an embedded PostgreSQL or Kafka in: their slot,
+   * topics and consumer groups hold its work, which the quickstart would take over.
+   */
+  public static void markEmbeddedRun(Path root) throws IOException {
+    Files.writeString(root.resolve(EMBEDDED_RUN_FILE), java.time.Instant.now() + "\n");
+  }
+
+  /** Whether {@code run} kept an embedded PostgreSQL or Kafka in {@code root}. */
+  public static boolean embeddedRun(Path root) {
+    return Files.exists(root.resolve(EMBEDDED_RUN_FILE));
   }
 
   /** Publishes where this process can be reached; replaced atomically. */

@@ -1,6 +1,7 @@
 package dev.spillway.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -14,13 +15,47 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.LoggerFactory;
 
 /** The quickstart as a new user runs it: its own embedded PostgreSQL and Kafka. */
 class QuickstartIT {
+
+  @Test
+  void should_keep_out_of_a_working_directory_where_run_kept_its_embedded_servers(@TempDir Path dir)
+      throws Exception {
+    Path config = dir.resolve("spillway.yml");
+    Files.writeString(config, "working-dir: wd\nhttp:\n  port: 0\n");
+    Path log = dir.resolve("run.log");
+    Process run =
+        Cli.process(ProcessBuilder.Redirect.to(log.toFile()), "run", "-c", config.toString())
+            .start();
+    try {
+      await()
+          .atMost(Duration.ofSeconds(120))
+          .alias("run started, with nothing configured")
+          .until(
+              () -> !run.isAlive() || Files.readString(log).contains("No pipeline is configured"));
+      assertThat(run.isAlive()).as(Files.readString(log)).isTrue();
+    } finally {
+      run.destroy(); // SIGTERM
+      assertThat(run.waitFor(60, TimeUnit.SECONDS)).as("run stopped").isTrue();
+    }
+
+    Cli.Result quickstart = Cli.run("quickstart", "-c", config.toString());
+    assertThat(quickstart.exitCode()).as(quickstart.out()).isEqualTo(2);
+    assertThat(quickstart.err())
+        .startsWith(config + ": working-dir is ")
+        .contains(
+            ", where 'run' keeps its embedded PostgreSQL or Kafka, whose replication slot, topics"
+                + " and consumer groups the quickstart would take over: give the quickstart a"
+                + " working directory of its own");
+    assertThat(dir.resolve("wd/demo")).as("nothing of the demo written").doesNotExist();
+  }
 
   @Test
   void should_capture_the_demo_changes_and_exit_0_twice_in_a_row(@TempDir Path dir)
