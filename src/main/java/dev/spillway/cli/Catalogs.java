@@ -136,7 +136,7 @@ final class Catalogs implements AutoCloseable {
    * own and would outlive the JVM. A signal while the server starts waits for its start, then stops
    * it.
    */
-  private static final class Started implements AutoCloseable {
+  static final class Started implements AutoCloseable {
     private final List<AutoCloseable> parts = new ArrayList<>();
     private final Thread shutdownHook = new Thread(this::closeOnSignal, "spillway-shutdown");
     private boolean starting;
@@ -146,8 +146,16 @@ final class Catalogs implements AutoCloseable {
       Runtime.getRuntime().addShutdownHook(shutdownHook);
     }
 
-    /** A server is being started: a stop waits for it. */
+    /**
+     * A server is being started: a stop waits for it.
+     *
+     * @throws IllegalStateException when the stop has begun (a signal since the directory was
+     *     taken), so no server is started that nothing would stop
+     */
     synchronized void starting() {
+      if (closed) {
+        throw new IllegalStateException("Spillway is stopping");
+      }
       starting = true;
     }
 

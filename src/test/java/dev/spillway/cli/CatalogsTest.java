@@ -28,4 +28,15 @@ class CatalogsTest {
             assertThatThrownBy(() -> Catalogs.open(config).close())
                 .isInstanceOf(FileAlreadyExistsException.class));
   }
+
+  @Test
+  void should_start_no_server_once_a_signal_began_the_stop() {
+    Catalogs.Started started = new Catalogs.Started();
+    started.close(); // a signal, after the working directory was taken, before the server's start
+
+    // The stop waited for nothing: a server started now would outlive the process.
+    assertThatThrownBy(started::starting)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessage("Spillway is stopping");
+  }
 }
