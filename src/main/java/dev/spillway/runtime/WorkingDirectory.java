@@ -66,6 +66,9 @@ public final class WorkingDirectory implements AutoCloseable {
           "Working directory " + root + " is in use by another Spillway process.");
     }
     HELD.add(root.toAbsolutePath().normalize());
+    // Left by a process killed outright, it would name ports no longer served, and a pid that may
+    // be this one's (in a container, each process is pid 1), until this one publishes its own.
+    Files.deleteIfExists(root.resolve(RUNTIME_FILE));
     return new WorkingDirectory(root, channel, lock);
   }
 

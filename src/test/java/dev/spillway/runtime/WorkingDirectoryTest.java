@@ -39,6 +39,21 @@ class WorkingDirectoryTest {
   }
 
   @Test
+  void should_not_take_the_file_a_killed_process_left_for_the_new_holders() throws Exception {
+    Path root = tmp.resolve("wd");
+    try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
+      dir.publish(INFO);
+      Files.copy(root.resolve("runtime.json"), tmp.resolve("left.json"));
+    }
+    // Killed outright, then started again: in a container the new process has the old one's pid,
+    // alive, and holds the lock, but has not published its own ports yet.
+    Files.copy(tmp.resolve("left.json"), root.resolve("runtime.json"));
+    try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
+      assertThat(WorkingDirectory.running(root)).as("not published yet").isEmpty();
+    }
+  }
+
+  @Test
   void should_keep_holding_the_directory_after_saying_whether_it_is_held() throws Exception {
     Path locks = Path.of("/proc/locks");
     assumeTrue(Files.isReadable(locks), "the kernel lists its file locks in /proc/locks");
