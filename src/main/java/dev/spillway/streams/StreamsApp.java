@@ -101,7 +101,7 @@ public final class StreamsApp implements AutoCloseable {
             tick,
             replicationFactor);
     KafkaStreams streams = new KafkaStreams(topology, p);
-    List<String> writes = written(topology);
+    List<String> writes = written(topology, applicationId);
     StreamsApp app = new StreamsApp(applicationId, streams);
     CountDownLatch running = new CountDownLatch(1); // or failed: no use waiting on
     streams.setStateListener(
@@ -201,13 +201,23 @@ public final class StreamsApp implements AutoCloseable {
     }
   }
 
-  /** The topics the topology writes to by name (not those a record's content names). */
-  static List<String> written(Topology topology) {
-    return topology.describe().subtopologies().stream()
-        .flatMap(s -> s.nodes().stream())
-        .filter(TopologyDescription.Sink.class::isInstance)
-        .map(n -> ((TopologyDescription.Sink) n).topic())
-        .filter(Objects::nonNull)
+  /**
+   * The topics the topology writes to by name (not those a record's content names), and the
+   * changelogs of its state stores (every store of Spillway's is logged): one deleted would be made
+   * again empty at the next start, the events waiting in it gone, so it is told, not retried.
+   */
+  static List<String> written(Topology topology, String applicationId) {
+    List<TopologyDescription.Node> nodes =
+        topology.describe().subtopologies().stream().flatMap(s -> s.nodes().stream()).toList();
+    return java.util.stream.Stream.concat(
+            nodes.stream()
+                .filter(TopologyDescription.Sink.class::isInstance)
+                .map(n -> ((TopologyDescription.Sink) n).topic())
+                .filter(Objects::nonNull),
+            nodes.stream()
+                .filter(TopologyDescription.Processor.class::isInstance)
+                .flatMap(n -> ((TopologyDescription.Processor) n).stores().stream())
+                .map(store -> applicationId + "-" + store + "-changelog"))
         .distinct()
         .toList();
   }

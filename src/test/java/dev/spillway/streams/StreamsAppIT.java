@@ -137,6 +137,69 @@ class StreamsAppIT {
     }
   }
 
+  @Test
+  void should_fail_saying_so_once_a_changelog_of_its_store_is_missing() throws Exception {
+    String run = "unlogged-" + UUID.randomUUID();
+    Topology t = readingNewTopic(run, Storing::new);
+    t.addStateStore(
+        Changelogs.shortLivedStore(
+            "waiting", org.apache.kafka.common.serialization.Serdes.ByteArray()),
+        "processor");
+    Map<String, String> quick = Map.of("task.timeout.ms", "1000", "producer.max.block.ms", "1000");
+    try (StreamsApp app =
+        StreamsApp.start(
+            run,
+            t,
+            bootstrap,
+            quick,
+            dir,
+            Duration.ofMillis(100),
+            Duration.ofMillis(50),
+            (short) 1)) {
+      String changelog = run + "-waiting-changelog";
+      try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+        admin.deleteTopics(List.of(changelog)).all().get();
+      }
+      try (KafkaProducer<byte[], byte[]> producer =
+          new KafkaProducer<>(
+              Map.of("bootstrap.servers", bootstrap),
+              new ByteArraySerializer(),
+              new ByteArraySerializer())) {
+        producer.send(new ProducerRecord<>(run + ".in", new byte[] {1}, new byte[] {1})).get();
+      }
+
+      // Made again empty at a start, it would have lost what waited in the store: told, not
+      // retried as Kafka out of reach.
+      await()
+          .dontCatchUncaughtExceptions()
+          .atMost(Duration.ofSeconds(60))
+          .until(() -> app.failure().isPresent());
+      assertThat(app.failure().get())
+          .startsWith(
+              "Streams application "
+                  + run
+                  + " failed: topic "
+                  + changelog
+                  + " it writes to is"
+                  + " missing;");
+    }
+  }
+
+  /** A processor keeping every record in its store {@code waiting}. */
+  private static final class Storing implements Processor<byte[], byte[], byte[], byte[]> {
+    private org.apache.kafka.streams.state.KeyValueStore<byte[], byte[]> store;
+
+    @Override
+    public void init(ProcessorContext<byte[], byte[]> context) {
+      store = context.getStateStore("waiting");
+    }
+
+    @Override
+    public void process(Record<byte[], byte[]> r) {
+      store.put(r.key(), r.value());
+    }
+  }
+
   /** A topology of one processor reading topic {@code <run>.in}, made here. */
   private Topology readingNewTopic(
       String run, ProcessorSupplier<byte[], byte[], byte[], byte[]> processor) throws Exception {

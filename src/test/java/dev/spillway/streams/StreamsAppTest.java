@@ -73,15 +73,31 @@ class StreamsAppTest {
   }
 
   @Test
-  void should_name_the_topics_its_topology_writes_to_by_name() {
+  void should_name_the_topics_its_topology_writes_to_by_name_and_its_stores_changelogs() {
     Topology topology = new Topology();
     topology.addSource("in", "in");
     topology.addSink("batches", "a.batches", "in");
     topology.addSink("dlq", "a.dlq", "in");
     topology.addSink("again", "a.batches", "in");
     topology.addSink("chosen", (key, value, context) -> "by-record", "in");
+    topology.addProcessor(
+        "batcher",
+        () ->
+            new org.apache.kafka.streams.processor.api.Processor<Object, Object, Object, Object>() {
+              @Override
+              public void process(
+                  org.apache.kafka.streams.processor.api.Record<Object, Object> r) {}
+            },
+        "in");
+    topology.addStateStore(
+        org.apache.kafka.streams.state.Stores.keyValueStoreBuilder(
+            org.apache.kafka.streams.state.Stores.inMemoryKeyValueStore("pending"),
+            org.apache.kafka.common.serialization.Serdes.ByteArray(),
+            org.apache.kafka.common.serialization.Serdes.ByteArray()),
+        "batcher");
 
-    assertThat(StreamsApp.written(topology)).containsExactly("a.batches", "a.dlq");
+    assertThat(StreamsApp.written(topology, "app"))
+        .containsExactly("a.batches", "a.dlq", "app-pending-changelog");
   }
 
   @Test
