@@ -98,6 +98,42 @@ class StreamsAppIT {
     }
     t.addSink(
         "out", run + ".out", new ByteArraySerializer(), new ByteArraySerializer(), "processor");
+    assertThat(failureOnceDeleted(run, t, run + ".out"))
+        .startsWith(
+            "Streams application "
+                + run
+                + " failed: topic "
+                + run
+                + ".out it writes to is missing;")
+        .endsWith("deleted while Spillway ran? A start makes it again");
+  }
+
+  @Test
+  void should_fail_saying_so_once_a_changelog_of_its_store_is_missing() throws Exception {
+    String run = "unlogged-" + UUID.randomUUID();
+    Topology t = readingNewTopic(run, Storing::new);
+    t.addStateStore(
+        Changelogs.shortLivedStore(
+            "waiting", org.apache.kafka.common.serialization.Serdes.ByteArray()),
+        "processor");
+    String changelog = run + "-waiting-changelog";
+    // Made again empty at a start, it would have lost what waited in the store: told, not retried
+    // as Kafka out of reach.
+    assertThat(failureOnceDeleted(run, t, changelog))
+        .startsWith(
+            "Streams application "
+                + run
+                + " failed: topic "
+                + changelog
+                + " it writes to is"
+                + " missing;");
+  }
+
+  /**
+   * Starts {@code t} as application {@code run}, deletes {@code topic}, writes a record to {@code
+   * <run>.in} and gives the failure the application then reports.
+   */
+  private String failureOnceDeleted(String run, Topology t, String topic) throws Exception {
     // Short waits for a topic's metadata and for a task to make progress, so the thread gives up
     // on the missing topic in seconds rather than minutes.
     Map<String, String> quick = Map.of("task.timeout.ms", "1000", "producer.max.block.ms", "1000");
@@ -112,53 +148,7 @@ class StreamsAppIT {
             Duration.ofMillis(50),
             (short) 1)) {
       try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-        admin.deleteTopics(List.of(run + ".out")).all().get();
-      }
-      try (KafkaProducer<byte[], byte[]> producer =
-          new KafkaProducer<>(
-              Map.of("bootstrap.servers", bootstrap),
-              new ByteArraySerializer(),
-              new ByteArraySerializer())) {
-        producer.send(new ProducerRecord<>(run + ".in", new byte[] {1})).get();
-      }
-
-      await()
-          .dontCatchUncaughtExceptions()
-          .atMost(Duration.ofSeconds(60))
-          .until(() -> app.failure().isPresent());
-      assertThat(app.failure().get())
-          .startsWith(
-              "Streams application "
-                  + run
-                  + " failed: topic "
-                  + run
-                  + ".out it writes to is missing;")
-          .endsWith("deleted while Spillway ran? A start makes it again");
-    }
-  }
-
-  @Test
-  void should_fail_saying_so_once_a_changelog_of_its_store_is_missing() throws Exception {
-    String run = "unlogged-" + UUID.randomUUID();
-    Topology t = readingNewTopic(run, Storing::new);
-    t.addStateStore(
-        Changelogs.shortLivedStore(
-            "waiting", org.apache.kafka.common.serialization.Serdes.ByteArray()),
-        "processor");
-    Map<String, String> quick = Map.of("task.timeout.ms", "1000", "producer.max.block.ms", "1000");
-    try (StreamsApp app =
-        StreamsApp.start(
-            run,
-            t,
-            bootstrap,
-            quick,
-            dir,
-            Duration.ofMillis(100),
-            Duration.ofMillis(50),
-            (short) 1)) {
-      String changelog = run + "-waiting-changelog";
-      try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-        admin.deleteTopics(List.of(changelog)).all().get();
+        admin.deleteTopics(List.of(topic)).all().get();
       }
       try (KafkaProducer<byte[], byte[]> producer =
           new KafkaProducer<>(
@@ -167,21 +157,11 @@ class StreamsAppIT {
               new ByteArraySerializer())) {
         producer.send(new ProducerRecord<>(run + ".in", new byte[] {1}, new byte[] {1})).get();
       }
-
-      // Made again empty at a start, it would have lost what waited in the store: told, not
-      // retried as Kafka out of reach.
       await()
           .dontCatchUncaughtExceptions()
           .atMost(Duration.ofSeconds(60))
           .until(() -> app.failure().isPresent());
-      assertThat(app.failure().get())
-          .startsWith(
-              "Streams application "
-                  + run
-                  + " failed: topic "
-                  + changelog
-                  + " it writes to is"
-                  + " missing;");
+      return app.failure().get();
     }
   }
 
