@@ -64,7 +64,10 @@ final class QuickstartCommand implements Callable<Integer> {
               + config.workingDir()
               + ", where 'run' keeps its embedded PostgreSQL or Kafka, whose replication slot,"
               + " topics and consumer groups the quickstart would take over: give the quickstart a"
-              + " working directory of its own (working-dir: in another configuration file)");
+              + " working directory of its own (working-dir: in another configuration file), or"
+              + " delete "
+              + config.workingDir().resolve(WorkingDirectory.EMBEDDED_RUN_FILE)
+              + " to let it take them over");
     }
     // The demo runs on its own definitions with the configured settings; the section is checked
     // whole, as run checks it, before anything starts.

@@ -59,11 +59,18 @@ final class RunCommand implements Callable<Integer> {
     PrintWriter out = spec.commandLine().getOut();
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
-      if (config.embeddedDatabases() || config.kafka().bootstrapServers().isEmpty()) {
-        // Its slot, topics and consumer groups are this run's: the quickstart keeps out.
-        WorkingDirectory.markEmbeddedRun(config.workingDir());
+      List<CaptureRoute> routes = start(runtime, only, lfk, buffers, out);
+      if (!routes.isEmpty()
+          && (config.embeddedDatabases() || config.kafka().bootstrapServers().isEmpty())) {
+        // Checked and about to capture: its slot, topics and consumer groups are this run's, which
+        // the quickstart keeps out of.
+        try {
+          WorkingDirectory.markEmbeddedRun(config.workingDir());
+        } catch (java.io.IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
       }
-      runtime.startCapture(start(runtime, only, lfk, buffers, out));
+      runtime.startCapture(routes);
     } catch (RuntimeException | InterruptedException | SQLException e) {
       runtime.close();
       throw e;

@@ -28,8 +28,11 @@ public final class WorkingDirectory implements AutoCloseable {
 
   private static final String RUNTIME_FILE = "runtime.json";
 
-  /** Written by {@code run} with an embedded part: the time of its first such start. */
-  private static final String EMBEDDED_RUN_FILE = "run-embedded";
+  /**
+   * Written by {@code run} with an embedded part once its pipelines are checked, the time of its
+   * last such start; deleted by hand to let the quickstart take that state over.
+   */
+  public static final String EMBEDDED_RUN_FILE = "run-embedded";
 
   private final Path root;
   private final FileChannel lockChannel;

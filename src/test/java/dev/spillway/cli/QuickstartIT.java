@@ -29,7 +29,32 @@ class QuickstartIT {
   void should_keep_out_of_a_working_directory_where_run_kept_its_embedded_servers(@TempDir Path dir)
       throws Exception {
     Path config = dir.resolve("spillway.yml");
-    Files.writeString(config, "working-dir: wd\nhttp:\n  port: 0\n");
+    Files.writeString(
+        config,
+        """
+        working-dir: wd
+        http:
+          port: 0
+        buffers:
+          events:
+            table: events
+            handler:
+              http: { url: "http://127.0.0.1:9/bulk" }
+        """);
+    Path mark = dir.resolve("wd/run-embedded");
+
+    Cli.Result refused = Cli.run("run", "-c", config.toString());
+    assertThat(refused.exitCode()).as(refused.out()).isEqualTo(2);
+    assertThat(mark).as("a run refused at start-up holds no work there").doesNotExist();
+
+    try (EmbeddedPostgresServer server =
+            EmbeddedPostgresServer.start(dir.resolve("wd/postgres"), 0, List.of("main"));
+        Connection c =
+            DriverManager.getConnection(
+                server.jdbcUrl("main"), EmbeddedPostgresServer.SUPERUSER, null);
+        Statement st = c.createStatement()) {
+      st.execute("CREATE TABLE events (id bigint PRIMARY KEY, v text)");
+    }
     Path log = dir.resolve("run.log");
     Process run =
         Cli.process(ProcessBuilder.Redirect.to(log.toFile()), "run", "-c", config.toString())
@@ -37,14 +62,14 @@ class QuickstartIT {
     try {
       await()
           .atMost(Duration.ofSeconds(120))
-          .alias("run started, with nothing configured")
-          .until(
-              () -> !run.isAlive() || Files.readString(log).contains("No pipeline is configured"));
+          .alias("run capturing its buffer")
+          .until(() -> !run.isAlive() || Files.readString(log).contains("Spillway is running"));
       assertThat(run.isAlive()).as(Files.readString(log)).isTrue();
     } finally {
       run.destroy(); // SIGTERM
       assertThat(run.waitFor(60, TimeUnit.SECONDS)).as("run stopped").isTrue();
     }
+    assertThat(mark).exists();
 
     Cli.Result quickstart = Cli.run("quickstart", "-c", config.toString());
     assertThat(quickstart.exitCode()).as(quickstart.out()).isEqualTo(2);
@@ -53,7 +78,8 @@ class QuickstartIT {
         .contains(
             ", where 'run' keeps its embedded PostgreSQL or Kafka, whose replication slot, topics"
                 + " and consumer groups the quickstart would take over: give the quickstart a"
-                + " working directory of its own");
+                + " working directory of its own")
+        .contains("or delete " + mark.toAbsolutePath());
     assertThat(dir.resolve("wd/demo")).as("nothing of the demo written").doesNotExist();
   }
 
