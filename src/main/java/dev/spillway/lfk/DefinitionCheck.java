@@ -31,8 +31,6 @@ public final class DefinitionCheck {
   /**
    * @param rowSecurity whether row-level security applies to Spillway's role on it (see {@link
    *     #rowSecurity})
-   */
-  /**
    * @param inheritors tables inheriting from it ({@code INHERITS}, not partitions), a few at most
    */
   private record Table(
@@ -426,6 +424,19 @@ public final class DefinitionCheck {
         + " AND pg_get_constraintdef(dc.oid) ~* 'IS NOT NULL')) LIMIT 1)";
   }
 
+  /**
+   * SQL giving the type a type ({@code typeOid}, an expression) is at the bottom of its domains:
+   * itself when it is no domain. For the check and for {@code lfk generate}, which skips what the
+   * check refuses.
+   */
+  static String rootType(String typeOid) {
+    return "(WITH RECURSIVE d (oid) AS (SELECT "
+        + typeOid
+        + " UNION ALL SELECT t.typbasetype FROM pg_type t JOIN d ON t.oid = d.oid"
+        + " WHERE t.typtype = 'd')"
+        + " SELECT d.oid FROM d JOIN pg_type t ON t.oid = d.oid WHERE t.typtype <> 'd')";
+  }
+
   /** A column of a checked table, or the problem that it has none of that name. */
   private static Column column(
       DataSource ds, Table table, TableName name, String column, LooseForeignKey k)
@@ -434,10 +445,9 @@ public final class DefinitionCheck {
         PreparedStatement ps =
             c.prepareStatement(
                 "SELECT attnum, format_type(atttypid, atttypmod), format_type(atttypid, -1),"
-                    + " (WITH RECURSIVE d(oid) AS (SELECT atttypid UNION ALL SELECT t.typbasetype"
-                    + " FROM pg_type t JOIN d ON t.oid = d.oid WHERE t.typtype = 'd')"
-                    + " SELECT format_type(t.oid, -1) FROM d JOIN pg_type t ON t.oid = d.oid"
-                    + " WHERE t.typtype <> 'd'),"
+                    + " format_type("
+                    + rootType("atttypid")
+                    + ", -1),"
                     + " attnotnull, (SELECT typcategory FROM pg_type WHERE oid = atttypid),"
                     + " EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = attrelid"
                     + " AND contype = 'c' AND conkey = ARRAY[attnum]"

@@ -93,16 +93,16 @@ public record ForeignKey(
             + "   AND ck.contype = 'c' AND ck.conkey = con.conkey"
             + "   AND pg_get_constraintdef(ck.oid) ~* 'IS NOT NULL'),"
             + " row_security_active(c.oid), row_security_active(fc.oid),"
-            // As DefinitionCheck refuses them, a domain read as the type it is over.
+            // As DefinitionCheck refuses them, a domain read as the type at the bottom of its own.
             + " CASE WHEN fc.relkind = 'r'"
             + "   AND EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = fc.oid)"
             + "   THEN 'inherited'"
             + " WHEN cardinality(con.conkey) = 1 AND (SELECT ct.typcategory = 'D'"
             + "   AND pt.typcategory = 'D' AND ct.oid <> pt.oid"
-            + "   FROM pg_attribute ca JOIN pg_type cd ON cd.oid = ca.atttypid"
-            + "   JOIN pg_type ct ON ct.oid = COALESCE(NULLIF(cd.typbasetype, 0), cd.oid),"
-            + "   pg_attribute pa JOIN pg_type pd ON pd.oid = pa.atttypid"
-            + "   JOIN pg_type pt ON pt.oid = COALESCE(NULLIF(pd.typbasetype, 0), pd.oid)"
+            + "   FROM pg_attribute ca JOIN pg_type ct ON ct.oid = "
+            + DefinitionCheck.rootType("ca.atttypid")
+            + ", pg_attribute pa JOIN pg_type pt ON pt.oid = "
+            + DefinitionCheck.rootType("pa.atttypid")
             + "   WHERE ca.attrelid = con.conrelid AND ca.attnum = con.conkey[1]"
             + "   AND pa.attrelid = con.confrelid AND pa.attnum = con.confkey[1])"
             + "   THEN 'dates' END"

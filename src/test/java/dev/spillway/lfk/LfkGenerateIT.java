@@ -208,9 +208,11 @@ class LfkGenerateIT {
       TestSql.exec(
           dbs.dataSource("gen_nopk"),
           "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_owners, nopk_checked, nopk_typed,"
-              + " nopk_parents, nopk_stamped, nopk_moments, nopk_old_uses, nopk_old_2023,"
-              + " nopk_old CASCADE",
-          "DROP DOMAIN IF EXISTS nopk_required",
+              + " nopk_parents, nopk_stamped, nopk_moment_uses, nopk_moments, nopk_old_uses,"
+              + " nopk_old_2023, nopk_old CASCADE",
+          "DROP DOMAIN IF EXISTS nopk_required, nopk_zoned, nopk_moment",
+          "CREATE DOMAIN nopk_moment AS timestamptz",
+          "CREATE DOMAIN nopk_zoned AS nopk_moment",
           "CREATE DOMAIN nopk_required AS bigint NOT NULL",
           "CREATE TABLE nopk_parents (id bigint PRIMARY KEY)",
           "CREATE TABLE nopk_items (id bigint PRIMARY KEY,"
@@ -236,6 +238,10 @@ class LfkGenerateIT {
           "CREATE TABLE nopk_stamped (id bigint PRIMARY KEY,"
               + " at timestamp REFERENCES nopk_moments ON DELETE CASCADE)",
           "CREATE INDEX ON nopk_stamped (at)",
+          // The key's own type under two domains: converted.
+          "CREATE TABLE nopk_moment_uses (id bigint PRIMARY KEY,"
+              + " at nopk_zoned REFERENCES nopk_moments ON DELETE CASCADE)",
+          "CREATE INDEX ON nopk_moment_uses (at)",
           "CREATE TABLE nopk_old (id bigint PRIMARY KEY)",
           "CREATE TABLE nopk_old_2023 () INHERITS (nopk_old)",
           "CREATE TABLE nopk_old_uses (id bigint PRIMARY KEY,"
@@ -265,7 +271,7 @@ class LfkGenerateIT {
           .contains(
               "(nopk_old_uses.old_id): tables inherit from nopk_old, whose rows' deletes would be"
                   + " captured under their own names (start-up refuses such a key)")
-          .contains("Added 1 loose foreign keys to");
+          .contains("Added 2 loose foreign keys to");
       // What was written passes the check 'run' starts with.
       DefinitionCheck.Result checked =
           DefinitionCheck.check(
@@ -274,7 +280,9 @@ class LfkGenerateIT {
               n -> dbs.dataSource("gen_nopk"));
       assertThat(checked.keys())
           .extracting(k -> k.key().describe())
-          .containsExactly("nopk_items.parent_id → nopk_parents (async_delete)");
+          .containsExactlyInAnyOrder(
+              "nopk_items.parent_id → nopk_parents (async_delete)",
+              "nopk_moment_uses.at → nopk_moments (async_delete)");
       assertThat(Files.readString(migration(".up.sql")))
           .doesNotContain("nopk_logs")
           .doesNotContain("nopk_owners")
