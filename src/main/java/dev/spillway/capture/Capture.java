@@ -77,6 +77,9 @@ public final class Capture implements AutoCloseable {
   private final Map<String, Instant> idleSince = new HashMap<>();
   private final Map<String, Integer> failedTakeOvers = new HashMap<>();
 
+  /** When each database's last take-over failed, while {@link #failedTakeOvers} counts it. */
+  private final Map<String, Instant> lastFailedTakeOver = new HashMap<>();
+
   /** Why a take-over stopped capture; written once, by the take-over thread. */
   private volatile String takeOverFailure;
 
@@ -294,7 +297,14 @@ public final class Capture implements AutoCloseable {
       try {
         if (SourcePreparation.slotActive(ds, settings.slotName(db))) {
           idleSince.remove(db);
-          failedTakeOvers.remove(db); // another process streams: the failures were not in a row
+          Instant failed = lastFailedTakeOver.get(db);
+          if (failed != null
+              && Duration.between(failed, clock.instant()).compareTo(TAKE_OVER_AFTER) > 0) {
+            // Another process streams, long after this one's failed start (whose own stream the
+            // server may still show for a moment): the failures were not in a row.
+            failedTakeOvers.remove(db);
+            lastFailedTakeOver.remove(db);
+          }
           continue;
         }
       } catch (SQLException e) {
@@ -321,6 +331,7 @@ public final class Capture implements AutoCloseable {
               released ? "its instance stopped and let the slot go" : "its slot was left idle");
         }
         failedTakeOvers.remove(db); // taken over, or another instance took the slot first
+        lastFailedTakeOver.remove(db);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt(); // closing: the engine being started is closed too
         return;
@@ -340,10 +351,9 @@ public final class Capture implements AutoCloseable {
           // slot another installation's, a right taken away), as it would refuse a start.
           takeOverRefusal = refused;
         } else if (streamsElsewhere(db)) {
-          failedTakeOvers.remove(db);
           log.info("Capture of database {} stands by on: another instance took the slot first", db);
           continue;
-        } else if (failedTakeOvers.merge(db, 1, Integer::sum) < TAKE_OVER_TRIES) {
+        } else if (count(db) < TAKE_OVER_TRIES) {
           log.warn(
               "Capture of database {} could not take over ({}); it tries again",
               db,
@@ -354,6 +364,12 @@ public final class Capture implements AutoCloseable {
         log.error("Capture of database {} could not take over: {}", db, e.getMessage());
       }
     }
+  }
+
+  /** Counts a failed take-over of the database; the failures in a row so far. */
+  private int count(String db) {
+    lastFailedTakeOver.put(db, clock.instant());
+    return failedTakeOvers.merge(db, 1, Integer::sum);
   }
 
   /**
