@@ -152,7 +152,6 @@ public final class BufferPipeline {
       for (BufferSettings b : buffers) {
         DataSource ds = runtime.databases().dataSource(b.database());
         BufferTable table = check(b, ds);
-        BulkHandler handler = handler(b, table, ds, clock);
         Sampled<Long> rows = new Sampled<>(() -> countRows(ds, b), ROWS_COUNT_KEPT_FOR, clock);
         BufferMetrics metrics =
             new BufferMetrics(
@@ -162,7 +161,8 @@ public final class BufferPipeline {
                 percentileWindow);
         metricsOf.put(b.name(), metrics);
         String topic = topics.bufferBatches(b.name());
-        byTopic.put(topic, new RunningBuffer(b, table, handler, metrics));
+        // Made last, so a handler made is one the catch below can close.
+        byTopic.put(topic, new RunningBuffer(b, table, handler(b, table, ds, clock), metrics));
         batches.add(new BatchesTopic(topic, b.maxInFlight()));
         needed.add(topics.bufferEvents(b.name()));
         needed.add(topic);
