@@ -35,11 +35,16 @@ public final class WorkingDirectory implements AutoCloseable {
   public static final String EMBEDDED_RUN_FILE = "run-embedded";
 
   private final Path root;
+
+  /** Its key in {@link #HELD}. */
+  private final Path heldAs;
+
   private final FileChannel lockChannel;
   private final FileLock lock;
 
-  private WorkingDirectory(Path root, FileChannel lockChannel, FileLock lock) {
+  private WorkingDirectory(Path root, Path heldAs, FileChannel lockChannel, FileLock lock) {
     this.root = root;
+    this.heldAs = heldAs;
     this.lockChannel = lockChannel;
     this.lock = lock;
   }
@@ -50,11 +55,11 @@ public final class WorkingDirectory implements AutoCloseable {
    * @throws IllegalStateException when another process holds it
    */
   public static WorkingDirectory acquire(Path root) throws IOException {
-    if (HELD.contains(root.toAbsolutePath().normalize())) {
+    Files.createDirectories(root);
+    if (HELD.contains(held(root))) {
       // Its lock probed through a channel of its own would be let go of when that one closes.
       throw new IllegalStateException("Working directory " + root + " is in use by this process.");
     }
-    Files.createDirectories(root);
     FileChannel channel =
         FileChannel.open(root.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
     FileLock lock;
@@ -68,11 +73,12 @@ public final class WorkingDirectory implements AutoCloseable {
       throw new IllegalStateException(
           "Working directory " + root + " is in use by another Spillway process.");
     }
-    HELD.add(root.toAbsolutePath().normalize());
+    Path heldAs = held(root);
+    HELD.add(heldAs);
     // Left by a process killed outright, it would name ports no longer served, and a pid that may
     // be this one's (in a container, each process is pid 1), until this one publishes its own.
     Files.deleteIfExists(root.resolve(RUNTIME_FILE));
-    return new WorkingDirectory(root, channel, lock);
+    return new WorkingDirectory(root, heldAs, channel, lock);
   }
 
   public Path root() {
@@ -129,7 +135,7 @@ public final class WorkingDirectory implements AutoCloseable {
    * write the file may ask too); one that may not read it is taken at its pid's word.
    */
   private static boolean locked(Path root) {
-    if (HELD.contains(root.toAbsolutePath().normalize())) {
+    if (HELD.contains(held(root))) {
       return true;
     }
     try (FileChannel channel = FileChannel.open(root.resolve("lock"), StandardOpenOption.READ)) {
@@ -148,12 +154,24 @@ public final class WorkingDirectory implements AutoCloseable {
     }
   }
 
+  /**
+   * The directory as {@link #HELD} knows it: its real path, so one reached through a symbolic link
+   * is the same directory; as written when it cannot be resolved (gone).
+   */
+  private static Path held(Path root) {
+    try {
+      return root.toRealPath();
+    } catch (IOException e) {
+      return root.toAbsolutePath().normalize();
+    }
+  }
+
   @Override
   public void close() throws IOException {
     try {
       Files.deleteIfExists(root.resolve(RUNTIME_FILE));
     } finally {
-      HELD.remove(root.toAbsolutePath().normalize());
+      HELD.remove(heldAs);
       lock.release();
       lockChannel.close();
     }

@@ -54,6 +54,20 @@ class WorkingDirectoryTest {
   }
 
   @Test
+  void should_know_a_directory_it_holds_when_reached_through_a_symbolic_link() throws Exception {
+    Path root = tmp.resolve("wd");
+    try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
+      Path link = Files.createSymbolicLink(tmp.resolve("link"), root);
+
+      assertThatThrownBy(() -> WorkingDirectory.acquire(link))
+          .hasMessage("Working directory " + link + " is in use by this process.");
+      dir.publish(INFO);
+      assertThat(WorkingDirectory.running(link)).hasValue(INFO);
+    }
+    assertThat(WorkingDirectory.running(tmp.resolve("link"))).as("let go").isEmpty();
+  }
+
+  @Test
   void should_keep_holding_the_directory_after_saying_whether_it_is_held() throws Exception {
     Path locks = Path.of("/proc/locks");
     assumeTrue(Files.isReadable(locks), "the kernel lists its file locks in /proc/locks");
