@@ -57,7 +57,7 @@ final class QuickstartCommand implements Callable<Integer> {
       // Its demo would take over run's slot and publication and consume its topics as the same
       // consumer groups, dead-lettering the work run left waiting there.
       throw new ConfigException(
-          config.source() == null ? "(defaults)" : config.source().toString(),
+          config.sourceName(),
           null,
           "working-dir",
           "is "

@@ -60,18 +60,13 @@ final class RunCommand implements Callable<Integer> {
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
     try {
       List<CaptureRoute> routes = start(runtime, only, lfk, buffers, out);
-      if (!routes.isEmpty()
-          && (config.embeddedDatabases() || config.kafka().bootstrapServers().isEmpty())) {
+      if (!routes.isEmpty() && (config.embeddedDatabases() || config.kafka().embedded())) {
         // Checked and about to capture: its slot, topics and consumer groups are this run's, which
         // the quickstart keeps out of.
-        try {
-          WorkingDirectory.markEmbeddedRun(config.workingDir());
-        } catch (java.io.IOException e) {
-          throw new java.io.UncheckedIOException(e);
-        }
+        WorkingDirectory.markEmbeddedRun(config.workingDir());
       }
       runtime.startCapture(routes);
-    } catch (RuntimeException | InterruptedException | SQLException e) {
+    } catch (RuntimeException | InterruptedException | SQLException | java.io.IOException e) {
       runtime.close();
       throw e;
     }

@@ -284,6 +284,11 @@ public record SpillwayConfig(
     return n.fresh();
   }
 
+  /** The file it was read from as a problem's sentence names it, or {@code (defaults)}. */
+  public String sourceName() {
+    return source == null ? "(defaults)" : source.toString();
+  }
+
   /** Whether Spillway runs its own PostgreSQL with the one database {@code main}. */
   public boolean embeddedDatabases() {
     return databases.isEmpty();
@@ -313,8 +318,7 @@ public record SpillwayConfig(
     embeddedPathProblem(workingDir, true, true)
         .ifPresent(
             problem -> {
-              throw new ConfigException(
-                  source == null ? "(defaults)" : source.toString(), null, "working-dir", problem);
+              throw new ConfigException(sourceName(), null, "working-dir", problem);
             });
     KafkaConfig k =
         new KafkaConfig(
