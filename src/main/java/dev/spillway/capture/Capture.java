@@ -75,10 +75,11 @@ public final class Capture implements AutoCloseable {
   // The take-over thread's own: since when each standing-by database's slot has streamed to no
   // process, and how many take-overs of it failed in a row.
   private final Map<String, Instant> idleSince = new HashMap<>();
-  private final Map<String, Integer> failedTakeOvers = new HashMap<>();
 
-  /** When each database's last take-over failed, while {@link #failedTakeOvers} counts it. */
-  private final Map<String, Instant> lastFailedTakeOver = new HashMap<>();
+  /** Each database's take-overs failed in a row, and when the last of them did. */
+  private final Map<String, FailedTakeOvers> failedTakeOvers = new HashMap<>();
+
+  private record FailedTakeOvers(int inARow, Instant last) {}
 
   /** Why a take-over stopped capture; written once, by the take-over thread. */
   private volatile String takeOverFailure;
@@ -297,13 +298,12 @@ public final class Capture implements AutoCloseable {
       try {
         if (SourcePreparation.slotActive(ds, settings.slotName(db))) {
           idleSince.remove(db);
-          Instant failed = lastFailedTakeOver.get(db);
+          FailedTakeOvers failed = failedTakeOvers.get(db);
           if (failed != null
-              && Duration.between(failed, clock.instant()).compareTo(TAKE_OVER_AFTER) > 0) {
+              && Duration.between(failed.last(), clock.instant()).compareTo(TAKE_OVER_AFTER) > 0) {
             // Another process streams, long after this one's failed start (whose own stream the
             // server may still show for a moment): the failures were not in a row.
             failedTakeOvers.remove(db);
-            lastFailedTakeOver.remove(db);
           }
           continue;
         }
@@ -331,7 +331,6 @@ public final class Capture implements AutoCloseable {
               released ? "its instance stopped and let the slot go" : "its slot was left idle");
         }
         failedTakeOvers.remove(db); // taken over, or another instance took the slot first
-        lastFailedTakeOver.remove(db);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt(); // closing: the engine being started is closed too
         return;
@@ -368,8 +367,10 @@ public final class Capture implements AutoCloseable {
 
   /** Counts a failed take-over of the database; the failures in a row so far. */
   private int count(String db) {
-    lastFailedTakeOver.put(db, clock.instant());
-    return failedTakeOvers.merge(db, 1, Integer::sum);
+    FailedTakeOvers before = failedTakeOvers.get(db);
+    int inARow = before == null ? 1 : before.inARow() + 1;
+    failedTakeOvers.put(db, new FailedTakeOvers(inARow, clock.instant()));
+    return inARow;
   }
 
   /**
