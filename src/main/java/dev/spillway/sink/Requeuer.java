@@ -39,7 +39,7 @@ final class Requeuer {
 
   void delay(SinkRecord r, int attempts, long consumeAfterMillis)
       throws InterruptedException, ExecutionException {
-    delay(r, withAttempts(r, attempts, 0), consumeAfterMillis);
+    delay(r, r.value(), withAttempts(r, attempts, 0), consumeAfterMillis);
   }
 
   /**
@@ -48,7 +48,7 @@ final class Requeuer {
    */
   void delayForLock(SinkRecord r, int lockWaits, long consumeAfterMillis)
       throws InterruptedException, ExecutionException {
-    delay(r, withAttempts(r, r.attempts(), lockWaits), consumeAfterMillis);
+    delay(r, r.value(), withAttempts(r, r.attempts(), lockWaits), consumeAfterMillis);
   }
 
   /**
@@ -61,11 +61,6 @@ final class Requeuer {
     RecordHeaders h = withAttempts(r, r.attempts(), 0);
     h.add(SinkHeaders.STEPPED_ASIDE, SinkHeaders.text(why));
     delay(r, value, h, consumeAfterMillis);
-  }
-
-  private void delay(SinkRecord r, RecordHeaders h, long consumeAfterMillis)
-      throws InterruptedException, ExecutionException {
-    delay(r, r.value(), h, consumeAfterMillis);
   }
 
   private void delay(SinkRecord r, byte[] value, RecordHeaders h, long consumeAfterMillis)
