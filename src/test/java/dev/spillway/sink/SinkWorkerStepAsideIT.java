@@ -84,15 +84,11 @@ class SinkWorkerStepAsideIT {
     }
     worker = worker(2, Duration.ofMillis(10));
     worker.subscribe();
-    await()
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .alias("both batches claimed, the partition paused behind them")
-        .until(
-            () -> {
-              worker.runOnce();
-              return metrics.pausedPartitionCount() == 1;
-            });
+    TestWorkers.turnUntil(
+        worker,
+        WAIT,
+        "both batches claimed, the partition paused behind them",
+        () -> metrics.pausedPartitionCount() == 1);
 
     await()
         .during(Duration.ofSeconds(3))
@@ -106,14 +102,8 @@ class SinkWorkerStepAsideIT {
             });
 
     stopLifted.set(true);
-    await()
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .until(
-            () -> {
-              worker.runOnce();
-              return runs.size() == 2;
-            });
+    TestWorkers.turnUntil(
+        worker, WAIT, "both batches run once STOP lifted", () -> runs.size() == 2);
     assertThat(runs).as("kept in place, then run in order").containsExactly(0L, 1L);
   }
 

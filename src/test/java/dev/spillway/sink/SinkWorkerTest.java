@@ -582,14 +582,11 @@ class SinkWorkerTest {
     consumer.updateBeginningOffsets(Map.of(TP, 0L, tp1, 0L, tp2, 0L));
     addBatch(0, "stopped");
     consumer.updateEndOffsets(Map.of(TP, 2L)); // one more held back from the fetch
-    await()
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .until(
-            () -> {
-              worker.runOnce();
-              return consumer.paused().contains(TP);
-            });
+    TestWorkers.turnUntil(
+        worker,
+        WAIT,
+        "the stopped head held, its partition paused",
+        () -> consumer.paused().contains(TP));
     long held = System.nanoTime();
     await()
         .atMost(WAIT)
@@ -624,14 +621,8 @@ class SinkWorkerTest {
     addBatch(1, "stopped"); // nothing could run behind it: the worker asks where its partition ends
     stopAtEnds.set(true);
 
-    await()
-        .atMost(WAIT)
-        .pollInterval(Duration.ofMillis(5))
-        .until(
-            () -> {
-              worker.runOnce();
-              return !stopAtEnds.get();
-            });
+    TestWorkers.turnUntil(
+        worker, WAIT, "the stop asked while the ends were looked at", () -> !stopAtEnds.get());
 
     await()
         .during(Duration.ofMillis(300))

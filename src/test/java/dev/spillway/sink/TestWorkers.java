@@ -77,4 +77,20 @@ final class TestWorkers {
             ? new Health.Stop("an operator's switch")
             : Health.NORMAL;
   }
+
+  /**
+   * Turns {@code w} one poll at a time, every 5 ms, until {@code done} holds after a turn, at most
+   * {@code atMost}.
+   */
+  static void turnUntil(SinkWorker w, Duration atMost, String why, BooleanSupplier done) {
+    org.awaitility.Awaitility.await()
+        .atMost(atMost)
+        .pollInterval(Duration.ofMillis(5))
+        .alias(why)
+        .until(
+            () -> {
+              w.runOnce();
+              return done.getAsBoolean();
+            });
+  }
 }
