@@ -223,7 +223,10 @@ final class CleanupStatements {
                   + (k.targetValue() == null ? " = NULL" : " = ?");
           default -> null;
         };
-    String rows = "(" + pk + ") IN (" + select(pk, true) + ")";
+    // A row is its table's and its key's: a table inheriting from the child keeps a primary key
+    // of its own, and may hold a row under a key a cleaned row of another table has.
+    String row = "tableoid, " + pk;
+    String rows = "(" + row + ") IN (" + select(row, true) + ")";
     if (set == null) {
       return "DELETE FROM " + child + " WHERE " + rows;
     }

@@ -1149,6 +1149,33 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_leave_the_row_of_a_table_inheriting_from_the_child_that_shares_a_cleaned_rows_key()
+      throws Exception {
+    seed(
+        "lfk_main",
+        "h",
+        "CREATE TABLE h.events (id bigint PRIMARY KEY)",
+        "CREATE TABLE h.notes (id bigint PRIMARY KEY, event_id bigint)",
+        // Its primary key is its own: a row here may share an id with one of h.notes.
+        "CREATE TABLE h.old_notes (PRIMARY KEY (id)) INHERITS (h.notes)",
+        "INSERT INTO h.events VALUES (5), (6)",
+        "INSERT INTO h.notes VALUES (1, 5), (2, 6)",
+        "INSERT INTO h.old_notes VALUES (1, 6), (3, 5)");
+    afterCleanup(
+        "lfk22",
+        key("h.notes", "event_id", "h.events", OnDelete.ASYNC_DELETE, "main", "main", ""),
+        "DELETE FROM h.events WHERE id = 5",
+        1,
+        h -> {
+          // The deleted parent's children are gone from both tables; the live one's are left.
+          assertThat(h.count("main", "SELECT count(*) FROM h.notes WHERE event_id = 5")).isZero();
+          assertThat(h.count("main", "SELECT count(*) FROM ONLY h.notes")).isOne();
+          assertThat(h.count("main", "SELECT count(*) FROM h.old_notes WHERE event_id = 6"))
+              .isOne();
+        });
+  }
+
+  @Test
   void should_clean_children_of_parents_keyed_by_a_date_and_by_a_timestamp() throws Exception {
     Map<String, String> dbs = Map.of("main", "lfk_main");
     seed(
