@@ -365,7 +365,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
             id,
             k -> {
               AtomicInteger v = new AtomicInteger();
-              Gauge.builder("spillway_health_state", v, AtomicInteger::get)
+              Gauge.builder("spillway_health_state", v, read -> shown(db, read.get()))
                   .description("0 normal, 1 throttle, 2 unknown (acts as throttle), 3 stop")
                   .tag("database", db)
                   .tag("table", table == null ? "" : table.toString())
@@ -374,6 +374,15 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
               return v;
             })
         .set(h.severity());
+  }
+
+  /**
+   * What a gauge shows of the severity it last read: UNKNOWN once no sample of its database has
+   * come in for long, as {@link #state} reads (a STOP stays a STOP).
+   */
+  private int shown(String db, int severity) {
+    Health stale = staleness(db, clock.instant());
+    return stale == null ? severity : Math.max(severity, stale.severity());
   }
 
   @Override

@@ -226,11 +226,45 @@ class HealthMonitorTest {
     }
   }
 
+  @Test
+  void should_show_unknown_on_its_gauges_once_no_sample_has_come_in_for_long() {
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    try (HealthMonitor monitor =
+        new HealthMonitor(
+            new HealthMonitor.Settings(
+                Duration.ofSeconds(1), Duration.ZERO, HealthThresholds.defaults()),
+            Map.of(DB, answering()),
+            clock,
+            registry)) {
+      monitor.addIndicators(DB, List.of(operator));
+      monitor.state(DB, WATCHED);
+      monitor.runOnce();
+      assertThat(state(registry, "combined")).isZero();
+
+      clock.advance(HealthMonitor.STALE_AFTER.plusSeconds(1)); // sampling stuck meanwhile
+
+      assertThat(monitor.state(DB, null).label()).isEqualTo("UNKNOWN");
+      assertThat(state(registry, "combined")).as("as state() reads").isEqualTo(2);
+      assertThat(state(registry, "manual")).isEqualTo(2);
+      assertThat(state(registry, WATCHED, "combined")).isEqualTo(2);
+
+      operator.set(new Health.Stop("an operator's switch"));
+      monitor.runOnce();
+      clock.advance(Duration.ofMinutes(5));
+
+      assertThat(state(registry, "combined")).as("a stop read long ago stays a stop").isEqualTo(3);
+    }
+  }
+
   private static double state(SimpleMeterRegistry registry, String indicator) {
+    return state(registry, null, indicator);
+  }
+
+  private static double state(SimpleMeterRegistry registry, TableName table, String indicator) {
     return registry
         .get("spillway_health_state")
         .tag("database", DB)
-        .tag("table", "")
+        .tag("table", table == null ? "" : table.toString())
         .tag("indicator", indicator)
         .gauge()
         .value();
