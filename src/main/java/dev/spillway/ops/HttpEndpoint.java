@@ -3,6 +3,7 @@ package dev.spillway.ops;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpHandler;
 import com.sun.net.httpserver.HttpServer;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
@@ -19,12 +20,23 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The HTTP port: Prometheus text at {@code /metrics}, the status report as JSON at {@code
- * /api/status}, and, for a browser, the same as a page at {@code /} ({@link Dashboard}). Read-only;
- * each request is served on a small pool so a slow scrape does not block the status API.
+ * /api/status}, and, for a browser, the same as a page at {@code /} ({@link Dashboard}). Read-only
+ * (GET and HEAD); each request is served on a thread of its own so a slow scrape does not block the
+ * status API.
  */
 public final class HttpEndpoint implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(HttpEndpoint.class);
   static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+  private static final String TEXT = "text/plain; charset=utf-8";
+  private static final String HTML = "text/html; charset=utf-8";
+  private static final String JSON_TYPE = "application/json";
+  private static final String PROMETHEUS = "text/plain; version=0.0.4; charset=utf-8";
+
+  /** What a client that is no browser gets at {@code /}, and at a path not found. */
+  private static final String INDEX =
+      "Spillway\n  /            the dashboard, in a browser\n"
+          + "  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"
+          + "  /livez       200 while it runs, 503 once a part of it has failed\n";
 
   private final HttpServer server;
   private final ExecutorService executor;
@@ -128,49 +140,54 @@ public final class HttpEndpoint implements AutoCloseable {
       Supplier<StatusReport> reports,
       Supplier<Optional<String>> failure) {
     LatestStatus status = new LatestStatus(reports, failure);
-    server.createContext(
-        "/metrics",
-        ex -> respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", registry.scrape()));
-    server.createContext(
-        "/api/status",
-        ex -> respondWithReport(ex, status, "application/json", JSON::writeValueAsString));
+    serve("/metrics", ex -> respond(ex, 200, PROMETHEUS, registry.scrape()));
+    serve("/api/status", ex -> respondWithReport(ex, status, JSON_TYPE, JSON::writeValueAsString));
     // For a service manager or an orchestrator's probe: cheap, no database asked.
-    server.createContext(
+    serve(
         "/livez",
         ex -> {
           Optional<String> failed = failure.get();
           respond(
               ex,
               failed.isPresent() ? 503 : 200,
-              "text/plain; charset=utf-8",
+              TEXT,
               failed.map(f -> "failed: " + f + "\n").orElse("running\n"));
         });
-    server.createContext(
+    serve(
         "/",
         ex -> {
-          boolean root = "/".equals(ex.getRequestURI().getPath());
           String accept = ex.getRequestHeaders().getFirst("Accept");
-          if (root && accept != null && accept.contains("text/html")) {
+          if (accept != null && accept.contains("text/html")) {
             // A browser: the dashboard.
-            respondWithReport(
-                ex,
-                status,
-                "text/html; charset=utf-8",
-                r -> Dashboard.page(r, java.time.Instant.now()));
+            respondWithReport(ex, status, HTML, r -> Dashboard.page(r, java.time.Instant.now()));
             return;
           }
-          respond(
-              ex,
-              root ? 200 : 404,
-              "text/plain; charset=utf-8",
-              "Spillway\n  /            the dashboard, in a browser\n"
-                  + "  /metrics     Prometheus metrics\n  /api/status  status as JSON\n"
-                  + "  /livez       200 while it runs, 503 once a part of it has failed\n");
+          respond(ex, 200, TEXT, INDEX);
         });
     server.start();
     log.info(
         "HTTP endpoint on port {} (the dashboard at /, /metrics, /api/status, /livez)",
         server.getAddress().getPort());
+  }
+
+  /**
+   * Answers GET and HEAD of {@code path} itself: a longer path the server would hand to its context
+   * is not found, and a method that would write is not allowed (every answer here only reads).
+   */
+  private void serve(String path, HttpHandler handler) {
+    server.createContext(
+        path,
+        ex -> {
+          if (!path.equals(ex.getRequestURI().getPath())) {
+            respond(ex, 404, TEXT, INDEX);
+          } else if (!"GET".equals(ex.getRequestMethod())
+              && !"HEAD".equals(ex.getRequestMethod())) {
+            ex.getResponseHeaders().set("Allow", "GET, HEAD");
+            respond(ex, 405, TEXT, ex.getRequestMethod() + " is not allowed: GET or HEAD.\n");
+          } else {
+            handler.handle(ex);
+          }
+        });
   }
 
   /**
@@ -220,7 +237,7 @@ public final class HttpEndpoint implements AutoCloseable {
       respond(
           ex,
           503,
-          "text/plain; charset=utf-8",
+          TEXT,
           "The first status report is still being made (a database slow to answer?); ask again"
               + " in a moment.\n");
       return;
@@ -234,8 +251,13 @@ public final class HttpEndpoint implements AutoCloseable {
 
   private static void respond(HttpExchange ex, int code, String type, String body)
       throws IOException {
-    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
     ex.getResponseHeaders().set("Content-Type", type);
+    if ("HEAD".equals(ex.getRequestMethod())) {
+      ex.sendResponseHeaders(code, -1); // the headers alone
+      ex.close();
+      return;
+    }
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
     ex.sendResponseHeaders(code, bytes.length);
     try (OutputStream out = ex.getResponseBody()) {
       out.write(bytes);

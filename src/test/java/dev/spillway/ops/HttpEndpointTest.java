@@ -110,6 +110,66 @@ class HttpEndpointTest {
   }
 
   @Test
+  void should_answer_head_leave_longer_paths_unfound_and_refuse_methods_that_write()
+      throws Exception {
+    try (HttpEndpoint http =
+        HttpEndpoint.start(
+            0,
+            new PrometheusMeterRegistry(PrometheusConfig.DEFAULT),
+            () -> report(7, List.of(), null),
+            Optional::empty)) {
+      // The JDK's server warns of a HEAD answered with a length, and drops the connection.
+      List<java.util.logging.LogRecord> warned = new java.util.concurrent.CopyOnWriteArrayList<>();
+      java.util.logging.Handler warnings =
+          new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+              if (r.getLevel().intValue() >= java.util.logging.Level.WARNING.intValue()) {
+                warned.add(r);
+              }
+            }
+
+            @Override
+            public void flush() {}
+
+            @Override
+            public void close() {}
+          };
+      java.util.logging.Logger server =
+          java.util.logging.Logger.getLogger("com.sun.net.httpserver");
+      server.addHandler(warnings);
+      HttpClient client = HttpClient.newHttpClient();
+      for (String path : List.of("/livez", "/metrics", "/api/status", "/")) {
+        HttpResponse<String> head =
+            client.send(
+                HttpRequest.newBuilder(URI.create("http://localhost:" + http.port() + path))
+                    .method("HEAD", HttpRequest.BodyPublishers.noBody())
+                    .timeout(java.time.Duration.ofSeconds(5))
+                    .build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(head.statusCode()).as("HEAD " + path).isEqualTo(200);
+        assertThat(head.body()).as("HEAD " + path).isEmpty();
+        assertThat(head.headers().firstValue("Content-Type")).as("HEAD " + path).isPresent();
+      }
+      server.removeHandler(warnings);
+      assertThat(warned).extracting(java.util.logging.LogRecord::getMessage).isEmpty();
+      for (String path : List.of("/livez-x", "/metricsX", "/api/status/anything", "/api")) {
+        assertThat(get(http.port(), path).statusCode()).as(path).isEqualTo(404);
+      }
+      HttpResponse<String> post =
+          client.send(
+              HttpRequest.newBuilder(URI.create("http://localhost:" + http.port() + "/metrics"))
+                  .POST(HttpRequest.BodyPublishers.ofString("x"))
+                  .timeout(java.time.Duration.ofSeconds(5))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      assertThat(post.statusCode()).isEqualTo(405);
+      assertThat(post.headers().firstValue("Allow")).contains("GET, HEAD");
+      assertThat(get(http.port(), "/livez").body()).isEqualTo("running\n");
+    }
+  }
+
+  @Test
   void should_answer_while_a_status_report_is_slow_to_make_with_the_last_one_made()
       throws Exception {
     SlowReports reports = new SlowReports(2);
