@@ -151,7 +151,7 @@ public final class BufferBench {
    */
   private record Phase(
       InsertLoad.Result load,
-      List<Long> backlog,
+      List<BacklogSample> backlog,
       double drainSeconds,
       double databaseCpuSeconds,
       double walSenderCpuSeconds,
@@ -579,7 +579,7 @@ public final class BufferBench {
    * samples the backlog and then waits for the table to be empty again.
    */
   private Phase loaded(TableName table, Options o, Span span, boolean drainer) throws Exception {
-    List<Long> backlog = new ArrayList<>();
+    List<BacklogSample> backlog = new ArrayList<>();
     String count = "SELECT count(*) FROM " + table.quoted();
     String any = "SELECT count(*) FROM (SELECT FROM " + table.quoted() + " LIMIT 1) t";
     Optional<InsertWaits> waits =
@@ -610,7 +610,8 @@ public final class BufferBench {
         Thread.sleep(
             Math.min(SAMPLE_EVERY.toMillis(), Math.max(1, (end - System.nanoTime()) / 1_000_000)));
         if (drainer) {
-          backlog.add(BenchSql.single(ds, count));
+          backlog.add(
+              new BacklogSample((System.nanoTime() - started) / 1e9, BenchSql.single(ds, count)));
         }
         // Looked at every sample, so a compiler thread that ends is counted up to a sample before.
         jitShare = jit.map(j -> j.shareOver(JIT_WINDOW)).orElse(Double.NaN);
@@ -668,38 +669,47 @@ public final class BufferBench {
 
   private void printBacklog(String name, Phase p) {
     out.printf(
-        "   backlog of %s (rows in the table every %d s): %s; max %,d; drained %.1f s after the"
-            + " load stopped%n",
+        "   backlog of %s (rows in the table every %d s, and at the load's end): %s; max %,d;"
+            + " drained %.1f s after the load stopped%n",
         name,
         SAMPLE_EVERY.toSeconds(),
-        p.backlog().stream().map(n -> String.format("%,d", n)).collect(Collectors.joining(" ")),
-        p.backlog().stream().mapToLong(Long::longValue).max().orElse(0),
+        p.backlog().stream()
+            .map(b -> String.format("%,d", b.rows()))
+            .collect(Collectors.joining(" ")),
+        p.backlog().stream().mapToLong(BacklogSample::rows).max().orElse(0),
         p.drainSeconds());
   }
+
+  /**
+   * Rows in the buffer table {@code seconds} into the load: every {@link #SAMPLE_EVERY}, the last
+   * at its end, however long after the one before.
+   */
+  record BacklogSample(double seconds, long rows) {}
 
   /** The fewest backlog samples a trend is judged from. */
   static final int TREND_SAMPLES = 4;
 
   /**
    * How much the backlog grew over the run as its trend says: the least-squares slope of the
-   * samples, evenly spaced, times the span they cover; empty with fewer than {@link
+   * samples over their times, times the span they cover; empty with fewer than {@link
    * #TREND_SAMPLES}. A drain that keeps up grows nothing however the backlog wavers; one that falls
    * behind by a share of the inserts grows by that share of them.
    */
-  static Optional<Double> growth(List<Long> backlog) {
+  static Optional<Double> growth(List<BacklogSample> backlog) {
     int n = backlog.size();
     if (n < TREND_SAMPLES) {
       return Optional.empty();
     }
-    double meanX = (n - 1) / 2.0;
-    double meanY = backlog.stream().mapToLong(Long::longValue).average().orElse(0);
+    double meanX = backlog.stream().mapToDouble(BacklogSample::seconds).average().orElse(0);
+    double meanY = backlog.stream().mapToLong(BacklogSample::rows).average().orElse(0);
     double covariance = 0;
     double variance = 0;
-    for (int i = 0; i < n; i++) {
-      covariance += (i - meanX) * (backlog.get(i) - meanY);
-      variance += (i - meanX) * (i - meanX);
+    for (BacklogSample b : backlog) {
+      covariance += (b.seconds() - meanX) * (b.rows() - meanY);
+      variance += (b.seconds() - meanX) * (b.seconds() - meanX);
     }
-    return Optional.of(covariance / variance * (n - 1));
+    double span = backlog.get(n - 1).seconds() - backlog.get(0).seconds();
+    return Optional.of(covariance / variance * span);
   }
 
   /**
