@@ -102,9 +102,18 @@ public final class CaptureBench {
     }
   }
 
+  /**
+   * The rows tick {@code tick} (from 0) inserts: so many that the first {@code n} ticks insert
+   * {@code rate × n / TICKS_PER_SECOND} rows, rounded down, whatever the rate (none in some ticks
+   * of a rate below one per tick).
+   */
+  static int rowsAtTick(int rate, long tick) {
+    return (int) ((tick + 1) * rate / TICKS_PER_SECOND - tick * rate / TICKS_PER_SECOND);
+  }
+
   private void steadyInserts(DataSource ds, Topics topics, Options options)
       throws SQLException, InterruptedException {
-    int perTick = Math.max(1, options.rate() / TICKS_PER_SECOND);
+    AtomicLong ticks = new AtomicLong();
     AtomicLong inserted = new AtomicLong();
     AtomicReference<Exception> failure = new AtomicReference<>();
     Samples latency = new Samples();
@@ -120,49 +129,68 @@ public final class CaptureBench {
                     + EVENTS.quoted()
                     + " (payload) SELECT 'event' FROM generate_series(1, ?)")) {
       ScheduledExecutorService writer = Executors.newSingleThreadScheduledExecutor();
-      long start = System.nanoTime();
-      writer.scheduleAtFixedRate(
-          () -> {
-            try {
-              insert.setInt(1, perTick);
-              inserted.addAndGet(insert.executeUpdate());
-            } catch (SQLException e) {
-              failure.compareAndSet(null, e);
-            }
-          },
-          0,
-          1_000_000 / TICKS_PER_SECOND,
-          TimeUnit.MICROSECONDS);
-      long stopAt = start + options.duration().toNanos();
-      while (System.nanoTime() < stopAt) {
-        receive(tail, latency);
+      try {
+        long start = System.nanoTime();
+        writer.scheduleAtFixedRate(
+            () -> {
+              int rows = rowsAtTick(options.rate(), ticks.getAndIncrement());
+              if (rows == 0) {
+                return;
+              }
+              try {
+                insert.setInt(1, rows);
+                inserted.addAndGet(insert.executeUpdate());
+              } catch (SQLException e) {
+                failure.compareAndSet(null, e);
+              }
+            },
+            0,
+            1_000_000 / TICKS_PER_SECOND,
+            TimeUnit.MICROSECONDS);
+        long stopAt = start + options.duration().toNanos();
+        while (System.nanoTime() < stopAt) {
+          receive(tail, latency);
+        }
+        stop(writer);
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (latency.size() < inserted.get() && System.nanoTime() < deadline) {
+          receive(tail, latency);
+        }
+        if (failure.get() != null) {
+          throw new IllegalStateException(
+              "The insert load failed: " + failure.get().getMessage(), failure.get());
+        }
+        out.printf(
+            "2) Steady inserts: %,d committed in %.0f s (%,.0f changes/s, a transaction every %d"
+                + " ms)%n",
+            inserted.get(), elapsed, inserted.get() / elapsed, 1_000 / TICKS_PER_SECOND);
+        out.printf(
+            "   commit -> Kafka latency     p50 %d ms   p95 %d ms   p99 %d ms   max %d ms"
+                + "   (%,d received)%n",
+            latency.percentile(50) / 1000,
+            latency.percentile(95) / 1000,
+            latency.percentile(99) / 1000,
+            latency.max() / 1000,
+            latency.size());
+        out.printf(
+            "   bar p99 <= 50 ms: %s%n",
+            latency.size() == inserted.get() && latency.percentile(99) <= 50_000
+                ? "met"
+                : "NOT met");
+        out.flush();
+      } finally {
+        // Should the tail fail: no insert goes on, nor runs on a connection being closed.
+        stop(writer);
       }
-      writer.shutdown();
-      writer.awaitTermination(10, TimeUnit.SECONDS);
-      double elapsed = (System.nanoTime() - start) / 1e9;
-      long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-      while (latency.size() < inserted.get() && System.nanoTime() < deadline) {
-        receive(tail, latency);
-      }
-      if (failure.get() != null) {
-        throw new IllegalStateException(
-            "The insert load failed: " + failure.get().getMessage(), failure.get());
-      }
-      out.printf(
-          "2) Steady inserts: %,d committed in %.0f s (%,.0f changes/s, %d-row transactions)%n",
-          inserted.get(), elapsed, inserted.get() / elapsed, perTick);
-      out.printf(
-          "   commit -> Kafka latency     p50 %d ms   p95 %d ms   p99 %d ms   max %d ms"
-              + "   (%,d received)%n",
-          latency.percentile(50) / 1000,
-          latency.percentile(95) / 1000,
-          latency.percentile(99) / 1000,
-          latency.max() / 1000,
-          latency.size());
-      out.printf(
-          "   bar p99 <= 50 ms: %s%n",
-          latency.size() == inserted.get() && latency.percentile(99) <= 50_000 ? "met" : "NOT met");
-      out.flush();
+    }
+  }
+
+  /** Stops the writer after the insert under way, if any. */
+  private static void stop(ScheduledExecutorService writer) throws InterruptedException {
+    writer.shutdown();
+    if (!writer.awaitTermination(10, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("The insert load did not stop within 10 s");
     }
   }
 
