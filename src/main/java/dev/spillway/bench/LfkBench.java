@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 
 /**
@@ -174,7 +175,7 @@ public final class LfkBench {
     Healthy.await(runtime, TIMED.child(), "the child table", out);
 
     SinkCounts before = counts(sink);
-    Watch spillway = deleteAndWatch(ds, TIMED, o, TIMEOUT);
+    Watch spillway = deleteAndWatch(ds, TIMED, o, TIMEOUT, () -> {});
     SinkCounts after = counts(sink);
     if (spillway.gone() < 0) {
       throw new IllegalStateException(
@@ -269,8 +270,24 @@ public final class LfkBench {
     out.flush();
     Healthy.await(runtime, PROBED.child(), "the child table", out);
     SinkCounts before = counts(sink);
-    probe.start();
-    Watch w = deleteAndWatch(ds, PROBED, o, PROBE_TIMEOUT);
+    // From the first child deleted: the wait for capture and the first batch is no cleanup.
+    AtomicBoolean probing = new AtomicBoolean();
+    Watch w =
+        deleteAndWatch(
+            ds,
+            PROBED,
+            o,
+            PROBE_TIMEOUT,
+            () -> {
+              probing.set(true);
+              probe.start();
+            });
+    if (!probing.get()) {
+      out.printf(
+          "   no child deleted %d min after the parent DELETE's commit: nothing to probe beside%n",
+          PROBE_TIMEOUT.toMinutes());
+      return;
+    }
     ForegroundProbe.Result during = probe.stop();
     SinkCounts after = counts(sink);
     if (w.gone() < 0) {
@@ -448,9 +465,10 @@ public final class LfkBench {
   /**
    * Deletes every parent in one statement, then polls from its own connection until no child is
    * left, noting when deletes reach Kafka, when the first cleanup batch does, when the first child
-   * is deleted, and the child table's health.
+   * is deleted (running {@code onFirstDeletion} then), and the child table's health.
    */
-  private Watch deleteAndWatch(DataSource ds, Tables t, Options o, Duration timeout)
+  private Watch deleteAndWatch(
+      DataSource ds, Tables t, Options o, Duration timeout, Runnable onFirstDeletion)
       throws Exception {
     Sink sink = runtime.sink(Pipeline.LFK).orElseThrow();
     long rowsBefore = sink.metrics().rowsCount();
@@ -496,6 +514,7 @@ public final class LfkBench {
         long now = System.nanoTime();
         if (firstDeletion < 0 && rows > rowsBefore) {
           firstDeletion = since(committed);
+          onFirstDeletion.run();
         } else if (firstDeletion >= 0 && rows == lastRows) {
           stalledNanos += now - lastPoll;
         }
