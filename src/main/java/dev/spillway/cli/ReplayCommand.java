@@ -255,15 +255,19 @@ final class ReplayCommand implements Runnable {
    */
   static String incomplete(DeadLetterReplay.IncompleteReplay e) {
     if (e.unrecorded() > 0) {
+      boolean all = e.unrecorded() == e.taken();
       return "Kafka took "
           + Count.of(e.taken(), "replayed batch", "replayed batches")
           + " but could not record "
-          + (e.unrecorded() == e.taken() ? "them" : e.unrecorded() + " of them")
+          + (all ? "them" : e.unrecorded() + " of them")
           + " as replayed ("
           + e.getMessage()
           + "); they run, and replaying again hands "
-          + (e.unrecorded() == e.taken() ? "them" : "those " + e.unrecorded())
-          + " over twice, with the same group ids.";
+          + (all ? "them" : e.unrecorded() == 1 ? "that one" : "those " + e.unrecorded())
+          + " over twice, with the same group ids."
+          + (e.failed() == 0
+              ? ""
+              : " It did not take " + e.failed() + " more, which replaying again hands over.");
     }
     return "Kafka did not take "
         + e.failed()
@@ -273,8 +277,8 @@ final class ReplayCommand implements Runnable {
         + e.getMessage()
         + "); the "
         + e.taken()
-        + " it took run and are recorded as replayed, so replaying again hands over only"
-        + " the rest.";
+        + (e.taken() == 1 ? " it took runs and is" : " it took run and are")
+        + " recorded as replayed, so replaying again hands over only the rest.";
   }
 
   /**

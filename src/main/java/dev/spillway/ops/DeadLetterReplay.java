@@ -396,7 +396,11 @@ public final class DeadLetterReplay {
     private final int unrecorded;
     private final boolean stopped;
 
-    IncompleteReplay(int taken, int failed, int unrecorded, Throwable cause) {
+    /**
+     * Kafka took {@code taken} replayed batches, of which it could not record {@code unrecorded} as
+     * replayed, and refused {@code failed}; {@code cause} is the record's failure, or the send's.
+     */
+    public IncompleteReplay(int taken, int failed, int unrecorded, Throwable cause) {
       this(taken, failed, unrecorded, false, cause);
     }
 

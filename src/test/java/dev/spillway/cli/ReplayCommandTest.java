@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.spillway.cli.ReplayCommand.JsonLetter;
+import dev.spillway.ops.DeadLetterReplay;
 import dev.spillway.ops.DeadLetterReplay.Fate;
 import dev.spillway.ops.DeadLetterReplay.Letter;
 import java.time.Clock;
@@ -61,6 +62,30 @@ class ReplayCommandTest {
                 + " replayed; 3 batches sent are not recorded as replayed (Kafka did not answer"
                 + " within 20 s, or refused their record), so replaying again hands over the rest"
                 + " and may hand those over twice, with the same group ids.");
+  }
+
+  @Test
+  void should_say_what_kafka_took_did_not_record_and_did_not_take_of_a_replay() {
+    assertThat(
+            ReplayCommand.incomplete(
+                new DeadLetterReplay.IncompleteReplay(3, 0, 1, new RuntimeException("timed out"))))
+        .isEqualTo(
+            "Kafka took 3 replayed batches but could not record 1 of them as replayed (timed"
+                + " out); they run, and replaying again hands that one over twice, with the same"
+                + " group ids.");
+    assertThat(
+            ReplayCommand.incomplete(
+                new DeadLetterReplay.IncompleteReplay(3, 2, 3, new RuntimeException("timed out"))))
+        .isEqualTo(
+            "Kafka took 3 replayed batches but could not record them as replayed (timed out);"
+                + " they run, and replaying again hands them over twice, with the same group ids."
+                + " It did not take 2 more, which replaying again hands over.");
+    assertThat(
+            ReplayCommand.incomplete(
+                new DeadLetterReplay.IncompleteReplay(1, 2, 0, new RuntimeException("refused"))))
+        .isEqualTo(
+            "Kafka did not take 2 of 3 replayed batches (refused); the 1 it took runs and is"
+                + " recorded as replayed, so replaying again hands over only the rest.");
   }
 
   @Test
