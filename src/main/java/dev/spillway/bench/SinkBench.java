@@ -43,6 +43,9 @@ public final class SinkBench {
   private static final TableName TABLE = new TableName("public", "bench_sink_rows");
   private static final Duration PROBE = Duration.ofSeconds(5);
 
+  /** How long the health monitor may take to publish the benchmark's STOP: many samples. */
+  private static final Duration STOP_WAIT = Duration.ofSeconds(60);
+
   private final SpillwayRuntime runtime;
   private final PrintWriter out;
 
@@ -173,7 +176,14 @@ public final class SinkBench {
     long flipped = System.nanoTime();
     manual.set(new Health.Stop("benchmark STOP signal"));
     // Looked at every millisecond, not spun on: the monitor being timed needs the CPU.
+    long stopDeadline = System.nanoTime() + STOP_WAIT.toNanos();
     while (!runtime.health().state(SpillwayRuntime.MAIN, TABLE).isStop()) {
+      if (System.nanoTime() > stopDeadline) {
+        throw new IllegalStateException(
+            "The health monitor did not publish the STOP signal within "
+                + STOP_WAIT.toSeconds()
+                + " s (its sampling stuck or failing?).");
+      }
       Thread.sleep(1);
     }
     long published = System.nanoTime();
