@@ -171,6 +171,7 @@ final class SinkWorker implements AutoCloseable {
   private volatile Throwable failure;
   private boolean rebalancing; // what the commits owed wait for: a rebalance, not Kafka
   private boolean drained; // stopping, and the batches in hand have had their grace
+  private int leftOwed; // partitions let go while stopping with finished batches not committed
   private int inFlight;
   private Thread thread;
 
@@ -686,13 +687,6 @@ final class SinkWorker implements AutoCloseable {
         settleUntil(() -> inFlight == 0, grace);
         commit(Map.of(), true); // what is still owed, once more
       }
-      if (!owed.isEmpty()) {
-        log.warn(
-            "Sink worker {} stops with the batches it finished on {} partitions not committed:"
-                + " they run again at the next start",
-            name,
-            owed.size());
-      }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (RuntimeException e) {
@@ -700,7 +694,18 @@ final class SinkWorker implements AutoCloseable {
     } finally {
       drained = true; // the partitions' revoke as the consumer closes waits no more
       executor.shutdownNow();
-      consumer.close(Duration.ofSeconds(5));
+      try {
+        consumer.close(Duration.ofSeconds(5)); // leaving, it commits what is owed once more
+      } finally {
+        int uncommitted = leftOwed + owed.size();
+        if (uncommitted > 0) {
+          log.warn(
+              "Sink worker {} stopped with the batches it finished on {} partitions not"
+                  + " committed: they run again at the next start",
+              name,
+              uncommitted);
+        }
+      }
     }
   }
 
@@ -761,7 +766,9 @@ final class SinkWorker implements AutoCloseable {
     private void forget(Collection<TopicPartition> gone) {
       for (TopicPartition tp : gone) {
         committed.remove(tp);
-        owed.remove(tp);
+        if (owed.remove(tp) != null && stopping) {
+          leftOwed++;
+        }
         PartitionWork w = partitions.remove(tp);
         if (w != null) {
           w.forgotten = true;

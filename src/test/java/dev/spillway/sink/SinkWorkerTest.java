@@ -69,11 +69,32 @@ class SinkWorkerTest {
    */
   private final AtomicBoolean losing = new AtomicBoolean();
 
+  /**
+   * Set for closing the consumer to revoke its partitions first, as a real one leaving its group
+   * does; {@link #answersAtClose} set for Kafka to answer again by then.
+   */
+  private final AtomicBoolean revokeOnClose = new AtomicBoolean();
+
+  private final AtomicBoolean answersAtClose = new AtomicBoolean();
+  private final AtomicReference<ConsumerRebalanceListener> subscribed = new AtomicReference<>();
+
   private final MockConsumer<byte[], byte[]> consumer =
       new MockConsumer<>("earliest") {
         @Override
+        public synchronized void close(Duration timeout) {
+          if (revokeOnClose.get() && subscribed.get() != null) {
+            if (answersAtClose.get()) {
+              kafkaDown.set(false);
+            }
+            subscribed.get().onPartitionsRevoked(assignment());
+          }
+          super.close(timeout);
+        }
+
+        @Override
         public synchronized void subscribe(
             Collection<String> topics, ConsumerRebalanceListener listener) {
+          subscribed.set(listener);
           super.subscribe(
               topics,
               new ConsumerRebalanceListener() {
@@ -283,6 +304,54 @@ class SinkWorkerTest {
     assertThat(worker.failure())
         .isInstanceOf(NoClassDefFoundError.class)
         .hasMessage("com/example/Gone");
+  }
+
+  @Test
+  void should_not_warn_of_batches_left_uncommitted_that_the_consumer_commits_as_it_leaves() {
+    assertThat(warningsOfAStopOwingCommits(true)).noneMatch(m -> m.contains("not committed"));
+  }
+
+  @Test
+  void should_warn_of_batches_left_uncommitted_once_the_consumer_left_without_committing_them() {
+    assertThat(warningsOfAStopOwingCommits(false))
+        .contains(
+            "Sink worker test-sink stopped with the batches it finished on 1 partitions not committed:"
+                + " they run again at the next start");
+  }
+
+  /**
+   * Runs two batches on a worker of its own thread while Kafka takes no commit, stops it with no
+   * grace, and returns the warnings it logged: Kafka answers again as the consumer leaves when
+   * {@code answers}.
+   */
+  private List<String> warningsOfAStopOwingCommits(boolean answers) {
+    Logger workerLog = (Logger) LoggerFactory.getLogger(SinkWorker.class);
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    workerLog.addAppender(logged);
+    try {
+      release.countDown();
+      kafkaDown.set(true);
+      revokeOnClose.set(true);
+      answersAtClose.set(answers);
+      worker = worker(Duration.ofMillis(100));
+      consumer.schedulePollTask(
+          () -> {
+            consumer.rebalance(List.of(TP));
+            consumer.updateBeginningOffsets(Map.of(TP, 0L));
+            addBatches(0, 2);
+          });
+      worker.start();
+      // Both run, and a commit of what they finished failed: it is owed.
+      await().atMost(WAIT).until(() -> runs.size() == 2 && !commitsTried.isEmpty());
+      worker.close(Duration.ZERO);
+      return logged.list.stream()
+          .filter(e -> e.getLevel() == Level.WARN)
+          .map(ILoggingEvent::getFormattedMessage)
+          .toList();
+    } finally {
+      workerLog.detachAppender(logged);
+    }
   }
 
   @Test
