@@ -98,12 +98,16 @@ final class HealthStatements {
           + " FROM pg_replication_slots WHERE slot_name = ?";
 
   /**
-   * Client connections, then max_connections. The server's own processes (checkpointer, WAL writer,
-   * autovacuum, WAL senders…) show in pg_stat_activity too but take none of its slots.
+   * Client connections, max_connections, then the connections of it reserved for superusers and,
+   * from PostgreSQL 16, for roles given {@code pg_use_reserved_connections}. The server's own
+   * processes (checkpointer, WAL writer, autovacuum, WAL senders…) show in pg_stat_activity too but
+   * take none of its slots.
    */
   static final String CONNECTIONS =
-      "SELECT count(*), current_setting('max_connections')::int FROM pg_stat_activity"
-          + " WHERE backend_type = 'client backend'";
+      "SELECT count(*), current_setting('max_connections')::int,"
+          + " current_setting('superuser_reserved_connections')::int"
+          + " + coalesce(current_setting('reserved_connections', true)::int, 0)"
+          + " FROM pg_stat_activity WHERE backend_type = 'client backend'";
 
   /**
    * 1: text array of quoted tables; 2: seconds. Per table (its quoted name as given), other

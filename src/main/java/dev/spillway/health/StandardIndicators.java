@@ -245,7 +245,10 @@ public final class StandardIndicators {
     }
   }
 
-  /** Connections in use against max_connections. */
+  /**
+   * Client connections in use against those max_connections leaves to an application's roles: the
+   * reserved ones taken off, as a role without them is refused once the rest are taken.
+   */
   static final class Connections implements HealthIndicator {
     private final HealthThresholds t;
 
@@ -263,13 +266,20 @@ public final class StandardIndicators {
       try (Statement s = c.createStatement();
           ResultSet rs = s.executeQuery(HealthStatements.CONNECTIONS)) {
         rs.next();
-        double share = rs.getDouble(1) / rs.getDouble(2);
-        return grade(
-            share,
-            t.connectionsThrottle(),
-            t.connectionsStop(),
-            String.format("%.0f%% of max_connections in use", share * 100));
+        return graded(rs.getLong(1), rs.getInt(2), rs.getInt(3));
       }
+    }
+
+    Health graded(long clients, int max, int reserved) {
+      int open = Math.max(1, max - reserved);
+      double share = (double) clients / open;
+      return grade(
+          share,
+          t.connectionsThrottle(),
+          t.connectionsStop(),
+          String.format(
+              "%.0f%% in use of the %d connections max_connections leaves unreserved",
+              share * 100, open));
     }
   }
 

@@ -37,6 +37,21 @@ class StandardIndicatorsTest {
   }
 
   @Test
+  void should_grade_connections_against_those_max_connections_leaves_unreserved() {
+    StandardIndicators.Connections connections =
+        new StandardIndicators.Connections(HealthThresholds.defaults());
+
+    // 20 in all, 3 for superusers: ordinary roles are refused from the 17th on.
+    assertThat(connections.graded(17, 20, 3))
+        .isEqualTo(
+            new Health.Stop("100% in use of the 17 connections max_connections leaves unreserved"));
+    assertThat(connections.graded(16, 20, 3).label()).as("16 of 20 is 80%%").isEqualTo("THROTTLE");
+    assertThat(connections.graded(12, 20, 3).label()).isEqualTo("NORMAL");
+    assertThat(connections.graded(12, 20, 0).label()).isEqualTo("NORMAL");
+    assertThat(connections.graded(20, 20, 0).label()).isEqualTo("STOP");
+  }
+
+  @Test
   void should_grade_replay_lag_against_thresholds_below_a_second() {
     StandardIndicators.ReplicationLag lag =
         new StandardIndicators.ReplicationLag(
