@@ -170,8 +170,11 @@ public final class StatusText {
     StringBuilder s = new StringBuilder();
     s.append(String.format(row, "GROUP", "TOPIC", "LAG", "OLDEST WAITING", "MEMBERS"));
     for (LagStatus l : lags) {
+      // "?": records wait whose oldest could not be read in time.
       String age =
-          l.oldestWaitingSince() == null ? "-" : ago(Instant.parse(l.oldestWaitingSince()), now);
+          l.oldestWaitingSince() != null
+              ? ago(Instant.parse(l.oldestWaitingSince()), now)
+              : l.lag() > 0 ? "?" : "-";
       s.append(String.format(row, l.group(), l.topic(), l.lag(), age, l.members()));
     }
     return s.toString();

@@ -25,16 +25,19 @@ class LagCommandTest {
                     6,
                     1200,
                     now.minusSeconds(125).toEpochMilli(),
-                    2))
+                    2),
+                // Records wait whose oldest could not be read in time.
+                new Lag("spillway.lfk.batcher", "spillway.lfk.deleted-records", 6, 40, null, 1))
             .map(l -> LagStatus.of(l, now))
             .toList();
 
     assertThat(StatusText.lag(lags, now))
         .isEqualTo(
             """
-            GROUP               TOPIC                                LAG  OLDEST WAITING  MEMBERS
-            spillway.buffers.a  spillway.buffers.a.events              0               -        1
-            spillway.lfk.sink   spillway.lfk.cleanup-batches        1200          2m 05s        2
+            GROUP                 TOPIC                                LAG  OLDEST WAITING  MEMBERS
+            spillway.buffers.a    spillway.buffers.a.events              0               -        1
+            spillway.lfk.sink     spillway.lfk.cleanup-batches        1200          2m 05s        2
+            spillway.lfk.batcher  spillway.lfk.deleted-records          40               ?        1
             """);
     assertThat(StatusText.lag(List.of(), now))
         .isEqualTo("No consumer groups of Spillway's in Kafka yet.\n");
