@@ -198,9 +198,11 @@ final class SinkWorker implements AutoCloseable {
     this.settings = settings;
     this.metrics = metrics;
     this.grace = settings.shutdownGrace();
+    // A thread per run, however many: max-in-flight is kept by what is dispatched, and a run let go
+    // when its partition moved holds its thread until its next checkpoint, which must not keep a
+    // batch dispatched after it from starting.
     this.executor =
-        Executors.newFixedThreadPool(
-            settings.maxInFlight(),
+        Executors.newCachedThreadPool(
             r -> {
               Thread t = new Thread(r, name + "-batch");
               t.setDaemon(true);

@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -219,6 +220,37 @@ class SinkWorkerTest {
     assertThat(runs)
         .as("every batch after the reassignment ran; " + why)
         .containsExactlyInAnyOrder(0L, 0L, 1L, 2L);
+  }
+
+  @Test
+  void should_run_max_in_flight_batches_while_a_run_left_after_its_partition_moved_still_hangs()
+      throws Exception {
+    CountDownLatch together = new CountDownLatch(2);
+    BatchHandler meeting =
+        onTableT(
+            (record, context) -> {
+              if (firstRun.getAndSet(false)) {
+                release.await(); // a run that reaches no checkpoint while its partition moves
+              } else {
+                together.countDown(); // each of the next two runs waits until both run
+                together.await(WAIT.toMillis(), TimeUnit.MILLISECONDS);
+              }
+              runs.add(record.offset());
+              return new Outcome.Done(1);
+            });
+    worker = holdingTheOnePartition(worker(Duration.ofMillis(100), meeting));
+    startHangingBatch();
+    consumer.rebalance(List.of()); // revoked: batch 0 outlives the grace and is let go
+
+    TopicPartition other = new TopicPartition(TOPIC, 1);
+    consumer.rebalance(List.of(TP, other));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L, other, 0L));
+    addBatches(0, 1);
+    consumer.addRecord(new ConsumerRecord<>(TOPIC, 1, 0, new byte[0], new byte[0]));
+    worker.runOnce();
+
+    // Two in flight, as max-in-flight allows, though the run let go holds its thread still.
+    assertThat(together.await(WAIT.toMillis(), TimeUnit.MILLISECONDS)).isTrue();
   }
 
   @Test
