@@ -179,12 +179,25 @@ class SinkWorkerTest {
         }
       };
 
+  /** Appenders a test attached to the worker's log, detached once it ends. */
+  private final List<ListAppender<ILoggingEvent>> logs = new ArrayList<>();
+
   @AfterEach
   void release() {
     release.countDown();
     if (worker != null) {
       worker.close(Duration.ZERO);
     }
+    logs.forEach(((Logger) LoggerFactory.getLogger(SinkWorker.class))::detachAppender);
+  }
+
+  /** What the worker logs from here until the test ends. */
+  private ListAppender<ILoggingEvent> workerLog() {
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    ((Logger) LoggerFactory.getLogger(SinkWorker.class)).addAppender(logged);
+    logs.add(logged);
+    return logged;
   }
 
   @Test
@@ -357,75 +370,61 @@ class SinkWorkerTest {
    * {@code answers}.
    */
   private List<String> warningsOfAStopOwingCommits(boolean answers) {
-    Logger workerLog = (Logger) LoggerFactory.getLogger(SinkWorker.class);
-    ListAppender<ILoggingEvent> logged = new ListAppender<>();
-    logged.start();
-    workerLog.addAppender(logged);
-    try {
-      release.countDown();
-      kafkaDown.set(true);
-      revokeOnClose.set(true);
-      answersAtClose.set(answers);
-      worker = worker(Duration.ofMillis(100));
-      consumer.schedulePollTask(
-          () -> {
-            consumer.rebalance(List.of(TP));
-            consumer.updateBeginningOffsets(Map.of(TP, 0L));
-            addBatches(0, 2);
-          });
-      worker.start();
-      // Both run, and a commit of what they finished failed: it is owed.
-      await().atMost(WAIT).until(() -> runs.size() == 2 && !commitsTried.isEmpty());
-      worker.close(Duration.ZERO);
-      return logged.list.stream()
-          .filter(e -> e.getLevel() == Level.WARN)
-          .map(ILoggingEvent::getFormattedMessage)
-          .toList();
-    } finally {
-      workerLog.detachAppender(logged);
-    }
+    ListAppender<ILoggingEvent> logged = workerLog();
+    release.countDown();
+    kafkaDown.set(true);
+    revokeOnClose.set(true);
+    answersAtClose.set(answers);
+    worker = worker(Duration.ofMillis(100));
+    consumer.schedulePollTask(
+        () -> {
+          consumer.rebalance(List.of(TP));
+          consumer.updateBeginningOffsets(Map.of(TP, 0L));
+          addBatches(0, 2);
+        });
+    worker.start();
+    // Both run, and a commit of what they finished failed: it is owed.
+    await().atMost(WAIT).until(() -> runs.size() == 2 && !commitsTried.isEmpty());
+    worker.close(Duration.ZERO);
+    return logged.list.stream()
+        .filter(e -> e.getLevel() == Level.WARN)
+        .map(ILoggingEvent::getFormattedMessage)
+        .toList();
   }
 
   @Test
   void should_not_warn_of_a_commit_a_routine_rebalance_holds_back() {
-    Logger workerLog = (Logger) LoggerFactory.getLogger(SinkWorker.class);
-    ListAppender<ILoggingEvent> logged = new ListAppender<>();
-    logged.start();
-    workerLog.addAppender(logged);
-    try {
-      release.countDown();
-      worker = worker(Duration.ofMillis(100));
-      worker.subscribe();
-      consumer.rebalance(List.of(TP));
-      consumer.updateBeginningOffsets(Map.of(TP, 0L));
-      rebalancing.set(true); // another instance joins the group
-      addBatches(0, 2);
-      turnUntilRun(2);
-      assertThat(committed()).isEqualTo(-1);
+    ListAppender<ILoggingEvent> logged = workerLog();
+    release.countDown();
+    worker = worker(Duration.ofMillis(100));
+    worker.subscribe();
+    consumer.rebalance(List.of(TP));
+    consumer.updateBeginningOffsets(Map.of(TP, 0L));
+    rebalancing.set(true); // another instance joins the group
+    addBatches(0, 2);
+    turnUntilRun(2);
+    assertThat(committed()).isEqualTo(-1);
 
-      assertThat(logged.list).extracting(ILoggingEvent::getLevel).doesNotContain(Level.WARN);
-      assertThat(logged.list)
-          .extracting(ILoggingEvent::getFormattedMessage)
-          .anyMatch(m -> m.contains("once its consumer group has rebalanced"));
+    assertThat(logged.list).extracting(ILoggingEvent::getLevel).doesNotContain(Level.WARN);
+    assertThat(logged.list)
+        .extracting(ILoggingEvent::getFormattedMessage)
+        .anyMatch(m -> m.contains("once its consumer group has rebalanced"));
 
-      // Then Kafka stops answering: that is warned of, though a rebalance came first.
-      rebalancing.set(false);
-      kafkaDown.set(true);
-      int tried = commitsTried.size();
-      await()
-          .atMost(WAIT)
-          .until(
-              () -> {
-                worker.runOnce();
-                return commitsTried.size() > tried;
-              });
-      assertThat(logged.list).extracting(ILoggingEvent::getLevel).contains(Level.WARN);
+    // Then Kafka stops answering: that is warned of, though a rebalance came first.
+    rebalancing.set(false);
+    kafkaDown.set(true);
+    int tried = commitsTried.size();
+    await()
+        .atMost(WAIT)
+        .until(
+            () -> {
+              worker.runOnce();
+              return commitsTried.size() > tried;
+            });
+    assertThat(logged.list).extracting(ILoggingEvent::getLevel).contains(Level.WARN);
 
-      kafkaDown.set(false);
-      turnUntilCommitted(2);
-    } finally {
-      workerLog.detachAppender(logged);
-    }
+    kafkaDown.set(false);
+    turnUntilCommitted(2);
   }
 
   @Test
