@@ -36,6 +36,7 @@ final class HealthSection {
             n.positiveDuration("long-transaction", HealthThresholds.DEFAULT_LONG_TRANSACTION),
             n.positiveDuration("latency-target", HealthThresholds.DEFAULT_LATENCY_TARGET),
             n.stringList("replication-lag-ignore"));
+    n.finish(); // a misspelt stop named, not its throttle set above the default stop
     staged(
         n,
         "wal-archive",
@@ -72,7 +73,6 @@ final class HealthSection {
         t.connectionsStop(),
         0.0,
         "a connection is in use");
-    n.finish();
     return new HealthMonitor.Settings(interval, hold, t);
   }
 

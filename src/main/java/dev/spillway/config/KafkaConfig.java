@@ -135,21 +135,16 @@ public record KafkaConfig(
     int partitions = n.integer("partitions", DEFAULT_PARTITIONS, 1, MAX_PARTITIONS);
     int replicationFactor =
         n.integer("replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR);
+    Map<String, String> properties = properties(n);
+    n.finish(); // a misspelt bootstrap-servers named, not the check below its absence fails
     if (bootstrap.isEmpty() && replicationFactor > 1) {
       throw n.error(
           "replication-factor",
           "must be 1 without kafka.bootstrap-servers: the embedded broker is a single node, not "
               + replicationFactor);
     }
-    KafkaConfig c =
-        new KafkaConfig(
-            bootstrap.map(String::strip),
-            prefix,
-            partitions,
-            (short) replicationFactor,
-            properties(n));
-    n.finish();
-    return c;
+    return new KafkaConfig(
+        bootstrap.map(String::strip), prefix, partitions, (short) replicationFactor, properties);
   }
 
   /** Whether {@code server} ends in {@code :port} with a port from 1 to 65535. */

@@ -7,9 +7,11 @@ import dev.spillway.sink.SinkSettings;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -107,6 +109,21 @@ public record SpillwayConfig(
                 + String.join(" and ", PIPELINE_SECTIONS));
       }
     }
+    // A misspelt section is named before a check its absence would fail (tables: naming a database
+    // that databases: spelt wrong did not give).
+    List<String> sections =
+        new ArrayList<>(
+            List.of(
+                "working-dir",
+                "http",
+                "kafka",
+                "databases",
+                "tables",
+                "capture",
+                "health",
+                "sink"));
+    sections.addAll(PIPELINE_SECTIONS);
+    root.only(sections.toArray(String[]::new));
     Path workingDir = workingDir(root, baseDir);
     HttpConfig http = HttpConfig.from(root.section("http"));
     ConfigNode kafkaNode = root.section("kafka");

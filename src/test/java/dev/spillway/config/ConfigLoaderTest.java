@@ -242,6 +242,21 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_name_a_misspelt_key_before_a_check_its_absence_would_fail() {
+    assertThat(
+            error(
+                "database:\n  ci: { url: \"jdbc:postgresql://db2/ci\", username: u }\n"
+                    + "tables:\n  ci_pipelines: ci\n"))
+        .isEqualTo("spillway.yml:1: unknown key database (did you mean databases?).");
+    assertThat(error("kafka:\n  bootstrap-server: k1:9092,k2:9092\n  replication-factor: 3\n"))
+        .isEqualTo(
+            "spillway.yml:2: unknown key kafka.bootstrap-server (did you mean bootstrap-servers?).");
+    assertThat(error("health:\n  slot-wal-throttle: 8GB\n  slot-wal-stpo: 16GB\n"))
+        .isEqualTo(
+            "spillway.yml:3: unknown key health.slot-wal-stpo (did you mean slot-wal-stop?).");
+  }
+
+  @Test
   void should_reject_unknown_top_level_key_listing_known_keys() {
     assertThat(error("frobnicate: true\n"))
         .isEqualTo(
