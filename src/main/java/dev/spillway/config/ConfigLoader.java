@@ -5,6 +5,7 @@ import java.io.StringReader;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.util.function.Function;
 import org.yaml.snakeyaml.LoaderOptions;
@@ -83,9 +84,19 @@ public final class ConfigLoader {
    * into (then {@link Files#exists} cannot tell either way).
    */
   static String missing(String what, Path file) {
+    String link = "";
+    if (Files.isSymbolicLink(file)) {
+      try {
+        link = " (a symbolic link to " + Files.readSymbolicLink(file) + ")";
+      } catch (IOException unreadable) {
+        link = " (a symbolic link)";
+      }
+    }
     return Files.notExists(file)
-        ? what + " does not exist"
-        : what + " cannot be looked at by this user (a directory on its path may not be searched)";
+        ? what + link + " does not exist"
+        : what
+            + link
+            + " cannot be looked at by this user (a directory on its path may not be searched)";
   }
 
   /** Why {@code what} could not be read, in words: an access refused says only the path. */
@@ -101,7 +112,8 @@ public final class ConfigLoader {
    */
   public static SpillwayConfig loadDefault(Path cwd, Function<String, String> env) {
     Path file = cwd.resolve(DEFAULT_FILE);
-    if (Files.exists(file)) {
+    // A link to a file not there (yet) is a configuration that cannot be read, not none.
+    if (Files.exists(file, LinkOption.NOFOLLOW_LINKS)) {
       return load(file, env);
     }
     return SpillwayConfig.defaults(cwd.toAbsolutePath());

@@ -579,6 +579,17 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_a_spillway_yml_linking_to_a_file_not_there(@TempDir Path dir)
+      throws Exception {
+    Path target = dir.resolve("etc").resolve("spillway.yml");
+    Path link = Files.createSymbolicLink(dir.resolve("spillway.yml"), target);
+
+    assertThatThrownBy(() -> ConfigLoader.loadDefault(dir, NO_ENV))
+        .isInstanceOf(ConfigException.class)
+        .hasMessage("config file " + link + " (a symbolic link to " + target + ") does not exist.");
+  }
+
+  @Test
   void should_refuse_a_named_file_that_does_not_exist(@TempDir Path dir) {
     Path missing = dir.resolve("nope.yml");
     assertThatThrownBy(() -> ConfigLoader.load(missing, NO_ENV))
