@@ -17,6 +17,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -318,14 +319,37 @@ final class BufferBatchHandler implements BatchHandler, AutoCloseable {
     closeHandlers(byTopic.values());
   }
 
-  /** Closes each buffer's handler, a failure logged and the others closed still. */
+  /**
+   * How long closing waits, in all, for handler calls still under way: a call the stop interrupted
+   * that goes on regardless (blocked in I/O that takes no interrupt).
+   */
+  static final Duration CLOSE_WAIT = Duration.ofSeconds(10);
+
+  /** As {@link #closeHandlers(java.util.Collection, Duration)}, waiting {@link #CLOSE_WAIT}. */
   static void closeHandlers(java.util.Collection<RunningBuffer> buffers) {
+    closeHandlers(buffers, CLOSE_WAIT);
+  }
+
+  /**
+   * Closes each buffer's handler once its calls under way have ended, waiting {@code wait} in all
+   * for them; a failure is logged and the others are closed still, an {@code Error} thrown once
+   * they are.
+   */
+  static void closeHandlers(java.util.Collection<RunningBuffer> buffers, Duration wait) {
+    long deadline = System.nanoTime() + wait.toNanos();
+    Error first = null;
     for (RunningBuffer b : buffers) {
       try {
-        b.handler.close();
+        b.closeHandler(deadline);
       } catch (Exception e) {
         log.warn("Closing the handler of buffer {} failed: {}", b.settings.name(), e.getMessage());
+      } catch (Error e) {
+        log.error("Closing the handler of buffer {} failed: {}", b.settings.name(), e.toString());
+        first = first == null ? e : first;
       }
+    }
+    if (first != null) {
+      throw first;
     }
   }
 }

@@ -259,6 +259,30 @@ final class RunningBuffer {
   }
 
   /**
+   * Closes the handler once none of its calls runs, so {@code close()} comes after its last call:
+   * waits until {@code deadline} ({@code System.nanoTime()}) for those under way, and no call
+   * starts after. Past it, or interrupted, closes it all the same, saying so.
+   */
+  void closeHandler(long deadline) throws Exception {
+    boolean idle = false;
+    try {
+      idle =
+          concurrency.tryAcquire(
+              settings.maxInFlight(),
+              Math.max(0, deadline - System.nanoTime()),
+              TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    if (!idle) {
+      log.warn(
+          "A call of buffer {}'s handler is still under way; its handler is closed all the same",
+          settings.name());
+    }
+    handler.close();
+  }
+
+  /**
    * Calls the handler once it may: within {@code max-in-flight} calls at once and {@code
    * rate-limit} calls per second, and not before the time a retry named, asking {@code checkpoint}
    * while it waits so a stopping worker is not held up by a slow rate. An exception from the

@@ -105,6 +105,100 @@ class RunningBufferTest {
   }
 
   @Test
+  void should_close_a_handler_after_its_call_under_way_ends_even_one_deaf_to_interrupts()
+      throws Exception {
+    CountDownLatch inCall = new CountDownLatch(1);
+    CountDownLatch answer = new CountDownLatch(1);
+    AtomicInteger calling = new AtomicInteger();
+    List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+    BulkHandler deaf =
+        new BulkHandler() {
+          @Override
+          public Result handle(Batch batch) {
+            calling.incrementAndGet();
+            inCall.countDown();
+            // Blocked as in socket I/O: an interrupt does not end it.
+            while (answer.getCount() > 0) {
+              try {
+                answer.await();
+              } catch (InterruptedException ignored) {
+                seen.add("interrupted");
+              }
+            }
+            calling.decrementAndGet();
+            return Result.success();
+          }
+
+          @Override
+          public void close() {
+            seen.add(calling.get() == 0 ? "closed after its calls" : "closed during a call");
+          }
+        };
+    RunningBuffer b = buffer(deaf);
+    Thread call =
+        new Thread(
+            () -> {
+              try {
+                b.call(BATCH, () -> {});
+              } catch (Exception e) {
+                seen.add(e.toString());
+              }
+            });
+    call.start();
+    assertThat(inCall.await(10, TimeUnit.SECONDS)).isTrue();
+    call.interrupt(); // the worker's stop
+
+    Thread closing =
+        new Thread(() -> BufferBatchHandler.closeHandlers(List.of(b), Duration.ofSeconds(30)));
+    closing.start();
+    await().atMost(Duration.ofSeconds(10)).until(() -> seen.contains("interrupted"));
+    closing.join(300);
+    assertThat(closing.isAlive()).as("waits for the call under way").isTrue();
+    answer.countDown();
+    closing.join(10_000);
+    call.join(10_000);
+
+    assertThat(seen).containsExactly("interrupted", "closed after its calls");
+  }
+
+  @Test
+  void should_close_every_handler_though_one_close_ends_with_an_error() {
+    List<String> closed = new ArrayList<>();
+    RunningBuffer failing =
+        buffer(
+            new BulkHandler() {
+              @Override
+              public Result handle(Batch batch) {
+                return Result.success();
+              }
+
+              @Override
+              public void close() {
+                closed.add("a");
+                throw new NoClassDefFoundError("com/example/Gone");
+              }
+            });
+    RunningBuffer next =
+        buffer(
+            new BulkHandler() {
+              @Override
+              public Result handle(Batch batch) {
+                return Result.success();
+              }
+
+              @Override
+              public void close() {
+                closed.add("b");
+              }
+            });
+
+    assertThatThrownBy(
+            () -> BufferBatchHandler.closeHandlers(List.of(failing, next), Duration.ofSeconds(1)))
+        .isInstanceOf(NoClassDefFoundError.class);
+    assertThat(closed).containsExactly("a", "b");
+  }
+
+  @Test
   void should_sleep_through_a_rate_wait_asking_the_checkpoint_now_and_then() throws Exception {
     RunningBuffer b =
         buffer(
