@@ -140,7 +140,10 @@ final class HttpBulkHandler implements BulkHandler {
               + shortened(resolved(location.get().strip()))
               + ", which Spillway does not follow: set the buffer's url to where it points)";
     }
-    if (status == 429 || status >= 500 || status == 408 || status == 425) {
+    // 409 too: what a receiver keyed by Idempotency-Key answers while an earlier try of the batch,
+    // one that timed out here, is still under way there; rejected, its rows could be deleted
+    // before that try's outcome is known.
+    if (status == 429 || status >= 500 || status == 408 || status == 409 || status == 425) {
       return new Result.Retry(reason, retryAfter(headers.firstValue("Retry-After")).orElse(null));
     }
     return Result.reject(reason);
