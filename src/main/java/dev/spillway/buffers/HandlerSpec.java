@@ -24,11 +24,20 @@ public sealed interface HandlerSpec {
       Objects.requireNonNull(timeout, "timeout");
     }
 
+    /**
+     * The url as logs, reasons and dead letters show it: without its query and fragment, which may
+     * carry a token ({@code ?api_key=…}), {@code ?…} standing for the query.
+     */
+    public String shownUrl() {
+      String shown = url.getScheme() + "://" + url.getRawAuthority() + url.getRawPath();
+      return url.getRawQuery() == null ? shown : shown + "?…";
+    }
+
     @Override
     public String toString() {
-      // Header values often carry credentials.
+      // Header values often carry credentials, and so may the query.
       return "http "
-          + url
+          + shownUrl()
           + " (headers "
           + headers.keySet()
           + ", timeout "

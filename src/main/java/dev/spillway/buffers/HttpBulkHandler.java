@@ -131,7 +131,7 @@ final class HttpBulkHandler implements BulkHandler {
     if (status >= 200 && status < 300) {
       return Result.success();
     }
-    String reason = "POST " + spec.url() + " answered " + status + snippet(body) + note;
+    String reason = "POST " + spec.shownUrl() + " answered " + status + snippet(body) + note;
     Optional<String> location = headers.firstValue("Location");
     if (status >= 300 && status < 400 && location.isPresent()) {
       // Not followed: a 301, 302 or 303 turns a POST into a GET without its rows.
@@ -181,7 +181,7 @@ final class HttpBulkHandler implements BulkHandler {
 
   /** A call that got no answer: retried. */
   private Result failed(String why) {
-    return Result.retry("POST " + spec.url() + " failed: " + why);
+    return Result.retry("POST " + spec.shownUrl() + " failed: " + why);
   }
 
   private String noAnswer() {

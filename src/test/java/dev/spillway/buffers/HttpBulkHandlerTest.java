@@ -176,6 +176,35 @@ class HttpBulkHandlerTest {
     }
   }
 
+  private static final Duration TIMEOUT = Duration.ofSeconds(10);
+
+  @Test
+  void should_keep_a_token_in_the_url_query_out_of_reasons_and_logs() throws Exception {
+    HttpServer server =
+        serving(
+            "/bulk",
+            exchange -> {
+              exchange.getRequestBody().readAllBytes();
+              exchange.sendResponseHeaders(
+                  exchange.getRequestURI().getQuery().equals("api_key=s3cret") ? 400 : 200, -1);
+              exchange.close();
+            });
+    String url = address(server) + "/bulk?api_key=s3cret";
+    try {
+      BulkHandler.Result answered = handler(url, Duration.ofSeconds(10)).handle(BATCH);
+
+      assertThat(answered).isInstanceOf(BulkHandler.Result.Reject.class);
+      assertThat(((BulkHandler.Result.Reject) answered).reason())
+          .isEqualTo("POST " + address(server) + "/bulk?… answered 400");
+      assertThat(
+              new HandlerSpec.Http(URI.create(url), Map.of("Authorization", "Bearer x"), TIMEOUT)
+                  .toString())
+          .isEqualTo("http " + address(server) + "/bulk?… (headers [Authorization], timeout 10s)");
+    } finally {
+      server.stop(0);
+    }
+  }
+
   @Test
   void should_read_retry_after_as_seconds_or_a_date_and_ignore_a_negative_one() {
     Clock clock = Clock.fixed(Instant.parse("2026-11-25T08:00:00Z"), ZoneOffset.UTC);
