@@ -259,11 +259,16 @@ final class RunningBuffer {
   }
 
   /**
-   * Closes the handler once none of its calls runs, so {@code close()} comes after its last call:
-   * waits until {@code deadline} ({@code System.nanoTime()}) for those under way, and no call
-   * starts after. Past it, or interrupted, closes it all the same, saying so.
+   * Closes the handler; a class handler once none of its calls runs, so its {@code close()} comes
+   * after its last call: waits until {@code deadline} ({@code System.nanoTime()}) for those under
+   * way, and no call starts after. Past it, or interrupted, closes it all the same, saying so. A
+   * built-in one is closed at once: the sql handler's close cancels the statements still running.
    */
   void closeHandler(long deadline) throws Exception {
+    if (!(settings.handler() instanceof HandlerSpec.JavaClass)) {
+      handler.close();
+      return;
+    }
     boolean idle = false;
     try {
       idle =

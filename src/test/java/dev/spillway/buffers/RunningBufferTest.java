@@ -105,7 +105,7 @@ class RunningBufferTest {
   }
 
   @Test
-  void should_close_a_handler_after_its_call_under_way_ends_even_one_deaf_to_interrupts()
+  void should_close_a_class_handler_after_its_call_under_way_ends_even_one_deaf_to_interrupts()
       throws Exception {
     CountDownLatch inCall = new CountDownLatch(1);
     CountDownLatch answer = new CountDownLatch(1);
@@ -134,7 +134,11 @@ class RunningBufferTest {
             seen.add(calling.get() == 0 ? "closed after its calls" : "closed during a call");
           }
         };
-    RunningBuffer b = buffer(deaf);
+    RunningBuffer b =
+        buffer(
+            BufferSettings.of(
+                "events", TABLE, "main", new HandlerSpec.JavaClass(BulkHandler.class)),
+            deaf);
     Thread call =
         new Thread(
             () -> {
