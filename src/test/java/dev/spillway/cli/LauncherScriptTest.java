@@ -104,6 +104,20 @@ class LauncherScriptTest {
   }
 
   @Test
+  void should_find_its_jar_run_by_a_relative_path_with_cdpath_exported() throws Exception {
+    // cd through a CDPATH entry prints the directory it reached, which the launcher must not read.
+    Run run = launch(Path.of("app/bin/spillway"), Map.of("CDPATH", ".:" + dir), "status");
+
+    assertThat(run.exit).isZero();
+    assertThat(run.out.lines())
+        .containsExactly(
+            "-cp",
+            app.toRealPath().resolve("target/spillway.jar").toString(),
+            "dev.spillway.cli.SpillwayCommand",
+            "status");
+  }
+
+  @Test
   void should_add_spillway_classpath_after_the_jar_unglobbed() throws Exception {
     Files.createDirectories(dir.resolve("lib"));
     Files.writeString(dir.resolve("lib/a.jar"), "");
