@@ -190,6 +190,14 @@ public record SpillwayConfig(
   }
 
   private static Path workingDir(ConfigNode root, Path baseDir) {
+    if (root.keys().contains("working-dir") && !root.has("working-dir")) {
+      throw root.error(
+          "working-dir",
+          "has no value (YAML reads a bare ~ or null as none); write the full path, such as"
+              + " ${env:HOME}/spillway, or leave the key out for "
+              + DEFAULT_WORKING_DIR
+              + " beside the file");
+    }
     String dir = root.string("working-dir", DEFAULT_WORKING_DIR);
     if (dir.isBlank()) {
       throw root.error("working-dir", "must not be empty");

@@ -309,6 +309,12 @@ class ConfigLoaderTest {
         .isEqualTo(
             "spillway.yml:1: working-dir starts with ~, which only a shell expands; write the full"
                 + " path, or ${env:HOME}/spillway.");
+    // Unquoted, YAML reads ~ as nothing: taken for the default, state would go elsewhere.
+    assertThat(error("working-dir: ~\n"))
+        .isEqualTo(
+            "spillway.yml:1: working-dir has no value (YAML reads a bare ~ or null as none); write"
+                + " the full path, such as ${env:HOME}/spillway, or leave the key out for"
+                + " .spillway beside the file.");
     Files.createDirectories(dir.resolve("~").resolve("spillway"));
     assertThatThrownBy(
             () -> ConfigLoader.parse("working-dir: ~/spillway\n", "s.yml", dir, name -> null))
