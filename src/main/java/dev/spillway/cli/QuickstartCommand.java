@@ -15,6 +15,7 @@ import dev.spillway.ops.HttpEndpoint;
 import dev.spillway.ops.TopicTail;
 import dev.spillway.runtime.SpillwayRuntime;
 import dev.spillway.runtime.WorkingDirectory;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Clock;
@@ -87,7 +88,14 @@ final class QuickstartCommand implements Callable<Integer> {
       runtime =
           SpillwayRuntime.start(config.withHttpPort(0), Set.of(LfkDemo.CI), Clock.systemUTC());
     }
-    DemoBulkEndpoint endpoint = DemoBulkEndpoint.start();
+    DemoBulkEndpoint endpoint;
+    try {
+      endpoint = DemoBulkEndpoint.start();
+    } catch (IOException | RuntimeException | Error e) {
+      runtime.close();
+      throw e;
+    }
+    boolean kept = false; // handed to UntilStopped, which closes the runtime
     try {
       out.printf(
           "  ready in %.1f s: Kafka at %s, dashboard at http://localhost:%d/%n",
@@ -132,6 +140,7 @@ final class QuickstartCommand implements Callable<Integer> {
       showBulkCalls(endpoint, runtime, out);
       lfkDemo(lfkDemo, out);
       if (keepRunning) {
+        kept = true;
         return UntilStopped.await(runtime, out);
       }
       out.println(
@@ -139,10 +148,11 @@ final class QuickstartCommand implements Callable<Integer> {
               + " dashboard.");
       return ErrorHandler.OK;
     } finally {
-      if (!keepRunning) {
+      // A demo that failed is stopped with --keep-running too, not left to the process's exit.
+      if (!kept) {
         runtime.close();
-        endpoint.close();
       }
+      endpoint.close();
     }
   }
 

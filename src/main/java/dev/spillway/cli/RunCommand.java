@@ -66,7 +66,11 @@ final class RunCommand implements Callable<Integer> {
         WorkingDirectory.markEmbeddedRun(config.workingDir());
       }
       runtime.startCapture(routes);
-    } catch (RuntimeException | InterruptedException | SQLException | java.io.IOException e) {
+    } catch (RuntimeException
+        | Error
+        | InterruptedException
+        | SQLException
+        | java.io.IOException e) {
       runtime.close();
       throw e;
     }
