@@ -136,7 +136,21 @@ public record KafkaConfig(
     int replicationFactor =
         n.integer("replication-factor", DEFAULT_REPLICATION_FACTOR, 1, MAX_REPLICATION_FACTOR);
     Map<String, String> properties = properties(n);
-    n.finish(); // a misspelt bootstrap-servers named, not the check below its absence fails
+    n.finish(); // a misspelt bootstrap-servers named, not the checks below its absence fails
+    if (bootstrap.isEmpty()) {
+      properties.keySet().stream()
+          .filter(k -> k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl."))
+          .findFirst()
+          .ifPresent(
+              k -> {
+                throw n.child("properties")
+                    .orElseThrow()
+                    .error(
+                        k,
+                        "is for a Kafka named in kafka.bootstrap-servers, which is not set: the"
+                            + " embedded broker takes plain connections only");
+              });
+    }
     if (bootstrap.isEmpty() && replicationFactor > 1) {
       throw n.error(
           "replication-factor",

@@ -235,6 +235,22 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_refuse_security_properties_for_the_embedded_broker() {
+    assertThat(error("kafka:\n  properties:\n    linger.ms: 5\n    security.protocol: SASL_SSL\n"))
+        .isEqualTo(
+            "spillway.yml:4: kafka.properties.security.protocol is for a Kafka named in"
+                + " kafka.bootstrap-servers, which is not set: the embedded broker takes plain"
+                + " connections only.");
+    assertThat(
+            parse(
+                    "kafka:\n  bootstrap-servers: k1:9092\n  properties:\n"
+                        + "    security.protocol: SASL_SSL\n")
+                .kafka()
+                .properties())
+        .containsEntry("security.protocol", "SASL_SSL");
+  }
+
+  @Test
   void should_reject_unknown_key_with_file_line_and_suggestion() {
     assertThat(error("http:\n  port: 8088\nkafka:\n  bootstrap-server: localhost:9092\n"))
         .isEqualTo(
