@@ -359,8 +359,8 @@ public final class BufferBench {
         Phase::walFullPagesPerThousand,
         designs);
     new Comparison("benchmark processes' CPU per 1,000 inserts, load and drain", "ms")
-        .add("plain table: the inserting clients", plainPhase.processCpuPerThousand())
-        .add("clients and the SKIP LOCKED poller", polled.processCpuPerThousand())
+        .add("plain table: clients, idle broker", plainPhase.processCpuPerThousand())
+        .add("clients, idle broker and the poller", polled.processCpuPerThousand())
         .add("clients and Spillway (Kafka included)", spillway.processCpuPerThousand())
         .print(out);
     if (!Double.isNaN(spillway.jitCpuSeconds())) {
