@@ -381,8 +381,7 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
    * come in for long, as {@link #state} reads (a STOP stays a STOP).
    */
   private int shown(String db, int severity) {
-    Health stale = staleness(db, clock.instant());
-    return stale == null ? severity : Math.max(severity, stale.severity());
+    return Math.max(severity, current(db, Health.NORMAL).severity());
   }
 
   @Override

@@ -18,8 +18,9 @@ import java.util.List;
  * @param replicationLagBytesStop standby replay lag in bytes that stops
  * @param slotWalThrottle WAL held by Spillway's own slot that throttles
  * @param slotWalStop WAL held by Spillway's own slot that stops
- * @param connectionsThrottle share of max_connections in use that throttles
- * @param connectionsStop share of max_connections in use that stops
+ * @param connectionsThrottle share in use of the connections max_connections leaves unreserved that
+ *     throttles
+ * @param connectionsStop share in use of those that stops
  * @param longTransaction a transaction holding a lock on the target table longer than this stops
  *     work on that table
  * @param latencyTarget sub-batch p95 above this throttles; above four times this stops

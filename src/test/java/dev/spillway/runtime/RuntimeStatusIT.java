@@ -49,7 +49,8 @@ class RuntimeStatusIT {
                 assertThat(h.state()).isEqualTo("STOP");
                 assertThat(h.reason())
                     .startsWith("connections: ")
-                    .contains("of max_connections in use");
+                    .contains("in use of the")
+                    .contains("connections max_connections leaves unreserved");
               });
 
       HttpResponse<String> metrics =
