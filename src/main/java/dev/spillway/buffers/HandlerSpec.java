@@ -29,8 +29,17 @@ public sealed interface HandlerSpec {
      * carry a token ({@code ?api_key=…}), {@code ?…} standing for the query.
      */
     public String shownUrl() {
-      String shown = url.getScheme() + "://" + url.getRawAuthority() + url.getRawPath();
-      return url.getRawQuery() == null ? shown : shown + "?…";
+      return shown(url.toString());
+    }
+
+    /** A URL, or where a redirect points, as {@link #shownUrl()} shows one. */
+    static String shown(String url) {
+      int query = url.indexOf('?');
+      int fragment = url.indexOf('#');
+      if (query >= 0 && (fragment < 0 || query < fragment)) {
+        return url.substring(0, query) + "?…";
+      }
+      return fragment < 0 ? url : url.substring(0, fragment);
     }
 
     @Override

@@ -137,7 +137,7 @@ final class HttpBulkHandler implements BulkHandler {
       // Not followed: a 301, 302 or 303 turns a POST into a GET without its rows.
       reason +=
           " (a redirect to "
-              + shortened(resolved(location.get().strip()))
+              + shortened(HandlerSpec.Http.shown(resolved(location.get().strip())))
               + ", which Spillway does not follow: set the buffer's url to where it points)";
     }
     // 409 too: what a receiver keyed by Idempotency-Key answers while an earlier try of the batch,

@@ -182,11 +182,19 @@ class HttpBulkHandlerTest {
   void should_keep_a_token_in_the_url_query_out_of_reasons_and_logs() throws Exception {
     HttpServer server =
         serving(
-            "/bulk",
+            "/",
             exchange -> {
               exchange.getRequestBody().readAllBytes();
-              exchange.sendResponseHeaders(
-                  exchange.getRequestURI().getQuery().equals("api_key=s3cret") ? 400 : 200, -1);
+              if (exchange.getRequestURI().getPath().equals("/moved")) {
+                // The usual move to https, keeping the query.
+                exchange
+                    .getResponseHeaders()
+                    .set("Location", "https://hooks.example/bulk?api_key=s3cret");
+                exchange.sendResponseHeaders(301, -1);
+              } else {
+                exchange.sendResponseHeaders(
+                    exchange.getRequestURI().getQuery().equals("api_key=s3cret") ? 400 : 200, -1);
+              }
               exchange.close();
             });
     String url = address(server) + "/bulk?api_key=s3cret";
@@ -196,6 +204,14 @@ class HttpBulkHandlerTest {
       assertThat(answered).isInstanceOf(BulkHandler.Result.Reject.class);
       assertThat(((BulkHandler.Result.Reject) answered).reason())
           .isEqualTo("POST " + address(server) + "/bulk?… answered 400");
+      BulkHandler.Result moved =
+          handler(address(server) + "/moved?api_key=s3cret", Duration.ofSeconds(10)).handle(BATCH);
+      assertThat(((BulkHandler.Result.Reject) moved).reason())
+          .isEqualTo(
+              "POST "
+                  + address(server)
+                  + "/moved?… answered 301 (a redirect to https://hooks.example/bulk?…, which"
+                  + " Spillway does not follow: set the buffer's url to where it points)");
       assertThat(
               new HandlerSpec.Http(URI.create(url), Map.of("Authorization", "Bearer x"), TIMEOUT)
                   .toString())
