@@ -138,18 +138,20 @@ public record KafkaConfig(
     Map<String, String> properties = properties(n);
     n.finish(); // a misspelt bootstrap-servers named, not the checks below its absence fails
     if (bootstrap.isEmpty()) {
-      properties.keySet().stream()
-          .filter(k -> k.startsWith("security.") || k.startsWith("sasl.") || k.startsWith("ssl."))
-          .findFirst()
-          .ifPresent(
-              k -> {
-                throw n.child("properties")
-                    .orElseThrow()
-                    .error(
-                        k,
-                        "is for a Kafka named in kafka.bootstrap-servers, which is not set: the"
-                            + " embedded broker takes plain connections only");
-              });
+      // What else a security setting says is ignored over PLAINTEXT.
+      properties.forEach(
+          (k, v) -> {
+            if (KafkaClients.unprefixed(k).equals("security.protocol")
+                && !v.strip().equalsIgnoreCase("PLAINTEXT")) {
+              throw n.child("properties")
+                  .orElseThrow()
+                  .error(
+                      k,
+                      "is for a Kafka named in kafka.bootstrap-servers, which is not set: the"
+                          + " embedded broker takes PLAINTEXT only, not "
+                          + v);
+            }
+          });
     }
     if (bootstrap.isEmpty() && replicationFactor > 1) {
       throw n.error(

@@ -213,7 +213,8 @@ public final class KafkaClients {
   }
 
   /** The property without a Streams client prefix ({@code producer.}, {@code main.consumer.}…). */
-  private static String unprefixed(String property) {
+  /** The client setting a property names, without a Streams client prefix ({@code producer.}…). */
+  public static String unprefixed(String property) {
     for (String prefix : CLIENT_PREFIXES) {
       if (property.startsWith(prefix)) {
         return property.substring(prefix.length());

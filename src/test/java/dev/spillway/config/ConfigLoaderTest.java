@@ -239,8 +239,13 @@ class ConfigLoaderTest {
     assertThat(error("kafka:\n  properties:\n    linger.ms: 5\n    security.protocol: SASL_SSL\n"))
         .isEqualTo(
             "spillway.yml:4: kafka.properties.security.protocol is for a Kafka named in"
-                + " kafka.bootstrap-servers, which is not set: the embedded broker takes plain"
-                + " connections only.");
+                + " kafka.bootstrap-servers, which is not set: the embedded broker takes PLAINTEXT"
+                + " only, not SASL_SSL.");
+    assertThat(error("kafka:\n  properties:\n    producer.security.protocol: SSL\n"))
+        .startsWith("spillway.yml:3: kafka.properties.producer.security.protocol is for a Kafka");
+    assertThat(
+            parse("kafka:\n  properties:\n    security.protocol: PLAINTEXT\n").kafka().properties())
+        .containsEntry("security.protocol", "PLAINTEXT");
     assertThat(
             parse(
                     "kafka:\n  bootstrap-servers: k1:9092\n  properties:\n"
