@@ -148,6 +148,7 @@ public final class ConsumerLag {
     for (Map.Entry<String, List<TopicPartition>> t : byTopic.entrySet()) {
       long lag = 0;
       Map<TopicPartition, Long> waitingFrom = new HashMap<>();
+      Map<TopicPartition, Long> behindOf = new HashMap<>();
       for (TopicPartition tp : t.getValue()) {
         OffsetAndMetadata c = committed.get(tp);
         long from = Math.max(first.get(tp), c == null ? 0 : c.offset());
@@ -159,33 +160,43 @@ public final class ConsumerLag {
         lag += behind;
         if (behind > 0) {
           waitingFrom.put(tp, from);
+          behindOf.put(tp, behind);
         }
       }
-      out.add(
-          new Lag(
-              group,
-              t.getKey(),
-              t.getValue().size(),
-              lag,
-              oldest(range.consumer(), waitingFrom, end),
-              members));
+      Oldest oldest = oldest(range.consumer(), waitingFrom, end);
+      // Read to its end without a record: what it counted were transaction markers (or records
+      // retention deleted meanwhile), which no one waits for.
+      for (TopicPartition tp : oldest.empty()) {
+        lag -= behindOf.get(tp);
+      }
+      out.add(new Lag(group, t.getKey(), t.getValue().size(), lag, oldest.millis(), members));
     }
     return out;
   }
 
   /**
-   * The earliest write time of the first records at or after these positions, below each
-   * partition's {@code end}; null when that of one partition could not be read in time. A record
-   * deleted since the positions were looked up (by retention) is passed over to the first one still
-   * there, and a partition with nothing left before its end is not waited for.
+   * What {@link #oldest} read.
+   *
+   * @param millis the earliest write time of the records found; null when none was, or when a
+   *     partition could not be read in time
+   * @param empty the partitions read to their end without a record
    */
-  static Long oldest(
+  record Oldest(Long millis, Set<TopicPartition> empty) {}
+
+  /**
+   * The earliest write time of the first records at or after these positions, below each
+   * partition's {@code end}, and the partitions with none: null when that of one partition could
+   * not be read in time. A record deleted since the positions were looked up (by retention) is
+   * passed over to the first one still there, and a partition with nothing left before its end (but
+   * transaction markers) is not waited for.
+   */
+  static Oldest oldest(
       KafkaConsumer<byte[], byte[]> consumer,
       Map<TopicPartition, Long> at,
       Map<TopicPartition, Long> end)
       throws InterruptedException {
     if (at.isEmpty()) {
-      return null;
+      return new Oldest(null, Set.of());
     }
     Map<TopicPartition, Long> found = new HashMap<>();
     Set<TopicPartition> gone = new HashSet<>();
@@ -216,9 +227,10 @@ public final class ConsumerLag {
       consumer.assign(List.of());
     }
     if (found.size() + gone.size() < at.size()) {
-      return null; // a partition not read in time may hold an older record than any found
+      // A partition not read in time may hold an older record than any found.
+      return new Oldest(null, Set.copyOf(gone));
     }
-    return found.values().stream().min(Long::compare).orElse(null);
+    return new Oldest(found.values().stream().min(Long::compare).orElse(null), Set.copyOf(gone));
   }
 
   /**
