@@ -25,8 +25,9 @@ import java.util.stream.Collectors;
  * SpillwayConfig} exists, every value in it is valid. Immutable.
  *
  * <p>Each top-level section is a record (or settings class) with {@code DEFAULT_*} constants and a
- * {@code static from(ConfigNode)}. Adding a section means a component here, one line in {@link
- * #from}, and passing the component on in {@link #embedded()} and the {@code with…} methods.
+ * {@code static from(ConfigNode)}. Adding a section means a component here, its key in {@link
+ * #SECTIONS}, one line in {@link #from}, and passing the component on in {@link #embedded()} and
+ * the {@code with…} methods.
  *
  * @param source the file it was read from, or null when there was none
  * @param workingDir absolute; embedded broker and database data, state stores
@@ -49,6 +50,10 @@ public record SpillwayConfig(
     SinkSettings sink,
     Map<String, ConfigNode> pipelineSections) {
   public static final String DEFAULT_WORKING_DIR = ".spillway";
+
+  /** The top-level keys this record's own components are read from. */
+  static final List<String> SECTIONS =
+      List.of("working-dir", "http", "kafka", "databases", "tables", "capture", "health", "sink");
 
   /**
    * Top-level sections that belong to pipelines. The configuration keeps them as written, so it
@@ -111,17 +116,7 @@ public record SpillwayConfig(
     }
     // A misspelt section is named before a check its absence would fail (tables: naming a database
     // that databases: spelt wrong did not give).
-    List<String> sections =
-        new ArrayList<>(
-            List.of(
-                "working-dir",
-                "http",
-                "kafka",
-                "databases",
-                "tables",
-                "capture",
-                "health",
-                "sink"));
+    List<String> sections = new ArrayList<>(SECTIONS);
     sections.addAll(PIPELINE_SECTIONS);
     root.only(sections.toArray(String[]::new));
     Path workingDir = workingDir(root, baseDir);
