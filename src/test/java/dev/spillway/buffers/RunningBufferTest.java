@@ -166,6 +166,47 @@ class RunningBufferTest {
   }
 
   @Test
+  void should_close_a_built_in_handler_at_once_its_close_ending_what_runs() throws Exception {
+    CountDownLatch inCall = new CountDownLatch(1);
+    CountDownLatch cancelled = new CountDownLatch(1);
+    BulkHandler statement =
+        new BulkHandler() {
+          @Override
+          public Result handle(Batch batch) throws Exception {
+            inCall.countDown();
+            cancelled.await(30, TimeUnit.SECONDS); // a statement until its close cancels it
+            return Result.retry("canceled");
+          }
+
+          @Override
+          public void close() {
+            cancelled.countDown();
+          }
+        };
+    RunningBuffer b = buffer(statement); // an sql handler, as configured
+    Thread call =
+        new Thread(
+            () -> {
+              try {
+                b.call(BATCH, () -> {});
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            });
+    call.start();
+    assertThat(inCall.await(10, TimeUnit.SECONDS)).isTrue();
+
+    long started = System.nanoTime();
+    BufferBatchHandler.closeHandlers(List.of(b), Duration.ofSeconds(30));
+
+    assertThat(Duration.ofNanos(System.nanoTime() - started))
+        .as("not waiting for the call its close ends")
+        .isLessThan(Duration.ofSeconds(10));
+    call.join(10_000);
+    assertThat(call.isAlive()).isFalse();
+  }
+
+  @Test
   void should_close_every_handler_though_one_close_ends_with_an_error() {
     List<String> closed = new ArrayList<>();
     RunningBuffer failing =
