@@ -163,7 +163,7 @@ public final class CaptureBench {
         }
         out.printf(
             "2) Steady inserts: %,d committed in %.0f s (%,.0f changes/s, a transaction every %d"
-                + " ms)%n",
+                + " ms at most)%n",
             inserted.get(), elapsed, inserted.get() / elapsed, 1_000 / TICKS_PER_SECOND);
         out.printf(
             "   commit -> Kafka latency     p50 %d ms   p95 %d ms   p99 %d ms   max %d ms"
@@ -181,7 +181,10 @@ public final class CaptureBench {
         out.flush();
       } finally {
         // Should the tail fail: no insert goes on, nor runs on a connection being closed.
-        stop(writer);
+        if (!writer.isTerminated()) {
+          writer.shutdownNow();
+          writer.awaitTermination(10, TimeUnit.SECONDS);
+        }
       }
     }
   }

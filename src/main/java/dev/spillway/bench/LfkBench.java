@@ -82,6 +82,10 @@ public final class LfkBench {
   private static final int PROCEDURE_LIMIT = 1_000;
 
   private static final Duration PROBE = Duration.ofSeconds(5);
+
+  /** The least of the cleanup, from its first child deleted, that the probe is compared over. */
+  private static final Duration MIN_PROBED = Duration.ofSeconds(1);
+
   private static final Duration TIMEOUT = Duration.ofMinutes(15);
 
   /** The probe phase reports a cleanup still running after this instead of waiting it out. */
@@ -290,6 +294,13 @@ public final class LfkBench {
     }
     ForegroundProbe.Result during = probe.stop();
     SinkCounts after = counts(sink);
+    if (during.seconds() < MIN_PROBED.toSeconds()) {
+      out.printf(
+          "   the cleanup ended %.2f s after its first child deleted, too soon to probe beside"
+              + " (more --children)%n",
+          during.seconds());
+      return;
+    }
     if (w.gone() < 0) {
       out.printf(
           "   children still left %d min after the parent DELETE's commit, beside the probe;"
