@@ -46,6 +46,21 @@ class RunningBufferTest {
         new BufferMetrics(new SimpleMeterRegistry(), s.name(), () -> 0));
   }
 
+  /** A handler that succeeds and runs {@code onClose} when closed. */
+  private static BulkHandler closing(Runnable onClose) {
+    return new BulkHandler() {
+      @Override
+      public Result handle(Batch batch) {
+        return Result.success();
+      }
+
+      @Override
+      public void close() {
+        onClose.run();
+      }
+    };
+  }
+
   private static BulkHandler throwing(Supplier<Throwable> thrown) {
     return batch -> {
       Throwable t = thrown.get();
@@ -104,65 +119,88 @@ class RunningBufferTest {
     }
   }
 
+  /**
+   * A class handler whose call, blocked as in socket I/O, an interrupt does not end: it answers
+   * once {@link #answer} counts down. What it saw goes to {@link #seen}.
+   */
+  private static final class DeafHandler implements BulkHandler {
+    final CountDownLatch inCall = new CountDownLatch(1);
+    final CountDownLatch answer = new CountDownLatch(1);
+    final List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final AtomicInteger calling = new AtomicInteger();
+
+    @Override
+    public Result handle(Batch batch) {
+      calling.incrementAndGet();
+      inCall.countDown();
+      while (answer.getCount() > 0) {
+        try {
+          answer.await();
+        } catch (InterruptedException ignored) {
+          seen.add("interrupted");
+        }
+      }
+      calling.decrementAndGet();
+      return Result.success();
+    }
+
+    @Override
+    public void close() {
+      seen.add(calling.get() == 0 ? "closed after its calls" : "closed during a call");
+    }
+
+    /** A buffer of this class handler, one call of it under way, interrupted as a stop does. */
+    RunningBuffer calledAndInterrupted() throws InterruptedException {
+      RunningBuffer b =
+          buffer(
+              BufferSettings.of(
+                  "events", TABLE, "main", new HandlerSpec.JavaClass(BulkHandler.class)),
+              this);
+      Thread call =
+          new Thread(
+              () -> {
+                try {
+                  b.call(BATCH, () -> {});
+                } catch (Exception e) {
+                  seen.add(e.toString());
+                }
+              });
+      call.start();
+      assertThat(inCall.await(10, TimeUnit.SECONDS)).isTrue();
+      call.interrupt();
+      await().atMost(Duration.ofSeconds(10)).until(() -> seen.contains("interrupted"));
+      return b;
+    }
+  }
+
   @Test
   void should_close_a_class_handler_after_its_call_under_way_ends_even_one_deaf_to_interrupts()
       throws Exception {
-    CountDownLatch inCall = new CountDownLatch(1);
-    CountDownLatch answer = new CountDownLatch(1);
-    AtomicInteger calling = new AtomicInteger();
-    List<String> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
-    BulkHandler deaf =
-        new BulkHandler() {
-          @Override
-          public Result handle(Batch batch) {
-            calling.incrementAndGet();
-            inCall.countDown();
-            // Blocked as in socket I/O: an interrupt does not end it.
-            while (answer.getCount() > 0) {
-              try {
-                answer.await();
-              } catch (InterruptedException ignored) {
-                seen.add("interrupted");
-              }
-            }
-            calling.decrementAndGet();
-            return Result.success();
-          }
-
-          @Override
-          public void close() {
-            seen.add(calling.get() == 0 ? "closed after its calls" : "closed during a call");
-          }
-        };
-    RunningBuffer b =
-        buffer(
-            BufferSettings.of(
-                "events", TABLE, "main", new HandlerSpec.JavaClass(BulkHandler.class)),
-            deaf);
-    Thread call =
-        new Thread(
-            () -> {
-              try {
-                b.call(BATCH, () -> {});
-              } catch (Exception e) {
-                seen.add(e.toString());
-              }
-            });
-    call.start();
-    assertThat(inCall.await(10, TimeUnit.SECONDS)).isTrue();
-    call.interrupt(); // the worker's stop
+    DeafHandler deaf = new DeafHandler();
+    RunningBuffer b = deaf.calledAndInterrupted();
 
     Thread closing =
         new Thread(() -> BufferBatchHandler.closeHandlers(List.of(b), Duration.ofSeconds(30)));
     closing.start();
-    await().atMost(Duration.ofSeconds(10)).until(() -> seen.contains("interrupted"));
     closing.join(300);
     assertThat(closing.isAlive()).as("waits for the call under way").isTrue();
-    answer.countDown();
+    deaf.answer.countDown();
     closing.join(10_000);
-    call.join(10_000);
 
-    assertThat(seen).containsExactly("interrupted", "closed after its calls");
+    assertThat(deaf.seen).containsExactly("interrupted", "closed after its calls");
+  }
+
+  @Test
+  void should_close_a_class_handler_all_the_same_once_its_wait_is_over() throws Exception {
+    DeafHandler deaf = new DeafHandler();
+    RunningBuffer b = deaf.calledAndInterrupted();
+    try {
+      BufferBatchHandler.closeHandlers(List.of(b), Duration.ofMillis(200));
+
+      assertThat(deaf.seen).containsExactly("interrupted", "closed during a call");
+    } finally {
+      deaf.answer.countDown();
+    }
   }
 
   @Test
@@ -211,31 +249,12 @@ class RunningBufferTest {
     List<String> closed = new ArrayList<>();
     RunningBuffer failing =
         buffer(
-            new BulkHandler() {
-              @Override
-              public Result handle(Batch batch) {
-                return Result.success();
-              }
-
-              @Override
-              public void close() {
-                closed.add("a");
-                throw new NoClassDefFoundError("com/example/Gone");
-              }
-            });
-    RunningBuffer next =
-        buffer(
-            new BulkHandler() {
-              @Override
-              public Result handle(Batch batch) {
-                return Result.success();
-              }
-
-              @Override
-              public void close() {
-                closed.add("b");
-              }
-            });
+            closing(
+                () -> {
+                  closed.add("a");
+                  throw new NoClassDefFoundError("com/example/Gone");
+                }));
+    RunningBuffer next = buffer(closing(() -> closed.add("b")));
 
     assertThatThrownBy(
             () -> BufferBatchHandler.closeHandlers(List.of(failing, next), Duration.ofSeconds(1)))
