@@ -25,7 +25,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 
 /**
@@ -275,18 +274,8 @@ public final class LfkBench {
     Healthy.await(runtime, PROBED.child(), "the child table", out);
     SinkCounts before = counts(sink);
     // From the first child deleted: the wait for capture and the first batch is no cleanup.
-    AtomicBoolean probing = new AtomicBoolean();
-    Watch w =
-        deleteAndWatch(
-            ds,
-            PROBED,
-            o,
-            PROBE_TIMEOUT,
-            () -> {
-              probing.set(true);
-              probe.start();
-            });
-    if (!probing.get()) {
+    Watch w = deleteAndWatch(ds, PROBED, o, PROBE_TIMEOUT, probe::start);
+    if (w.firstDeletion() < 0) { // the probe never started
       out.printf(
           "   no child deleted %d min after the parent DELETE's commit: nothing to probe beside%n",
           PROBE_TIMEOUT.toMinutes());
