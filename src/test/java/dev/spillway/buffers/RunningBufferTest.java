@@ -46,6 +46,24 @@ class RunningBufferTest {
         new BufferMetrics(new SimpleMeterRegistry(), s.name(), () -> 0));
   }
 
+  /**
+   * Calls the buffer once on a thread of its own, started; what the call throws goes to {@code
+   * failed}.
+   */
+  private static Thread callingOnItsOwnThread(RunningBuffer b, List<String> failed) {
+    Thread call =
+        new Thread(
+            () -> {
+              try {
+                b.call(BATCH, () -> {});
+              } catch (Exception e) {
+                failed.add(e.toString());
+              }
+            });
+    call.start();
+    return call;
+  }
+
   /** A handler that succeeds and runs {@code onClose} when closed. */
   private static BulkHandler closing(Runnable onClose) {
     return new BulkHandler() {
@@ -156,16 +174,7 @@ class RunningBufferTest {
               BufferSettings.of(
                   "events", TABLE, "main", new HandlerSpec.JavaClass(BulkHandler.class)),
               this);
-      Thread call =
-          new Thread(
-              () -> {
-                try {
-                  b.call(BATCH, () -> {});
-                } catch (Exception e) {
-                  seen.add(e.toString());
-                }
-              });
-      call.start();
+      Thread call = callingOnItsOwnThread(b, seen);
       assertThat(inCall.await(10, TimeUnit.SECONDS)).isTrue();
       call.interrupt();
       await().atMost(Duration.ofSeconds(10)).until(() -> seen.contains("interrupted"));
@@ -222,16 +231,7 @@ class RunningBufferTest {
           }
         };
     RunningBuffer b = buffer(statement); // an sql handler, as configured
-    Thread call =
-        new Thread(
-            () -> {
-              try {
-                b.call(BATCH, () -> {});
-              } catch (Exception e) {
-                throw new IllegalStateException(e);
-              }
-            });
-    call.start();
+    Thread call = callingOnItsOwnThread(b, new java.util.concurrent.CopyOnWriteArrayList<>());
     assertThat(inCall.await(10, TimeUnit.SECONDS)).isTrue();
 
     long started = System.nanoTime();
