@@ -25,6 +25,23 @@ public record StatusReport(
     String failure,
     String madeAt) {
 
+  /**
+   * A list a process of another version leaves out (an older one reports no {@code health} or
+   * {@code sinks}, say) reads as empty, so the report renders all the same.
+   */
+  public StatusReport {
+    databases = orEmpty(databases);
+    capture = orEmpty(capture);
+    health = orEmpty(health);
+    sinks = orEmpty(sinks);
+    buffers = orEmpty(buffers);
+    lag = orEmpty(lag);
+  }
+
+  private static <T> List<T> orEmpty(List<T> list) {
+    return list == null ? List.of() : list;
+  }
+
   /** This report with {@code failure} as the process's failure (null for none). */
   public StatusReport withFailure(String failure) {
     return new StatusReport(
@@ -91,7 +108,12 @@ public record StatusReport(
       List<SlotStatus> slots,
       String error,
       KafkaWait kafkaWait,
-      String captureStandingBySince) {}
+      String captureStandingBySince) {
+
+    public DatabaseStatus {
+      slots = orEmpty(slots);
+    }
+  }
 
   /**
    * @param since when capture handed the batch to Kafka

@@ -97,8 +97,7 @@ public final class StatusText {
               s.deadLettered(),
               s.pausedPartitions()));
     }
-    for (StatusReport.BufferStatus s :
-        r.buffers() == null ? List.<StatusReport.BufferStatus>of() : r.buffers()) {
+    for (StatusReport.BufferStatus s : r.buffers()) {
       b.append(
           String.format(
               "Buffer    %-24s rows waiting %s  batches in flight %d  handled %,d  DLQ %,d batches (%,d events)%s%s  insert->handled p50 %s p99 %s%s%n",
@@ -130,7 +129,7 @@ public final class StatusText {
           .append(System.lineSeparator());
     } else {
       b.append("Lag       read at ").append(r.lagReadAt()).append(System.lineSeparator());
-      for (String line : lag(r.lag() == null ? List.of() : r.lag(), now).split("\\R")) {
+      for (String line : lag(r.lag(), now).split("\\R")) {
         b.append("  ").append(line).append(System.lineSeparator());
       }
     }

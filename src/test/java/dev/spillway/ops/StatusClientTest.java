@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
+import java.time.Instant;
 import org.junit.jupiter.api.Test;
 
 class StatusClientTest {
@@ -15,6 +16,27 @@ class StatusClientTest {
 
     assertThat(read.pid()).isEqualTo(42);
     assertThat(read.startedAt()).isEqualTo("then");
+  }
+
+  @Test
+  void should_render_a_report_of_an_older_version_that_leaves_lists_out() throws Exception {
+    StatusReport read =
+        StatusClient.read(
+            """
+            {"pid": 7, "startedAt": "then",
+             "kafka": {"bootstrapServers": "localhost:9092", "embedded": false},
+             "databases": [{"name": "main", "url": "jdbc:postgresql://db/app", "embedded": false}],
+             "capture": [{"database": "main", "table": "public.projects", "operation": "delete",
+                          "changes": 3}]}
+            """,
+            1);
+
+    assertThat(StatusText.render(read, Instant.parse("2026-01-01T00:00:00Z")))
+        .contains("Kafka     localhost:9092")
+        .contains("Database  main     jdbc:postgresql://db/app")
+        .contains("public.projects");
+    assertThat(read.health()).isEmpty();
+    assertThat(read.databases().get(0).slots()).isEmpty();
   }
 
   @Test
