@@ -123,6 +123,23 @@ abstract class BufferSinkContract {
     databases.close();
   }
 
+  /**
+   * Waits until the sink has committed {@code records} batches in all: a batch is committed once
+   * its outcome, rows deleted or kept included, is done, so what the rows are then is final.
+   */
+  private void awaitCommitted(long records) {
+    try (TopicRange range = TopicRange.open(infra.bootstrapServers(), Map.of())) {
+      await()
+          .atMost(TIMEOUT)
+          .until(
+              () ->
+                  range.committed(topics.sinkGroup(Pipeline.BUFFERS)).values().stream()
+                          .mapToLong(OffsetAndMetadata::offset)
+                          .sum()
+                      == records);
+    }
+  }
+
   private BufferSettings settings() {
     return BufferSettings.of(NAME, table, DB, new HandlerSpec.Sql("unused :ids"))
         .withAttempts(3, Duration.ofMillis(20), OnExhausted.DELETE);
@@ -831,6 +848,7 @@ abstract class BufferSinkContract {
     assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
         .contains("batch of rows captured from database crm, but buffer " + NAME)
         .contains("now works on database " + DB);
+    awaitCommitted(1);
     assertThat(seen).as("the handler was not called").isEmpty();
     assertThat(rows(1, 3)).as("rows of this database with those ids left alone").isEqualTo(3);
 
@@ -1215,6 +1233,7 @@ abstract class BufferSinkContract {
     await()
         .atMost(TIMEOUT)
         .until(() -> registry.get("spillway_buffer_dead_lettered_events").counter().count() == 4);
+    awaitCommitted(1);
     assertThat(rows(1, 4)).as("kept for someone to look at").isEqualTo(4);
     assertThat(
             registry.get("spillway_buffer_handler_calls").tag("result", "reject").counter().count())
@@ -1239,6 +1258,7 @@ abstract class BufferSinkContract {
     // Row 8 cannot be archived: then none of its batch may be deleted either.
     produce(batch(6, 10));
     await().atMost(TIMEOUT).until(() -> sink.metrics().deadLetteredCount() == 1);
+    awaitCommitted(2);
     assertThat(rows(6, 10)).isEqualTo(5);
     assertThat(TestSql.count(ds, "SELECT count(*) FROM " + archive.quoted() + " WHERE id >= 6"))
         .isZero();
@@ -1670,6 +1690,7 @@ abstract class BufferSinkContract {
               .get(0);
       assertThat(SinkHeaders.text(dead.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value()))
           .endsWith("2 event(s) left after 1 attempt(s): 4 and 5 later");
+      awaitCommitted(1);
       assertThat(given).as("no call past max-attempts").hasSize(1);
       assertThat(rows(4, 5)).as("kept").isEqualTo(2);
     }
@@ -1757,16 +1778,7 @@ abstract class BufferSinkContract {
             });
     produce(batch(1, 5));
 
-    try (TopicRange range = TopicRange.open(infra.bootstrapServers(), Map.of())) {
-      await()
-          .atMost(TIMEOUT)
-          .until(
-              () ->
-                  range.committed(topics.sinkGroup(Pipeline.BUFFERS)).values().stream()
-                          .mapToLong(OffsetAndMetadata::offset)
-                          .sum()
-                      == 1);
-    }
+    awaitCommitted(1);
     assertThat(attempts).as("the handler called once").containsExactly(1);
     assertThat(sink.metrics().deadLetteredCount()).as("dead-lettered once").isOne();
     assertThat(rows(1, 5)).as("kept: the trigger refuses").isEqualTo(5);

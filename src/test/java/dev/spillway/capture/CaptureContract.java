@@ -49,6 +49,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Supplier;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
@@ -401,23 +402,38 @@ abstract class CaptureContract {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
     CaptureRoute inserts = inserts("events");
     String topic = topics.bufferEvents("events");
+    // A writer commits 100 rows at a time until capture has stopped (20,000 at most), so the stop
+    // comes while changes stream in, then 1,000 more while capture is down: kept by the slot.
+    AtomicBoolean stopped = new AtomicBoolean();
+    CompletableFuture<Integer> writer;
     try (Capture capture = start(inserts)) {
-      insertRange(1, 3000);
-      // Stop while changes are still streaming in.
+      writer =
+          CompletableFuture.supplyAsync(
+              () -> {
+                int rows = 0;
+                while (!stopped.get() && rows < 20_000) {
+                  insertRange(rows + 1, rows + 100);
+                  rows += 100;
+                }
+                insertRange(rows + 1, rows + 1000);
+                return rows + 1000;
+              });
       TopicReader.readAtLeast(infra().bootstrapServers(), topic, 1, TIMEOUT);
     }
-    insertRange(3001, 6000); // committed while capture is down: kept by the slot
+    stopped.set(true);
+    int written = writer.get(TIMEOUT.toSeconds(), TimeUnit.SECONDS);
+    int last = written + 1000;
     try (Capture capture = start(inserts)) {
-      insertRange(6001, 7000);
+      insertRange(written + 1, last);
       List<ConsumerRecord<byte[], byte[]>> all =
           TopicReader.readUntil(
               infra().bootstrapServers(),
               topic,
-              read -> ids(read).contains(7000L), // one partition per table: 7000 comes last
+              read -> ids(read).contains((long) last), // one partition per table: it comes last
               TIMEOUT);
       Set<Long> distinct = ids(all);
-      assertThat(distinct.size()).as("distinct changes").isEqualTo(7000);
-      assertThat(all.size()).as("no change published twice").isEqualTo(7000);
+      assertThat(distinct.size()).as("distinct changes").isEqualTo(last);
+      assertThat(all.size()).as("no change published twice").isEqualTo(last);
     }
   }
 
@@ -1402,6 +1418,26 @@ abstract class CaptureContract {
                     .isGreaterThanOrEqualTo(0);
                 assertThat(slotGauge(metrics, "spillway_capture_slot_safe_wal_bytes")).isNaN();
               });
+      // A transaction left open holds the slot's restart point before it: the WAL written since
+      // (about 2.5 MB) is held, and the gauge says so.
+      try (Connection open = ds.getConnection()) {
+        open.setAutoCommit(false);
+        try (Statement st = open.createStatement()) {
+          st.execute("INSERT INTO " + schema + ".events VALUES (1)");
+        }
+        TestSql.exec(
+            ds,
+            "CREATE TABLE "
+                + schema
+                + ".filler AS SELECT g AS id, repeat('x', 100) AS v FROM generate_series(1, 20000) g");
+        await()
+            .atMost(TIMEOUT)
+            .untilAsserted(
+                () ->
+                    assertThat(slotGauge(metrics, "spillway_capture_slot_wal_held_bytes"))
+                        .isGreaterThan(2_000_000));
+        open.rollback();
+      }
       TestSql.withSystemSetting(
           ds,
           "max_slot_wal_keep_size",

@@ -3,6 +3,7 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.spillway.capture.CaptureSettings;
 import dev.spillway.event.BufferEvent;
 import dev.spillway.event.EventSerdes;
 import dev.spillway.event.InsertIdentity;
@@ -138,7 +139,7 @@ class CaptureTakeOverIT {
           p.destroy();
           p.waitFor();
         }
-        TestSql.dropCapture(ds, prefix + "_main");
+        TestSql.dropCapture(ds, CaptureSettings.slotName(prefix, "main"));
         TestSql.exec(ds, "DROP TABLE " + table + ", " + table + "_log");
       }
     }

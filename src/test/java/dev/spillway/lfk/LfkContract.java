@@ -655,7 +655,10 @@ abstract class LfkContract {
                               .isBetween(deletedAt - 10_000, deletedAt + 1_000);
                         });
               });
-      assertThat(h.count("main", "SELECT count(*) FROM f.lists")).isEqualTo(300);
+      await()
+          .during(Duration.ofSeconds(2))
+          .atMost(WAIT)
+          .until(() -> h.count("main", "SELECT count(*) FROM f.lists") == 300);
 
       stop.set(Health.NORMAL);
       await()

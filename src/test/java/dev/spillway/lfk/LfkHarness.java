@@ -1,5 +1,6 @@
 package dev.spillway.lfk;
 
+import dev.spillway.capture.CaptureSettings;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.event.TableName;
@@ -115,8 +116,7 @@ final class LfkHarness implements AutoCloseable {
     databases.forEach(
         (name, physical) -> {
           try (var dbs = infra.databases(physical)) {
-            String slot = (prefix + "_" + name).toLowerCase().replaceAll("[^a-z0-9_]", "_");
-            TestSql.dropCapture(dbs.dataSource(physical), slot);
+            TestSql.dropCapture(dbs.dataSource(physical), CaptureSettings.slotName(prefix, name));
           }
         });
   }

@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import dev.spillway.buffers.BufferPipeline;
+import dev.spillway.capture.CaptureSettings;
 import dev.spillway.config.ConfigLoader;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
@@ -165,7 +166,8 @@ class KafkaOutageIT {
         kafka.close();
       }
       try (var databases = EmbeddedInfra.get().databases("outage")) {
-        TestSql.dropCapture(databases.dataSource("outage"), "k" + id + "_main");
+        TestSql.dropCapture(
+            databases.dataSource("outage"), CaptureSettings.slotName("k" + id, "main"));
         TestSql.exec(
             databases.dataSource("outage"), "DROP SCHEMA IF EXISTS " + schema + " CASCADE");
       }

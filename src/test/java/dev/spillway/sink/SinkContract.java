@@ -149,13 +149,26 @@ abstract class SinkContract {
             stuck,
             settings().withShutdownGrace(Duration.ofMillis(500)),
             wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()));
-    produce("1,2".getBytes(StandardCharsets.UTF_8));
+    produce(DeleteIdsHandler.batch(table, 1, 2));
     await().atMost(Duration.ofSeconds(60)).until(() -> running.getCount() == 0);
 
     CompletableFuture<Void> closed = CompletableFuture.runAsync(sink::close);
     // The configured half second, not the default 30 s.
     await().atMost(Duration.ofSeconds(15)).until(closed::isDone);
     closed.get();
+
+    try (Sink next =
+        Sink.start(
+            PIPELINE,
+            batches,
+            new DeleteIdsHandler(DB, 7),
+            settings(),
+            wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()))) {
+      await()
+          .atMost(TIMEOUT)
+          .alias("the batch given up on is not committed: the next sink runs it")
+          .until(() -> remaining(1, 2) == 0);
+    }
   }
 
   private void produce(byte[]... values) {
