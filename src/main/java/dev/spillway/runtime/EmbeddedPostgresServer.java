@@ -56,8 +56,16 @@ public final class EmbeddedPostgresServer implements AutoCloseable {
    * start brings it back.
    */
   public Optional<String> failure() {
-    // Seen once the system has reaped it, seconds at most: read often, this reads no file.
-    if (closing || process == null || process.isAlive()) {
+    return closing ? Optional.empty() : exited(process, dir);
+  }
+
+  /**
+   * Why the server whose process is {@code process} (null when unknown) no longer runs, once it has
+   * ended: reaped or not, as nothing may ever reap it where this process is the first of its
+   * container's (the server's parent is the first process).
+   */
+  static Optional<String> exited(ProcessHandle process, Path dir) {
+    if (process == null || !ended(process)) {
       return Optional.empty();
     }
     return Optional.of(
