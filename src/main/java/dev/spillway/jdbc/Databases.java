@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
 import org.postgresql.ds.PGSimpleDataSource;
 
@@ -26,7 +27,8 @@ public final class Databases implements AutoCloseable {
   static final int MONITOR_READ_SECONDS = 10;
 
   private final Map<String, DatabaseEndpoint> endpoints;
-  private final Map<String, HikariDataSource> pools = new LinkedHashMap<>();
+  private final Map<String, Pool> pools = new ConcurrentHashMap<>();
+  private volatile boolean closed;
   private final MeterRegistry registry;
 
   /**
@@ -53,8 +55,44 @@ public final class Databases implements AutoCloseable {
     return e;
   }
 
-  public synchronized DataSource dataSource(String name) {
-    return pools.computeIfAbsent(name, n -> open(endpoint(n)));
+  /**
+   * The pool of database {@code name}, opened at its first use: an opening waits for its database
+   * alone (up to 10 s for one out of reach), not for another's.
+   *
+   * @throws IllegalStateException once closed, rather than open a pool nothing would close
+   */
+  public DataSource dataSource(String name) {
+    if (closed) {
+      throw new IllegalStateException("The database pools are closed: Spillway is stopping");
+    }
+    return pools.computeIfAbsent(name, n -> new Pool(endpoint(n))).get();
+  }
+
+  /** One database's pool, opened once under its own lock. */
+  private final class Pool {
+    private final DatabaseEndpoint endpoint;
+    private HikariDataSource open;
+
+    Pool(DatabaseEndpoint endpoint) {
+      this.endpoint = endpoint;
+    }
+
+    synchronized HikariDataSource get() {
+      if (closed) {
+        throw new IllegalStateException("The database pools are closed: Spillway is stopping");
+      }
+      if (open == null) {
+        open = open(endpoint);
+      }
+      return open;
+    }
+
+    synchronized void close() {
+      if (open != null) {
+        open.close();
+        open = null;
+      }
+    }
   }
 
   /**
@@ -152,8 +190,8 @@ public final class Databases implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    pools.values().forEach(HikariDataSource::close);
-    pools.clear();
+  public void close() {
+    closed = true;
+    pools.values().forEach(Pool::close);
   }
 }

@@ -24,6 +24,43 @@ class DatabasesIT {
         new SimpleMeterRegistry());
   }
 
+  /**
+   * A database out of reach (one a status report asks for, configured but used by no pipeline, say)
+   * holds up only its own pool's opening: another database's opens meanwhile.
+   */
+  @Test
+  void should_open_a_pool_while_another_database_keeps_its_own_opening_waiting() throws Exception {
+    ServerSocket silentA = new ServerSocket(0);
+    ServerSocket silentB = new ServerSocket(0);
+    Databases dbs =
+        new Databases(
+            List.of(DatabasesTest.at("a", silentA), DatabasesTest.at("b", silentB)), null);
+    java.net.Socket heldA = null;
+    java.net.Socket heldB = null;
+    try {
+      java.util.concurrent.CompletableFuture<?> a =
+          java.util.concurrent.CompletableFuture.runAsync(() -> dbs.dataSource("a"));
+      silentA.setSoTimeout(10_000);
+      heldA = silentA.accept(); // a's opening waits for an answer that does not come
+      java.util.concurrent.CompletableFuture.runAsync(() -> dbs.dataSource("b"));
+      silentB.setSoTimeout(5_000);
+      heldB = silentB.accept();
+
+      assertThat(a).as("database a's opening still waits").isNotDone();
+    } finally {
+      // Refused from now on: the openings give up within their 10 s, and the pools close.
+      silentA.close();
+      silentB.close();
+      if (heldA != null) {
+        heldA.close();
+      }
+      if (heldB != null) {
+        heldB.close();
+      }
+      dbs.close();
+    }
+  }
+
   @Test
   void should_name_the_database_a_refused_connection_was_for() throws Exception {
     int closed;
