@@ -1,5 +1,6 @@
 package dev.spillway.runtime;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.IOException;
 import java.nio.channels.FileChannel;
@@ -17,7 +18,12 @@ import java.util.Optional;
  * to reach it.
  */
 public final class WorkingDirectory implements AutoCloseable {
-  private static final ObjectMapper JSON = new ObjectMapper();
+  /**
+   * Reads what a process of another version published too, passing over what it adds (an upgrade
+   * leaves the old one running until it is restarted).
+   */
+  private static final ObjectMapper JSON =
+      new ObjectMapper().disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES);
 
   /**
    * The directories this process holds. Asked whether one is held, this process answers from here:

@@ -26,6 +26,20 @@ class WorkingDirectoryTest {
   }
 
   @Test
+  void should_find_a_process_of_another_version_that_publishes_more() throws Exception {
+    Path root = tmp.resolve("wd");
+    try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
+      dir.publish(INFO);
+      String published = Files.readString(root.resolve("runtime.json"));
+      Files.writeString(
+          root.resolve("runtime.json"),
+          published.replaceFirst("\\{", "{ \"addedLater\": {\"x\": 1},"));
+
+      assertThat(WorkingDirectory.running(root)).hasValue(INFO);
+    }
+  }
+
+  @Test
   void should_not_take_a_live_pid_for_the_process_a_file_left_behind_names() throws Exception {
     Path root = tmp.resolve("wd");
     try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
