@@ -127,7 +127,15 @@ public final class LfkTopology {
       return malformed("not a deleted record: " + e.getMessage());
     }
     Map<String, Object> key = d.key();
-    if (key.size() != 1 || key.values().iterator().next() == null) {
+    if (key.size() == 1 && key.values().iterator().next() == null) {
+      return malformed(
+          "parent "
+              + d.table()
+              + " has a delete without its key "
+              + key.keySet()
+              + " (its replica identity leaves the primary key out?)");
+    }
+    if (key.size() != 1) {
       return malformed(
           "parent "
               + d.table()

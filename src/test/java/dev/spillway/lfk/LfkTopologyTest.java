@@ -142,6 +142,25 @@ class LfkTopologyTest {
   }
 
   @Test
+  void should_dead_letter_a_delete_without_its_key_saying_so() {
+    Map<String, Object> noKey = new java.util.HashMap<>();
+    noKey.put("id", null);
+    in.pipeInput(
+        "public.projects", EventSerdes.encode(new DeletedRecord("main", PROJECTS, noKey, 5, 1, 0)));
+    assertThat(
+            new String(
+                dlq.readRecordsToList()
+                    .get(0)
+                    .headers()
+                    .lastHeader(SinkHeaders.ERROR_MESSAGE)
+                    .value(),
+                StandardCharsets.UTF_8))
+        .contains(
+            "parent public.projects has a delete without its key [id] (its replica identity leaves"
+                + " the primary key out?)");
+  }
+
+  @Test
   void should_dead_letter_records_that_are_not_deleted_rows_with_a_one_column_key() {
     in.pipeInput("public.projects", "garbage".getBytes(StandardCharsets.UTF_8));
     DeletedRecord composite =
