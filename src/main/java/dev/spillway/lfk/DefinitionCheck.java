@@ -194,11 +194,7 @@ public final class DefinitionCheck {
               + ", which cleanup cannot compare (it reads each deleted key as "
               + column.rootType()
               + "): give the column "
-              + switch (parentColumn.category()) {
-                case DATE_TIME_CATEGORY -> "the key's own type";
-                case USER_CATEGORY -> "the key's own type, or text";
-                default -> "the key's kind of type, an integer one for a text key, or text";
-              });
+              + advice(column, parentColumn));
     }
     Optional<String> unsweepable = unsweepable(k, columnIndex, column, parentColumn);
     return new CheckedKey(
@@ -276,7 +272,9 @@ public final class DefinitionCheck {
     if (value == null) {
       return;
     }
-    boolean modified = !column.type().equals(column.baseType());
+    // A domain's modifier is its own (the column's type has none): the domain is compared with
+    // the type at its bottom, as cleanup's comparison resolves to that type's operator.
+    boolean modified = !column.type().equals(column.rootType());
     // The types come from format_type, which quotes what needs quoting.
     String sql =
         modified
@@ -285,7 +283,7 @@ public final class DefinitionCheck {
                 + ") AS text), CAST(? AS "
                 + column.type()
                 + ") = CAST(? AS "
-                + column.baseType()
+                + column.rootType()
                 + ")"
             // Compared as cleanup compares them: a type without an = operator (json) fails here.
             : "SELECT CAST(? AS "
@@ -480,25 +478,76 @@ public final class DefinitionCheck {
 
   /**
    * Whether cleanup, which casts each deleted key's text to the child column's type, can find a
-   * child of every key: a child of text takes any key; one of the key's kind of type (numbers, ...:
-   * PostgreSQL's type category; of the catch-all one and of dates and times, only the key's own
-   * type) takes its keys; an integer child of a text key is asked only for the keys that are
-   * integers. Any other pair would fail every batch on the first key the column's type does not
-   * read (a uuid child of a bigint key), or clean nothing.
+   * child of every key: a child of text takes any key but a date, time, interval or boolean one;
+   * one of the key's kind of type (numbers, ...: PostgreSQL's type category; of the catch-all one,
+   * dates and times, enums and ranges, only the key's own type; a floating-point child or key, only
+   * its own type, or an integer child of a floating-point key) takes its keys; an integer child of
+   * a text key is asked only for the keys that are integers. Any other pair would fail every batch
+   * on the first key the column's type does not read (a uuid child of a bigint key), clean nothing,
+   * or clean the children of other keys.
    */
   private static boolean cleanable(Column child, Column parent) {
-    return STRING_CATEGORY.equals(child.category())
-        || (child.category().equals(parent.category())
-            && (!OWN_TYPE_CATEGORIES.contains(child.category())
-                || child.rootType().equals(parent.rootType())))
-        || (STRING_CATEGORY.equals(parent.category()) && INTEGERS.contains(child.rootType()));
+    String c = child.rootType();
+    String p = parent.rootType();
+    if (FLOATS.contains(c) || (FLOATS.contains(p) && !INTEGERS.contains(c))) {
+      // A float reads another float type's key, or an integer one's, as a neighbouring value:
+      // real 0.1 is no double 0.1, and bigints past 2^53 round onto other keys.
+      return c.equals(p);
+    }
+    if (STRING_CATEGORY.equals(child.category())) {
+      // A key's text is capture's, not PostgreSQL's, for dates, times, intervals and booleans
+      // (2024-01-01T10:00:00Z); a string type of its own (citext) compares otherwise than text.
+      return PLAIN_STRINGS.contains(c)
+          ? !TEXT_APART_CATEGORIES.contains(parent.category())
+          : c.equals(p);
+    }
+    return (child.category().equals(parent.category())
+            && (!OWN_TYPE_CATEGORIES.contains(child.category()) || c.equals(p)))
+        || (STRING_CATEGORY.equals(parent.category()) && INTEGERS.contains(c));
   }
+
+  /** What to give a child column {@link #cleanable} refuses. */
+  private static String advice(Column child, Column parent) {
+    if (FLOATS.contains(parent.rootType())) {
+      return "the key's own type, or an integer one";
+    }
+    if (FLOATS.contains(child.rootType())
+        || TEXT_APART_CATEGORIES.contains(parent.category())
+        || OWN_TYPE_CATEGORIES.contains(parent.category())
+            && !USER_CATEGORY.equals(parent.category())) {
+      return "the key's own type";
+    }
+    if (USER_CATEGORY.equals(parent.category())) {
+      return "the key's own type, or text";
+    }
+    return "the key's kind of type, an integer one for a text key, or text";
+  }
+
+  /** The floating-point types, as {@code format_type} names them. */
+  private static final Set<String> FLOATS = Set.of("real", "double precision");
+
+  /**
+   * The string types whose values compare as their text does, as {@code format_type} names them.
+   */
+  private static final Set<String> PLAIN_STRINGS = Set.of("text", "character varying", "bpchar");
+
+  /**
+   * PostgreSQL's type categories of dates and times, intervals and booleans: a key of theirs
+   * reaches cleanup as capture writes it, which their text in a column is not.
+   */
+  private static final Set<String> TEXT_APART_CATEGORIES = Set.of("D", "T", "B");
 
   /** The integer types, as {@code format_type} names them. */
   private static final Set<String> INTEGERS = Set.of("smallint", "integer", "bigint");
 
   /** PostgreSQL's catch-all type category. */
   private static final String USER_CATEGORY = "U";
+
+  /** PostgreSQL's type category of enums: one enum reads another's labels as its own. */
+  private static final String ENUM_CATEGORY = "E";
+
+  /** PostgreSQL's type category of ranges, whose types share no values. */
+  private static final String RANGE_CATEGORY = "R";
 
   /** PostgreSQL's type category of dates and times (not intervals). */
   private static final String DATE_TIME_CATEGORY = "D";
@@ -511,7 +560,8 @@ public final class DefinitionCheck {
    * a date child reads a timestamp key as its day): cleaning by them would take children of live
    * parents and leave the deleted one's.
    */
-  private static final Set<String> OWN_TYPE_CATEGORIES = Set.of(USER_CATEGORY, DATE_TIME_CATEGORY);
+  private static final Set<String> OWN_TYPE_CATEGORIES =
+      Set.of(USER_CATEGORY, DATE_TIME_CATEGORY, ENUM_CATEGORY, RANGE_CATEGORY);
 
   /** PostgreSQL's type category of text, varchar, char(n) and their domains. */
   private static final String STRING_CATEGORY = "S";

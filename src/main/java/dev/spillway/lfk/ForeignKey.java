@@ -97,15 +97,19 @@ public record ForeignKey(
             + " CASE WHEN fc.relkind = 'r'"
             + "   AND EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = fc.oid)"
             + "   THEN 'inherited'"
-            + " WHEN cardinality(con.conkey) = 1 AND (SELECT ct.typcategory = 'D'"
-            + "   AND pt.typcategory = 'D' AND ct.oid <> pt.oid"
+            + " WHEN cardinality(con.conkey) = 1 THEN (SELECT CASE"
+            + "   WHEN ct.typcategory = 'D' AND pt.typcategory = 'D' AND ct.oid <> pt.oid"
+            + "   THEN 'dates'"
+            + "   WHEN ct.oid <> pt.oid AND (ct.oid IN ('float4'::regtype, 'float8'::regtype)"
+            + "   OR pt.oid IN ('float4'::regtype, 'float8'::regtype)"
+            + "   AND ct.oid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype))"
+            + "   THEN 'floats' END"
             + "   FROM pg_attribute ca JOIN pg_type ct ON ct.oid = "
             + DefinitionCheck.rootType("ca.atttypid")
             + ", pg_attribute pa JOIN pg_type pt ON pt.oid = "
             + DefinitionCheck.rootType("pa.atttypid")
             + "   WHERE ca.attrelid = con.conrelid AND ca.attnum = con.conkey[1]"
-            + "   AND pa.attrelid = con.confrelid AND pa.attnum = con.confkey[1])"
-            + "   THEN 'dates' END"
+            + "   AND pa.attrelid = con.confrelid AND pa.attnum = con.confkey[1]) END"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -147,11 +151,18 @@ public record ForeignKey(
     if (code == null) {
       return null;
     }
-    return code.equals("inherited")
-        ? "tables inherit from "
-            + to.displayName()
-            + ", whose rows' deletes would be captured under their own names"
-        : "the column and the key are dates or times of two types, which cleanup cannot compare";
+    return switch (code) {
+      case "inherited" ->
+          "tables inherit from "
+              + to.displayName()
+              + ", whose rows' deletes would be captured under their own names";
+      case "floats" ->
+          "the column is of another floating-point type than the key, or floating-point"
+              + " for a key that is not, which cleanup cannot compare";
+      default ->
+          "the column and the key are dates or times of two types, which cleanup cannot"
+              + " compare";
+    };
   }
 
   private static String action(String code) {

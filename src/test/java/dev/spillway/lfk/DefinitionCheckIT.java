@@ -39,8 +39,10 @@ class DefinitionCheckIT {
         "CREATE INDEX ON k.approvals (project_id)",
         "CREATE TABLE k.releases (id bigint PRIMARY KEY, project_id bigint)",
         "INSERT INTO k.releases VALUES (1, 7), (2, 7)",
+        "CREATE DOMAIN k.amount AS numeric(5,2)",
         "CREATE TABLE k.labels (id bigint PRIMARY KEY, project_id bigint, code varchar(3),"
-            + " grade char(3), flags bit(3), score numeric(5,2), seen timestamp(0))",
+            + " grade char(3), flags bit(3), score numeric(5,2), seen timestamp(0),"
+            + " amount k.amount)",
         "CREATE INDEX ON k.labels (project_id)",
         "CREATE TABLE k.codes (code char(3) PRIMARY KEY)",
         "CREATE TABLE k.code_uses (id bigint PRIMARY KEY, code char(3))",
@@ -66,6 +68,15 @@ class DefinitionCheckIT {
             + " serial bigint GENERATED ALWAYS AS IDENTITY)",
         "CREATE TABLE k.things (id uuid PRIMARY KEY)",
         "CREATE TABLE k.stamps (at timestamptz PRIMARY KEY)",
+        "CREATE TABLE k.stamp_texts (id bigint PRIMARY KEY, at text)",
+        "CREATE TABLE k.reals (id real PRIMARY KEY)",
+        "CREATE TABLE k.real_uses (id bigint PRIMARY KEY, real_id double precision,"
+            + " same_id real, whole_id bigint)",
+        "CREATE TABLE k.float_uses (id bigint PRIMARY KEY, project_id double precision)",
+        "CREATE TYPE k.mood AS ENUM ('calm', 'busy')",
+        "CREATE TYPE k.other_mood AS ENUM ('calm', 'busy')",
+        "CREATE TABLE k.moods (name k.mood PRIMARY KEY)",
+        "CREATE TABLE k.mood_uses (id bigint PRIMARY KEY, mood k.other_mood)",
         "CREATE TABLE k.stamp_uses (id bigint PRIMARY KEY, at timestamp(3), day date,"
             + " zoned timestamptz(3), payload json, doc jsonb)",
         "CREATE TABLE k.old_events (id bigint PRIMARY KEY)",
@@ -286,7 +297,7 @@ class DefinitionCheckIT {
                 + "    target_column: status\n    target_value: null\n"
                 + entry("labels", "projects", "project_id", "update_column_to")
                 + "    target_column: code\n    target_value: abc\n"
-                + "    conditions: { grade: ab, flags: '101', score: 1.2,"
+                + "    conditions: { grade: ab, flags: '101', score: 1.2, amount: 1.2,"
                 + " seen: '2026-01-02 03:04:05' }\n");
     assertThat(r.keys()).as("'ab' padded to char(3), 1.2 as 1.20").hasSize(4);
     assertThat(r.keys().get(2).key().targetValue()).isNull();
@@ -309,6 +320,10 @@ class DefinitionCheckIT {
     assertThat(error(labels + "    target_column: score\n    target_value: 1.234\n"))
         .endsWith(
             "column score of type numeric(5,2) cannot hold unchanged (its type makes it '1.23').");
+    // A domain keeps its modifier to itself: the column's own type has none.
+    assertThat(error(labels + "    target_column: amount\n    target_value: 1.234\n"))
+        .endsWith(
+            "column amount of type k.amount cannot hold unchanged (its type makes it '1.23').");
     assertThat(
             error(labels + "    target_column: seen\n    target_value: '2026-01-02 03:04:05.6'\n"))
         .endsWith("(its type makes it '2026-01-02 03:04:06').");
@@ -459,6 +474,34 @@ class DefinitionCheckIT {
     assertThat(check(entry("stamp_uses", "stamps", "zoned", "async_delete")).keys())
         .as("the key's own type, another precision")
         .hasSize(1);
+  }
+
+  @Test
+  void should_refuse_a_child_whose_type_would_clean_other_keys_children_or_none() throws Exception {
+    // A double reads a real key 0.1 as 0.1, which its 0.10000000149011612 is not.
+    assertThat(error(entry("real_uses", "reals", "real_id", "async_delete")))
+        .endsWith(
+            "real_id is double precision and the parent's key real, which cleanup cannot compare"
+                + " (it reads each deleted key as double precision): give the column the key's"
+                + " own type, or an integer one.");
+    assertThat(check(entry("real_uses", "reals", "same_id", "async_delete")).keys()).hasSize(1);
+    assertThat(check(entry("real_uses", "reals", "whole_id", "async_delete")).keys()).hasSize(1);
+    // Past 2^53, bigints round onto their neighbours' values.
+    assertThat(error(entry("float_uses", "projects", "project_id", "async_delete")))
+        .endsWith(
+            "project_id is double precision and the parent's key bigint, which cleanup cannot"
+                + " compare (it reads each deleted key as double precision): give the column the"
+                + " key's own type.");
+    // Capture writes a timestamptz key 2026-01-01T10:00:00Z, which no text PostgreSQL wrote is.
+    assertThat(error(entry("stamp_texts", "stamps", "at", "async_delete")))
+        .endsWith(
+            "at is text and the parent's key timestamp with time zone, which cleanup cannot"
+                + " compare (it reads each deleted key as text): give the column the key's own"
+                + " type.");
+    assertThat(error(entry("mood_uses", "moods", "mood", "async_delete")))
+        .endsWith(
+            "mood is k.other_mood and the parent's key k.mood, which cleanup cannot compare (it"
+                + " reads each deleted key as k.other_mood): give the column the key's own type.");
   }
 
   @Test

@@ -209,7 +209,7 @@ class LfkGenerateIT {
           dbs.dataSource("gen_nopk"),
           "DROP TABLE IF EXISTS nopk_items, nopk_logs, nopk_owners, nopk_checked, nopk_typed,"
               + " nopk_parents, nopk_stamped, nopk_moment_uses, nopk_moments, nopk_old_uses,"
-              + " nopk_old_2023, nopk_old CASCADE",
+              + " nopk_old_2023, nopk_old, nopk_real_uses, nopk_reals CASCADE",
           "DROP DOMAIN IF EXISTS nopk_required, nopk_zoned, nopk_moment",
           "CREATE DOMAIN nopk_moment AS timestamptz",
           "CREATE DOMAIN nopk_zoned AS nopk_moment",
@@ -246,11 +246,16 @@ class LfkGenerateIT {
           "CREATE TABLE nopk_old_2023 () INHERITS (nopk_old)",
           "CREATE TABLE nopk_old_uses (id bigint PRIMARY KEY,"
               + " old_id bigint REFERENCES nopk_old ON DELETE CASCADE)",
-          "CREATE INDEX ON nopk_old_uses (old_id)");
+          "CREATE INDEX ON nopk_old_uses (old_id)",
+          // PostgreSQL compares a double with a real key as doubles: 0.1 with 0.1f, never equal.
+          "CREATE TABLE nopk_reals (id real PRIMARY KEY)",
+          "CREATE TABLE nopk_real_uses (id bigint PRIMARY KEY,"
+              + " real_id double precision REFERENCES nopk_reals ON DELETE CASCADE)",
+          "CREATE INDEX ON nopk_real_uses (real_id)");
       Path config = config(main);
 
       Cli.Result run =
-          Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_(parents|moments|old)$");
+          Cli.run("lfk", "generate", "-c", config.toString(), "^nopk_(parents|moments|old|reals)$");
       assertThat(run.exitCode()).as(run.err()).isZero();
       assertThat(run.out())
           .contains(
@@ -268,6 +273,10 @@ class LfkGenerateIT {
           .contains(
               "(nopk_stamped.at): the column and the key are dates or times of two types, which"
                   + " cleanup cannot compare (start-up refuses such a key)")
+          .contains(
+              "(nopk_real_uses.real_id): the column is of another floating-point type than the"
+                  + " key, or floating-point for a key that is not, which cleanup cannot compare"
+                  + " (start-up refuses such a key)")
           .contains(
               "(nopk_old_uses.old_id): tables inherit from nopk_old, whose rows' deletes would be"
                   + " captured under their own names (start-up refuses such a key)")
