@@ -25,6 +25,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -165,7 +166,9 @@ public final class Capture implements AutoCloseable {
           db,
           databases.dataSource(db),
           plan.tables(db),
-          plan.kinds(db).contains(ChangeKind.DELETE));
+          plan.tables(db).stream()
+              .filter(t -> plan.route(db, t, ChangeKind.DELETE).isPresent())
+              .collect(Collectors.toSet()));
     }
     Set<String> topics = new LinkedHashSet<>();
     plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));

@@ -36,6 +36,21 @@ final class CaptureStatements {
           + " AND (c.oid = ?::oid OR c.oid IN (SELECT relid FROM pg_partition_tree(?::oid)))"
           + " LIMIT 1";
 
+  /**
+   * 1, 2, 3: table oid. A row when the table, or one of its leaf partitions, has its replica
+   * identity {@code USING INDEX} an index that leaves out a column of its primary key, so a delete
+   * carries no key (Debezium makes one up: 0 for a bigint): its name as SQL writes it, whether it
+   * is a partition, and the index.
+   */
+  static final String IDENTITY_WITHOUT_KEY =
+      "SELECT c.oid::regclass::text, c.oid <> ?::oid, ri.indexrelid::regclass::text FROM pg_class c"
+          + " JOIN pg_index ri ON ri.indrelid = c.oid AND ri.indisreplident"
+          + " JOIN pg_index pk ON pk.indrelid = c.oid AND pk.indisprimary"
+          + " WHERE c.relkind = 'r' AND c.relreplident = 'i'"
+          + " AND NOT (pk.indkey::int2[] <@ ri.indkey::int2[])"
+          + " AND (c.oid = ?::oid OR c.oid IN (SELECT relid FROM pg_partition_tree(?::oid)))"
+          + " LIMIT 1";
+
   static final String CREATE_SCHEMA = "CREATE SCHEMA IF NOT EXISTS spillway";
 
   /**

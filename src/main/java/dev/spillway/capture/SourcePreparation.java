@@ -62,11 +62,13 @@ final class SourcePreparation {
   /**
    * Throws {@link CaptureSetupException} when the database cannot be captured as planned.
    *
-   * @param deletes whether capture publishes the database's deletes (it has loose-foreign-key
-   *     parents): PostgreSQL then refuses every DELETE on a published table without a replica
-   *     identity
+   * @param deleted the tables whose deletes capture publishes (loose-foreign-key parents): each
+   *     needs its primary key in its deletes; and when there are any, PostgreSQL refuses every
+   *     DELETE on a published table without a replica identity
    */
-  static void check(String database, DataSource ds, Collection<TableName> tables, boolean deletes) {
+  static void check(
+      String database, DataSource ds, Collection<TableName> tables, Set<TableName> deleted) {
+    boolean deletes = !deleted.isEmpty();
     try (Connection c = ds.getConnection()) {
       String walLevel = single(c, CaptureStatements.WAL_LEVEL);
       if (!"logical".equals(walLevel)) {
@@ -110,35 +112,67 @@ final class SourcePreparation {
             }
           }
         }
-        if (deletes) {
-          try (PreparedStatement ps = c.prepareStatement(CaptureStatements.WITHOUT_IDENTITY)) {
-            ps.setLong(1, oid);
-            ps.setLong(2, oid);
-            ps.setLong(3, oid);
-            try (ResultSet rs = ps.executeQuery()) {
-              if (rs.next()) {
-                String name = rs.getString(1);
-                throw new CaptureSetupException(
-                    "Table "
-                        + t
-                        + " in database "
-                        + database
-                        + (rs.getBoolean(2) ? " has a partition, " + name + ", that" : "")
-                        + " has no replica identity (REPLICA IDENTITY NOTHING, or its identity"
-                        + " index dropped): once capture publishes the database's"
-                        + " deletes (for its loose-foreign-key parents), PostgreSQL refuses every"
-                        + " DELETE on it; nothing was changed: give it a replica identity (ALTER"
-                        + " TABLE "
-                        + name
-                        + " REPLICA IDENTITY DEFAULT).");
-              }
-            }
-          }
+        Found bare = deletes ? found(c, CaptureStatements.WITHOUT_IDENTITY, oid) : null;
+        if (bare != null) {
+          throw new CaptureSetupException(
+              "Table "
+                  + t
+                  + " in database "
+                  + database
+                  + (bare.partition() ? " has a partition, " + bare.name() + ", that" : "")
+                  + " has no replica identity (REPLICA IDENTITY NOTHING, or its identity"
+                  + " index dropped): once capture publishes the database's"
+                  + " deletes (for its loose-foreign-key parents), PostgreSQL refuses every"
+                  + " DELETE on it; nothing was changed: give it a replica identity (ALTER"
+                  + " TABLE "
+                  + bare.name()
+                  + " REPLICA IDENTITY DEFAULT).");
+        }
+        Found keyless =
+            deleted.contains(t) ? found(c, CaptureStatements.IDENTITY_WITHOUT_KEY, oid) : null;
+        if (keyless != null) {
+          throw new CaptureSetupException(
+              "Table "
+                  + t
+                  + " in database "
+                  + database
+                  + (keyless.partition() ? " has a partition, " + keyless.name() + ", that" : "")
+                  + " has its replica identity on index "
+                  + keyless.index()
+                  + ", which leaves out its primary key: its deletes would reach capture"
+                  + " without the key whose children to clean up; nothing was changed: give"
+                  + " it the primary key's identity (ALTER TABLE "
+                  + keyless.name()
+                  + " REPLICA IDENTITY DEFAULT).");
         }
       }
     } catch (SQLException e) {
       throw CaptureSetupException.of(
           "Could not check database " + database + " for capture: " + e.getMessage(), e);
+    }
+  }
+
+  /** A table, or one of its partitions, a check found: its name, and the index it names. */
+  private record Found(String name, boolean partition, String index) {}
+
+  /**
+   * The table or partition {@code sql} finds for the table of {@code oid}, given as each of its
+   * three parameters, or null: its name, whether a partition, and an index when it names one.
+   */
+  private static Found found(Connection c, String sql, long oid) throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(sql)) {
+      for (int i = 1; i <= 3; i++) {
+        ps.setLong(i, oid);
+      }
+      try (ResultSet rs = ps.executeQuery()) {
+        if (!rs.next()) {
+          return null;
+        }
+        return new Found(
+            rs.getString(1),
+            rs.getBoolean(2),
+            rs.getMetaData().getColumnCount() > 2 ? rs.getString(3) : null);
+      }
     }
   }
 

@@ -1802,6 +1802,50 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_refuse_a_parent_whose_replica_identity_leaves_out_its_primary_key() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".tenants (id bigint PRIMARY KEY, ext text NOT NULL)",
+        "CREATE UNIQUE INDEX tenants_ext ON " + schema + ".tenants (ext)",
+        "ALTER TABLE " + schema + ".tenants REPLICA IDENTITY USING INDEX tenants_ext",
+        "CREATE TABLE " + schema + ".owners (id bigint PRIMARY KEY, ext text NOT NULL)",
+        "CREATE UNIQUE INDEX owners_ext_id ON " + schema + ".owners (ext, id)",
+        "ALTER TABLE " + schema + ".owners REPLICA IDENTITY USING INDEX owners_ext_id");
+    CaptureRoute tenantDeletes =
+        new CaptureRoute(DB, table("tenants"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute ownerDeletes =
+        new CaptureRoute(DB, table("owners"), ChangeKind.DELETE, topics.deletedRecords());
+
+    assertThatThrownBy(() -> start(tenantDeletes))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage(
+            "Table "
+                + schema
+                + ".tenants in database capture has its replica identity on index "
+                + schema
+                + ".tenants_ext, which leaves out its primary key: its deletes would reach capture"
+                + " without the key whose children to clean up; nothing was changed: give it the"
+                + " primary key's identity (ALTER TABLE "
+                + schema
+                + ".tenants REPLICA IDENTITY DEFAULT).");
+    assertThatCode(() -> start(inserts("tenants")).close())
+        .as("its inserts alone")
+        .doesNotThrowAnyException();
+    try (Capture capture = start(ownerDeletes)) {
+      TestSql.exec(
+          ds,
+          "INSERT INTO " + schema + ".owners VALUES (42, 'x')",
+          "DELETE FROM " + schema + ".owners WHERE id = 42");
+      ConsumerRecord<byte[], byte[]> deleted =
+          TopicReader.readAtLeast(infra().bootstrapServers(), topics.deletedRecords(), 1, TIMEOUT)
+              .get(0);
+      assertThat(EventSerdes.decodeDeletedRecord(deleted.value()).key())
+          .as("an identity holding the key")
+          .containsEntry("id", 42L);
+    }
+  }
+
+  @Test
   void should_refuse_the_slot_of_an_installation_whose_prefix_differs_only_in_case()
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");

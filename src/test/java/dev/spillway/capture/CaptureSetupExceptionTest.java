@@ -42,7 +42,7 @@ class CaptureSetupExceptionTest {
     PGSimpleDataSource ds = new PGSimpleDataSource();
     ds.setURL("jdbc:postgresql://127.0.0.1:1/app");
 
-    assertThatThrownBy(() -> SourcePreparation.check("main", ds, List.of(), false))
+    assertThatThrownBy(() -> SourcePreparation.check("main", ds, List.of(), java.util.Set.of()))
         .isExactlyInstanceOf(IllegalStateException.class)
         .hasMessageStartingWith("Could not check database main for capture: Connection to");
   }
