@@ -157,13 +157,7 @@ abstract class SinkContract {
     await().atMost(Duration.ofSeconds(15)).until(closed::isDone);
     closed.get();
 
-    try (Sink next =
-        Sink.start(
-            PIPELINE,
-            batches,
-            new DeleteIdsHandler(DB, 7),
-            settings(),
-            wiring(HealthGate.ALWAYS_NORMAL, Clock.systemUTC()))) {
+    try (Sink next = deleting(settings(), Clock.systemUTC())) {
       await()
           .atMost(TIMEOUT)
           .alias("the batch given up on is not committed: the next sink runs it")
