@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
@@ -29,6 +30,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.IntPredicate;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
@@ -37,6 +39,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RetriableException;
+import org.apache.kafka.connect.data.Struct;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.json.JsonConverterConfig;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -91,6 +94,13 @@ final class CaptureEngine implements AutoCloseable {
 
   /** The embedded engine's name (and its thread's) is this and the database's name. */
   static final String ENGINE_NAME_PREFIX = "spillway-capture-";
+
+  /**
+   * Keys of Debezium's stored position for a change: the one a restart resumes after, and its own.
+   */
+  private static final String PROCESSED_POSITION = "lsn_proc";
+
+  private static final String POSITION = "lsn";
 
   private static final Logger log = LoggerFactory.getLogger(CaptureEngine.class);
 
@@ -344,6 +354,10 @@ final class CaptureEngine implements AutoCloseable {
           endpoint.name(),
           asked.now().stream().map(TableName::displayName).collect(Collectors.joining(", ")));
     }
+    // A beat the slot keeps, so the engine has a change to store a position by before the first
+    // captured one: without any, Debezium takes a slot gone before that for a first start and
+    // makes it anew, and the inserts it leaves unacknowledged (acknowledgeable) give it none.
+    SourcePreparation.beat(dataSource);
     // Debezium reads the signal from the stream, so a table may join before the engine runs.
     joining = LateJoins.start(dataSource, endpoint.name(), slot, asked.later());
     plan.routes(endpoint.name()).forEach(stats::register);
@@ -783,14 +797,14 @@ final class CaptureEngine implements AutoCloseable {
       throws InterruptedException {
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>(batch.size());
     List<ChangeMapper.Mapped> mapped = new ArrayList<>(batch.size());
-    for (RecordChangeEvent<SourceRecord> change : batch) {
-      mapper
-          .map(change.record())
-          .ifPresent(
-              m -> {
-                records.add(m.record());
-                mapped.add(m);
-              });
+    boolean[] published = new boolean[batch.size()];
+    for (int i = 0; i < batch.size(); i++) {
+      Optional<ChangeMapper.Mapped> m = mapper.map(batch.get(i).record());
+      if (m.isPresent()) {
+        records.add(m.get().record());
+        mapped.add(m.get());
+        published[i] = true;
+      }
     }
     // Closing the engine interrupts the batch in hand. Records already sent are finished and
     // acknowledged anyway: releasing them would publish them a second time after a restart.
@@ -802,8 +816,9 @@ final class CaptureEngine implements AutoCloseable {
       }
     }
     try {
-      for (RecordChangeEvent<SourceRecord> change : batch) {
-        committer.markProcessed(change);
+      int acknowledged = acknowledgeable(batch, i -> published[i]);
+      for (int i = 0; i < acknowledged; i++) {
+        committer.markProcessed(batch.get(i));
       }
       committer.markBatchFinished();
     } finally {
@@ -811,6 +826,52 @@ final class CaptureEngine implements AutoCloseable {
         Thread.currentThread().interrupt();
       }
     }
+  }
+
+  /**
+   * How many of the batch's first changes may be acknowledged: all of them, but for the published
+   * inserts at its end that share the last one's position, left for a later batch to acknowledge.
+   * COPY writes the rows of a page in one WAL record, so they share its position, and a restart
+   * resumes after the last position acknowledged, passing over every change still at it: rows of
+   * the page beyond the batch's end would never be published. Left unacknowledged, they are
+   * published again after a restart instead (each pipeline takes a change twice as once). Other
+   * changes each have a position of their own, and the rows of a page are of one table: published
+   * all, or none.
+   *
+   * @param published whether the batch's change at an index went to Kafka
+   */
+  static int acknowledgeable(List<RecordChangeEvent<SourceRecord>> batch, IntPredicate published) {
+    int end = batch.size();
+    if (end == 0) {
+      return 0;
+    }
+    Object last = position(batch.get(end - 1).record());
+    if (last == null) {
+      return end;
+    }
+    int start = end;
+    boolean inserts = false;
+    while (start > 0 && last.equals(position(batch.get(start - 1).record()))) {
+      start--;
+      inserts |= published.test(start) && isInsert(batch.get(start).record());
+    }
+    return inserts ? start : end;
+  }
+
+  /** Where a restart resumes after this change: the position Debezium stores for it. */
+  private static Object position(SourceRecord record) {
+    Map<String, ?> offset = record.sourceOffset();
+    if (offset == null) {
+      return null;
+    }
+    Object processed = offset.get(PROCESSED_POSITION);
+    return processed != null ? processed : offset.get(POSITION);
+  }
+
+  private static boolean isInsert(SourceRecord record) {
+    return record.value() instanceof Struct value
+        && value.schema().field("op") != null
+        && "c".equals(value.getString("op"));
   }
 
   /**

@@ -479,6 +479,14 @@ final class SourcePreparation {
     }
   }
 
+  /** Writes a heartbeat, as Debezium's heartbeat does: a published change the slot keeps. */
+  static void beat(DataSource ds) throws SQLException {
+    try (Connection c = ds.getConnection();
+        Statement s = c.createStatement()) {
+      s.execute(CaptureStatements.HEARTBEAT_ACTION);
+    }
+  }
+
   /**
    * Creates the slot, before the publication changes: what is committed from then on is kept for
    * capture, and a snapshot asked for afterwards is read from it.

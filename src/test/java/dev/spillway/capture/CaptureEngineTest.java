@@ -322,4 +322,83 @@ class CaptureEngineTest {
     assertThat(tls.apply("jdbc:postgresql://db/app?ssl=1")).isEmpty();
     assertThat(tls.apply("jdbc:postgresql://db/app?ssl=false&tcpKeepAlive=true")).isEmpty();
   }
+
+  private static final org.apache.kafka.connect.data.Schema ENVELOPE =
+      org.apache.kafka.connect.data.SchemaBuilder.struct()
+          .field("op", org.apache.kafka.connect.data.Schema.STRING_SCHEMA)
+          .build();
+
+  /** A change of kind {@code op} Debezium stores at {@code position}. */
+  private static io.debezium.engine.RecordChangeEvent<org.apache.kafka.connect.source.SourceRecord>
+      change(String op, long position) {
+    org.apache.kafka.connect.source.SourceRecord record =
+        new org.apache.kafka.connect.source.SourceRecord(
+            Map.of("server", "spillway-main"),
+            Map.of("lsn", position, "lsn_proc", position, "lsn_commit", 1L),
+            "spillway-main.public.events",
+            ENVELOPE,
+            new org.apache.kafka.connect.data.Struct(ENVELOPE).put("op", op));
+    return () -> record;
+  }
+
+  /** A heartbeat, no change envelope, at {@code position}. */
+  private static io.debezium.engine.RecordChangeEvent<org.apache.kafka.connect.source.SourceRecord>
+      heartbeat(long position) {
+    org.apache.kafka.connect.source.SourceRecord record =
+        new org.apache.kafka.connect.source.SourceRecord(
+            Map.of("server", "spillway-main"),
+            Map.of("lsn", position, "lsn_proc", position),
+            "__debezium-heartbeat.spillway-main",
+            null,
+            null);
+    return () -> record;
+  }
+
+  /** As capture acknowledges a batch whose every change went to Kafka. */
+  private static int acknowledged(
+      List<io.debezium.engine.RecordChangeEvent<org.apache.kafka.connect.source.SourceRecord>>
+          batch) {
+    return CaptureEngine.acknowledgeable(batch, i -> true);
+  }
+
+  @Test
+  void should_acknowledge_the_inserts_at_one_position_that_went_nowhere() {
+    assertThat(
+            CaptureEngine.acknowledgeable(
+                List.of(change("c", 100), change("c", 200), change("c", 200)), i -> i == 0))
+        .as("a page of a table capture publishes nothing of: none of it can be lost")
+        .isEqualTo(3);
+  }
+
+  @Test
+  void should_acknowledge_every_change_of_a_batch_each_at_a_position_of_its_own() {
+    assertThat(
+            acknowledged(
+                List.of(change("c", 100), change("d", 110), change("c", 120), change("d", 130))))
+        .isEqualTo(4);
+    assertThat(acknowledged(List.of())).isZero();
+  }
+
+  @Test
+  void should_leave_the_inserts_sharing_the_last_position_to_a_later_batch() {
+    assertThat(
+            acknowledged(
+                List.of(change("c", 100), change("c", 200), change("c", 200), change("c", 200))))
+        .as("the rows of a COPY's page at its end")
+        .isEqualTo(1);
+    assertThat(acknowledged(List.of(change("d", 100), change("c", 200))))
+        .as("one insert last: it may be a page's first row")
+        .isEqualTo(1);
+    assertThat(acknowledged(List.of(change("c", 200), change("c", 200))))
+        .as("a batch within one page")
+        .isZero();
+    assertThat(
+            acknowledged(
+                List.of(change("c", 100), change("c", 200), change("c", 200), heartbeat(200))))
+        .as("a heartbeat after them, at their position")
+        .isEqualTo(1);
+    assertThat(acknowledged(List.of(change("c", 100), change("d", 120))))
+        .as("a delete last: no other change shares its position")
+        .isEqualTo(2);
+  }
 }
