@@ -17,11 +17,12 @@ import org.apache.kafka.streams.processor.api.Record;
 
 /**
  * One buffer's Kafka Streams topology: its captured inserts become batches of at most {@code
- * batch-size} events, closed no later than {@code max-wait} after the first (at most a batcher's
- * tick earlier: a tenth of it, 20 ms to a second), each keyed by its group id so batches spread
- * over the partitions of {@code <prefix>.buffers.<name>.batches} and run in parallel. Events that
- * do not decode go to the pipeline's dead-letter topic with the reason; an insert capture published
- * a second time is passed over ({@link PassOverRepeats}). Pure: no SQL, no calls out.
+ * batch-size} events, closed no later than {@code max-wait} after the first (at most a check and a
+ * half earlier, a check being a tenth of it, 20 ms to a second), each keyed by its group id so
+ * batches spread over the partitions of {@code <prefix>.buffers.<name>.batches} and run in
+ * parallel. Events that do not decode go to the pipeline's dead-letter topic with the reason; an
+ * insert capture published a second time is passed over ({@link PassOverRepeats}). Pure: no SQL, no
+ * calls out.
  */
 public final class BufferTopology {
   static final String SOURCE = "buffer-events";
