@@ -145,6 +145,12 @@ final class CaptureEngine implements AutoCloseable {
   private volatile boolean inBatch;
 
   /**
+   * The position of the changes the last batch left unacknowledged, or null: on Debezium's thread
+   * alone.
+   */
+  private Object leftAt;
+
+  /**
    * The connection holding the start lock, from the start until {@link #quiet()} after the slot
    * streamed: Debezium, going on from a stored position, ends its first stream once it has found
    * its place and starts another, and another instance starting in between would find the slot
@@ -816,7 +822,11 @@ final class CaptureEngine implements AutoCloseable {
       }
     }
     try {
-      int acknowledged = acknowledgeable(batch, i -> published[i]);
+      int acknowledged = acknowledgeable(batch, i -> published[i], leftAt);
+      if (!batch.isEmpty()) {
+        leftAt =
+            acknowledged < batch.size() ? position(batch.get(batch.size() - 1).record()) : null;
+      }
       for (int i = 0; i < acknowledged; i++) {
         committer.markProcessed(batch.get(i));
       }
@@ -838,9 +848,14 @@ final class CaptureEngine implements AutoCloseable {
    * changes each have a position of their own, and the rows of a page are of one table: published
    * all, or none.
    *
+   * <p>Until a change at another position comes, nothing at that position is acknowledged, a
+   * heartbeat Debezium sends while the stream is slow among them: it carries the position too.
+   *
    * @param published whether the batch's change at an index went to Kafka
+   * @param leftAt the position of the changes the batch before left unacknowledged, or null
    */
-  static int acknowledgeable(List<RecordChangeEvent<SourceRecord>> batch, IntPredicate published) {
+  static int acknowledgeable(
+      List<RecordChangeEvent<SourceRecord>> batch, IntPredicate published, Object leftAt) {
     int end = batch.size();
     if (end == 0) {
       return 0;
@@ -855,7 +870,7 @@ final class CaptureEngine implements AutoCloseable {
       start--;
       inserts |= published.test(start) && isInsert(batch.get(start).record());
     }
-    return inserts ? start : end;
+    return inserts || last.equals(leftAt) ? start : end;
   }
 
   /** Where a restart resumes after this change: the position Debezium stores for it. */

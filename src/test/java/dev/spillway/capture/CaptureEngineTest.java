@@ -358,14 +358,26 @@ class CaptureEngineTest {
   private static int acknowledged(
       List<io.debezium.engine.RecordChangeEvent<org.apache.kafka.connect.source.SourceRecord>>
           batch) {
-    return CaptureEngine.acknowledgeable(batch, i -> true);
+    return CaptureEngine.acknowledgeable(batch, i -> true, null);
+  }
+
+  @Test
+  void should_acknowledge_nothing_more_at_the_position_left_until_a_change_at_another_comes() {
+    assertThat(CaptureEngine.acknowledgeable(List.of(heartbeat(200)), i -> true, 200L))
+        .as("a heartbeat while the stream is slow, at the rows' position")
+        .isZero();
+    assertThat(
+            CaptureEngine.acknowledgeable(
+                List.of(heartbeat(200), change("c", 300), change("d", 310)), i -> true, 200L))
+        .as("every row at 200 came before the change at 300")
+        .isEqualTo(3);
   }
 
   @Test
   void should_acknowledge_the_inserts_at_one_position_that_went_nowhere() {
     assertThat(
             CaptureEngine.acknowledgeable(
-                List.of(change("c", 100), change("c", 200), change("c", 200)), i -> i == 0))
+                List.of(change("c", 100), change("c", 200), change("c", 200)), i -> i == 0, null))
         .as("a page of a table capture publishes nothing of: none of it can be lost")
         .isEqualTo(3);
   }
