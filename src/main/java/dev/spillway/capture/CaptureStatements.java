@@ -47,7 +47,9 @@ final class CaptureStatements {
           + " JOIN pg_index ri ON ri.indrelid = c.oid AND ri.indisreplident"
           + " JOIN pg_index pk ON pk.indrelid = c.oid AND pk.indisprimary"
           + " WHERE c.relkind = 'r' AND c.relreplident = 'i'"
-          + " AND NOT (pk.indkey::int2[] <@ ri.indkey::int2[])"
+          // Key columns alone: an index's INCLUDE columns are no part of the identity.
+          + " AND NOT ((pk.indkey::int2[])[0:pk.indnkeyatts - 1]"
+          + " <@ (ri.indkey::int2[])[0:ri.indnkeyatts - 1])"
           + " AND (c.oid = ?::oid OR c.oid IN (SELECT relid FROM pg_partition_tree(?::oid)))"
           + " LIMIT 1";
 

@@ -1857,6 +1857,9 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".tenants (id bigint PRIMARY KEY, ext text NOT NULL)",
         "CREATE UNIQUE INDEX tenants_ext ON " + schema + ".tenants (ext)",
         "ALTER TABLE " + schema + ".tenants REPLICA IDENTITY USING INDEX tenants_ext",
+        "CREATE TABLE " + schema + ".members (id bigint PRIMARY KEY, ext text NOT NULL)",
+        "CREATE UNIQUE INDEX members_ext ON " + schema + ".members (ext) INCLUDE (id)",
+        "ALTER TABLE " + schema + ".members REPLICA IDENTITY USING INDEX members_ext",
         "CREATE TABLE " + schema + ".owners (id bigint PRIMARY KEY, ext text NOT NULL)",
         "CREATE UNIQUE INDEX owners_ext_id ON " + schema + ".owners (ext, id)",
         "ALTER TABLE " + schema + ".owners REPLICA IDENTITY USING INDEX owners_ext_id");
@@ -1877,6 +1880,14 @@ abstract class CaptureContract {
                 + " primary key's identity (ALTER TABLE "
                 + schema
                 + ".tenants REPLICA IDENTITY DEFAULT).");
+    assertThatThrownBy(
+            () ->
+                start(
+                    new CaptureRoute(
+                        DB, table("members"), ChangeKind.DELETE, topics.deletedRecords())))
+        .as("its key only an INCLUDE column of the identity index, which the identity leaves out")
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessageContaining(".members in database capture has its replica identity on index");
     assertThatCode(() -> start(inserts("tenants")).close())
         .as("its inserts alone")
         .doesNotThrowAnyException();
