@@ -478,7 +478,8 @@ public final class DefinitionCheck {
 
   /**
    * Whether cleanup, which casts each deleted key's text to the child column's type, can find a
-   * child of every key: a child of text takes any key but a date, time, interval or boolean one;
+   * child of every key: a child of text takes any key but a date, time, interval or boolean one
+   * (and a string key of a type of its own, as {@code citext}, only when it is of that type too);
    * one of the key's kind of type (numbers, ...: PostgreSQL's type category; of the catch-all one,
    * dates and times, enums and ranges, only the key's own type; a floating-point child or key, only
    * its own type, or an integer child of a floating-point key) takes its keys; an integer child of
@@ -495,11 +496,14 @@ public final class DefinitionCheck {
       return c.equals(p);
     }
     if (STRING_CATEGORY.equals(child.category())) {
+      if (STRING_CATEGORY.equals(parent.category())
+          && !(PLAIN_STRINGS.contains(c) && PLAIN_STRINGS.contains(p))) {
+        // A string type of its own (citext) compares otherwise than text: 'ABC' and 'abc'.
+        return c.equals(p);
+      }
       // A key's text is capture's, not PostgreSQL's, for dates, times, intervals and booleans
-      // (2024-01-01T10:00:00Z); a string type of its own (citext) compares otherwise than text.
-      return PLAIN_STRINGS.contains(c)
-          ? !TEXT_APART_CATEGORIES.contains(parent.category())
-          : c.equals(p);
+      // (2024-01-01T10:00:00Z).
+      return !TEXT_APART_CATEGORIES.contains(parent.category());
     }
     return (child.category().equals(parent.category())
             && (!OWN_TYPE_CATEGORIES.contains(child.category()) || c.equals(p)))

@@ -103,7 +103,11 @@ public record ForeignKey(
             + "   WHEN ct.oid <> pt.oid AND (ct.oid IN ('float4'::regtype, 'float8'::regtype)"
             + "   OR pt.oid IN ('float4'::regtype, 'float8'::regtype)"
             + "   AND ct.oid NOT IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype))"
-            + "   THEN 'floats' END"
+            + "   THEN 'floats'"
+            + "   WHEN ct.typcategory = 'S' AND pt.typcategory = 'S' AND ct.oid <> pt.oid"
+            + "   AND NOT (ct.oid IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype)"
+            + "   AND pt.oid IN ('text'::regtype, 'varchar'::regtype, 'bpchar'::regtype))"
+            + "   THEN 'strings' END"
             + "   FROM pg_attribute ca JOIN pg_type ct ON ct.oid = "
             + DefinitionCheck.rootType("ca.atttypid")
             + ", pg_attribute pa JOIN pg_type pt ON pt.oid = "
@@ -157,8 +161,11 @@ public record ForeignKey(
               + to.displayName()
               + ", whose rows' deletes would be captured under their own names";
       case "floats" ->
-          "the column is of another floating-point type than the key, or floating-point"
-              + " for a key that is not, which cleanup cannot compare";
+          "the column or the key is floating-point and the other of another type (not an"
+              + " integer column), which cleanup cannot compare";
+      case "strings" ->
+          "the column and the key are strings of two types, one of which compares otherwise"
+              + " than text (as citext), which cleanup cannot compare";
       default ->
           "the column and the key are dates or times of two types, which cleanup cannot"
               + " compare";

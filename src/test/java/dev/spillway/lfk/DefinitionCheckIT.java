@@ -77,6 +77,7 @@ class DefinitionCheckIT {
         "CREATE TYPE k.other_mood AS ENUM ('calm', 'busy')",
         "CREATE TABLE k.moods (name k.mood PRIMARY KEY)",
         "CREATE TABLE k.mood_uses (id bigint PRIMARY KEY, mood k.other_mood)",
+        "CREATE TABLE k.tag_names (id bigint PRIMARY KEY, tag name, project_id name)",
         "CREATE TABLE k.stamp_uses (id bigint PRIMARY KEY, at timestamp(3), day date,"
             + " zoned timestamptz(3), payload json, doc jsonb)",
         "CREATE TABLE k.old_events (id bigint PRIMARY KEY)",
@@ -498,6 +499,15 @@ class DefinitionCheckIT {
             "at is text and the parent's key timestamp with time zone, which cleanup cannot"
                 + " compare (it reads each deleted key as text): give the column the key's own"
                 + " type.");
+    // A string type of its own (name here, citext likewise) compares otherwise than text.
+    assertThat(error(entry("tag_names", "tags", "tag", "async_delete")))
+        .endsWith(
+            "tag is name and the parent's key text, which cleanup cannot compare (it reads each"
+                + " deleted key as name): give the column the key's kind of type, an integer one"
+                + " for a text key, or text.");
+    assertThat(check(entry("tag_names", "projects", "project_id", "async_delete")).keys())
+        .as("of a key that is no string, as text")
+        .hasSize(1);
     assertThat(error(entry("mood_uses", "moods", "mood", "async_delete")))
         .endsWith(
             "mood is k.other_mood and the parent's key k.mood, which cleanup cannot compare (it"

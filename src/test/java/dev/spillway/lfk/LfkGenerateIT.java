@@ -274,9 +274,9 @@ class LfkGenerateIT {
               "(nopk_stamped.at): the column and the key are dates or times of two types, which"
                   + " cleanup cannot compare (start-up refuses such a key)")
           .contains(
-              "(nopk_real_uses.real_id): the column is of another floating-point type than the"
-                  + " key, or floating-point for a key that is not, which cleanup cannot compare"
-                  + " (start-up refuses such a key)")
+              "(nopk_real_uses.real_id): the column or the key is floating-point and the other of"
+                  + " another type (not an integer column), which cleanup cannot compare (start-up"
+                  + " refuses such a key)")
           .contains(
               "(nopk_old_uses.old_id): tables inherit from nopk_old, whose rows' deletes would be"
                   + " captured under their own names (start-up refuses such a key)")
