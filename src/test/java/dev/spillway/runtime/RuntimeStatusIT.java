@@ -170,6 +170,7 @@ class RuntimeStatusIT {
       assertThat(said.list)
           .filteredOn(e -> e.getLevel().isGreaterOrEqual(ch.qos.logback.classic.Level.WARN))
           .as("nothing shown of the stop tool finding no server to stop")
+          .isNotEmpty()
           .allSatisfy(
               e ->
                   assertThat(shown.decide(e))
