@@ -25,7 +25,6 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -163,12 +162,7 @@ public final class Capture implements AutoCloseable {
     settings.checkSlotNames(plan.databases());
     for (String db : plan.databases()) {
       SourcePreparation.check(
-          db,
-          databases.dataSource(db),
-          plan.tables(db),
-          plan.tables(db).stream()
-              .filter(t -> plan.route(db, t, ChangeKind.DELETE).isPresent())
-              .collect(Collectors.toSet()));
+          db, databases.dataSource(db), plan.tables(db), plan.tables(db, ChangeKind.DELETE));
     }
     Set<String> topics = new LinkedHashSet<>();
     plan.databases().forEach(db -> plan.routes(db).forEach(r -> topics.add(r.topic())));

@@ -304,11 +304,7 @@ final class CaptureEngine implements AutoCloseable {
     // Rows already in a buffer table when capture first reads it were inserted before the slot
     // or the publication could keep them: a snapshot reads them once. A new slot starts at the
     // present, so then every buffer table's rows are unread.
-    List<TableName> inserted =
-        plan.routes(endpoint.name()).stream()
-            .filter(r -> r.kind() == ChangeKind.INSERT)
-            .map(CaptureRoute::table)
-            .toList();
+    List<TableName> inserted = List.copyOf(plan.tables(endpoint.name(), ChangeKind.INSERT));
     // Read only for a slot made anew: whether capture had run (the warning below).
     boolean published = created && SourcePreparation.publishesApplicationTables(dataSource, slot);
     if (created) {

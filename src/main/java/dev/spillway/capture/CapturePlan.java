@@ -41,6 +41,21 @@ public final class CapturePlan {
     return tables;
   }
 
+  /** The tables of one database whose changes of {@code kind} are captured, in route order. */
+  public Set<TableName> tables(String database, ChangeKind kind) {
+    Set<TableName> tables = new LinkedHashSet<>();
+    byDatabase
+        .getOrDefault(database, Map.of())
+        .keySet()
+        .forEach(
+            k -> {
+              if (k.kind() == kind) {
+                tables.add(k.table());
+              }
+            });
+    return tables;
+  }
+
   /** The kinds of change captured from one database, in declaration order. */
   public Set<ChangeKind> kinds(String database) {
     Set<ChangeKind> kinds = EnumSet.noneOf(ChangeKind.class);

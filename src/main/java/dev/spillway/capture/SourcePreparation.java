@@ -115,11 +115,7 @@ final class SourcePreparation {
         Found bare = deletes ? found(c, CaptureStatements.WITHOUT_IDENTITY, oid) : null;
         if (bare != null) {
           throw new CaptureSetupException(
-              "Table "
-                  + t
-                  + " in database "
-                  + database
-                  + (bare.partition() ? " has a partition, " + bare.name() + ", that" : "")
+              bare.subject(t, database)
                   + " has no replica identity (REPLICA IDENTITY NOTHING, or its identity"
                   + " index dropped): once capture publishes the database's"
                   + " deletes (for its loose-foreign-key parents), PostgreSQL refuses every"
@@ -132,11 +128,7 @@ final class SourcePreparation {
             deleted.contains(t) ? found(c, CaptureStatements.IDENTITY_WITHOUT_KEY, oid) : null;
         if (keyless != null) {
           throw new CaptureSetupException(
-              "Table "
-                  + t
-                  + " in database "
-                  + database
-                  + (keyless.partition() ? " has a partition, " + keyless.name() + ", that" : "")
+              keyless.subject(t, database)
                   + " has its replica identity on index "
                   + keyless.index()
                   + ", which leaves out its primary key: its deletes would reach capture"
@@ -153,7 +145,17 @@ final class SourcePreparation {
   }
 
   /** A table, or one of its partitions, a check found: its name, and the index it names. */
-  private record Found(String name, boolean partition, String index) {}
+  private record Found(String name, boolean partition, String index) {
+
+    /** What a sentence about it begins with: the table, and the partition when it is one. */
+    String subject(TableName table, String database) {
+      return "Table "
+          + table
+          + " in database "
+          + database
+          + (partition ? " has a partition, " + name + ", that" : "");
+    }
+  }
 
   /**
    * The table or partition {@code sql} finds for the table of {@code oid}, given as each of its
