@@ -68,23 +68,32 @@ public final class WorkingDirectory implements AutoCloseable {
     }
     FileChannel channel =
         FileChannel.open(root.resolve("lock"), StandardOpenOption.CREATE, StandardOpenOption.WRITE);
-    FileLock lock;
-    try {
-      lock = channel.tryLock();
-    } catch (OverlappingFileLockException e) {
-      lock = null;
-    }
-    if (lock == null) {
-      channel.close();
-      throw new IllegalStateException(
-          "Working directory " + root + " is in use by another Spillway process.");
-    }
+    FileLock lock = null;
     Path heldAs = held(root);
-    HELD.add(heldAs);
-    // Left by a process killed outright, it would name ports no longer served, and a pid that may
-    // be this one's (in a container, each process is pid 1), until this one publishes its own.
-    Files.deleteIfExists(root.resolve(RUNTIME_FILE));
-    return new WorkingDirectory(root, heldAs, channel, lock);
+    try {
+      try {
+        lock = channel.tryLock();
+      } catch (OverlappingFileLockException e) {
+        lock = null;
+      }
+      if (lock == null) {
+        throw new IllegalStateException(
+            "Working directory " + root + " is in use by another Spillway process.");
+      }
+      HELD.add(heldAs);
+      // Left by a process killed outright, it would name ports no longer served, and a pid that
+      // may be this one's (in a container, each process is pid 1), until this one publishes its
+      // own.
+      Files.deleteIfExists(root.resolve(RUNTIME_FILE));
+      return new WorkingDirectory(root, heldAs, channel, lock);
+    } catch (IOException | RuntimeException e) {
+      // Held by nothing that could close it, the lock would refuse this process's next try.
+      if (lock != null) {
+        HELD.remove(heldAs);
+      }
+      channel.close();
+      throw e;
+    }
   }
 
   public Path root() {

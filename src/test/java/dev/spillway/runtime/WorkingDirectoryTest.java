@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -36,6 +37,24 @@ class WorkingDirectoryTest {
           published.replaceFirst("\\{", "{ \"addedLater\": {\"x\": 1},"));
 
       assertThat(WorkingDirectory.running(root)).hasValue(INFO);
+    }
+  }
+
+  @Test
+  void should_let_go_of_the_directory_when_the_file_left_behind_cannot_be_removed()
+      throws Exception {
+    Path root = tmp.resolve("wd");
+    Files.createDirectories(root.resolve("runtime.json").resolve("in-the-way"));
+
+    assertThatThrownBy(() -> WorkingDirectory.acquire(root))
+        .isInstanceOf(DirectoryNotEmptyException.class);
+    assertThatThrownBy(() -> WorkingDirectory.acquire(root))
+        .as("the same cause again, not a lock this process forgot it holds")
+        .isInstanceOf(DirectoryNotEmptyException.class);
+
+    Files.delete(root.resolve("runtime.json").resolve("in-the-way"));
+    try (WorkingDirectory dir = WorkingDirectory.acquire(root)) {
+      assertThat(dir.root()).isEqualTo(root);
     }
   }
 
