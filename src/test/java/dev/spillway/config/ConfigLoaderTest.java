@@ -717,6 +717,15 @@ class ConfigLoaderTest {
   }
 
   @Test
+  void should_read_the_docker_configuration() {
+    SpillwayConfig c =
+        ConfigLoader.load(
+            Path.of("docker", "spillway.yml"), Map.of("SPILLWAY_DB_PASSWORD", "s")::get);
+    assertThat(c.kafka().bootstrapServers()).hasValue("kafka:9092");
+    assertThat(c.databases().get("main").url()).isEqualTo("jdbc:postgresql://postgres:5432/app");
+  }
+
+  @Test
   void should_read_health_and_sink_sections() {
     SpillwayConfig c =
         parse(
