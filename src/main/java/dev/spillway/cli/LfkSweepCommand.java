@@ -173,7 +173,7 @@ final class LfkSweepCommand implements Callable<Integer> {
    */
   private void refuseWhenEveryIdIsGone(OrphanSweep.Result result) {
     for (OrphanSweep.Finding f : result.findings()) {
-      if (f.deleted() > 0 && f.deleted() == f.referred() - f.unreadable()) {
+      if (f.deleted() > 0 && f.deleted() == f.referred() - f.unreadable() - f.left()) {
         CheckedKey k = f.key();
         throw new ParameterException(
             spec.commandLine(),
@@ -246,6 +246,13 @@ final class LfkSweepCommand implements Callable<Integer> {
       s.append(String.format("%,d parent ids referred to, %,d deleted", f.referred(), f.deleted()));
       if (f.unreadable() > 0) {
         s.append(String.format(", %,d no value of the parent's key type", f.unreadable()));
+      }
+      if (f.left() > 0) {
+        s.append(
+            String.format(
+                ", %,d referring to none but ending in spaces the key drops (cleanup leaves"
+                    + " those)",
+                f.left()));
       }
       s.append('\n');
     }
@@ -329,7 +336,8 @@ final class LfkSweepCommand implements Callable<Integer> {
       String notSwept,
       long referred,
       long deleted,
-      long notOfKeyType) {
+      long notOfKeyType,
+      long leftByCleanup) {
     static JsonFinding of(OrphanSweep.Finding f) {
       LooseForeignKey k = f.key().key();
       return new JsonFinding(
@@ -341,7 +349,8 @@ final class LfkSweepCommand implements Callable<Integer> {
           f.swept() ? null : f.key().unsweepable().orElse(null),
           f.referred(),
           f.deleted(),
-          f.unreadable());
+          f.unreadable(),
+          f.left());
     }
   }
 

@@ -54,8 +54,11 @@ public final class OrphanSweep {
    * @param referred distinct values of the child column read, among rows still to be cleaned
    * @param unreadable how many of them are no value of the parent's key type, so no parent's
    * @param deleted how many of them refer to a parent row that is gone
+   * @param left how many of them referred to no parent row but are not what cleanup asks the child
+   *     column for, so it would leave them and each sweep would find them again: a text child's
+   *     trailing spaces of its own against a {@code character(n)} key, which drops them
    */
-  public record Finding(CheckedKey key, long referred, long unreadable, long deleted) {
+  public record Finding(CheckedKey key, long referred, long unreadable, long deleted, long left) {
     /** False when the key was not read, for the reason it gives. */
     public boolean swept() {
       return key.unsweepable().isEmpty();
@@ -115,6 +118,7 @@ public final class OrphanSweep {
     final Set<String> missing = new LinkedHashSet<>();
     long referred;
     long unreadable;
+    long left;
 
     Look(CheckedKey key) {
       this.key = key;
@@ -189,7 +193,8 @@ public final class OrphanSweep {
               look.key,
               look.referred,
               look.unreadable,
-              look.missing.stream().filter(confirmed::contains).count()));
+              look.missing.stream().filter(confirmed::contains).count(),
+              look.left));
     }
     return new Result(findings, deleted);
   }
@@ -262,7 +267,14 @@ public final class OrphanSweep {
         throw timedOut(e, look.key);
       }
       look.referred += values.size();
-      look.missing.addAll(m.values());
+      for (String v : m.values()) {
+        // Handed over, it would be asked for as another value, and found again next time.
+        if (look.key.asColumnValue(v).filter(v::equals).isPresent()) {
+          look.missing.add(v);
+        } else {
+          look.left++;
+        }
+      }
       look.unreadable += m.unreadable();
       after = values.get(values.size() - 1);
       restAsLongAsSince(started);

@@ -33,7 +33,7 @@ class LfkSweepCommandTest {
     List<String> ids = IntStream.rangeClosed(1, 12).mapToObj(String::valueOf).toList();
     OrphanSweep.Result result =
         new OrphanSweep.Result(
-            List.of(new OrphanSweep.Finding(KEY, 1200, 3, 12)),
+            List.of(new OrphanSweep.Finding(KEY, 1200, 3, 12, 0)),
             Map.of(new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"), ids));
     assertThat(
             LfkSweepCommand.render(
@@ -54,7 +54,7 @@ class LfkSweepCommandTest {
   @Test
   void should_say_when_nothing_was_found_or_nothing_is_defined() {
     OrphanSweep.Result clean =
-        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, 7, 0, 0)), Map.of());
+        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(KEY, 7, 0, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(clean, true, null, "t"))
         .endsWith(
             "7 parent ids referred to, 0 deleted\nNo child refers to a deleted parent row.\n");
@@ -71,7 +71,8 @@ class LfkSweepCommandTest {
             "bigint",
             Optional.of("no index starts with pipeline_id (add one, as the warning says)"));
     OrphanSweep.Result unindexed =
-        new OrphanSweep.Result(List.of(new OrphanSweep.Finding(withoutIndex, 0, 0, 0)), Map.of());
+        new OrphanSweep.Result(
+            List.of(new OrphanSweep.Finding(withoutIndex, 0, 0, 0, 0)), Map.of());
     assertThat(LfkSweepCommand.render(unindexed, true, null, "t"))
         .startsWith("Swept 0 of 1 loose foreign key:\n")
         .contains(
@@ -87,8 +88,8 @@ class LfkSweepCommandTest {
     OrphanSweep.Result oneOfTwo =
         new OrphanSweep.Result(
             List.of(
-                new OrphanSweep.Finding(withoutIndex, 0, 0, 0),
-                new OrphanSweep.Finding(KEY, 7, 0, 0)),
+                new OrphanSweep.Finding(withoutIndex, 0, 0, 0, 0),
+                new OrphanSweep.Finding(KEY, 7, 0, 0, 0)),
             Map.of());
     assertThat(LfkSweepCommand.render(oneOfTwo, true, null, "t"))
         .startsWith("Swept 1 of 2 loose foreign keys:\n")
@@ -96,10 +97,23 @@ class LfkSweepCommandTest {
   }
 
   @Test
+  void should_count_apart_the_values_cleanup_would_leave() {
+    OrphanSweep.Result result =
+        new OrphanSweep.Result(
+            List.of(new OrphanSweep.Finding(KEY, 3, 0, 1, 1)),
+            Map.of(
+                new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"), List.of("9")));
+    assertThat(LfkSweepCommand.render(result, true, null, "t"))
+        .contains(
+            "3 parent ids referred to, 1 deleted, 1 referring to none but ending in spaces the key"
+                + " drops (cleanup leaves those)\n");
+  }
+
+  @Test
   void should_say_how_many_kafka_took_when_it_refused_some() {
     OrphanSweep.Result result =
         new OrphanSweep.Result(
-            List.of(new OrphanSweep.Finding(KEY, 9, 0, 5)),
+            List.of(new OrphanSweep.Finding(KEY, 9, 0, 5, 0)),
             Map.of(
                 new OrphanSweep.Parent("ci", TableName.parse("ci_pipelines"), "id"),
                 List.of("1", "2", "3", "4", "5")));
