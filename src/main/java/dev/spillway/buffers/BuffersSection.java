@@ -211,7 +211,11 @@ public final class BuffersSection {
         throw n.error(key, "is not a table name (write table or schema.table)");
       }
     }
-    return TableName.parse(written);
+    TableName name = TableName.parse(written);
+    if (name.overlong().isPresent()) {
+      throw n.error(key, name.overlong().get());
+    }
+    return name;
   }
 
   /**

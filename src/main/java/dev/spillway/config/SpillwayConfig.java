@@ -276,7 +276,12 @@ public record SpillwayConfig(
                 + String.join(", ", known)
                 + ")");
       }
-      String table = TableName.parse(key).toString();
+      TableName name = TableName.parse(key);
+      java.util.Optional<String> overlong = name.overlong();
+      if (overlong.isPresent()) {
+        throw node.error(key, overlong.get());
+      }
+      String table = name.toString();
       String first = firstSpelling.putIfAbsent(table, key);
       if (first != null) {
         throw node.error(key, "is the same table as " + first);

@@ -1,6 +1,9 @@
 package dev.spillway.event;
 
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * A schema-qualified table name. Unqualified names mean {@code public}. Names are kept as written
@@ -22,6 +25,45 @@ public record TableName(String schema, String table) {
       return new TableName("public", name);
     }
     return new TableName(name.substring(0, dot), name.substring(dot + 1));
+  }
+
+  /**
+   * The longest name PostgreSQL keeps, in bytes ({@code NAMEDATALEN - 1}): it cuts a longer one to
+   * it, so the table made under a longer name has another, which capture and the catalog report.
+   */
+  public static final int MAX_NAME_BYTES = 63;
+
+  /**
+   * What is wrong with a part of this name longer than PostgreSQL keeps, said after the key that
+   * wrote it; empty when none is.
+   */
+  public Optional<String> overlong() {
+    for (String part : List.of(schema, table)) {
+      if (part.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
+        return Optional.of(
+            "is longer than the "
+                + MAX_NAME_BYTES
+                + " bytes PostgreSQL keeps of a name, which it cuts to '"
+                + cut(part)
+                + "': write that");
+      }
+    }
+    return Optional.empty();
+  }
+
+  /** As PostgreSQL cuts a name: its whole characters within {@link #MAX_NAME_BYTES} bytes. */
+  private static String cut(String part) {
+    int bytes = 0;
+    int end = 0;
+    while (end < part.length()) {
+      int cp = part.codePointAt(end);
+      bytes += new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8).length;
+      if (bytes > MAX_NAME_BYTES) {
+        break;
+      }
+      end += Character.charCount(cp);
+    }
+    return part.substring(0, end);
   }
 
   /** The identifier quoted for SQL: {@code "schema"."table"}. */

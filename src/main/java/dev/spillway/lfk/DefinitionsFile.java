@@ -78,8 +78,13 @@ public final class DefinitionsFile {
         throw byChild.error(
             child, "must be a list of definitions (- table: … column: … on_delete: …)");
       }
+      TableName childName = TableName.parse(child);
+      Optional<String> overlong = childName.overlong();
+      if (overlong.isPresent()) {
+        throw byChild.error(child, overlong.get());
+      }
       for (ConfigNode entry : byChild.mappings(child)) {
-        out.add(new Located(entry(TableName.parse(child), entry), entry));
+        out.add(new Located(entry(childName, entry), entry));
       }
     }
     byChild.finish();
@@ -90,6 +95,10 @@ public final class DefinitionsFile {
     String parent = e.requiredString("table");
     if (!TABLE.matcher(parent).matches()) {
       throw e.error("table", "is not a table name (write table or schema.table)");
+    }
+    Optional<String> overlong = TableName.parse(parent).overlong();
+    if (overlong.isPresent()) {
+      throw e.error("table", overlong.get());
     }
     String column = e.requiredString("column");
     String action = e.requiredString("on_delete");

@@ -185,7 +185,11 @@ class BuffersSectionTest {
             + " would give the buffer's Kafka topics names of up to 250 characters, where Kafka"
             + " takes at most 249; shorten the buffer's name.");
     String longest = "e".repeat(207);
-    assertThat(read("buffers:\n  " + longest + ":\n    handler: { sql: \"SELECT :ids\" }\n"))
+    assertThat(
+            read(
+                "buffers:\n  "
+                    + longest
+                    + ":\n    table: events\n    handler: { sql: \"SELECT :ids\" }\n"))
         .extracting(BufferSettings::name)
         .containsExactly(longest);
   }
@@ -277,6 +281,14 @@ class BuffersSectionTest {
             + "    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:9: buffers.b.table is the same table as buffer a's, in the same database"
             + " main.");
+    // 36 Cyrillic letters: 72 bytes, of which PostgreSQL keeps 31 letters.
+    String cyrillic = "ж".repeat(36);
+    refused(
+        "buffers:\n  a:\n    table: " + cyrillic + "\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.a.table is longer than the 63 bytes PostgreSQL keeps of a name,"
+            + " which it cuts to '"
+            + "ж".repeat(31)
+            + "': write that.");
     refused(
         "buffers:\n  a:\n    table: my events\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.a.table names a table with a space in its name, 'my events',"

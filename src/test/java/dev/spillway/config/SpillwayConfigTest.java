@@ -159,6 +159,14 @@ class SpillwayConfigTest {
     assertThat(error("tables:\n  a.b.c: main\n"))
         .isEqualTo(
             "spillway.yml:2: tables.a.b.c is not a table name (write table or schema.table).");
+    String long70 = "e".repeat(70);
+    assertThat(error("tables:\n  x." + long70 + ": main\n"))
+        .isEqualTo(
+            "spillway.yml:2: tables.x."
+                + long70
+                + " is longer than the 63 bytes PostgreSQL keeps of a name, which it cuts to '"
+                + "e".repeat(63)
+                + "': write that.");
   }
 
   @Test
