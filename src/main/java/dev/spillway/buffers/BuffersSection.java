@@ -61,6 +61,9 @@ public final class BuffersSection {
     Map<List<Object>, String> tables = new HashMap<>();
     // Kafka takes '.' and '_' in topic names as one: orders.eu's topics and orders_eu's collide.
     Map<String, String> kafkaNames = new HashMap<>();
+    // Each buffer's Kafka Streams state is kept in a directory named after it, which a file system
+    // ignoring case (macOS's, Windows') would share between Orders and orders.
+    Map<String, String> directoryNames = new HashMap<>();
     for (String name : section.keys()) {
       ConfigNode n =
           section
@@ -98,6 +101,15 @@ public final class BuffersSection {
             "would give the buffer Kafka topics that collide with buffer "
                 + clash
                 + "'s (Kafka takes '.' and '_' as one in topic names); name the buffer otherwise");
+      }
+      String sameLetters = directoryNames.putIfAbsent(name.toLowerCase(Locale.ROOT), name);
+      if (sameLetters != null) {
+        throw section.error(
+            name,
+            "differs from buffer "
+                + sameLetters
+                + " only in case, so both would keep their state in one directory where file"
+                + " names ignore case (macOS, Windows); name the buffer otherwise");
       }
       BufferSettings b = buffer(name, n, config);
       String other = tables.putIfAbsent(List.of(b.database(), b.table()), name);

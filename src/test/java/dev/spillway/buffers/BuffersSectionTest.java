@@ -495,6 +495,12 @@ class BuffersSectionTest {
             + " buffer orders.eu's (Kafka takes '.' and '_' as one in topic names); name the buffer"
             + " otherwise.");
     refused(
+        "buffers:\n  Orders:\n    table: orders_a\n    handler: { sql: \"SELECT :ids\" }\n"
+            + "  orders:\n    table: orders_b\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:5: buffers.orders differs from buffer Orders only in case, so both would keep"
+            + " their state in one directory where file names ignore case (macOS, Windows); name"
+            + " the buffer otherwise.");
+    refused(
         "buffers:\n  events:\n    database: ci\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.events.database names database 'ci', which is not configured"
             + " (known: main).");
