@@ -37,7 +37,7 @@ import picocli.CommandLine.Spec;
 final class LfkStatusCommand implements Callable<Integer> {
   private static final Pattern PROCESSED =
       Pattern.compile(
-          "^loose_foreign_key_processed_deleted_records_total\\{database=\"([^\"]*)\",table=\"([^\"]*)\"} ([0-9.E]+)$",
+          "^loose_foreign_key_processed_deleted_records_total\\{database=\"((?:[^\"\\\\]|\\\\.)*)\",table=\"((?:[^\"\\\\]|\\\\.)*)\"} ([0-9.E]+)$",
           Pattern.MULTILINE);
 
   @ParentCommand LfkCommand lfk;
@@ -192,11 +192,34 @@ final class LfkStatusCommand implements Callable<Integer> {
       throw new IOException(
           "it answered /metrics on port " + port + " with HTTP " + metrics.statusCode() + ".");
     }
+    return processed(metrics.body());
+  }
+
+  /**
+   * The processed counters in a Prometheus text page, by database/table; a label's value escapes
+   * its quotes and backslashes ({@code o"rders} reads {@code o\"rders}).
+   */
+  static Map<String, Long> processed(String page) {
     Map<String, Long> out = new LinkedHashMap<>();
-    Matcher m = PROCESSED.matcher(metrics.body());
+    Matcher m = PROCESSED.matcher(page);
     while (m.find()) {
-      out.put(m.group(1) + "/" + m.group(2), (long) Double.parseDouble(m.group(3)));
+      out.put(
+          unescape(m.group(1)) + "/" + unescape(m.group(2)), (long) Double.parseDouble(m.group(3)));
     }
     return out;
+  }
+
+  private static String unescape(String labelValue) {
+    StringBuilder b = new StringBuilder(labelValue.length());
+    for (int i = 0; i < labelValue.length(); i++) {
+      char c = labelValue.charAt(i);
+      if (c == '\\' && i + 1 < labelValue.length()) {
+        char next = labelValue.charAt(++i);
+        b.append(next == 'n' ? '\n' : next);
+      } else {
+        b.append(c);
+      }
+    }
+    return b.toString();
   }
 }

@@ -4,6 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.spillway.lfk.LfkBacklog;
 import dev.spillway.ops.StatusText;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.time.Instant;
 import java.util.List;
 import java.util.Map;
@@ -49,6 +52,24 @@ class LfkStatusCommandTest {
         .endsWith(
             "PROCESSED counts could not be read from the running process: it answered /metrics on"
                 + " port 1 with HTTP 503.\n");
+  }
+
+  @Test
+  void should_read_processed_counts_of_tables_whose_names_the_metrics_page_escapes() {
+    PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    for (String table : List.of("public.projects", "public.o\"rders", "public.a\\b")) {
+      Counter.builder("loose_foreign_key_processed_deleted_records")
+          .tag("table", table)
+          .tag("database", "main")
+          .register(registry)
+          .increment(table.length());
+    }
+
+    assertThat(LfkStatusCommand.processed(registry.scrape()))
+        .containsOnly(
+            Map.entry("main/public.projects", 15L),
+            Map.entry("main/public.o\"rders", 14L),
+            Map.entry("main/public.a\\b", 10L));
   }
 
   @Test
