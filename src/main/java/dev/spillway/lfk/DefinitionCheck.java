@@ -133,15 +133,18 @@ public final class DefinitionCheck {
               + " and its children would never be cleaned; a parent must be a plain or a"
               + " partitioned (PARTITION BY) table");
     }
-    if (parent.primaryKey().size() != 1) {
-      throw problem(
-          k,
-          "needs a parent with a one-column primary key, but "
-              + k.parent().displayName()
-              + (parent.primaryKey().isEmpty()
-                  ? " has none"
-                  : " has " + String.join(", ", parent.primaryKey())));
-    }
+    String parentKey =
+        LooseForeignKey.referredColumn(parent.primaryKey())
+            .orElseThrow(
+                () ->
+                    problem(
+                        k,
+                        "needs a parent with a one-column primary key, or one holding an id"
+                            + " column (as GitLab's partitioned tables' id, partition_id), but "
+                            + k.parent().displayName()
+                            + (parent.primaryKey().isEmpty()
+                                ? " has none"
+                                : " has " + String.join(", ", parent.primaryKey()))));
     Table child =
         table(childDb, k.child(), k)
             .orElseThrow(
@@ -181,7 +184,6 @@ public final class DefinitionCheck {
             && !indexed(ds, child, column.attnum(), targetAttnum).forCleanup())) {
       warnings.add(indexWarning(k, child));
     }
-    String parentKey = parent.primaryKey().get(0);
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
     if (!cleanable(column, parentColumn)) {
       throw problem(

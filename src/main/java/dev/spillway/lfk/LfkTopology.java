@@ -22,9 +22,9 @@ import org.apache.kafka.streams.processor.api.Record;
 /**
  * Deleted parent rows → cleanup batches: each parent table's deletes are grouped into batches of at
  * most {@code batch-size} ids, each emitted no later than {@code max-wait} after its first delete,
- * on the cleanup-batches topic keyed by parent table and a sequence number. A record that is not a
- * deleted row of a parent with a one-column key goes to the pipeline's dead-letter topic with the
- * reason. Pure: no SQL.
+ * on the cleanup-batches topic keyed by parent table and a sequence number, each deleted row known
+ * by its key's one column, or the {@code id} of a key of several. A record that is not a deleted
+ * row with such a key goes to the pipeline's dead-letter topic with the reason. Pure: no SQL.
  */
 public final class LfkTopology {
   public static final String SOURCE = "lfk-deleted-records";
@@ -89,7 +89,7 @@ public final class LfkTopology {
       DeletedRecord d = EventSerdes.decodeDeletedRecord(value);
       database = d.database();
       oldest = Math.min(oldest, d.commitTimeMicros());
-      ids.add(ValueText.of(d.key().values().iterator().next()));
+      ids.add(ValueText.of(d.key().get(referred(d.key()))));
     }
     return EventSerdes.encode(
         new CleanupBatch(database, TableName.parse(parent), List.copyOf(ids), oldest));
@@ -115,7 +115,10 @@ public final class LfkTopology {
     }
   }
 
-  /** Passes on deleted rows with a one-column, non-null key, keyed by parent; the rest to DLQ. */
+  /**
+   * Passes on deleted rows whose key's referred column is not null, keyed by parent; the rest to
+   * DLQ.
+   */
   private static Verdict check(Record<String, byte[]> record) {
     if (record.value() == null) {
       return malformed("empty value");
@@ -127,15 +130,8 @@ public final class LfkTopology {
       return malformed("not a deleted record: " + e.getMessage());
     }
     Map<String, Object> key = d.key();
-    if (key.size() == 1 && key.values().iterator().next() == null) {
-      return malformed(
-          "parent "
-              + d.table()
-              + " has a delete without its key "
-              + key.keySet()
-              + " (its replica identity leaves the primary key out?)");
-    }
-    if (key.size() != 1) {
+    String column = referred(key);
+    if (column == null) {
       return malformed(
           "parent "
               + d.table()
@@ -143,9 +139,22 @@ public final class LfkTopology {
               + key.size()
               + " columns "
               + key.keySet()
-              + "; loose foreign keys need a one-column primary key");
+              + "; loose foreign keys need a one-column primary key, or one holding an id column");
+    }
+    if (key.get(column) == null) {
+      return malformed(
+          "parent "
+              + d.table()
+              + " has a delete without its key "
+              + key.keySet()
+              + " (its replica identity leaves the primary key out?)");
     }
     return Verdict.pass(d.table().toString());
+  }
+
+  /** The key column children refer to, or null when the key has none such. */
+  private static String referred(Map<String, Object> key) {
+    return LooseForeignKey.referredColumn(key.keySet()).orElse(null);
   }
 
   private static Verdict malformed(String problem) {

@@ -27,6 +27,21 @@ public record LooseForeignKey(
     OptionalInt deleteLimit,
     String where) {
 
+  /** The column a key of several columns is referred to by, as GitLab's partitioned tables are. */
+  static final String ID = "id";
+
+  /**
+   * The column of a parent's primary key children refer to: its only one, or {@code id} of a key of
+   * several that holds one (GitLab's partitioned tables' {@code (id, partition_id)}, whose ids come
+   * from one sequence, as GitLab's own cleanup takes them); empty for any other key.
+   */
+  static Optional<String> referredColumn(java.util.Collection<String> primaryKey) {
+    if (primaryKey.size() == 1) {
+      return Optional.of(primaryKey.iterator().next());
+    }
+    return primaryKey.contains(ID) ? Optional.of(ID) : Optional.empty();
+  }
+
   /**
    * A plain {@code async_delete} of {@code child}'s rows whose {@code column} names a deleted row
    * of {@code parent}: no conditions, no delete limit of its own.

@@ -30,6 +30,11 @@ class DefinitionCheckIT {
         "CREATE SCHEMA k",
         "CREATE TABLE k.projects (id bigint PRIMARY KEY)",
         "CREATE TABLE k.tenants (a int, b int, PRIMARY KEY (a, b))",
+        "CREATE TABLE k.p_builds (partition_id int, id bigint, PRIMARY KEY (partition_id, id))"
+            + " PARTITION BY LIST (partition_id)",
+        "CREATE TABLE k.p_builds_100 PARTITION OF k.p_builds FOR VALUES IN (100)",
+        "CREATE TABLE k.build_uses (id bigint PRIMARY KEY, build_id bigint)",
+        "CREATE INDEX ON k.build_uses (build_id)",
         "CREATE TABLE k.logs (project_id bigint)",
         "CREATE TABLE k.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
         "CREATE TABLE k.merge_requests (id bigint PRIMARY KEY, project_id bigint, state int)",
@@ -179,6 +184,17 @@ class DefinitionCheckIT {
     assertThat(builds.parentKeyType()).isEqualTo("bigint");
     assertThat(builds.unsweepable()).as("a child's text against any key").isEmpty();
     assertThat(r.keys().get(0).unsweepable()).as("merge_requests (project_id)").isEmpty();
+    assertThat(r.warnings()).isEmpty();
+  }
+
+  @Test
+  void should_take_the_id_of_a_parent_whose_primary_key_has_several_columns() throws Exception {
+    DefinitionCheck.Result r = check(entry("build_uses", "p_builds", "build_id", "async_delete"));
+
+    CheckedKey uses = r.keys().get(0);
+    assertThat(uses.parentPrimaryKey()).isEqualTo("id");
+    assertThat(uses.parentKeyType()).isEqualTo("bigint");
+    assertThat(uses.unsweepable()).isEmpty();
     assertThat(r.warnings()).isEmpty();
   }
 
@@ -421,9 +437,13 @@ class DefinitionCheckIT {
             "lfk.yml:2: k.merge_requests.project_id → k.nope (async_delete) names parent table"
                 + " k.nope, which does not exist in database main.");
     assertThat(error(entry("merge_requests", "tenants", "project_id", "async_delete")))
-        .endsWith("needs a parent with a one-column primary key, but k.tenants has a, b.");
+        .endsWith(
+            "needs a parent with a one-column primary key, or one holding an id column (as"
+                + " GitLab's partitioned tables' id, partition_id), but k.tenants has a, b.");
     assertThat(error(entry("merge_requests", "logs", "project_id", "async_delete")))
-        .endsWith("needs a parent with a one-column primary key, but k.logs has none.");
+        .endsWith(
+            "needs a parent with a one-column primary key, or one holding an id column (as"
+                + " GitLab's partitioned tables' id, partition_id), but k.logs has none.");
     assertThat(error(entry("nope", "projects", "project_id", "async_delete")))
         .endsWith("names child table k.nope, which does not exist in database main.");
     assertThat(error(entry("logs", "projects", "project_id", "async_delete")))

@@ -1191,6 +1191,34 @@ abstract class LfkContract {
   }
 
   @Test
+  void should_clean_children_of_a_parent_keyed_by_id_and_partition_by_its_id() throws Exception {
+    seed(
+        "lfk_main",
+        "pb",
+        "CREATE TABLE pb.builds (partition_id int, id bigint, PRIMARY KEY (partition_id, id))"
+            + " PARTITION BY LIST (partition_id)",
+        "CREATE TABLE pb.builds_100 PARTITION OF pb.builds FOR VALUES IN (100)",
+        "CREATE TABLE pb.builds_101 PARTITION OF pb.builds FOR VALUES IN (101)",
+        "CREATE TABLE pb.artifacts (id bigserial PRIMARY KEY, build_id bigint)",
+        "CREATE INDEX ON pb.artifacts (build_id)",
+        "INSERT INTO pb.builds VALUES (100, 1), (100, 2), (101, 2), (101, 3)",
+        "INSERT INTO pb.artifacts (build_id) VALUES (1), (1), (2), (3)");
+    // Deletes carry both key columns; children refer to the id alone, as GitLab's do.
+    afterCleanup(
+        "lfk24",
+        key("pb.artifacts", "build_id", "pb.builds", OnDelete.ASYNC_DELETE, "main", "main", ""),
+        "DELETE FROM pb.builds WHERE partition_id = 100",
+        2,
+        h -> {
+          assertThat(h.count("main", "SELECT count(*) FROM pb.artifacts WHERE build_id = 1"))
+              .isZero();
+          assertThat(h.count("main", "SELECT count(*) FROM pb.artifacts WHERE build_id IN (2, 3)"))
+              .as("id 2 is still a build's, in the other partition: its artifact is left")
+              .isEqualTo(2);
+        });
+  }
+
+  @Test
   void should_leave_the_row_of_a_table_inheriting_from_the_child_that_shares_a_cleaned_rows_key()
       throws Exception {
     seed(

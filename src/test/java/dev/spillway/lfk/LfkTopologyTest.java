@@ -161,10 +161,10 @@ class LfkTopologyTest {
   }
 
   @Test
-  void should_dead_letter_records_that_are_not_deleted_rows_with_a_one_column_key() {
+  void should_dead_letter_records_that_are_not_deleted_rows_with_a_key_children_refer_to() {
     in.pipeInput("public.projects", "garbage".getBytes(StandardCharsets.UTF_8));
     DeletedRecord composite =
-        new DeletedRecord("main", PROJECTS, Map.of("id", 1L, "tenant", 2L), 5, 1, 0);
+        new DeletedRecord("main", PROJECTS, Map.of("project_id", 1L, "tenant", 2L), 5, 1, 0);
     in.pipeInput("public.projects", EventSerdes.encode(composite));
     List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
     assertThat(dead).hasSize(2);
@@ -173,7 +173,7 @@ class LfkTopologyTest {
             new String(
                 dead.get(1).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value(),
                 StandardCharsets.UTF_8))
-        .contains("one-column primary key");
+        .contains("one-column primary key, or one holding an id column");
     assertThat(
             new String(
                 dead.get(0).headers().lastHeader(SinkHeaders.SOURCE).value(),
@@ -182,6 +182,30 @@ class LfkTopologyTest {
         .isEqualTo(TOPICS.deletedRecords() + "-0@0");
     driver.advanceWallClockTime(Duration.ofSeconds(5));
     assertThat(batches()).isEmpty();
+  }
+
+  @Test
+  void should_take_the_id_of_a_partitioned_parents_key_of_several_columns() {
+    TableName builds = TableName.parse("p_ci_builds");
+    in.pipeInput(
+        builds.toString(),
+        EventSerdes.encode(
+            new DeletedRecord("ci", builds, orderedKey("partition_id", 100L, "id", 7L), 10, 1, 0)));
+    in.pipeInput(
+        builds.toString(),
+        EventSerdes.encode(
+            new DeletedRecord("ci", builds, orderedKey("id", 8L, "partition_id", 101L), 11, 1, 0)));
+    driver.advanceWallClockTime(Duration.ofSeconds(3));
+
+    assertThat(dlq.readRecordsToList()).isEmpty();
+    assertThat(batches()).containsExactly("public.p_ci_builds#0=public.p_ci_builds [7, 8] @10");
+  }
+
+  private static Map<String, Object> orderedKey(String a, Object va, String b, Object vb) {
+    Map<String, Object> key = new java.util.LinkedHashMap<>();
+    key.put(a, va);
+    key.put(b, vb);
+    return key;
   }
 
   @Test
