@@ -144,7 +144,9 @@ final class HttpBulkHandler implements BulkHandler {
     // one that timed out here, is still under way there; rejected, its rows could be deleted
     // before that try's outcome is known.
     if (status == 429 || status >= 500 || status == 408 || status == 409 || status == 425) {
-      return new Result.Retry(reason, retryAfter(headers.firstValue("Retry-After")).orElse(null));
+      return new Result.Retry(
+          reason,
+          retryAfter(headers.firstValue("Retry-After"), headers.firstValue("Date")).orElse(null));
     }
     return Result.reject(reason);
   }
@@ -191,9 +193,11 @@ final class HttpBulkHandler implements BulkHandler {
   /**
    * {@code Retry-After} as seconds or as an HTTP date in any of its three forms; empty (the backoff
    * then) when absent or unreadable, negative seconds included. A date passed is zero, which the
-   * buffer also answers with its backoff.
+   * buffer also answers with its backoff. A date is measured from the response's own {@code Date}
+   * when it has a readable one, so a receiver whose clock differs from this machine's is still
+   * waited for as long as it asked; else from this machine's clock.
    */
-  Optional<Duration> retryAfter(Optional<String> header) {
+  Optional<Duration> retryAfter(Optional<String> header, Optional<String> date) {
     if (header.isEmpty()) {
       return Optional.empty();
     }
@@ -208,8 +212,9 @@ final class HttpBulkHandler implements BulkHandler {
       }
     }
     Instant now = clock.instant(); // a date, or nothing readable (negative seconds among them)
+    Instant sent = date.flatMap(d -> httpDate(d.trim(), now)).orElse(now);
     return httpDate(v, now)
-        .map(at -> Duration.between(now, at))
+        .map(at -> Duration.between(sent, at))
         .map(d -> d.isNegative() ? Duration.ZERO : d);
   }
 

@@ -228,29 +228,53 @@ class HttpBulkHandlerTest {
         new HttpBulkHandler(
             new HandlerSpec.Http(URI.create("http://x/"), Map.of(), Duration.ofSeconds(1)), clock);
 
-    assertThat(h.retryAfter(Optional.of(" 120 "))).contains(Duration.ofSeconds(120));
-    assertThat(h.retryAfter(Optional.of("Wed, 25 Nov 2026 08:01:30 GMT")))
+    assertThat(h.retryAfter(Optional.of(" 120 "), Optional.empty()))
+        .contains(Duration.ofSeconds(120));
+    assertThat(h.retryAfter(Optional.of("Wed, 25 Nov 2026 08:01:30 GMT"), Optional.empty()))
         .contains(Duration.ofSeconds(90));
-    assertThat(h.retryAfter(Optional.of("Wed, 25 Nov 2026 07:00:00 GMT")))
+    assertThat(h.retryAfter(Optional.of("Wed, 25 Nov 2026 07:00:00 GMT"), Optional.empty()))
         .as("a date gone by")
         .contains(Duration.ZERO);
-    assertThat(h.retryAfter(Optional.of("Wednesday, 25-Nov-26 08:01:30 GMT")))
+    assertThat(h.retryAfter(Optional.of("Wednesday, 25-Nov-26 08:01:30 GMT"), Optional.empty()))
         .as("the obsolete RFC 850 form")
         .contains(Duration.ofSeconds(90));
-    assertThat(h.retryAfter(Optional.of("Wed Nov 25 08:01:30 2026")))
+    assertThat(h.retryAfter(Optional.of("Wed Nov 25 08:01:30 2026"), Optional.empty()))
         .as("the obsolete asctime form")
         .contains(Duration.ofSeconds(90));
-    assertThat(h.retryAfter(Optional.of("-5"))).as("not a valid value: the backoff then").isEmpty();
-    assertThat(h.retryAfter(Optional.of("99999999999999999999")))
+    assertThat(h.retryAfter(Optional.of("-5"), Optional.empty()))
+        .as("not a valid value: the backoff then")
+        .isEmpty();
+    assertThat(h.retryAfter(Optional.of("99999999999999999999"), Optional.empty()))
         .as("more than a long holds: the longest wait, which the buffer bounds")
         .contains(Duration.ofSeconds(Long.MAX_VALUE));
-    assertThat(h.retryAfter(Optional.of("0000000000000000000120")))
+    assertThat(h.retryAfter(Optional.of("0000000000000000000120"), Optional.empty()))
         .as("leading zeros")
         .contains(Duration.ofSeconds(120));
-    assertThat(h.retryAfter(Optional.of("soon"))).isEmpty();
-    assertThat(h.retryAfter(Optional.of("Tue, 25 Nov 2026 08:01:30 GMT")))
+    assertThat(h.retryAfter(Optional.of("soon"), Optional.empty())).isEmpty();
+    assertThat(h.retryAfter(Optional.of("Tue, 25 Nov 2026 08:01:30 GMT"), Optional.empty()))
         .as("a weekday that is not the date's")
         .isEmpty();
+  }
+
+  @Test
+  void should_measure_a_retry_after_date_from_the_responses_own_date() {
+    // This machine's clock is a minute ahead of the receiver's, which asks for 30 s.
+    Clock clock = Clock.fixed(Instant.parse("2026-11-25T08:01:00Z"), ZoneOffset.UTC);
+    HttpBulkHandler h =
+        new HttpBulkHandler(
+            new HandlerSpec.Http(URI.create("http://x/"), Map.of(), Duration.ofSeconds(1)), clock);
+
+    assertThat(
+            h.retryAfter(
+                Optional.of("Wed, 25 Nov 2026 08:00:30 GMT"),
+                Optional.of("Wed, 25 Nov 2026 08:00:00 GMT")))
+        .contains(Duration.ofSeconds(30));
+    assertThat(h.retryAfter(Optional.of("Wed, 25 Nov 2026 08:00:30 GMT"), Optional.of("yesterday")))
+        .as("a Date it cannot read: this machine's clock")
+        .contains(Duration.ZERO);
+    assertThat(h.retryAfter(Optional.of("120"), Optional.of("Wed, 25 Nov 2026 08:00:00 GMT")))
+        .as("seconds need no clock")
+        .contains(Duration.ofSeconds(120));
   }
 
   @Test
