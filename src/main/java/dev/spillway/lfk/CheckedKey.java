@@ -18,7 +18,8 @@ import java.util.regex.Pattern;
  *     character varying}, so deleted parent ids can be cast to it ({@code = ANY(CAST(? AS
  *     bigint[]))}) and are neither cut nor rounded: a {@code varchar(3)} cast would turn a deleted
  *     {@code abcdef} into the {@code abc} of a live parent
- * @param parentPrimaryKey the parent's single primary key column, the key captured deletes carry
+ * @param parentPrimaryKey the parent's primary key column children refer to: its only one, or the
+ *     {@code id} of a partitioned parent's key of several
  * @param parentKeyType that column's type without its modifier ({@code numeric}, not {@code
  *     numeric(10,2)}), so a value cast to it is neither cut nor rounded
  * @param unsweepable why {@code lfk sweep} does not read this key, when it does not: no index to

@@ -19,10 +19,11 @@ import javax.sql.DataSource;
 
 /**
  * Checks loose-foreign-key definitions against the catalogs of the databases holding their tables,
- * before anything runs: the parent exists and has a one-column primary key, the child exists with a
- * primary key, every column named exists, a column set to NULL may hold NULL, and every value
- * written for a column is one its type accepts unchanged. A child column without a valid index is
- * only a warning, with the statement that adds one.
+ * before anything runs: the parent exists and has a one-column primary key (or is partitioned with
+ * a key holding {@code id}), the child exists with a primary key, every column named exists, a
+ * column set to NULL may hold NULL, and every value written for a column is one its type accepts
+ * unchanged. A child column without a valid index is only a warning, with the statement that adds
+ * one.
  */
 public final class DefinitionCheck {
   /** The checked definitions, and warnings to show. */
@@ -133,18 +134,27 @@ public final class DefinitionCheck {
               + " and its children would never be cleaned; a parent must be a plain or a"
               + " partitioned (PARTITION BY) table");
     }
+    // A plain table's key of several columns may hold ids repeated under another column (per
+    // tenant, say): a deleted one another row still holds would leave its children for good.
     String parentKey =
         LooseForeignKey.referredColumn(parent.primaryKey())
+            .filter(c -> parent.primaryKey().size() == 1 || parent.partitioned())
             .orElseThrow(
                 () ->
                     problem(
                         k,
-                        "needs a parent with a one-column primary key, or one holding an id"
-                            + " column (as GitLab's partitioned tables' id, partition_id), but "
+                        "needs a parent with a one-column primary key, or a partitioned one whose"
+                            + " key holds an id column (as GitLab's partitioned tables' id,"
+                            + " partition_id), but "
                             + k.parent().displayName()
                             + (parent.primaryKey().isEmpty()
                                 ? " has none"
-                                : " has " + String.join(", ", parent.primaryKey()))));
+                                : " has " + String.join(", ", parent.primaryKey()))
+                            + (parent.primaryKey().size() > 1
+                                    && parent.primaryKey().contains(LooseForeignKey.ID)
+                                    && !parent.partitioned()
+                                ? " and is not partitioned"
+                                : "")));
     Table child =
         table(childDb, k.child(), k)
             .orElseThrow(
@@ -185,6 +195,21 @@ public final class DefinitionCheck {
       warnings.add(indexWarning(k, child));
     }
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
+    if (parent.primaryKey().size() > 1
+        && !indexed(dataSource(parentDb, k), parent, parentColumn.attnum(), null).forCleanup()) {
+      warnings.add(
+          k.describe()
+              + ": no index on "
+              + k.parent().displayName()
+              + " starts with "
+              + parentKey
+              + ", by which cleanup looks up deleted parents, so each look-up reads every"
+              + " partition; add one: CREATE INDEX ON "
+              + k.parent().quoted()
+              + " ("
+              + TableName.quote(parentKey)
+              + ");");
+    }
     if (!cleanable(column, parentColumn)) {
       throw problem(
           k,

@@ -45,7 +45,10 @@ import org.apache.kafka.clients.producer.RecordMetadata;
  * rests as long as each took before the next.
  */
 public final class OrphanSweep {
-  /** A parent table, in the database holding it, with the key column deleted records carry. */
+  /**
+   * A parent table, in the database holding it, with the key column children refer to, which the
+   * deleted records it hands over carry alone.
+   */
   public record Parent(String database, TableName table, String keyColumn) {}
 
   /**

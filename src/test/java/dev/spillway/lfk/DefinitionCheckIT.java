@@ -34,6 +34,7 @@ class DefinitionCheckIT {
             + " PARTITION BY LIST (partition_id)",
         "CREATE TABLE k.p_builds_100 PARTITION OF k.p_builds FOR VALUES IN (100)",
         "CREATE TABLE k.build_uses (id bigint PRIMARY KEY, build_id bigint)",
+        "CREATE TABLE k.tenant_items (tenant_id int, id bigint, PRIMARY KEY (tenant_id, id))",
         "CREATE INDEX ON k.build_uses (build_id)",
         "CREATE TABLE k.logs (project_id bigint)",
         "CREATE TABLE k.events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
@@ -195,7 +196,20 @@ class DefinitionCheckIT {
     assertThat(uses.parentPrimaryKey()).isEqualTo("id");
     assertThat(uses.parentKeyType()).isEqualTo("bigint");
     assertThat(uses.unsweepable()).isEmpty();
-    assertThat(r.warnings()).isEmpty();
+    // Its key starts with partition_id: no index serves a look-up by id alone.
+    assertThat(r.warnings())
+        .containsExactly(
+            "k.build_uses.build_id → k.p_builds (async_delete): no index on k.p_builds starts with"
+                + " id, by which cleanup looks up deleted parents, so each look-up reads every"
+                + " partition; add one: CREATE INDEX ON \"k\".\"p_builds\" (\"id\");");
+
+    TestSql.exec(dbs.dataSource("chk_main"), "CREATE INDEX ON k.p_builds (id)");
+    try {
+      assertThat(check(entry("build_uses", "p_builds", "build_id", "async_delete")).warnings())
+          .isEmpty();
+    } finally {
+      TestSql.exec(dbs.dataSource("chk_main"), "DROP INDEX k.p_builds_id_idx");
+    }
   }
 
   @Test
@@ -438,12 +452,18 @@ class DefinitionCheckIT {
                 + " k.nope, which does not exist in database main.");
     assertThat(error(entry("merge_requests", "tenants", "project_id", "async_delete")))
         .endsWith(
-            "needs a parent with a one-column primary key, or one holding an id column (as"
-                + " GitLab's partitioned tables' id, partition_id), but k.tenants has a, b.");
+            "needs a parent with a one-column primary key, or a partitioned one whose key holds an"
+                + " id column (as GitLab's partitioned tables' id, partition_id), but k.tenants"
+                + " has a, b.");
     assertThat(error(entry("merge_requests", "logs", "project_id", "async_delete")))
         .endsWith(
-            "needs a parent with a one-column primary key, or one holding an id column (as"
-                + " GitLab's partitioned tables' id, partition_id), but k.logs has none.");
+            "needs a parent with a one-column primary key, or a partitioned one whose key holds an"
+                + " id column (as GitLab's partitioned tables' id, partition_id), but k.logs has"
+                + " none.");
+    // Ids may repeat per tenant in a plain table's key: a deleted one another tenant still holds
+    // would leave its children for good.
+    assertThat(error(entry("merge_requests", "tenant_items", "project_id", "async_delete")))
+        .endsWith("but k.tenant_items has tenant_id, id and is not partitioned.");
     assertThat(error(entry("nope", "projects", "project_id", "async_delete")))
         .endsWith("names child table k.nope, which does not exist in database main.");
     assertThat(error(entry("logs", "projects", "project_id", "async_delete")))

@@ -199,6 +199,21 @@ class LfkTopologyTest {
 
     assertThat(dlq.readRecordsToList()).isEmpty();
     assertThat(batches()).containsExactly("public.p_ci_builds#0=public.p_ci_builds [7, 8] @10");
+
+    in.pipeInput(
+        builds.toString(),
+        EventSerdes.encode(
+            new DeletedRecord(
+                "ci", builds, orderedKey("partition_id", 100L, "id", null), 12, 1, 0)));
+    assertThat(
+            new String(
+                dlq.readRecordsToList()
+                    .get(0)
+                    .headers()
+                    .lastHeader(SinkHeaders.ERROR_MESSAGE)
+                    .value(),
+                StandardCharsets.UTF_8))
+        .contains("parent public.p_ci_builds has a delete without its key [partition_id, id]");
   }
 
   private static Map<String, Object> orderedKey(String a, Object va, String b, Object vb) {
