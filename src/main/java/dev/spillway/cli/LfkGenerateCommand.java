@@ -202,8 +202,9 @@ final class LfkGenerateCommand implements Callable<Integer> {
     }
     writeFiles(definitions, after, migrations);
     out.printf(
-        "%nAdded %d loose foreign keys to %s%n",
-        LfkGenerator.oneEach(converted).size(), definitions);
+        "%nAdded %s to %s%n",
+        Count.of(LfkGenerator.oneEach(converted).size(), "loose foreign key", "loose foreign keys"),
+        definitions);
     migrations.keySet().forEach(p -> out.printf("Wrote %s%n", p));
     out.println(
         "Deploy the definitions (restart 'run') before applying the up migration, so no delete"

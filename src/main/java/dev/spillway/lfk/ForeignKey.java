@@ -15,7 +15,8 @@ import javax.sql.DataSource;
  *
  * @param from the referencing (child) table
  * @param to the referenced (parent) table
- * @param columns the referencing columns; the generator converts one-column keys only
+ * @param columns the referencing columns; the generator converts one-column keys, and keys of
+ *     several to a primary key holding {@code id} ({@link #referring()})
  * @param onDelete PostgreSQL's action: {@code cascade}, {@code nullify}, {@code restrict}, {@code
  *     no action} or {@code set default}
  * @param definition {@code pg_get_constraintdef}, to restore the key
@@ -62,6 +63,21 @@ public record ForeignKey(
     };
   }
 
+  /**
+   * The column a loose foreign key made of this one names: its only one, or, of a key of several to
+   * the parent's primary key, the one referring to the parent's {@code id} (as GitLab's partitioned
+   * tables' children refer to {@code (partition_id, id)}); empty for any other.
+   */
+  public java.util.Optional<String> referring() {
+    if (columns.size() == 1) {
+      return java.util.Optional.of(columns.get(0));
+    }
+    int id = referenced.indexOf(LooseForeignKey.ID);
+    return toPrimaryKey && id >= 0
+        ? java.util.Optional.of(columns.get(id))
+        : java.util.Optional.empty();
+  }
+
   /** The column as GitLab's table shows it (several joined by commas). */
   public String column() {
     return String.join(",", columns);
@@ -71,6 +87,14 @@ public record ForeignKey(
    * Every foreign key defined on a table of the database (not the copies PostgreSQL keeps on
    * partitions), outside the system schemas and Spillway's own.
    */
+  /** In {@link #read}: the position of the parent's {@code id} in a key of several, or null. */
+  private static final String REFERRING_ID =
+      "(SELECT k.i FROM unnest(con.confkey) WITH ORDINALITY k(attnum, i)"
+          + " JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum"
+          + " WHERE cardinality(con.confkey) > 1 AND a.attname = '"
+          + LooseForeignKey.ID
+          + "')";
+
   public static List<ForeignKey> read(String database, DataSource ds) throws SQLException {
     String sql =
         "SELECT n.nspname, c.relname, fn.nspname, fc.relname, con.conname,"
@@ -82,7 +106,7 @@ public record ForeignKey(
             + "   JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum"
             + "   ORDER BY k.i)::text[],"
             + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.confrelid"
-            + "   AND pk.contype = 'p' AND pk.conkey = con.confkey),"
+            + "   AND pk.contype = 'p' AND pk.conkey @> con.confkey AND pk.conkey <@ con.confkey),"
             + " EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.conrelid = con.conrelid"
             + "   AND pk.contype = 'p'),"
             + " EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = con.conrelid"
@@ -97,7 +121,12 @@ public record ForeignKey(
             + " CASE WHEN fc.relkind = 'r'"
             + "   AND EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhparent = fc.oid)"
             + "   THEN 'inherited'"
-            + " WHEN cardinality(con.conkey) = 1 THEN (SELECT CASE"
+            + " WHEN cardinality(con.confkey) > 1 AND fc.relkind <> 'p' THEN 'unpartitioned'"
+            // The pair of columns a loose foreign key would compare: the only one, or the one
+            // referring to the parent's id.
+            + " WHEN cardinality(con.conkey) = 1 OR "
+            + REFERRING_ID
+            + " IS NOT NULL THEN (SELECT CASE"
             + "   WHEN ct.typcategory = 'D' AND pt.typcategory = 'D' AND ct.oid <> pt.oid"
             + "   THEN 'dates'"
             + "   WHEN ct.oid <> pt.oid AND (ct.oid IN ('float4'::regtype, 'float8'::regtype)"
@@ -112,8 +141,14 @@ public record ForeignKey(
             + DefinitionCheck.rootType("ca.atttypid")
             + ", pg_attribute pa JOIN pg_type pt ON pt.oid = "
             + DefinitionCheck.rootType("pa.atttypid")
-            + "   WHERE ca.attrelid = con.conrelid AND ca.attnum = con.conkey[1]"
-            + "   AND pa.attrelid = con.confrelid AND pa.attnum = con.confkey[1]) END"
+            + "   WHERE ca.attrelid = con.conrelid"
+            + "   AND ca.attnum = con.conkey[coalesce("
+            + REFERRING_ID
+            + ", 1)]"
+            + "   AND pa.attrelid = con.confrelid"
+            + "   AND pa.attnum = con.confkey[coalesce("
+            + REFERRING_ID
+            + ", 1)]) END"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -160,6 +195,10 @@ public record ForeignKey(
           "tables inherit from "
               + to.displayName()
               + ", whose rows' deletes would be captured under their own names";
+      case "unpartitioned" ->
+          to.displayName()
+              + " has a key of several columns and is not partitioned, so its ids may repeat"
+              + " under the others, which cleanup by id would take for a parent still there";
       case "floats" ->
           "the column or the key is floating-point and the other of another type (not an"
               + " integer column), which cleanup cannot compare";

@@ -125,12 +125,22 @@ public final class LfkGenerator {
     if (r.hasLfk()) {
       return java.util.Optional.of("already a loose foreign key");
     }
-    if (r.key().columns().size() != 1) {
-      return java.util.Optional.of("spans several columns");
-    }
     if (r.key().looseAction().isEmpty()) {
       return java.util.Optional.of(
           "ON DELETE " + r.key().onDelete().toUpperCase(Locale.ROOT) + " has no loose equivalent");
+    }
+    if (r.key().columns().size() != 1) {
+      if (r.key().referring().isEmpty()) {
+        return java.util.Optional.of(
+            "spans several columns, none referring to the parent's primary key's id, which a"
+                + " loose foreign key refers to");
+      }
+      if (r.key().looseAction().get() == OnDelete.ASYNC_NULLIFY) {
+        // SET NULL empties every column of the key; a loose one would empty only the id's.
+        return java.util.Optional.of(
+            "ON DELETE SET NULL of a key of several columns, which a loose foreign key would"
+                + " do to one column only");
+      }
     }
     if (!r.key().toPrimaryKey()) {
       // Cleanup matches the column against the parent's primary key: converted, this key would
@@ -249,7 +259,9 @@ public final class LfkGenerator {
   }
 
   private static boolean sameDefinition(ForeignKey a, ForeignKey b) {
-    return a.from().equals(b.from()) && a.to().equals(b.to()) && a.columns().equals(b.columns());
+    return a.from().equals(b.from())
+        && a.to().equals(b.to())
+        && a.referring().equals(b.referring());
   }
 
   /**
@@ -332,7 +344,7 @@ public final class LfkGenerator {
     List<String> entries = new ArrayList<>();
     for (ForeignKey k : keys) {
       entries.add(dash + "-" + afterDash + "table: " + yamlName(name(k.to())));
-      entries.add(key + "column: " + yamlName(k.column()));
+      entries.add(key + "column: " + yamlName(k.referring().orElseThrow()));
       entries.add(key + "on_delete: " + k.looseAction().orElseThrow().yaml());
     }
     return entries;
@@ -409,12 +421,12 @@ public final class LfkGenerator {
           .ifPresent(
               v -> ((SequenceNode) v).getValue().forEach(item -> found.add(entryText(item))));
       for (ForeignKey k : e.getValue()) {
-        if (!found.contains(name(k.to()) + "/" + k.column())) {
+        if (!found.contains(name(k.to()) + "/" + k.referring().orElseThrow())) {
           throw new IllegalStateException(
               "Adding to the definitions file did not give an entry for "
                   + name(k.from())
                   + "."
-                  + k.column()
+                  + k.referring().orElseThrow()
                   + "; nothing was written");
         }
       }
@@ -482,7 +494,7 @@ public final class LfkGenerator {
             d ->
                 d.child().equals(k.from())
                     && d.parent().equals(k.to())
-                    && k.columns().equals(List.of(d.column())));
+                    && k.referring().equals(java.util.Optional.of(d.column())));
   }
 
   /** A table as the definitions file names it: without {@code public.}. */

@@ -149,6 +149,80 @@ class LfkGenerateIT {
   }
 
   @Test
+  void should_turn_a_key_to_a_partitioned_parents_id_and_partition_into_one_on_the_id()
+      throws Exception {
+    DatabaseEndpoint main = EmbeddedInfra.get().database("gen_main");
+    try (Databases dbs = EmbeddedInfra.get().databases("gen_main")) {
+      TestSql.exec(
+          dbs.dataSource("gen_main"),
+          "DROP TABLE IF EXISTS pt_artifacts, pt_traces, pt_builds, pt_tenant_things, pt_tenants,"
+              + " pt_plain_uses, pt_plain CASCADE",
+          // The key names the primary key's columns in another order, as GitLab's do.
+          "CREATE TABLE pt_builds (partition_id int, id bigint, PRIMARY KEY (id, partition_id))"
+              + " PARTITION BY LIST (partition_id)",
+          "CREATE TABLE pt_builds_100 PARTITION OF pt_builds FOR VALUES IN (100)",
+          "CREATE TABLE pt_artifacts (id bigint PRIMARY KEY, partition_id int NOT NULL,"
+              + " build_id bigint, FOREIGN KEY (partition_id, build_id)"
+              + " REFERENCES pt_builds (partition_id, id) ON DELETE CASCADE)",
+          "CREATE INDEX ON pt_artifacts (build_id)",
+          "CREATE TABLE pt_traces (id bigint PRIMARY KEY, partition_id int, build_id bigint,"
+              + " FOREIGN KEY (partition_id, build_id) REFERENCES pt_builds (partition_id, id)"
+              + " ON DELETE SET NULL)",
+          "CREATE TABLE pt_tenants (tenant_id int, code int, PRIMARY KEY (tenant_id, code))",
+          "CREATE TABLE pt_plain (tenant_id int, id bigint, PRIMARY KEY (tenant_id, id))",
+          "CREATE TABLE pt_plain_uses (id bigint PRIMARY KEY, tenant_id int, plain_id bigint,"
+              + " FOREIGN KEY (tenant_id, plain_id) REFERENCES pt_plain ON DELETE CASCADE)",
+          "CREATE TABLE pt_tenant_things (id bigint PRIMARY KEY, tenant_id int, code int,"
+              + " FOREIGN KEY (tenant_id, code) REFERENCES pt_tenants ON DELETE CASCADE)");
+      Path config = config(main);
+
+      Cli.Result run = Cli.run("lfk", "generate", "-c", config.toString(), "^pt_");
+      assertThat(run.exitCode()).as(run.err()).isZero();
+      assertThat(run.out())
+          .containsPattern("N \\|\\s+pt_artifacts \\|\\s+pt_builds \\| partition_id,build_id \\|")
+          .contains(
+              "(pt_traces.partition_id,build_id): ON DELETE SET NULL of a key of several"
+                  + " columns, which a loose foreign key would do to one column only")
+          .contains(
+              "(pt_tenant_things.tenant_id,code): spans several columns, none referring to the"
+                  + " parent's primary key's id")
+          .contains(
+              "(pt_plain_uses.tenant_id,plain_id): pt_plain has a key of several columns and is"
+                  + " not partitioned")
+          .contains("Added 1 loose foreign key to");
+      List<LooseForeignKey> written = DefinitionsFile.read(dir.resolve("lfk.yml"));
+      assertThat(written)
+          .extracting(LooseForeignKey::describe)
+          .containsExactly("pt_artifacts.build_id → pt_builds (async_delete)");
+      Cli.Result again = Cli.run("lfk", "generate", "-c", config.toString(), "--dry-run", "^pt_");
+      assertThat(again.out())
+          .as("the key made loose, until the migration drops it")
+          .containsPattern("Y \\|\\s+pt_artifacts \\|");
+
+      TestSql.exec(dbs.dataSource("gen_main"), Files.readString(migration(".up.sql")));
+      assertThat(
+              TestSql.count(
+                  dbs.dataSource("gen_main"),
+                  "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                      + " AND conrelid = 'pt_artifacts'::regclass"))
+          .isZero();
+      DefinitionCheck.Result checked =
+          DefinitionCheck.check(written, t -> "main", n -> dbs.dataSource("gen_main"));
+      assertThat(checked.keys())
+          .singleElement()
+          .extracting(CheckedKey::parentPrimaryKey)
+          .isEqualTo("id");
+      TestSql.exec(dbs.dataSource("gen_main"), Files.readString(migration(".down.sql")));
+      assertThat(
+              TestSql.count(
+                  dbs.dataSource("gen_main"),
+                  "SELECT count(*) FROM pg_constraint WHERE contype = 'f'"
+                      + " AND conparentid = 0 AND conrelid = 'pt_artifacts'::regclass"))
+          .isOne();
+    }
+  }
+
+  @Test
   void should_keep_every_runs_migration_when_runs_follow_each_other() throws Exception {
     DatabaseEndpoint main = EmbeddedInfra.get().database("gen_twice");
     try (Databases dbs = EmbeddedInfra.get().databases("gen_twice")) {
@@ -380,7 +454,7 @@ class LfkGenerateIT {
           .containsPattern(
               "Skipping [0-9]+ \\(both_labels.project_id\\): ON DELETE RESTRICT has no loose"
                   + " equivalent")
-          .contains("Added 1 loose foreign keys to");
+          .contains("Added 1 loose foreign key to");
       assertThat(DefinitionsFile.read(dir.resolve("lfk.yml")))
           .extracting(LooseForeignKey::describe)
           .containsExactly("both_builds.project_id → both_projects (async_delete)");
