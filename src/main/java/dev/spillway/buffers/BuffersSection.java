@@ -225,7 +225,12 @@ public final class BuffersSection {
     }
     TableName name = TableName.parse(written);
     if (name.overlong().isPresent()) {
-      throw n.error(key, name.overlong().get());
+      throw n.error(
+          key,
+          name.overlong().get()
+              + (n.has(key)
+                  ? ""
+                  : " (the buffer's name, which names its table when no " + key + " is given)"));
     }
     return name;
   }

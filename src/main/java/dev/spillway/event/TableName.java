@@ -38,17 +38,16 @@ public record TableName(String schema, String table) {
    * wrote it; empty when none is.
    */
   public Optional<String> overlong() {
-    for (String part : List.of(schema, table)) {
-      if (part.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES) {
-        return Optional.of(
-            "is longer than the "
-                + MAX_NAME_BYTES
-                + " bytes PostgreSQL keeps of a name, which it cuts to '"
-                + cut(part)
-                + "': write that");
-      }
+    if (List.of(schema, table).stream()
+        .noneMatch(p -> p.getBytes(StandardCharsets.UTF_8).length > MAX_NAME_BYTES)) {
+      return Optional.empty();
     }
-    return Optional.empty();
+    return Optional.of(
+        "is longer than the "
+            + MAX_NAME_BYTES
+            + " bytes PostgreSQL keeps of a name, which it cuts to '"
+            + new TableName(cut(schema), cut(table)).displayName()
+            + "': write that");
   }
 
   /** As PostgreSQL cuts a name: its whole characters within {@link #MAX_NAME_BYTES} bytes. */

@@ -281,6 +281,14 @@ class BuffersSectionTest {
             + "    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:9: buffers.b.table is the same table as buffer a's, in the same database"
             + " main.");
+    String long64 = "e".repeat(64);
+    refused(
+        "buffers:\n  " + long64 + ":\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:2: buffers."
+            + long64
+            + ".table is longer than the 63 bytes PostgreSQL keeps of a name, which it cuts to '"
+            + "e".repeat(63)
+            + "': write that (the buffer's name, which names its table when no table is given).");
     // 36 Cyrillic letters: 72 bytes, of which PostgreSQL keeps 31 letters.
     String cyrillic = "ж".repeat(36);
     refused(

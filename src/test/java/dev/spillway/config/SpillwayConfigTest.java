@@ -164,7 +164,7 @@ class SpillwayConfigTest {
         .isEqualTo(
             "spillway.yml:2: tables.x."
                 + long70
-                + " is longer than the 63 bytes PostgreSQL keeps of a name, which it cuts to '"
+                + " is longer than the 63 bytes PostgreSQL keeps of a name, which it cuts to 'x."
                 + "e".repeat(63)
                 + "': write that.");
   }
