@@ -32,5 +32,10 @@ class ComposeFileTest {
       Map<String, Object> service = (Map<String, Object>) services.get(name);
       assertThat((Map<String, Object>) service.get("healthcheck")).as(name).containsKey("test");
     }
+    // Over TCP: the server the image runs its init script on takes connections on its socket
+    // alone, so a check through the socket would pass before the script has run.
+    Map<String, Object> postgres = (Map<String, Object>) services.get("postgres");
+    assertThat((List<String>) ((Map<String, Object>) postgres.get("healthcheck")).get("test"))
+        .containsSequence("pg_isready", "-h", "127.0.0.1");
   }
 }
