@@ -221,12 +221,16 @@ class HttpBulkHandlerTest {
     }
   }
 
+  /** A handler reading its responses at {@code clock}'s time. */
+  private static HttpBulkHandler at(Clock clock) {
+    return new HttpBulkHandler(
+        new HandlerSpec.Http(URI.create("http://x/"), Map.of(), Duration.ofSeconds(1)), clock);
+  }
+
   @Test
   void should_read_retry_after_as_seconds_or_a_date_and_ignore_a_negative_one() {
     Clock clock = Clock.fixed(Instant.parse("2026-11-25T08:00:00Z"), ZoneOffset.UTC);
-    HttpBulkHandler h =
-        new HttpBulkHandler(
-            new HandlerSpec.Http(URI.create("http://x/"), Map.of(), Duration.ofSeconds(1)), clock);
+    HttpBulkHandler h = at(clock);
 
     assertThat(h.retryAfter(Optional.of(" 120 "), Optional.empty()))
         .contains(Duration.ofSeconds(120));
@@ -260,9 +264,7 @@ class HttpBulkHandlerTest {
   void should_measure_a_retry_after_date_from_the_responses_own_date() {
     // This machine's clock is a minute ahead of the receiver's, which asks for 30 s.
     Clock clock = Clock.fixed(Instant.parse("2026-11-25T08:01:00Z"), ZoneOffset.UTC);
-    HttpBulkHandler h =
-        new HttpBulkHandler(
-            new HandlerSpec.Http(URI.create("http://x/"), Map.of(), Duration.ofSeconds(1)), clock);
+    HttpBulkHandler h = at(clock);
 
     assertThat(
             h.retryAfter(

@@ -147,14 +147,7 @@ class LfkTopologyTest {
     noKey.put("id", null);
     in.pipeInput(
         "public.projects", EventSerdes.encode(new DeletedRecord("main", PROJECTS, noKey, 5, 1, 0)));
-    assertThat(
-            new String(
-                dlq.readRecordsToList()
-                    .get(0)
-                    .headers()
-                    .lastHeader(SinkHeaders.ERROR_MESSAGE)
-                    .value(),
-                StandardCharsets.UTF_8))
+    assertThat(reason(dlq.readRecordsToList().get(0)))
         .contains(
             "parent public.projects has a delete without its key [id] (its replica identity leaves"
                 + " the primary key out?)");
@@ -169,11 +162,7 @@ class LfkTopologyTest {
     List<TestRecord<String, byte[]>> dead = dlq.readRecordsToList();
     assertThat(dead).hasSize(2);
     assertThat(malformed).as("counted for the metric").hasValue(2);
-    assertThat(
-            new String(
-                dead.get(1).headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value(),
-                StandardCharsets.UTF_8))
-        .contains("one-column primary key, or one holding an id column");
+    assertThat(reason(dead.get(1))).contains("one-column primary key, or one holding an id column");
     assertThat(
             new String(
                 dead.get(0).headers().lastHeader(SinkHeaders.SOURCE).value(),
@@ -205,15 +194,14 @@ class LfkTopologyTest {
         EventSerdes.encode(
             new DeletedRecord(
                 "ci", builds, orderedKey("partition_id", 100L, "id", null), 12, 1, 0)));
-    assertThat(
-            new String(
-                dlq.readRecordsToList()
-                    .get(0)
-                    .headers()
-                    .lastHeader(SinkHeaders.ERROR_MESSAGE)
-                    .value(),
-                StandardCharsets.UTF_8))
+    assertThat(reason(dlq.readRecordsToList().get(0)))
         .contains("parent public.p_ci_builds has a delete without its key [partition_id, id]");
+  }
+
+  /** Why a dead letter was written. */
+  private static String reason(TestRecord<String, byte[]> letter) {
+    return new String(
+        letter.headers().lastHeader(SinkHeaders.ERROR_MESSAGE).value(), StandardCharsets.UTF_8);
   }
 
   private static Map<String, Object> orderedKey(String a, Object va, String b, Object vb) {
