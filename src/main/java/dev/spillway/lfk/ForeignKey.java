@@ -17,6 +17,7 @@ import javax.sql.DataSource;
  * @param to the referenced (parent) table
  * @param columns the referencing columns; the generator converts one-column keys, and keys of
  *     several to a primary key holding {@code id} ({@link #referring()})
+ * @param onUpdate its action when the parent's key changes, named as {@code onDelete} is
  * @param onDelete PostgreSQL's action: {@code cascade}, {@code nullify}, {@code restrict}, {@code
  *     no action} or {@code set default}
  * @param definition {@code pg_get_constraintdef}, to restore the key
@@ -32,7 +33,7 @@ import javax.sql.DataSource;
  *     applies to the role that read the catalog, which start-up refuses; null when neither's does
  * @param uncleanable why start-up would refuse a loose foreign key of this one's tables and types
  *     that the other fields do not say (tables inherit from the parent; the column and the key are
- *     dates or times of two types), or null
+ *     dates or times of two types; a key of several columns to a table not partitioned), or null
  */
 public record ForeignKey(
     String database,
@@ -40,6 +41,7 @@ public record ForeignKey(
     TableName to,
     List<String> columns,
     String onDelete,
+    String onUpdate,
     String name,
     String definition,
     List<String> referenced,
@@ -83,10 +85,6 @@ public record ForeignKey(
     return String.join(",", columns);
   }
 
-  /**
-   * Every foreign key defined on a table of the database (not the copies PostgreSQL keeps on
-   * partitions), outside the system schemas and Spillway's own.
-   */
   /** In {@link #read}: the position of the parent's {@code id} in a key of several, or null. */
   private static final String REFERRING_ID =
       "(SELECT k.i FROM unnest(con.confkey) WITH ORDINALITY k(attnum, i)"
@@ -95,6 +93,10 @@ public record ForeignKey(
           + LooseForeignKey.ID
           + "')";
 
+  /**
+   * Every foreign key defined on a table of the database (not the copies PostgreSQL keeps on
+   * partitions), outside the system schemas and Spillway's own.
+   */
   public static List<ForeignKey> read(String database, DataSource ds) throws SQLException {
     String sql =
         "SELECT n.nspname, c.relname, fn.nspname, fc.relname, con.conname,"
@@ -149,6 +151,7 @@ public record ForeignKey(
             + "   AND pa.attnum = con.confkey[coalesce("
             + REFERRING_ID
             + ", 1)]) END"
+            + ", con.confupdtype"
             + " FROM pg_constraint con"
             + " JOIN pg_class c ON c.oid = con.conrelid"
             + " JOIN pg_namespace n ON n.oid = c.relnamespace"
@@ -173,6 +176,7 @@ public record ForeignKey(
                 to,
                 List.of(columns),
                 action(rs.getString(7)),
+                action(rs.getString(16)),
                 rs.getString(5),
                 rs.getString(6),
                 List.of(referenced),

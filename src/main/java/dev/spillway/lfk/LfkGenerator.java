@@ -129,17 +129,30 @@ public final class LfkGenerator {
       return java.util.Optional.of(
           "ON DELETE " + r.key().onDelete().toUpperCase(Locale.ROOT) + " has no loose equivalent");
     }
+    if (List.of("cascade", "nullify", "set default").contains(r.key().onUpdate())) {
+      // Dropped, the key would stop moving its children along (GitLab's partitioned tables' keys
+      // move them to a parent's new partition this way).
+      return java.util.Optional.of(
+          "ON UPDATE "
+              + (r.key().onUpdate().equals("nullify")
+                  ? "SET NULL"
+                  : r.key().onUpdate().toUpperCase(Locale.ROOT))
+              + " changes children when their parent's key changes, which a loose foreign key"
+              + " does not do (capture reads deletes only)");
+    }
     if (r.key().columns().size() != 1) {
       if (r.key().referring().isEmpty()) {
         return java.util.Optional.of(
-            "spans several columns, none referring to the parent's primary key's id, which a"
-                + " loose foreign key refers to");
+            "spans several columns, which do not refer to a partitioned parent's primary key"
+                + " holding id, as a loose foreign key would");
       }
       if (r.key().looseAction().get() == OnDelete.ASYNC_NULLIFY) {
-        // SET NULL empties every column of the key; a loose one would empty only the id's.
+        // SET NULL empties every column of the key (unless it names some); a loose one would
+        // empty the id's alone.
         return java.util.Optional.of(
-            "ON DELETE SET NULL of a key of several columns, which a loose foreign key would"
-                + " do to one column only");
+            "ON DELETE SET NULL of a key of several columns, which a loose foreign key would do"
+                + " to the column referring to id alone (write that definition by hand if the"
+                + " key names that column alone)");
       }
     }
     if (!r.key().toPrimaryKey()) {

@@ -34,6 +34,10 @@ class DefinitionCheckIT {
             + " PARTITION BY LIST (partition_id)",
         "CREATE TABLE k.p_builds_100 PARTITION OF k.p_builds FOR VALUES IN (100)",
         "CREATE TABLE k.build_uses (id bigint PRIMARY KEY, build_id bigint)",
+        "CREATE TABLE k.p_jobs (partition_id int, id bigint, PRIMARY KEY (id, partition_id))"
+            + " PARTITION BY LIST (partition_id)",
+        "CREATE TABLE k.job_uses (id bigint PRIMARY KEY, job_id bigint)",
+        "CREATE INDEX ON k.job_uses (job_id)",
         "CREATE TABLE k.tenant_items (tenant_id int, id bigint, PRIMARY KEY (tenant_id, id))",
         "CREATE INDEX ON k.build_uses (build_id)",
         "CREATE TABLE k.logs (project_id bigint)",
@@ -202,6 +206,10 @@ class DefinitionCheckIT {
             "k.build_uses.build_id → k.p_builds (async_delete): no index on k.p_builds starts with"
                 + " id, by which cleanup looks up deleted parents, so each look-up reads every"
                 + " partition; add one: CREATE INDEX ON \"k\".\"p_builds\" (\"id\");");
+
+    assertThat(check(entry("job_uses", "p_jobs", "job_id", "async_delete")).warnings())
+        .as("GitLab's order, (id, partition_id): its key's index serves")
+        .isEmpty();
 
     TestSql.exec(dbs.dataSource("chk_main"), "CREATE INDEX ON k.p_builds (id)");
     try {

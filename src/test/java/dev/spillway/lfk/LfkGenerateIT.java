@@ -155,8 +155,8 @@ class LfkGenerateIT {
     try (Databases dbs = EmbeddedInfra.get().databases("gen_main")) {
       TestSql.exec(
           dbs.dataSource("gen_main"),
-          "DROP TABLE IF EXISTS pt_artifacts, pt_traces, pt_builds, pt_tenant_things, pt_tenants,"
-              + " pt_plain_uses, pt_plain CASCADE",
+          "DROP TABLE IF EXISTS pt_artifacts, pt_traces, pt_names, pt_builds, pt_tenant_things,"
+              + " pt_tenants, pt_plain_uses, pt_plain CASCADE",
           // The key names the primary key's columns in another order, as GitLab's do.
           "CREATE TABLE pt_builds (partition_id int, id bigint, PRIMARY KEY (id, partition_id))"
               + " PARTITION BY LIST (partition_id)",
@@ -168,6 +168,10 @@ class LfkGenerateIT {
           "CREATE TABLE pt_traces (id bigint PRIMARY KEY, partition_id int, build_id bigint,"
               + " FOREIGN KEY (partition_id, build_id) REFERENCES pt_builds (partition_id, id)"
               + " ON DELETE SET NULL)",
+          // As GitLab makes them: moving a build to another partition moves its names along.
+          "CREATE TABLE pt_names (id bigint PRIMARY KEY, partition_id int, build_id bigint,"
+              + " FOREIGN KEY (partition_id, build_id) REFERENCES pt_builds (partition_id, id)"
+              + " ON UPDATE CASCADE ON DELETE CASCADE)",
           "CREATE TABLE pt_tenants (tenant_id int, code int, PRIMARY KEY (tenant_id, code))",
           "CREATE TABLE pt_plain (tenant_id int, id bigint, PRIMARY KEY (tenant_id, id))",
           "CREATE TABLE pt_plain_uses (id bigint PRIMARY KEY, tenant_id int, plain_id bigint,"
@@ -182,10 +186,14 @@ class LfkGenerateIT {
           .containsPattern("N \\|\\s+pt_artifacts \\|\\s+pt_builds \\| partition_id,build_id \\|")
           .contains(
               "(pt_traces.partition_id,build_id): ON DELETE SET NULL of a key of several"
-                  + " columns, which a loose foreign key would do to one column only")
+                  + " columns, which a loose foreign key would do to the column referring to id"
+                  + " alone")
           .contains(
-              "(pt_tenant_things.tenant_id,code): spans several columns, none referring to the"
-                  + " parent's primary key's id")
+              "(pt_names.partition_id,build_id): ON UPDATE CASCADE changes children when their"
+                  + " parent's key changes, which a loose foreign key does not do")
+          .contains(
+              "(pt_tenant_things.tenant_id,code): spans several columns, which do not refer to a"
+                  + " partitioned parent's primary key holding id")
           .contains(
               "(pt_plain_uses.tenant_id,plain_id): pt_plain has a key of several columns and is"
                   + " not partitioned")
