@@ -195,20 +195,23 @@ public final class DefinitionCheck {
       warnings.add(indexWarning(k, child));
     }
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
+    String parentWarning =
+        "no index on "
+            + k.parent().displayName()
+            + " starts with "
+            + parentKey
+            + ", by which cleanup looks up deleted parents, so each look-up scans every"
+            + " partition; add one: CREATE INDEX ON "
+            + k.parent().quoted()
+            + " ("
+            + TableName.quote(parentKey)
+            + ") (it locks out writes while it builds: on a busy table build one CONCURRENTLY on"
+            + " each partition, then CREATE INDEX ON ONLY the parent and ATTACH PARTITION each)";
+    // Once for the parent, however many definitions name it.
     if (parent.primaryKey().size() > 1
+        && warnings.stream().noneMatch(w -> w.endsWith(parentWarning))
         && !indexed(dataSource(parentDb, k), parent, parentColumn.attnum(), null).forCleanup()) {
-      warnings.add(
-          k.describe()
-              + ": no index on "
-              + k.parent().displayName()
-              + " starts with "
-              + parentKey
-              + ", by which cleanup looks up deleted parents, so each look-up reads every"
-              + " partition; add one: CREATE INDEX ON "
-              + k.parent().quoted()
-              + " ("
-              + TableName.quote(parentKey)
-              + ");");
+      warnings.add(k.describe() + ": " + parentWarning);
     }
     if (!cleanable(column, parentColumn)) {
       throw problem(
