@@ -205,8 +205,9 @@ public final class DefinitionCheck {
             + k.parent().quoted()
             + " ("
             + TableName.quote(parentKey)
-            + ") (it locks out writes while it builds: on a busy table build one CONCURRENTLY on"
-            + " each partition, then CREATE INDEX ON ONLY the parent and ATTACH PARTITION each)";
+            + "); (it locks out writes while it builds: on a busy table build one CONCURRENTLY on"
+            + " each partition, then CREATE INDEX ON ONLY the parent and attach each with ALTER"
+            + " INDEX <the parent's index> ATTACH PARTITION <the partition's index>)";
     // Once for the parent, however many definitions name it.
     if (parent.primaryKey().size() > 1
         && warnings.stream().noneMatch(w -> w.endsWith(parentWarning))

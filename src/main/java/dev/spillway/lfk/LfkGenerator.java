@@ -129,14 +129,11 @@ public final class LfkGenerator {
       return java.util.Optional.of(
           "ON DELETE " + r.key().onDelete().toUpperCase(Locale.ROOT) + " has no loose equivalent");
     }
-    if (List.of("cascade", "nullify", "set default").contains(r.key().onUpdate())) {
+    if (changesOnUpdate(r.key())) {
       // Dropped, the key would stop moving its children along (GitLab's partitioned tables' keys
       // move them to a parent's new partition this way).
       return java.util.Optional.of(
-          "ON UPDATE "
-              + (r.key().onUpdate().equals("nullify")
-                  ? "SET NULL"
-                  : r.key().onUpdate().toUpperCase(Locale.ROOT))
+          onUpdate(r.key())
               + " changes children when their parent's key changes, which a loose foreign key"
               + " does not do (capture reads deletes only)");
     }
@@ -241,20 +238,43 @@ public final class LfkGenerator {
   public static Optional<String> conflict(Row r, List<Row> matching) {
     return matching.stream()
         .map(Row::key)
-        .filter(k -> sameDefinition(k, r.key()) && !k.onDelete().equals(r.key().onDelete()))
+        .filter(
+            k ->
+                sameDefinition(k, r.key())
+                    && (!k.onDelete().equals(r.key().onDelete())
+                        || changesOnUpdate(k) != changesOnUpdate(r.key())))
         .findFirst()
         .map(
             k ->
-                "database "
-                    + k.database()
-                    + " holds the same key as "
-                    + k.looseAction()
-                        .map(OnDelete::yaml)
-                        .orElse(
-                            "ON DELETE "
-                                + k.onDelete().toUpperCase(Locale.ROOT)
-                                + ", which has no loose equivalent")
-                    + ", and one loose foreign key takes one action");
+                !k.onDelete().equals(r.key().onDelete())
+                    ? "database "
+                        + k.database()
+                        + " holds the same key as "
+                        + k.looseAction()
+                            .map(OnDelete::yaml)
+                            .orElse(
+                                "ON DELETE "
+                                    + k.onDelete().toUpperCase(Locale.ROOT)
+                                    + ", which has no loose equivalent")
+                        + ", and one loose foreign key takes one action"
+                    : "database "
+                        + k.database()
+                        + " holds the same key "
+                        + (changesOnUpdate(k)
+                            ? "with " + onUpdate(k)
+                            : "without an ON UPDATE action")
+                        + ", and one loose foreign key serves both or neither");
+  }
+
+  /** Whether the key changes its children when their parent's key changes. */
+  private static boolean changesOnUpdate(ForeignKey k) {
+    return List.of("cascade", "nullify", "set default").contains(k.onUpdate());
+  }
+
+  /** Its update action as SQL says it: {@code ON UPDATE SET NULL}. */
+  private static String onUpdate(ForeignKey k) {
+    return "ON UPDATE "
+        + (k.onUpdate().equals("nullify") ? "SET NULL" : k.onUpdate().toUpperCase(Locale.ROOT));
   }
 
   /**

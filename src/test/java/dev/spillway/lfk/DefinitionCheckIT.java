@@ -207,7 +207,7 @@ class DefinitionCheckIT {
         .startsWith(
             "k.build_uses.build_id → k.p_builds (async_delete): no index on k.p_builds starts with"
                 + " id, by which cleanup looks up deleted parents, so each look-up scans every"
-                + " partition; add one: CREATE INDEX ON \"k\".\"p_builds\" (\"id\")");
+                + " partition; add one: CREATE INDEX ON \"k\".\"p_builds\" (\"id\");");
     assertThat(
             check(
                     entry("build_uses", "p_builds", "build_id", "async_delete")

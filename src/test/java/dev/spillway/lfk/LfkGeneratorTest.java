@@ -31,6 +31,38 @@ class LfkGeneratorTest {
         null);
   }
 
+  @Test
+  void should_not_write_one_definition_for_copies_of_a_key_that_differ_in_their_update_action() {
+    ForeignKey inMain = fk("ci_builds", "ci_pipelines", "pipeline_id", "cascade");
+    ForeignKey inCi =
+        new ForeignKey(
+            "ci",
+            inMain.from(),
+            inMain.to(),
+            inMain.columns(),
+            inMain.onDelete(),
+            "cascade",
+            inMain.name(),
+            inMain.definition(),
+            inMain.referenced(),
+            true,
+            true,
+            false,
+            null,
+            null);
+    List<LfkGenerator.Row> rows =
+        List.of(new LfkGenerator.Row(0, false, inMain), new LfkGenerator.Row(1, false, inCi));
+
+    assertThat(LfkGenerator.skipReason(rows.get(1)))
+        .hasValue(
+            "ON UPDATE CASCADE changes children when their parent's key changes, which a loose"
+                + " foreign key does not do (capture reads deletes only)");
+    assertThat(LfkGenerator.conflict(rows.get(0), rows))
+        .hasValue(
+            "database ci holds the same key with ON UPDATE CASCADE, and one loose foreign key"
+                + " serves both or neither");
+  }
+
   /** {@code k} held by {@code database}, referring to {@code to}, its column NOT NULL or not. */
   private static ForeignKey like(
       ForeignKey k, String database, TableName to, boolean columnNotNull) {
