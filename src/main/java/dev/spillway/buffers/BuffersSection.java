@@ -211,7 +211,7 @@ public final class BuffersSection {
       throw n.error(
           key, "is not a table name (write table or schema.table), not '" + written + "'");
     }
-    if (written.chars().anyMatch(Character::isWhitespace)) {
+    if (written.codePoints().anyMatch(TableName::blank)) {
       throw n.error(
           key,
           "names a table with a space in its name, '"

@@ -17,7 +17,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
 import java.util.StringJoiner;
-import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 /**
@@ -71,9 +70,6 @@ public record SpillwayConfig(
 
   /** The database that holds every table not listed under {@code tables:}. */
   public static final String MAIN = "main";
-
-  // table or schema.table; quoting rules are PostgreSQL's business, dots and blanks are ours.
-  private static final Pattern TABLE = Pattern.compile("[^.\\s]+(\\.[^.\\s]+)?");
 
   public SpillwayConfig {
     Objects.requireNonNull(workingDir, "workingDir");
@@ -264,7 +260,8 @@ public record SpillwayConfig(
     Map<String, String> firstSpelling = new HashMap<>();
     for (Map.Entry<String, String> e : written.entrySet()) {
       String key = e.getKey();
-      if (!TABLE.matcher(key).matches()) {
+      // Quoting rules are PostgreSQL's business, dots and blanks are ours.
+      if (!TableName.writable(key)) {
         throw node.error(key, "is not a table name (write table or schema.table)");
       }
       if (!known.contains(e.getValue())) {

@@ -18,6 +18,22 @@ public record TableName(String schema, String table) {
     }
   }
 
+  /**
+   * Whether configuration can name a table so: {@code table} or {@code schema.table}, neither name
+   * empty nor holding a dot or a blank (any Unicode space, a no-break space among them).
+   */
+  public static boolean writable(String written) {
+    String[] parts = written.split("\\.", -1);
+    return parts.length <= 2
+        && java.util.Arrays.stream(parts)
+            .allMatch(p -> !p.isEmpty() && p.codePoints().noneMatch(TableName::blank));
+  }
+
+  /** A character configuration takes for a blank: white space, or a space that does not break. */
+  public static boolean blank(int c) {
+    return Character.isWhitespace(c) || Character.isSpaceChar(c);
+  }
+
   /** Parses {@code table} or {@code schema.table}. */
   public static TableName parse(String name) {
     int dot = name.indexOf('.');

@@ -10,7 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
-import java.util.regex.Pattern;
 
 /**
  * Loose-foreign-key definitions in GitLab's format, read as they are: a mapping keyed by child
@@ -20,14 +19,9 @@ import java.util.regex.Pattern;
  * optional {@code conditions} and {@code delete_limit}. Every problem names file, line and entry.
  */
 public final class DefinitionsFile {
-  private static final Pattern TABLE = Pattern.compile("[^.\\s]+(\\.[^.\\s]+)?");
-
-  /** A name this file's table names can write: one without a '.' or white space in it. */
-  private static final Pattern NAME_PART = Pattern.compile("[^.\\s]+");
-
   /** Whether this file can name the table, as {@code table} or {@code schema.table}. */
   static boolean nameable(TableName t) {
-    return NAME_PART.matcher(t.schema()).matches() && NAME_PART.matcher(t.table()).matches();
+    return TableName.writable(t.toString()); // a dot in either name makes three
   }
 
   private static final int MAX_DELETE_LIMIT = 1_000_000;
@@ -71,7 +65,7 @@ public final class DefinitionsFile {
   private static List<Located> parse(ConfigNode byChild) {
     List<Located> out = new ArrayList<>();
     for (String child : byChild.keys()) {
-      if (!TABLE.matcher(child).matches()) {
+      if (!TableName.writable(child)) {
         throw byChild.error(child, "is not a table name (write table or schema.table)");
       }
       if (!byChild.isList(child)) {
@@ -93,7 +87,7 @@ public final class DefinitionsFile {
 
   private static LooseForeignKey entry(TableName child, ConfigNode e) {
     String parent = e.requiredString("table");
-    if (!TABLE.matcher(parent).matches()) {
+    if (!TableName.writable(parent)) {
       throw e.error("table", "is not a table name (write table or schema.table)");
     }
     Optional<String> overlong = TableName.parse(parent).overlong();

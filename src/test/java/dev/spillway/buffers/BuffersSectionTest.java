@@ -298,6 +298,10 @@ class BuffersSectionTest {
             + "ж".repeat(31)
             + "': write that.");
     refused(
+        "buffers:\n  a:\n    table: \"my\u00a0events\"\n    handler: { sql: \"SELECT :ids\" }\n",
+        "spillway.yml:3: buffers.a.table names a table with a space in its name, 'my\u00a0events',"
+            + " which Spillway does not take; rename the table.");
+    refused(
         "buffers:\n  a:\n    table: my events\n    handler: { sql: \"SELECT :ids\" }\n",
         "spillway.yml:3: buffers.a.table names a table with a space in its name, 'my events',"
             + " which Spillway does not take; rename the table.");

@@ -159,6 +159,11 @@ class SpillwayConfigTest {
     assertThat(error("tables:\n  a.b.c: main\n"))
         .isEqualTo(
             "spillway.yml:2: tables.a.b.c is not a table name (write table or schema.table).");
+    // A no-break space looks like a space, which no unquoted table name holds.
+    assertThat(error("tables:\n  \"ci\u00a0pipelines\": main\n"))
+        .isEqualTo(
+            "spillway.yml:2: tables.ci\u00a0pipelines is not a table name (write table or"
+                + " schema.table).");
     String long70 = "e".repeat(70);
     assertThat(error("tables:\n  x." + long70 + ": main\n"))
         .isEqualTo(

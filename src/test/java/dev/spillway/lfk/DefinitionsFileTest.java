@@ -176,6 +176,9 @@ class DefinitionsFileTest {
         .startsWith("lfk.yml:1: ci_pipelines must be a list of definitions");
     assertThat(error("ci pipelines:\n  - table: projects\n"))
         .startsWith("lfk.yml:1: ci pipelines is not a table name");
+    assertThat(error("ci_pipelines:\n  - table: \"pro\u3000jects\"\n"))
+        .as("an ideographic space")
+        .startsWith("lfk.yml:2: ci_pipelines[1].table is not a table name");
     assertThat(error("ci_pipelines:\n  - table: " + "p".repeat(64) + "\n"))
         .startsWith(
             "lfk.yml:2: ci_pipelines[1].table is longer than the 63 bytes PostgreSQL keeps");
