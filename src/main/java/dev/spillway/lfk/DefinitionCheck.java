@@ -81,6 +81,9 @@ public final class DefinitionCheck {
   private final Function<String, DataSource> dataSources;
   private final Map<String, Optional<Table>> tables = new HashMap<>();
 
+  /** The parents keyed by several columns whose index for look-ups by id was asked about. */
+  private final Set<String> parentIndexesAsked = new java.util.HashSet<>();
+
   private DefinitionCheck(Function<String, DataSource> dataSources) {
     this.dataSources = dataSources;
   }
@@ -134,27 +137,22 @@ public final class DefinitionCheck {
               + " and its children would never be cleaned; a parent must be a plain or a"
               + " partitioned (PARTITION BY) table");
     }
+    Optional<String> referred = LooseForeignKey.referredColumn(parent.primaryKey());
     // A plain table's key of several columns may hold ids repeated under another column (per
     // tenant, say): a deleted one another row still holds would leave its children for good.
-    String parentKey =
-        LooseForeignKey.referredColumn(parent.primaryKey())
-            .filter(c -> parent.primaryKey().size() == 1 || parent.partitioned())
-            .orElseThrow(
-                () ->
-                    problem(
-                        k,
-                        "needs a parent with a one-column primary key, or a partitioned one whose"
-                            + " key holds an id column (as GitLab's partitioned tables' id,"
-                            + " partition_id), but "
-                            + k.parent().displayName()
-                            + (parent.primaryKey().isEmpty()
-                                ? " has none"
-                                : " has " + String.join(", ", parent.primaryKey()))
-                            + (parent.primaryKey().size() > 1
-                                    && parent.primaryKey().contains(LooseForeignKey.ID)
-                                    && !parent.partitioned()
-                                ? " and is not partitioned"
-                                : "")));
+    boolean severalUnpartitioned = parent.primaryKey().size() > 1 && !parent.partitioned();
+    if (referred.isEmpty() || severalUnpartitioned) {
+      throw problem(
+          k,
+          "needs a parent with a one-column primary key, or a partitioned one whose key holds an"
+              + " id column (as GitLab's partitioned tables' id, partition_id), but "
+              + k.parent().displayName()
+              + (parent.primaryKey().isEmpty()
+                  ? " has none"
+                  : " has " + String.join(", ", parent.primaryKey()))
+              + (referred.isPresent() ? " and is not partitioned" : ""));
+    }
+    String parentKey = referred.get();
     Table child =
         table(childDb, k.child(), k)
             .orElseThrow(
@@ -195,24 +193,24 @@ public final class DefinitionCheck {
       warnings.add(indexWarning(k, child));
     }
     Column parentColumn = column(dataSource(parentDb, k), parent, k.parent(), parentKey, k);
-    String parentWarning =
-        "no index on "
-            + k.parent().displayName()
-            + " starts with "
-            + parentKey
-            + ", by which cleanup looks up deleted parents, so each look-up scans every"
-            + " partition; add one: CREATE INDEX ON "
-            + k.parent().quoted()
-            + " ("
-            + TableName.quote(parentKey)
-            + "); (it locks out writes while it builds: on a busy table build one CONCURRENTLY on"
-            + " each partition, then CREATE INDEX ON ONLY the parent and attach each with ALTER"
-            + " INDEX <the parent's index> ATTACH PARTITION <the partition's index>)";
-    // Once for the parent, however many definitions name it.
+    // Asked once for the parent, however many definitions name it.
     if (parent.primaryKey().size() > 1
-        && warnings.stream().noneMatch(w -> w.endsWith(parentWarning))
+        && parentIndexesAsked.add(parentDb + "/" + k.parent())
         && !indexed(dataSource(parentDb, k), parent, parentColumn.attnum(), null).forCleanup()) {
-      warnings.add(k.describe() + ": " + parentWarning);
+      warnings.add(
+          k.describe()
+              + ": no index on "
+              + k.parent().displayName()
+              + " starts with "
+              + parentKey
+              + ", by which cleanup looks up deleted parents, so each look-up scans every"
+              + " partition; add one: CREATE INDEX ON "
+              + k.parent().quoted()
+              + " ("
+              + TableName.quote(parentKey)
+              + "); (it locks out writes while it builds: on a busy table build one CONCURRENTLY"
+              + " on each partition, then CREATE INDEX ON ONLY the parent and attach each with"
+              + " ALTER INDEX <the parent's index> ATTACH PARTITION <the partition's index>)");
     }
     if (!cleanable(column, parentColumn)) {
       throw problem(
@@ -566,12 +564,6 @@ public final class DefinitionCheck {
    */
   private static final Set<String> PLAIN_STRINGS = Set.of("text", "character varying", "bpchar");
 
-  /**
-   * PostgreSQL's type categories of dates and times, intervals and booleans: a key of theirs
-   * reaches cleanup as capture writes it, which their text in a column is not.
-   */
-  private static final Set<String> TEXT_APART_CATEGORIES = Set.of("D", "T", "B");
-
   /** The integer types, as {@code format_type} names them. */
   private static final Set<String> INTEGERS = Set.of("smallint", "integer", "bigint");
 
@@ -586,6 +578,19 @@ public final class DefinitionCheck {
 
   /** PostgreSQL's type category of dates and times (not intervals). */
   private static final String DATE_TIME_CATEGORY = "D";
+
+  /** PostgreSQL's type category of intervals. */
+  private static final String INTERVAL_CATEGORY = "T";
+
+  /** PostgreSQL's type category of booleans. */
+  private static final String BOOLEAN_CATEGORY = "B";
+
+  /**
+   * PostgreSQL's type categories of dates and times, intervals and booleans: a key of theirs
+   * reaches cleanup as capture writes it, which their text in a column is not.
+   */
+  private static final Set<String> TEXT_APART_CATEGORIES =
+      Set.of(DATE_TIME_CATEGORY, INTERVAL_CATEGORY, BOOLEAN_CATEGORY);
 
   /**
    * PostgreSQL's type categories whose types a child must share with its key: the catch-all one
