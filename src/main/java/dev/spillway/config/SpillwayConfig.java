@@ -260,9 +260,10 @@ public record SpillwayConfig(
     Map<String, String> firstSpelling = new HashMap<>();
     for (Map.Entry<String, String> e : written.entrySet()) {
       String key = e.getKey();
-      // Quoting rules are PostgreSQL's business, dots and blanks are ours.
-      if (!TableName.writable(key)) {
-        throw node.error(key, "is not a table name (write table or schema.table)");
+      // Quoting rules are PostgreSQL's business, dots, blanks and lengths are ours.
+      java.util.Optional<String> unwritable = TableName.unwritable(key);
+      if (unwritable.isPresent()) {
+        throw node.error(key, unwritable.get());
       }
       if (!known.contains(e.getValue())) {
         throw node.error(
@@ -273,12 +274,7 @@ public record SpillwayConfig(
                 + String.join(", ", known)
                 + ")");
       }
-      TableName name = TableName.parse(key);
-      java.util.Optional<String> overlong = name.overlong();
-      if (overlong.isPresent()) {
-        throw node.error(key, overlong.get());
-      }
-      String table = name.toString();
+      String table = TableName.parse(key).toString();
       String first = firstSpelling.putIfAbsent(table, key);
       if (first != null) {
         throw node.error(key, "is the same table as " + first);

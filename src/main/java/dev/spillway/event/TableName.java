@@ -29,6 +29,16 @@ public record TableName(String schema, String table) {
             .allMatch(p -> !p.isEmpty() && p.codePoints().noneMatch(TableName::blank));
   }
 
+  /**
+   * What is wrong with {@code written} as configuration's name of a table, said after the key that
+   * wrote it: no table name, or longer than PostgreSQL keeps; empty when nothing is.
+   */
+  public static Optional<String> unwritable(String written) {
+    return writable(written)
+        ? parse(written).overlong()
+        : Optional.of("is not a table name (write table or schema.table)");
+  }
+
   /** A character configuration takes for a blank: white space, or a space that does not break. */
   public static boolean blank(int c) {
     return Character.isWhitespace(c) || Character.isSpaceChar(c);
@@ -72,7 +82,7 @@ public record TableName(String schema, String table) {
     int end = 0;
     while (end < part.length()) {
       int cp = part.codePointAt(end);
-      bytes += new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8).length;
+      bytes += cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; // its UTF-8 bytes
       if (bytes > MAX_NAME_BYTES) {
         break;
       }

@@ -65,18 +65,15 @@ public final class DefinitionsFile {
   private static List<Located> parse(ConfigNode byChild) {
     List<Located> out = new ArrayList<>();
     for (String child : byChild.keys()) {
-      if (!TableName.writable(child)) {
-        throw byChild.error(child, "is not a table name (write table or schema.table)");
+      Optional<String> unwritable = TableName.unwritable(child);
+      if (unwritable.isPresent()) {
+        throw byChild.error(child, unwritable.get());
       }
       if (!byChild.isList(child)) {
         throw byChild.error(
             child, "must be a list of definitions (- table: … column: … on_delete: …)");
       }
       TableName childName = TableName.parse(child);
-      Optional<String> overlong = childName.overlong();
-      if (overlong.isPresent()) {
-        throw byChild.error(child, overlong.get());
-      }
       for (ConfigNode entry : byChild.mappings(child)) {
         out.add(new Located(entry(childName, entry), entry));
       }
@@ -87,12 +84,9 @@ public final class DefinitionsFile {
 
   private static LooseForeignKey entry(TableName child, ConfigNode e) {
     String parent = e.requiredString("table");
-    if (!TableName.writable(parent)) {
-      throw e.error("table", "is not a table name (write table or schema.table)");
-    }
-    Optional<String> overlong = TableName.parse(parent).overlong();
-    if (overlong.isPresent()) {
-      throw e.error("table", overlong.get());
+    Optional<String> unwritable = TableName.unwritable(parent);
+    if (unwritable.isPresent()) {
+      throw e.error("table", unwritable.get());
     }
     String column = e.requiredString("column");
     String action = e.requiredString("on_delete");
