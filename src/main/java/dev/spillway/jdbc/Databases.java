@@ -62,9 +62,6 @@ public final class Databases implements AutoCloseable {
    * @throws IllegalStateException once closed, rather than open a pool nothing would close
    */
   public DataSource dataSource(String name) {
-    if (closed) {
-      throw new IllegalStateException("The database pools are closed: Spillway is stopping");
-    }
     return pools.computeIfAbsent(name, n -> new Pool(endpoint(n))).get();
   }
 
