@@ -113,6 +113,10 @@ abstract class CaptureContract {
     return new CaptureRoute(DB, table(table), ChangeKind.INSERT, topics.bufferEvents(table));
   }
 
+  private CaptureRoute deletes(String table) {
+    return new CaptureRoute(DB, table(table), ChangeKind.DELETE, topics.deletedRecords());
+  }
+
   private Capture start(CaptureRoute... routes) throws InterruptedException {
     return start(Capture.SLOT_CHECK_INTERVAL, new SimpleMeterRegistry(), routes);
   }
@@ -146,8 +150,7 @@ abstract class CaptureContract {
             + ".events (id bigserial PRIMARY KEY, contact_id int, kind text, amount numeric(10,2),"
             + " happened_at timestamptz, on_day date, at_local timestamp, took interval)",
         "INSERT INTO " + schema + ".projects SELECT g, 'p' || g FROM generate_series(1, 5) g");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("projects");
     CaptureRoute inserts = inserts("events");
 
     try (Capture capture = start(deletes, inserts)) {
@@ -238,8 +241,7 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
         "CREATE TABLE " + schema + ".uploads (id bigint PRIMARY KEY, v text)");
-    CaptureRoute parent =
-        new CaptureRoute(DB, table("uploads"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute parent = deletes("uploads");
     try (Capture capture = start(inserts("events"), parent)) {
       // Published for their deletes, with the database's inserts (for events): passed over.
       TestSql.exec(ds, "INSERT INTO " + schema + ".uploads VALUES (1, 'a'), (2, 'b')");
@@ -602,8 +604,7 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("projects");
     // A vacuum or an index built concurrently on a captured table: publishing it waits for it.
     try (Connection vacuum =
         TestSql.inTransaction(
@@ -779,8 +780,7 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
         "INSERT INTO " + schema + ".events VALUES (0, 'before')");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("events"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("events");
     try (Capture first = start(deletes)) {
       // published for its deletes only
     }
@@ -892,8 +892,7 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("projects");
     CaptureRoute inserts = inserts("events");
 
     try (Capture capture = start(inserts)) {
@@ -916,8 +915,7 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)",
         "INSERT INTO " + schema + ".projects VALUES (7)");
     CaptureRoute inserts = inserts("events");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("projects");
     SimpleMeterRegistry metrics = new SimpleMeterRegistry();
 
     Capture first = start(inserts);
@@ -958,8 +956,7 @@ abstract class CaptureContract {
         ds,
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("projects");
     Capture first = start(inserts("events"));
     try (Capture second = start(Duration.ofMillis(200), new SimpleMeterRegistry(), deletes)) {
       assertThat(second.standingBy()).containsOnlyKeys(DB);
@@ -1322,10 +1319,7 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".projects (id bigint PRIMARY KEY)",
         "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY)",
         "CREATE TABLE " + schema + ".elsewhere (id bigint PRIMARY KEY)");
-    for (CaptureRoute alone :
-        List.of(
-            inserts("events"),
-            new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords()))) {
+    for (CaptureRoute alone : List.of(inserts("events"), deletes("projects"))) {
       try (Capture capture = start(alone)) {
         // Only a table capture ignores changes: the slot must still confirm past them.
         TestSql.exec(
@@ -1734,8 +1728,7 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".builds_1 PARTITION OF " + schema + ".builds FOR VALUES IN (1)",
         "CREATE TABLE " + schema + ".builds_2 PARTITION OF " + schema + ".builds FOR VALUES IN (2)",
         "INSERT INTO " + schema + ".builds VALUES (10, 1), (20, 2)");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("builds"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("builds");
     try (Capture capture = start(deletes)) {
       TestSql.exec(ds, "DELETE FROM " + schema + ".builds_2 WHERE id = 20");
       List<ConsumerRecord<byte[], byte[]>> read =
@@ -1755,8 +1748,7 @@ abstract class CaptureContract {
       TestSql.exec(
           otherDs, "SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
       try {
-        CaptureRoute route =
-            new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+        CaptureRoute route = deletes("projects");
         assertThatThrownBy(() -> start(route))
             .isInstanceOf(CaptureSetupException.class)
             .hasMessage(
@@ -1778,8 +1770,7 @@ abstract class CaptureContract {
 
   @Test
   void should_refuse_a_missing_table_in_one_sentence() {
-    CaptureRoute route =
-        new CaptureRoute(DB, table("nope"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute route = deletes("nope");
     assertThatThrownBy(() -> start(route))
         .isInstanceOf(CaptureSetupException.class)
         .hasMessage("Table " + schema + ".nope does not exist in database capture.");
@@ -1816,8 +1807,7 @@ abstract class CaptureContract {
         "ALTER TABLE " + schema + ".keyed REPLICA IDENTITY USING INDEX keyed_k",
         "DROP INDEX " + schema + ".keyed_k",
         "CREATE TABLE " + schema + ".parents (id bigint PRIMARY KEY)");
-    CaptureRoute deletes =
-        new CaptureRoute(DB, table("parents"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute deletes = deletes("parents");
 
     // Its inserts alone: PostgreSQL takes its deletes, which are not published.
     assertThatCode(() -> start(inserts("bare")).close()).doesNotThrowAnyException();
@@ -1863,10 +1853,8 @@ abstract class CaptureContract {
         "CREATE TABLE " + schema + ".owners (id bigint PRIMARY KEY, ext text NOT NULL)",
         "CREATE UNIQUE INDEX owners_ext_id ON " + schema + ".owners (ext, id)",
         "ALTER TABLE " + schema + ".owners REPLICA IDENTITY USING INDEX owners_ext_id");
-    CaptureRoute tenantDeletes =
-        new CaptureRoute(DB, table("tenants"), ChangeKind.DELETE, topics.deletedRecords());
-    CaptureRoute ownerDeletes =
-        new CaptureRoute(DB, table("owners"), ChangeKind.DELETE, topics.deletedRecords());
+    CaptureRoute tenantDeletes = deletes("tenants");
+    CaptureRoute ownerDeletes = deletes("owners");
 
     assertThatThrownBy(() -> start(tenantDeletes))
         .isInstanceOf(CaptureSetupException.class)
@@ -1880,11 +1868,7 @@ abstract class CaptureContract {
                 + " primary key's identity (ALTER TABLE "
                 + schema
                 + ".tenants REPLICA IDENTITY DEFAULT).");
-    assertThatThrownBy(
-            () ->
-                start(
-                    new CaptureRoute(
-                        DB, table("members"), ChangeKind.DELETE, topics.deletedRecords())))
+    assertThatThrownBy(() -> start(deletes("members")))
         .as("its key only an INCLUDE column of the identity index, which the identity leaves out")
         .isInstanceOf(CaptureSetupException.class)
         .hasMessageContaining(".members in database capture has its replica identity on index");
@@ -1999,8 +1983,7 @@ abstract class CaptureContract {
     try {
       var endpoint = databases.endpoint(DB);
       try (Databases limited = TestSql.databasesAs(endpoint, DB, role, endpoint.lockTimeout())) {
-        CaptureRoute route =
-            new CaptureRoute(DB, table("projects"), ChangeKind.DELETE, topics.deletedRecords());
+        CaptureRoute route = deletes("projects");
         assertThatThrownBy(
                 () ->
                     Capture.start(
