@@ -76,8 +76,11 @@ public record TableName(String schema, String table) {
             + "': write that");
   }
 
-  /** As PostgreSQL cuts a name: its whole characters within {@link #MAX_NAME_BYTES} bytes. */
-  private static String cut(String part) {
+  /**
+   * As PostgreSQL cuts a name (a server encoding UTF-8): its whole characters within {@link
+   * #MAX_NAME_BYTES} bytes.
+   */
+  public static String cut(String part) {
     int bytes = 0;
     int end = 0;
     while (end < part.length()) {

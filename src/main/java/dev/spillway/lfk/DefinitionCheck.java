@@ -711,10 +711,8 @@ public final class DefinitionCheck {
   private static String indexWarning(LooseForeignKey k, Table child) {
     List<String> columns = new ArrayList<>(List.of(k.column()));
     k.targetColumn().ifPresent(columns::add);
-    String name = "index_" + k.child().table() + "_on_" + String.join("_and_", columns);
-    if (name.length() > 63) {
-      name = name.substring(0, 63);
-    }
+    String name =
+        TableName.cut("index_" + k.child().table() + "_on_" + String.join("_and_", columns));
     return k.describe()
         + ": no index on "
         + k.child().displayName()

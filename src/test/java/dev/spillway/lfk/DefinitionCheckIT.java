@@ -45,6 +45,8 @@ class DefinitionCheckIT {
         "CREATE TABLE k.merge_requests (id bigint PRIMARY KEY, project_id bigint, state int)",
         "CREATE INDEX ON k.merge_requests (project_id)",
         "CREATE TABLE k.packages (id bigint PRIMARY KEY, project_id bigint, status int)",
+        "CREATE TABLE k.prüfungsergebnisse_für_überfällige_lieferungen"
+            + " (id bigint PRIMARY KEY, project_id bigint)",
         "CREATE TABLE k.approvals (id bigint PRIMARY KEY, project_id bigint NOT NULL)",
         "CREATE INDEX ON k.approvals (project_id)",
         "CREATE TABLE k.releases (id bigint PRIMARY KEY, project_id bigint)",
@@ -276,6 +278,34 @@ class DefinitionCheckIT {
                 + " (\"project_id\", \"status\");");
     assertThat(r.keys().get(0).unsweepable())
         .hasValue("no index starts with project_id (add one, as the warning says)");
+  }
+
+  @Test
+  void should_name_the_index_it_advises_as_postgresql_keeps_the_name() throws Exception {
+    String child = "prüfungsergebnisse_für_überfällige_lieferungen";
+    DefinitionCheck.Result r = check(entry(child, "projects", "project_id", "async_delete"));
+    String warning = r.warnings().get(0);
+    String statement = warning.substring(warning.indexOf("CREATE INDEX"));
+    // index_<child>_on_project_id is 70 bytes in 66 characters: cut to 63 bytes, not characters.
+    String name = "index_prüfungsergebnisse_für_überfällige_lieferungen_on_pro";
+    assertThat(statement).contains("\"" + name + "\"");
+
+    TestSql.exec(dbs.dataSource("chk_main"), statement);
+    try {
+      assertThat(
+              TestSql.text(
+                  dbs.dataSource("chk_main"),
+                  "SELECT string_agg(indexname, ', ') FROM pg_indexes WHERE schemaname = 'k'"
+                      + " AND tablename = '"
+                      + child
+                      + "' AND indexname <> '"
+                      + child
+                      + "_pkey'"))
+          .as("the index made under the name the warning gives")
+          .isEqualTo(name);
+    } finally {
+      TestSql.exec(dbs.dataSource("chk_main"), "DROP INDEX k.\"" + name + "\"");
+    }
   }
 
   @Test
