@@ -5,12 +5,17 @@ import java.time.Instant;
 
 /**
  * Turns raw samples into a stable state: a worse sample takes effect at once; a better one only
- * after samples have been better for the whole hold period. Not thread-safe.
+ * after samples have been better for the whole hold period, and then the worst of them: samples
+ * going from STOP to THROTTLE for the hold, then NORMAL, give THROTTLE, whose own hold NORMAL then
+ * waits out. Not thread-safe.
  */
 final class Hysteresis {
   private final Duration hold;
   private Health current = Health.NORMAL;
   private Instant betterSince;
+
+  /** The worst sample since {@link #betterSince}, the latest of its severity; null with it. */
+  private Health held;
 
   Hysteresis(Duration hold) {
     this.hold = hold;
@@ -20,13 +25,22 @@ final class Hysteresis {
     if (raw.severity() >= current.severity()) {
       current = raw;
       betterSince = null;
-    } else {
-      if (betterSince == null) {
+      held = null;
+      return current;
+    }
+    if (betterSince == null) {
+      betterSince = now;
+      held = raw;
+    } else if (raw.severity() >= held.severity()) {
+      held = raw;
+    }
+    if (!now.isBefore(betterSince.plus(hold))) {
+      current = held;
+      betterSince = null;
+      held = null;
+      if (raw.severity() < current.severity()) {
         betterSince = now;
-      }
-      if (!now.isBefore(betterSince.plus(hold))) {
-        current = raw;
-        betterSince = null;
+        held = raw;
       }
     }
     return current;
@@ -41,6 +55,7 @@ final class Hysteresis {
     Hysteresis c = new Hysteresis(hold);
     c.current = current;
     c.betterSince = betterSince;
+    c.held = held;
     return c;
   }
 }

@@ -33,6 +33,19 @@ class HysteresisTest {
   }
 
   @Test
+  void should_get_better_to_the_worst_of_the_better_samples_and_hold_again_below_it() {
+    h.update(new Health.Stop("archive backlog 50"), T0);
+    for (int s = 1; s <= 30; s++) {
+      h.update(new Health.Throttle("archive backlog 30"), T0.plusSeconds(s));
+    }
+    assertThat(h.update(Health.NORMAL, T0.plusSeconds(31)))
+        .as("30 s of THROTTLE samples lift the STOP to THROTTLE, not to the last sample's NORMAL")
+        .isEqualTo(new Health.Throttle("archive backlog 30"));
+    assertThat(h.update(Health.NORMAL, T0.plusSeconds(60))).isInstanceOf(Health.Throttle.class);
+    assertThat(h.update(Health.NORMAL, T0.plusSeconds(61))).isEqualTo(Health.NORMAL);
+  }
+
+  @Test
   void should_combine_to_the_worst_and_name_the_indicator() {
     Health combined =
         Health.worst(
