@@ -5,6 +5,8 @@ import dev.spillway.health.HealthGate;
 import dev.spillway.health.LatencyWindow;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.Collections;
+import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
@@ -119,9 +121,9 @@ public final class RunContext {
    * Call before each sub-batch. Returns the outcome to end the run with when it must end here (STOP
    * or shutdown → {@link Outcome.Paused}; a per-run limit, after its first sub-batch → {@link
    * Outcome.LimitReached}), otherwise waits the pause due and returns empty: {@code
-   * sub-batch-pause} between sub-batches, and under THROTTLE or UNKNOWN {@code throttle-pause}
-   * before each, the run's first included, so runs of one sub-batch each (a buffer's batch, a small
-   * cleanup) do not follow one another at full speed.
+   * sub-batch-pause} between sub-batches, and under THROTTLE or UNKNOWN {@code throttle-pause} (or
+   * {@code sub-batch-pause}, when longer) before each, the run's first included, so runs of one
+   * sub-batch each (a buffer's batch, a small cleanup) do not follow one another at full speed.
    */
   public Optional<Outcome> checkpoint() throws InterruptedException {
     // The first checkpoint to let work through, even if that work then found nothing to do (a
@@ -139,7 +141,11 @@ public final class RunContext {
       run.begun = true;
       return end;
     }
-    Duration pause = slowed ? settings.throttlePause() : settings.subBatchPause();
+    // Slowed down, never sooner than when healthy.
+    Duration pause =
+        slowed
+            ? Collections.max(List.of(settings.throttlePause(), settings.subBatchPause()))
+            : settings.subBatchPause();
     long until = System.nanoTime() + pause.toNanos();
     for (long left = pause.toNanos(); left > 0; left = until - System.nanoTime()) {
       Thread.sleep(Math.min(PAUSE_SLICE_MILLIS, TimeUnit.NANOSECONDS.toMillis(left) + 1));

@@ -15,7 +15,7 @@ import java.time.Duration;
  * @param maxRuntimePerRun time one run may take before it stops with the limit reached
  * @param subBatchPause pause between sub-batches when healthy
  * @param throttlePause pause before each sub-batch under THROTTLE (or UNKNOWN), a run's first
- *     included
+ *     included; {@code subBatchPause} when that is longer
  * @param throttleFactor sub-batch size multiplier under THROTTLE
  * @param subBatchFloor smallest sub-batch under THROTTLE
  * @param pollTimeout longest a worker waits for new batches in one poll
@@ -121,6 +121,10 @@ public record SinkSettings(
 
   public SinkSettings withStepAsideAfter(Duration after) {
     return with(c -> c.stepAsideAfter = after);
+  }
+
+  public SinkSettings withSubBatchPause(Duration pause) {
+    return with(c -> c.subBatchPause = pause);
   }
 
   public SinkSettings withThrottle(Duration pause, double factor, int floor) {

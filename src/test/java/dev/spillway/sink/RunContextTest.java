@@ -10,6 +10,7 @@ import dev.spillway.testing.SettableClock;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -97,18 +98,25 @@ class RunContextTest {
                     : new Health.Stop("locks: held"));
     c.subBatchDone(10, 1_000_000); // a second sub-batch is due
 
-    assertThat(
-            CompletableFuture.supplyAsync(
-                    () -> {
-                      try {
-                        return c.checkpoint();
-                      } catch (InterruptedException e) {
-                        throw new IllegalStateException(e);
-                      }
-                    })
-                .orTimeout(30, TimeUnit.SECONDS)
-                .join())
+    assertThat(checkpointWithin30s(c))
         .as("stopped within the hour's pause")
+        .contains(new Outcome.Paused("locks: held"));
+  }
+
+  @Test
+  void should_never_pause_less_under_throttle_than_when_healthy() {
+    AtomicInteger asked = new AtomicInteger();
+    RunContext c =
+        context(
+            settings.withSubBatchPause(Duration.ofHours(1)).withThrottle(Duration.ZERO, 0.25, 10),
+            (db, t) ->
+                asked.incrementAndGet() <= 2
+                    ? new Health.Throttle("wal-rate: fast")
+                    : new Health.Stop("locks: held"));
+    c.subBatchDone(10, 1_000_000); // a second sub-batch is due
+
+    assertThat(checkpointWithin30s(c))
+        .as("the hour's sub-batch-pause waited under THROTTLE too, until STOP ended it")
         .contains(new Outcome.Paused("locks: held"));
   }
 
@@ -175,5 +183,19 @@ class RunContextTest {
     // That child table held no row to clean; the next one's look-up is slow.
     clock.advance(Duration.ofSeconds(31));
     assertThat(c.checkpoint()).contains(new Outcome.LimitReached(0, "30 s per run"));
+  }
+
+  /** The checkpoint's outcome, taken on another thread and given up after 30 s. */
+  private static Optional<Outcome> checkpointWithin30s(RunContext c) {
+    return CompletableFuture.supplyAsync(
+            () -> {
+              try {
+                return c.checkpoint();
+              } catch (InterruptedException e) {
+                throw new IllegalStateException(e);
+              }
+            })
+        .orTimeout(30, TimeUnit.SECONDS)
+        .join();
   }
 }
