@@ -150,11 +150,30 @@ public final class DeadLetterReplay {
                       Map.of(), kafkaProperties, bootstrapServers, "spillway-replay");
                 },
                 replays)) {
+      // A batch goes back only to a topic Kafka has: a producer would wait for another, or have a
+      // broker that makes topics when asked make it with its own settings, which run keeps.
+      Map<String, Boolean> topics = new HashMap<>();
+      Predicate<String> inKafka =
+          topic -> {
+            Boolean there = topics.get(topic);
+            if (there == null) {
+              try {
+                there = !range.partitions(topic).isEmpty();
+              } catch (InterruptedException e) {
+                throw new InterruptException(e);
+              }
+              topics.put(topic, there);
+            }
+            return there;
+          };
       // In the topic's order, the same from run to run; each batch is sent as it is read, so
       // memory holds the producer's buffer, not the dead-letter topic.
       TopicRange.Each each =
           r -> {
-            Letter letter = examine(r, batches, request, replayedBefore);
+            // A batch sent is recorded as soon as Kafka has taken it, not when the next is sent:
+            // the last one to hand over may be followed by many letters to pass over.
+            sender.recordTaken();
+            Letter letter = examine(r, batches, request, replayedBefore, inKafka);
             if (letter.entity() != null && !request.only().test(letter.entity())) {
               return;
             }
@@ -245,7 +264,8 @@ public final class DeadLetterReplay {
       ConsumerRecord<byte[], byte[]> r,
       Batches batches,
       Request request,
-      Map<String, List<Replayed>> replayedBefore) {
+      Map<String, List<Replayed>> replayedBefore,
+      Predicate<String> inKafka) {
     String position = SinkHeaders.position(r.topic(), r.partition(), r.offset());
     Instant failedAt =
         Instant.ofEpochMilli(SinkHeaders.failedAt(r.headers()).orElse(r.timestamp()));
@@ -283,6 +303,13 @@ public final class DeadLetterReplay {
     // Left when the configuration no longer works on its entity: handed back, it would be taken
     // as done with nothing done.
     String unconfigured = batches.unconfigured().apply(batch.entity());
+    if (unconfigured == null && !inKafka.test(batchesTopic)) {
+      unconfigured =
+          "its batches topic "
+              + batchesTopic
+              + " is not in Kafka (start run with this configuration, which makes it, then"
+              + " replay)";
+    }
     // A replay of another letter at its position (the topic deleted and made again since) does
     // not count: it names another letter's failure time, or, recorded before the replays named
     // it, came before this letter failed.
@@ -496,7 +523,7 @@ public final class DeadLetterReplay {
         producer = factory.make();
       }
       sent.add(new Sent(producer.send(batch), replayRecord(replays, batch, letterFailedAt)));
-      settle();
+      recordTaken();
     }
 
     /** Batches Kafka took (and are recorded, or being recorded, as replayed). */
@@ -565,9 +592,11 @@ public final class DeadLetterReplay {
           : Math.max(0, deadline - System.nanoTime());
     }
 
-    /** Records what Kafka has answered so far, waiting for nothing. */
-    private void settle() throws InterruptedException {
-      settle(System.nanoTime());
+    /** Records the batches Kafka has taken so far, in the order sent, waiting for nothing. */
+    void recordTaken() throws InterruptedException {
+      if (producer != null) {
+        settle(System.nanoTime());
+      }
     }
 
     /**

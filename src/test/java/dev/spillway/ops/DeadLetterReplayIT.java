@@ -412,17 +412,17 @@ class DeadLetterReplayIT {
   @Test
   void should_record_nothing_and_say_so_when_kafka_does_not_take_the_batches() throws Exception {
     String batches = topics.cleanupBatches();
-    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7"));
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      admin.deleteTopics(List.of(batches)).all().get();
-    }
+    String[] ids =
+        java.util.stream.IntStream.range(0, 300).mapToObj(Integer::toString).toArray(String[]::new);
+    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", ids));
+    maxMessageBytes(batches, "200"); // the batch is over a kilobyte
     Request all = new Request(null, t -> true, false, false);
 
     assertThatThrownBy(
             () ->
                 DeadLetterReplay.replay(
                     bootstrap,
-                    Map.of("max.block.ms", "1000"),
+                    Map.of(),
                     (short) 1,
                     topics.dlq(Pipeline.LFK),
                     topics.replays(Pipeline.LFK),
@@ -436,8 +436,37 @@ class DeadLetterReplayIT {
               assertThat(e.unrecorded()).isZero();
             });
 
-    // Not recorded as replayed: once the topic is back, the next replay takes it.
+    // Not recorded as replayed: once the topic takes it, the next replay hands it over.
+    maxMessageBytes(batches, "1048588");
+    assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
+    assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  @Test
+  void should_leave_a_batch_whose_topic_kafka_does_not_have_and_not_make_it() throws Exception {
+    String batches = topics.cleanupBatches();
+    deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", "7"));
     try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin.deleteTopics(List.of(batches)).all().get();
+      await().atMost(TIMEOUT).until(() -> !admin.listTopics().names().get().contains(batches));
+    }
+
+    List<Letter> letters = replay(null, null, false);
+
+    assertThat(letters)
+        .extracting(Letter::fate, Letter::entity, Letter::sentTo, Letter::left)
+        .containsExactly(
+            tuple(
+                Fate.LEFT,
+                "public.projects",
+                null,
+                "its batches topic "
+                    + batches
+                    + " is not in Kafka (start run with this configuration, which makes it,"
+                    + " then replay)"));
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      assertThat(admin.listTopics().names().get()).doesNotContain(batches);
+      // Once run has made it, the next replay hands the batch over.
       await()
           .atMost(TIMEOUT)
           .ignoreExceptions()
@@ -449,6 +478,24 @@ class DeadLetterReplayIT {
     }
     assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
     assertThat(endOffsets(batches)).isEqualTo(1);
+  }
+
+  /** Sets the largest record batch the topic takes. */
+  private void maxMessageBytes(String topic, String bytes) throws Exception {
+    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
+      admin
+          .incrementalAlterConfigs(
+              Map.of(
+                  new org.apache.kafka.common.config.ConfigResource(
+                      org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic),
+                  List.of(
+                      new org.apache.kafka.clients.admin.AlterConfigOp(
+                          new org.apache.kafka.clients.admin.ConfigEntry(
+                              "max.message.bytes", bytes),
+                          org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET))))
+          .all()
+          .get();
+    }
   }
 
   private static Duration minutes(long n) {

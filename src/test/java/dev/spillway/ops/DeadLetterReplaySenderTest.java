@@ -54,6 +54,28 @@ class DeadLetterReplaySenderTest {
     }
   }
 
+  @Test
+  void should_record_a_batch_once_kafka_took_it_without_another_sent() throws Exception {
+    MockProducer<byte[], byte[]> answeringLater =
+        new MockProducer<>(false, null, new ByteArraySerializer(), new ByteArraySerializer());
+    try (DeadLetterReplay.Sender sender =
+        new DeadLetterReplay.Sender(() -> answeringLater, "t.replays")) {
+      sender.send(batch(0), Instant.EPOCH);
+      assertThat(answeringLater.history()).as("the batch alone, not yet taken").hasSize(1);
+
+      answeringLater.completeNext();
+      sender.recordTaken(); // as each letter read after it is passed over
+
+      assertThat(answeringLater.history())
+          .filteredOn(r -> r.topic().equals("t.replays"))
+          .extracting(r -> new String(r.key(), StandardCharsets.UTF_8))
+          .containsExactly("letter 0");
+      answeringLater.completeNext();
+      sender.finish();
+      assertThat(sender.recorded()).isOne();
+    }
+  }
+
   private static ProducerRecord<byte[], byte[]> batch(int i) {
     RecordHeaders h = new RecordHeaders();
     h.add(SinkHeaders.REPLAYED_FROM, ("letter " + i).getBytes(StandardCharsets.UTF_8));
