@@ -340,6 +340,17 @@ public final class LfkGenerator {
                 + ") are not a list of '- table:' entries the generator can add to; write them"
                 + " as one");
       }
+      if (anchored(seq)) {
+        // Another key's list may be this one (an alias of it, or it an alias of theirs): added
+        // to, both would change.
+        throw new IllegalArgumentException(
+            "the definitions of "
+                + name(e.getKey())
+                + " (line "
+                + (existing.get().getKeyNode().getStartMark().getLine() + 1)
+                + ") are or hold a YAML anchor or alias (&, *), which another table's list may"
+                + " share; write them out");
+      }
       String dash = " ".repeat(seq.getStartMark().getColumn());
       Node first = seq.getValue().get(0);
       String key = " ".repeat(Math.max(first.getStartMark().getColumn(), dash.length() + 2));
@@ -393,6 +404,21 @@ public final class LfkGenerator {
           "the file is not a mapping of child tables the generator can add to");
     }
     return m;
+  }
+
+  /** Whether the node or one within it is anchored ({@code &}), as an alias's node is too. */
+  private static boolean anchored(Node node) {
+    if (node.getAnchor() != null) {
+      return true;
+    }
+    if (node instanceof SequenceNode seq) {
+      return seq.getValue().stream().anyMatch(LfkGenerator::anchored);
+    }
+    if (node instanceof MappingNode m) {
+      return m.getValue().stream()
+          .anyMatch(t -> anchored(t.getKeyNode()) || anchored(t.getValueNode()));
+    }
+    return false;
   }
 
   /** The key of a child table in the file, however it is spelled. */

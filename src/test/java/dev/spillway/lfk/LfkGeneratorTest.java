@@ -329,6 +329,26 @@ class LfkGeneratorTest {
   }
 
   @Test
+  void should_refuse_to_add_to_a_list_another_shares_through_an_anchor() {
+    String shared =
+        "merge_requests: &mr\n  - table: projects\n    column: project_id\n"
+            + "    on_delete: async_delete\nevents: *mr\n";
+    assertThatThrownBy(() -> LfkGenerator.addDefinitions(shared, List.of(KEYS.get(1))))
+        .as("added to events, merge_requests would gain it too")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage(
+            "the definitions of events (line 5) are or hold a YAML anchor or alias (&, *), which"
+                + " another table's list may share; write them out");
+    String entryShared =
+        "events:\n  - &p\n    table: projects\n    column: project_id\n"
+            + "    on_delete: async_delete\nnotes:\n  - *p\n";
+    assertThatThrownBy(() -> LfkGenerator.addDefinitions(entryShared, List.of(KEYS.get(1))))
+        .as("an entry another list shares")
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessageStartingWith("the definitions of events (line 1) are or hold a YAML anchor");
+  }
+
+  @Test
   void should_write_a_migration_that_drops_and_a_down_that_restores() {
     assertThat(LfkGenerator.up(List.of(KEYS.get(1))))
         .contains(
