@@ -1,5 +1,6 @@
 package dev.spillway.cli;
 
+import dev.spillway.config.ConfigException;
 import dev.spillway.config.DatabaseConfig;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.jdbc.DatabaseEndpoint;
@@ -53,6 +54,20 @@ final class Catalogs implements AutoCloseable {
       return new Catalogs(new Databases(endpoints, new SimpleMeterRegistry()), null);
     }
     Optional<RuntimeInfo> running = WorkingDirectory.running(config.workingDir());
+    if (running.isPresent() && running.get().databases().isEmpty()) {
+      // It names embedded databases alone (a configured URL may carry a password): read with the
+      // embedded defaults, its catalogs would look empty.
+      throw new ConfigException(
+          config.sourceName(),
+          null,
+          "working-dir",
+          "is "
+              + config.workingDir()
+              + ", where the Spillway of process "
+              + running.get().pid()
+              + " runs on configured databases, which it names to no other command: give its"
+              + " configuration with -c");
+    }
     if (running.isPresent()) {
       running
           .get()

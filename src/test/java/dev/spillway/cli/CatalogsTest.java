@@ -3,11 +3,15 @@ package dev.spillway.cli;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import dev.spillway.config.ConfigException;
 import dev.spillway.config.SpillwayConfig;
+import dev.spillway.runtime.RuntimeInfo;
+import dev.spillway.runtime.WorkingDirectory;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -27,6 +31,27 @@ class CatalogsTest {
         () ->
             assertThatThrownBy(() -> Catalogs.open(config).close())
                 .isInstanceOf(FileAlreadyExistsException.class));
+  }
+
+  @Test
+  void should_refuse_a_running_process_on_configured_databases_rather_than_read_none(
+      @TempDir Path base) throws Exception {
+    SpillwayConfig config = SpillwayConfig.defaults(base);
+    try (WorkingDirectory running = WorkingDirectory.acquire(config.workingDir())) {
+      // As run with a configuration of its own databases publishes itself: their URLs left out.
+      long pid = ProcessHandle.current().pid();
+      running.publish(new RuntimeInfo(pid, 1, "localhost:9092", Map.of()));
+
+      assertThatThrownBy(() -> Catalogs.open(config).close())
+          .isInstanceOf(ConfigException.class)
+          .hasMessage(
+              "(defaults): working-dir is "
+                  + config.workingDir()
+                  + ", where the Spillway of process "
+                  + pid
+                  + " runs on configured databases, which it names to no other command: give its"
+                  + " configuration with -c.");
+    }
   }
 
   @Test
