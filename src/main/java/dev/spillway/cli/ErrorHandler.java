@@ -54,8 +54,9 @@ final class ErrorHandler implements IExecutionExceptionHandler, IParameterExcept
   @Override
   public int handleParseException(ParameterException e, String[] args) {
     PrintWriter err = e.getCommandLine().getErr();
+    String message = message(e);
     err.println(
-        message(e)
+        (message.endsWith(".") ? message.substring(0, message.length() - 1) : message)
             + " (see '"
             + e.getCommandLine().getCommandSpec().qualifiedName()
             + " --help').");

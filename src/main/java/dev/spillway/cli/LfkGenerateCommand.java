@@ -7,6 +7,7 @@ import dev.spillway.lfk.DefinitionsFile;
 import dev.spillway.lfk.ForeignKey;
 import dev.spillway.lfk.LfkConfig;
 import dev.spillway.lfk.LfkGenerator;
+import dev.spillway.support.Directories;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
@@ -88,12 +89,12 @@ final class LfkGenerateCommand implements Callable<Integer> {
     SpillwayConfig config = Launch.config(lfk.root);
     LfkConfig lfkConfig = LfkConfig.from(config, true);
     Path dir = migrationsDir(config);
-    if (Files.exists(dir) && !Files.isDirectory(dir)) {
+    Optional<Path> file = Directories.fileInTheWay(dir);
+    if (file.isPresent()) {
       throw new ParameterException(
           spec.commandLine(),
           (migrationsDir != null ? "--migrations-dir " : "The migrations directory ")
-              + dir
-              + " is a file, not a directory");
+              + Directories.problem(dir, file.get()));
     }
     if (!filters.isEmpty() && lfkConfig.file().isEmpty() && !dryRun) {
       // Before any catalog is read (an embedded database started for it): nothing could be added.

@@ -4,6 +4,7 @@ import dev.spillway.capture.CaptureSettings;
 import dev.spillway.event.TableName;
 import dev.spillway.health.HealthMonitor;
 import dev.spillway.sink.SinkSettings;
+import dev.spillway.support.Directories;
 import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
@@ -215,17 +216,9 @@ public record SpillwayConfig(
       throw root.error("working-dir", "is not a valid path (" + e.getReason() + ")");
     }
     // What exists of it must be directories: a start would fail making it, after reading this.
-    for (Path p = resolved; p != null; p = p.getParent()) {
-      if (Files.exists(p)) {
-        if (!Files.isDirectory(p)) {
-          throw root.error(
-              "working-dir",
-              p.equals(resolved)
-                  ? "names " + p + ", which is a file, not a directory"
-                  : "names " + resolved + ", but " + p + " is a file, not a directory");
-        }
-        break;
-      }
+    Optional<Path> file = Directories.fileInTheWay(resolved);
+    if (file.isPresent()) {
+      throw root.error("working-dir", Directories.problem(resolved, file.get()));
     }
     return resolved;
   }

@@ -172,7 +172,18 @@ class CliErrorsTest {
     assertThat(r.exitCode()).isEqualTo(2);
     assertThat(r.err().strip())
         .isEqualTo(
-            "--migrations-dir "
+            "--migrations-dir names "
+                + config
+                + ", which is a file, not a directory (see 'spillway lfk generate --help').");
+
+    Path below = config.resolve("db");
+    r = Cli.run("lfk", "generate", "-c", config.toString(), "--migrations-dir", below.toString());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            "--migrations-dir names "
+                + below
+                + ", but "
                 + config
                 + " is a file, not a directory (see 'spillway lfk generate --help').");
   }
@@ -210,10 +221,11 @@ class CliErrorsTest {
     Files.writeString(config, "working-dir: wd\n");
     Cli.Result r = Cli.run("lfk", "generate", "-c", config.toString(), "^ci_builds$");
     assertThat(r.exitCode()).isEqualTo(2);
-    assertThat(r.err())
-        .startsWith(
+    assertThat(r.err().strip())
+        .isEqualTo(
             "loose-foreign-keys.file is not set in the configuration: name the definitions file"
-                + " the generator should add to, or look first with --dry-run.");
+                + " the generator should add to, or look first with --dry-run (see 'spillway lfk"
+                + " generate --help').");
     assertThat(dir.resolve("wd")).as("no embedded database made").doesNotExist();
   }
 
@@ -335,9 +347,9 @@ class CliErrorsTest {
 
     assertThat(p.waitFor()).as(said).isEqualTo(2);
     assertThat(said.strip())
-        .startsWith(
+        .isEqualTo(
             "Separate cores need taskset (util-linux), which does not run here; install it or"
-                + " leave --separate-cores out.");
+                + " leave --separate-cores out (see 'spillway bench buffers --help').");
     assertThat(data).as("the last run's data").exists();
     assertThat(dir.resolve("wd/bench/buffers/kafka")).as("no broker started").doesNotExist();
   }
