@@ -1,6 +1,5 @@
 package dev.spillway.event;
 
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.regex.Pattern;
@@ -161,13 +160,13 @@ public final class Topics {
     return false;
   }
 
-  /** The dead-letter topics of every pipeline. */
+  /**
+   * The dead-letter topics {@code run} makes at its start, before its stages: those of the
+   * pipelines it runs, whose capture and batching write there too. A sink makes its own as it
+   * starts (the sink benchmark's, of operations).
+   */
   public List<String> deadLetterTopics() {
-    List<String> topics = new ArrayList<>();
-    for (Pipeline p : Pipeline.values()) {
-      topics.add(dlq(p));
-    }
-    return topics;
+    return List.of(dlq(Pipeline.LFK), dlq(Pipeline.BUFFERS));
   }
 
   private String name(Pipeline pipeline, String entity) {

@@ -19,6 +19,13 @@ class TopicsTest {
   }
 
   @Test
+  void should_have_run_make_the_dead_letter_topics_of_the_pipelines_it_runs_alone() {
+    assertThat(topics.deadLetterTopics())
+        .as("none for pipelines no command runs: kept for ever in the user's Kafka, read by none")
+        .containsExactly("spillway.lfk.dlq", "spillway.buffers.dlq");
+  }
+
+  @Test
   void should_name_a_store_changelog_as_kafka_streams_does() {
     assertThat(topics.changelog(Pipeline.LFK, "batcher", "lfk-pending"))
         .isEqualTo("spillway.lfk.batcher-lfk-pending-changelog");
