@@ -1,5 +1,6 @@
 package dev.spillway.health;
 
+import dev.spillway.config.DurationText;
 import dev.spillway.event.TableName;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -318,8 +319,8 @@ public final class StandardIndicators {
         return new Health.Stop(
             longHolders
                 + " transaction(s) older than "
-                + t.longTransaction().toSeconds()
-                + " s hold locks on "
+                + DurationText.format(t.longTransaction())
+                + " hold locks on "
                 + table);
       }
       return waits;

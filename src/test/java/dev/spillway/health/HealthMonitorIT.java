@@ -546,7 +546,13 @@ class HealthMonitorIT {
               .containsEntry(
                   "autovacuum", new Health.Throttle("autovacuum: autovacuum runs on " + table))
               .extractingByKey("locks")
-              .satisfies(h -> assertThat(h.label()).isEqualTo("STOP"));
+              .satisfies(
+                  h -> {
+                    assertThat(h.label()).isEqualTo("STOP");
+                    assertThat(h.reason())
+                        .as("the threshold as configured, not 0 s")
+                        .contains(" older than 1ms hold locks on " + table);
+                  });
           assertThat(sample(inOriginal, table, anyAge))
               .containsEntry("autovacuum", Health.NORMAL)
               .containsEntry("locks", Health.NORMAL);
