@@ -104,6 +104,14 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private final Map<Key, Health> published = new ConcurrentHashMap<>();
   private final Map<String, List<Reading>> readings = new ConcurrentHashMap<>();
   private final Map<String, java.time.Instant> sampledAt = new ConcurrentHashMap<>();
+
+  /**
+   * The last STOP each indicator read (per database, and table for a per-table one), until it reads
+   * something else: an indicator failing after a STOP (its query timing out under the load that
+   * made it stop) keeps it rather than lift it.
+   */
+  private final Map<String, Health> lastStops = new ConcurrentHashMap<>();
+
   private final Set<String> failing = ConcurrentHashMap.newKeySet();
   private volatile ScheduledExecutorService executor;
   private volatile boolean closed;
@@ -165,12 +173,12 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
         if (i.perTable()) {
           Map<TableName, Health> read = sample(i, c, tables);
           for (TableName t : tables) {
-            Health h = read.get(t);
+            Health h = stopStays(db, t, i.name(), read.get(t));
             out.add(new Reading(db, t, i.name(), h));
             tableRaw.merge(t, exempt(db, t, i.name(), h), Health::worst);
           }
         } else {
-          Health h = sample(i, c);
+          Health h = stopStays(db, null, i.name(), sample(i, c));
           out.add(new Reading(db, null, i.name(), h));
           dbRaw = Health.worst(dbRaw, h);
         }
@@ -289,7 +297,30 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     }
   }
 
-  /** An indicator that cannot be read never stops work nor lets it run at full speed. */
+  /**
+   * The reading, or, when it could not be made (UNKNOWN) after a STOP, that STOP: it stays until
+   * the indicator reads something again.
+   */
+  private Health stopStays(String db, TableName table, String indicator, Health read) {
+    String key = db + "|" + table + "|" + indicator;
+    if (read instanceof Health.Unknown) {
+      Health stop = lastStops.get(key);
+      return stop == null
+          ? read
+          : new Health.Stop(stop.reason() + " (last read; " + read.reason() + ")");
+    }
+    if (read.isStop()) {
+      lastStops.put(key, read);
+    } else {
+      lastStops.remove(key);
+    }
+    return read;
+  }
+
+  /**
+   * An indicator that cannot be read never stops work nor lets it run at full speed, unless its
+   * last reading was a STOP ({@link #stopStays}).
+   */
   private static Health unreadable(HealthIndicator i, Exception e) {
     log.debug("Health indicator {} failed: {}", i.name(), e.getMessage());
     return new Health.Unknown(i.name() + " could not be read: " + e.getMessage());

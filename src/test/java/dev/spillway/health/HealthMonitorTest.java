@@ -164,6 +164,51 @@ class HealthMonitorTest {
   }
 
   @Test
+  void should_keep_an_indicators_stop_while_it_cannot_be_read_and_lift_it_once_read_again() {
+    java.util.concurrent.atomic.AtomicReference<Health> archive =
+        new java.util.concurrent.atomic.AtomicReference<>(new Health.Stop("backlog 50"));
+    HealthIndicator failing =
+        new HealthIndicator() {
+          @Override
+          public String name() {
+            return "wal-archive";
+          }
+
+          @Override
+          public Health sample(Connection connection, TableName table) {
+            Health h = archive.get();
+            if (h == null) {
+              throw new IllegalStateException("canceling statement due to statement timeout");
+            }
+            return h;
+          }
+        };
+    try (HealthMonitor monitor = monitor(Duration.ofSeconds(30))) {
+      monitor.addIndicators(DB, List.of(failing));
+      monitor.runOnce();
+      archive.set(null); // its query times out from now on
+      for (int s = 0; s < 40; s++) {
+        clock.advance(Duration.ofSeconds(1));
+        monitor.runOnce();
+      }
+
+      assertThat(monitor.state(DB, null))
+          .as("40 s unread, longer than the hold")
+          .isEqualTo(
+              new Health.Stop(
+                  "wal-archive: backlog 50 (last read; wal-archive could not be read: canceling"
+                      + " statement due to statement timeout)"));
+
+      archive.set(Health.NORMAL);
+      monitor.runOnce();
+      clock.advance(Duration.ofSeconds(30));
+      monitor.runOnce();
+
+      assertThat(monitor.state(DB, null)).isEqualTo(Health.NORMAL);
+    }
+  }
+
+  @Test
   void should_go_on_sampling_after_an_indicator_throws_an_error() throws InterruptedException {
     CountDownLatch samplesAfterTheError = new CountDownLatch(2);
     AtomicBoolean thrown = new AtomicBoolean();
