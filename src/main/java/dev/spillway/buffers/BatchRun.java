@@ -426,12 +426,14 @@ final class BatchRun {
    * rows deleted at dead-lettering are archived from its events.
    */
   private void delete(List<BufferEvent> done) throws SQLException {
-    long start = System.nanoTime();
     int deleted;
+    long nanos;
     try (Connection c = context.dataSource().getConnection()) {
+      long start = System.nanoTime(); // the pool's wait is Spillway's, not the database's
       deleted = deleteFollowingColumns(c, done);
+      nanos = System.nanoTime() - start;
     }
-    context.subBatchDone(deleted, System.nanoTime() - start);
+    context.subBatchDone(deleted, nanos);
     buffer.metrics.handled(done, clock.millis(), replayed);
   }
 

@@ -181,10 +181,9 @@ final class LfkCleanup implements BatchHandler {
           return Optional.empty();
         }
         int n = context.subBatchSize(child.limit());
-        long started = System.nanoTime();
         Statement done = run(context, child, ids, skipLocked, n);
         int modified = done.modified();
-        context.subBatchDone(modified, System.nanoTime() - started);
+        context.subBatchDone(modified, done.nanos());
         if (updates) {
           counts.updates += modified;
           metrics.updates(child.target().database(), child.target().table(), modified);
@@ -223,7 +222,12 @@ final class LfkCleanup implements BatchHandler {
    * What one cleanup statement did: the rows it took to clean (locked; the pass goes on while a
    * statement takes its limit and modifies some) and those it modified.
    */
-  private record Statement(int taken, int modified) {}
+  /**
+   * @param nanos how long the database took: the connection's wait for the pool and the lock
+   *     statement's wait for the application's rows left out (the locks indicator tells of those,
+   *     of their own table; as latency they would slow every table of the database)
+   */
+  private record Statement(int taken, int modified, long nanos) {}
 
   /**
    * One cleanup statement, and in the blocking pass the locking of its rows before it: the rows
@@ -236,26 +240,32 @@ final class LfkCleanup implements BatchHandler {
     CleanupStatements sql = child.sql();
     try (Connection c = context.dataSource().getConnection();
         PreparedStatement clean = c.prepareStatement(sql.sql())) {
+      long start = System.nanoTime();
+      long[] lockWait = {0};
       Array array = c.createArrayOf("text", ids.toArray());
       sql.bind(clean, array, limit);
-      return Transactions.under(
-          c,
-          Transactions.ROW_SECURITY_OFF_READ_COMMITTED,
-          () -> {
-            if (skipLocked) {
-              int modified = clean.executeUpdate();
-              return new Statement(modified, modified);
-            }
-            int locked;
-            try (PreparedStatement lock = c.prepareStatement(sql.lockSql())) {
-              sql.bindLock(lock, array, limit);
-              try (ResultSet rs = lock.executeQuery()) {
-                rs.next();
-                locked = rs.getInt(1);
-              }
-            }
-            return new Statement(locked, locked == 0 ? 0 : clean.executeUpdate());
-          });
+      int[] done =
+          Transactions.under(
+              c,
+              Transactions.ROW_SECURITY_OFF_READ_COMMITTED,
+              () -> {
+                if (skipLocked) {
+                  int modified = clean.executeUpdate();
+                  return new int[] {modified, modified};
+                }
+                int locked;
+                long locking = System.nanoTime();
+                try (PreparedStatement lock = c.prepareStatement(sql.lockSql())) {
+                  sql.bindLock(lock, array, limit);
+                  try (ResultSet rs = lock.executeQuery()) {
+                    rs.next();
+                    locked = rs.getInt(1);
+                  }
+                }
+                lockWait[0] = System.nanoTime() - locking;
+                return new int[] {locked, locked == 0 ? 0 : clean.executeUpdate()};
+              });
+      return new Statement(done[0], done[1], System.nanoTime() - start - lockWait[0]);
     }
   }
 }
