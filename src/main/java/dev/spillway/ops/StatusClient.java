@@ -2,16 +2,21 @@ package dev.spillway.ops;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
+import dev.spillway.config.DurationText;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.http.HttpClient;
+import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 
 /** Reads the status report of a running Spillway process over its HTTP port. */
 public final class StatusClient {
+  private static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+
   private StatusClient() {}
 
   public static StatusReport fetch(int port) throws IOException, InterruptedException {
@@ -35,7 +40,7 @@ public final class StatusClient {
    */
   public static HttpResponse<String> get(int port, String path, Duration timeout)
       throws IOException, InterruptedException {
-    HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    HttpClient client = HttpClient.newBuilder().connectTimeout(CONNECT_TIMEOUT).build();
     HttpRequest request =
         HttpRequest.newBuilder(URI.create("http://localhost:" + port + path))
             .timeout(timeout)
@@ -48,6 +53,24 @@ public final class StatusClient {
               + port
               + ", where the running process serves its status: it may be stopping; run the"
               + " command again",
+          e);
+    } catch (HttpConnectTimeoutException e) {
+      throw new IOException(
+          "The running process took no connection on port "
+              + port
+              + " within "
+              + CONNECT_TIMEOUT.toSeconds()
+              + " s: it may be stopping or overloaded; run the command again",
+          e);
+    } catch (HttpTimeoutException e) {
+      throw new IOException(
+          "The running process on port "
+              + port
+              + " gave no answer to "
+              + path
+              + " within "
+              + DurationText.format(timeout)
+              + ": it may be overloaded (a long garbage collection, say); run the command again",
           e);
     }
   }

@@ -65,4 +65,20 @@ class StatusClientTest {
                 + ", where the running process serves its status: it may be stopping; run the"
                 + " command again");
   }
+
+  @Test
+  void should_name_the_port_and_the_wait_when_the_process_takes_the_request_and_never_answers()
+      throws Exception {
+    try (java.net.ServerSocket silent = new java.net.ServerSocket(0)) {
+      int port = silent.getLocalPort(); // the backlog takes the connection; nothing reads it
+      assertThatThrownBy(
+              () -> StatusClient.get(port, "/api/status", java.time.Duration.ofMillis(300)))
+          .isInstanceOf(IOException.class)
+          .hasMessage(
+              "The running process on port "
+                  + port
+                  + " gave no answer to /api/status within 300ms: it may be overloaded (a long"
+                  + " garbage collection, say); run the command again");
+    }
+  }
 }
