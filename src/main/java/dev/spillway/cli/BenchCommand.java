@@ -115,10 +115,10 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      if (rows < 1 || rate < 1 || seconds < 1) {
-        throw new picocli.CommandLine.ParameterException(
-            spec.commandLine(), "--rows, --rate and --seconds must be positive");
-      }
+      new Options(spec)
+          .positive("--rows", rows)
+          .positive("--rate", rate)
+          .positive("--seconds", seconds);
       PrintWriter out = spec.commandLine().getOut();
       try (SpillwayRuntime runtime = freshRuntime(bench.root, "capture", out)) {
         out.printf(
@@ -170,10 +170,11 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      if (rows < 1 || batchSize < 1 || subBatch < 1 || clients < 1) {
-        throw new picocli.CommandLine.ParameterException(
-            spec.commandLine(), "--rows, --batch-size, --sub-batch and --clients must be positive");
-      }
+      new Options(spec)
+          .positive("--rows", rows)
+          .positive("--batch-size", batchSize)
+          .positive("--sub-batch", subBatch)
+          .clients(clients);
       PrintWriter out = spec.commandLine().getOut();
       try (SpillwayRuntime runtime = freshRuntime(bench.root, "sink", out)) {
         out.printf(
@@ -272,20 +273,16 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      if (parents < 1
-          || children < 1
-          || clients < 1
-          || pollMillis < 1
-          || batchSize < 1
-          || maxWaitMillis < 1
-          || deleteLimit < 1
-          || maxDeletesPerRun < 1
-          || (sinkPollMillis != null && sinkPollMillis < 1)) {
-        throw new picocli.CommandLine.ParameterException(
-            spec.commandLine(),
-            "--parents, --children, --clients, --poll-ms, --batch-size, --max-wait-ms,"
-                + " --delete-limit, --max-deletes-per-run and --sink-poll-ms must be positive");
-      }
+      new Options(spec)
+          .positive("--parents", parents)
+          .positive("--children", children)
+          .clients(clients)
+          .positive("--poll-ms", pollMillis)
+          .positive("--batch-size", batchSize)
+          .positive("--max-wait-ms", maxWaitMillis)
+          .positive("--delete-limit", deleteLimit)
+          .positive("--max-deletes-per-run", maxDeletesPerRun)
+          .positive("--sink-poll-ms", sinkPollMillis == null ? 1 : sinkPollMillis);
       PrintWriter out = spec.commandLine().getOut();
       try (SpillwayRuntime runtime = freshRuntime(bench.root, "lfk", out)) {
         out.printf(
@@ -384,12 +381,12 @@ final class BenchCommand implements Runnable {
 
     @Override
     public Integer call() throws Exception {
-      if (duration < 1 || clients < 1 || batchSize < 1 || maxWaitMs < 1 || maxInFlight < 1) {
-        throw new picocli.CommandLine.ParameterException(
-            spec.commandLine(),
-            "--duration, --clients, --batch-size, --max-wait-ms and --max-in-flight must be"
-                + " positive");
-      }
+      new Options(spec)
+          .positive("--duration", duration)
+          .clients(clients)
+          .positive("--batch-size", batchSize)
+          .positive("--max-wait-ms", maxWaitMs)
+          .positive("--max-in-flight", maxInFlight);
       if (separateCores) {
         try {
           BufferBench.checkSeparateCores();
@@ -419,6 +416,43 @@ final class BenchCommand implements Runnable {
                     separateCores));
       }
       return ErrorHandler.OK;
+    }
+  }
+
+  /** Checks of the numbers a benchmark is given, each naming the option it refuses. */
+  private static final class Options {
+    /**
+     * Clients at most: the embedded PostgreSQL takes 200 connections, Spillway's pools and the
+     * benchmark's other sessions among them.
+     */
+    static final int MAX_CLIENTS = 100;
+
+    private final CommandSpec spec;
+
+    Options(CommandSpec spec) {
+      this.spec = spec;
+    }
+
+    Options positive(String option, long value) {
+      if (value < 1) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(), option + " must be positive, not " + value);
+      }
+      return this;
+    }
+
+    Options clients(int clients) {
+      positive("--clients", clients);
+      if (clients > MAX_CLIENTS) {
+        throw new picocli.CommandLine.ParameterException(
+            spec.commandLine(),
+            "--clients must be at most "
+                + MAX_CLIENTS
+                + ", not "
+                + clients
+                + ": the embedded PostgreSQL takes 200 connections, Spillway's own among them");
+      }
+      return this;
     }
   }
 }

@@ -364,6 +364,24 @@ class CliErrorsTest {
   }
 
   @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      value = {
+        "bench lfk --children 0|--children must be positive, not 0",
+        "bench sink --sub-batch -3|--sub-batch must be positive, not -3",
+        "bench buffers --clients 300|--clients must be at most 100, not 300: the embedded"
+            + " PostgreSQL takes 200 connections, Spillway's own among them"
+      })
+  void should_name_the_one_bench_option_it_refuses_before_starting_anything(
+      String command, String said) {
+    Cli.Result r = Cli.run(command.split(" "));
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(r.err().strip())
+        .isEqualTo(
+            said + " (see 'spillway " + command.substring(0, command.indexOf(" -")) + " --help').");
+  }
+
+  @ParameterizedTest
   @CsvSource({
     "replay lfk, the dead letters",
     "lag, the consumer groups",
