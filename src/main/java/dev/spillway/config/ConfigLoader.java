@@ -84,6 +84,14 @@ public final class ConfigLoader {
    * into (then {@link Files#exists} cannot tell either way).
    */
   static String missing(String what, Path file) {
+    return what + whyMissing(file);
+  }
+
+  /**
+   * Why a file that is not a readable regular file is not there, after its name: {@code does not
+   * exist}, or that this user cannot look at it, with the link it is when it is one.
+   */
+  public static String whyMissing(Path file) {
     String link = "";
     if (Files.isSymbolicLink(file)) {
       try {
@@ -93,10 +101,8 @@ public final class ConfigLoader {
       }
     }
     return Files.notExists(file)
-        ? what + link + " does not exist"
-        : what
-            + link
-            + " cannot be looked at by this user (a directory on its path may not be searched)";
+        ? link + " does not exist"
+        : link + " cannot be looked at by this user (a directory on its path may not be searched)";
   }
 
   /** Why {@code what} could not be read, in words: an access refused says only the path. */

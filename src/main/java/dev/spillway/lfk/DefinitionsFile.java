@@ -49,7 +49,7 @@ public final class DefinitionsFile {
       if (java.nio.file.Files.isRegularFile(path)) {
         all.addAll(parse(ConfigLoader.readNode(path, file.get())));
       } else if (!fileMayBeMissing) {
-        throw section.error("file", "names " + path + ", which does not exist");
+        throw section.error("file", "names " + path + ", which" + ConfigLoader.whyMissing(path));
       }
     }
     section.child("definitions").ifPresent(n -> all.addAll(parse(n)));

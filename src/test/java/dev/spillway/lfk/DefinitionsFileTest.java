@@ -241,6 +241,15 @@ class DefinitionsFileTest {
             "spillway.yml:2: loose-foreign-keys.file names "
                 + base.resolve("nowhere.yml")
                 + ", which does not exist.");
+    java.nio.file.Files.createSymbolicLink(base.resolve("lfk.yml"), base.resolve("gone.yml"));
+    assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  file: lfk.yml\n"))
+        .as("said as the configuration file's own absence is")
+        .hasMessage(
+            "spillway.yml:2: loose-foreign-keys.file names "
+                + base.resolve("lfk.yml")
+                + ", which (a symbolic link to "
+                + base.resolve("gone.yml")
+                + ") does not exist.");
     java.nio.file.Files.createDirectories(base.resolve("config"));
     assertThatThrownBy(() -> lfk(base, "loose-foreign-keys:\n  file: config\n"))
         .hasMessage(
