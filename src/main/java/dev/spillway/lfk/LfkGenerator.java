@@ -329,28 +329,27 @@ public final class LfkGenerator {
         continue;
       }
       Node value = existing.get().getValueNode();
-      if (!(value instanceof SequenceNode seq)
-          || seq.getFlowStyle() != DumperOptions.FlowStyle.BLOCK
-          || seq.getValue().isEmpty()) {
+      String refused =
+          !(value instanceof SequenceNode list)
+                  || list.getFlowStyle() != DumperOptions.FlowStyle.BLOCK
+                  || list.getValue().isEmpty()
+              ? "are not a list of '- table:' entries the generator can add to; write them as one"
+              // Another key's list may be this one (an alias of it, or it an alias of theirs):
+              // added to, both would change.
+              : anchored(list)
+                  ? "are or hold a YAML anchor or alias (&, *), which another table's list may"
+                      + " share; write them out"
+                  : null;
+      if (refused != null) {
         throw new IllegalArgumentException(
             "the definitions of "
                 + name(e.getKey())
                 + " (line "
                 + (existing.get().getKeyNode().getStartMark().getLine() + 1)
-                + ") are not a list of '- table:' entries the generator can add to; write them"
-                + " as one");
+                + ") "
+                + refused);
       }
-      if (anchored(seq)) {
-        // Another key's list may be this one (an alias of it, or it an alias of theirs): added
-        // to, both would change.
-        throw new IllegalArgumentException(
-            "the definitions of "
-                + name(e.getKey())
-                + " (line "
-                + (existing.get().getKeyNode().getStartMark().getLine() + 1)
-                + ") are or hold a YAML anchor or alias (&, *), which another table's list may"
-                + " share; write them out");
-      }
+      SequenceNode seq = (SequenceNode) value;
       String dash = " ".repeat(seq.getStartMark().getColumn());
       Node first = seq.getValue().get(0);
       String key = " ".repeat(Math.max(first.getStartMark().getColumn(), dash.length() + 2));

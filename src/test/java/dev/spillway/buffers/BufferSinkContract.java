@@ -26,6 +26,7 @@ import dev.spillway.testing.BulkReceiver;
 import dev.spillway.testing.Infra;
 import dev.spillway.testing.TestSql;
 import dev.spillway.testing.TopicReader;
+import dev.spillway.testing.TopicSettings;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
@@ -2057,7 +2058,7 @@ abstract class BufferSinkContract {
         .during(Duration.ofSeconds(2))
         .atMost(Duration.ofSeconds(10))
         .until(() -> calls.get() == 1 && rows(1, 3) == 3);
-    maxMessageBytes(dlq, "1048588");
+    TopicSettings.maxMessageBytes(infra.bootstrapServers(), dlq, "1048588");
 
     ConsumerRecord<byte[], byte[]> dead =
         TopicReader.readAtLeast(infra.bootstrapServers(), dlq, 1, TIMEOUT).get(0);
@@ -2065,27 +2066,6 @@ abstract class BufferSinkContract {
         .endsWith("3 event(s) rejected by its handler on attempt 1: bad contact");
     await().atMost(TIMEOUT).until(() -> rows(1, 3) == 0);
     assertThat(calls).hasValue(1);
-  }
-
-  private void maxMessageBytes(String topic, String bytes) throws Exception {
-    try (org.apache.kafka.clients.admin.Admin admin =
-        org.apache.kafka.clients.admin.Admin.create(
-            Map.of("bootstrap.servers", infra.bootstrapServers()))) {
-      org.apache.kafka.common.config.ConfigResource resource =
-          new org.apache.kafka.common.config.ConfigResource(
-              org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic);
-      admin
-          .incrementalAlterConfigs(
-              Map.of(
-                  resource,
-                  List.of(
-                      new org.apache.kafka.clients.admin.AlterConfigOp(
-                          new org.apache.kafka.clients.admin.ConfigEntry(
-                              "max.message.bytes", bytes),
-                          org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET))))
-          .all()
-          .get();
-    }
   }
 
   @Test

@@ -18,6 +18,7 @@ import dev.spillway.ops.DeadLetterReplay.Request;
 import dev.spillway.sink.SinkHeaders;
 import dev.spillway.testing.EmbeddedInfra;
 import dev.spillway.testing.TopicReader;
+import dev.spillway.testing.TopicSettings;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.time.Instant;
@@ -415,7 +416,7 @@ class DeadLetterReplayIT {
     String[] ids =
         java.util.stream.IntStream.range(0, 300).mapToObj(Integer::toString).toArray(String[]::new);
     deadLetter(Duration.ofMinutes(5), batches + "-0@4", "projects", batch("projects", ids));
-    maxMessageBytes(batches, "200"); // the batch is over a kilobyte
+    TopicSettings.maxMessageBytes(bootstrap, batches, "200"); // the batch is over a kilobyte
     Request all = new Request(null, t -> true, false, false);
 
     assertThatThrownBy(
@@ -437,7 +438,7 @@ class DeadLetterReplayIT {
             });
 
     // Not recorded as replayed: once the topic takes it, the next replay hands it over.
-    maxMessageBytes(batches, "1048588");
+    TopicSettings.maxMessageBytes(bootstrap, batches, "1048588");
     assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
     assertThat(endOffsets(batches)).isEqualTo(1);
   }
@@ -478,24 +479,6 @@ class DeadLetterReplayIT {
     }
     assertThat(replay(null, null, false)).extracting(Letter::fate).containsExactly(Fate.REPLAYED);
     assertThat(endOffsets(batches)).isEqualTo(1);
-  }
-
-  /** Sets the largest record batch the topic takes. */
-  private void maxMessageBytes(String topic, String bytes) throws Exception {
-    try (Admin admin = Admin.create(Map.of("bootstrap.servers", bootstrap))) {
-      admin
-          .incrementalAlterConfigs(
-              Map.of(
-                  new org.apache.kafka.common.config.ConfigResource(
-                      org.apache.kafka.common.config.ConfigResource.Type.TOPIC, topic),
-                  List.of(
-                      new org.apache.kafka.clients.admin.AlterConfigOp(
-                          new org.apache.kafka.clients.admin.ConfigEntry(
-                              "max.message.bytes", bytes),
-                          org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET))))
-          .all()
-          .get();
-    }
   }
 
   private static Duration minutes(long n) {

@@ -88,14 +88,8 @@ class RunContextTest {
 
   @Test
   void should_end_a_pause_as_soon_as_health_says_stop() {
-    AtomicInteger asked = new AtomicInteger();
     RunContext c =
-        context(
-            settings.withThrottle(Duration.ofHours(1), 0.25, 10),
-            (db, t) ->
-                asked.incrementAndGet() <= 2
-                    ? new Health.Throttle("wal-rate: fast")
-                    : new Health.Stop("locks: held"));
+        context(settings.withThrottle(Duration.ofHours(1), 0.25, 10), throttledThenStopped());
     c.subBatchDone(10, 1_000_000); // a second sub-batch is due
 
     assertThat(checkpointWithin30s(c))
@@ -105,14 +99,10 @@ class RunContextTest {
 
   @Test
   void should_never_pause_less_under_throttle_than_when_healthy() {
-    AtomicInteger asked = new AtomicInteger();
     RunContext c =
         context(
             settings.withSubBatchPause(Duration.ofHours(1)).withThrottle(Duration.ZERO, 0.25, 10),
-            (db, t) ->
-                asked.incrementAndGet() <= 2
-                    ? new Health.Throttle("wal-rate: fast")
-                    : new Health.Stop("locks: held"));
+            throttledThenStopped());
     c.subBatchDone(10, 1_000_000); // a second sub-batch is due
 
     assertThat(checkpointWithin30s(c))
@@ -197,5 +187,14 @@ class RunContextTest {
             })
         .orTimeout(30, TimeUnit.SECONDS)
         .join();
+  }
+
+  /** THROTTLE for the first two asks (the checkpoint's own), STOP from the third on. */
+  private static dev.spillway.health.HealthGate throttledThenStopped() {
+    AtomicInteger asked = new AtomicInteger();
+    return (db, t) ->
+        asked.incrementAndGet() <= 2
+            ? new Health.Throttle("wal-rate: fast")
+            : new Health.Stop("locks: held");
   }
 }
