@@ -212,6 +212,9 @@ final class ReplayCommand implements Runnable {
         PrintWriter err = spec.commandLine().getErr();
         err.println(noneConfigured(config, noneConfigured));
         err.flush();
+        // A replay that could hand nothing back under the configuration given is no success for
+        // a script to go on from; a dry run only looked.
+        return options.dryRun ? ErrorHandler.OK : ErrorHandler.USAGE;
       }
       return ErrorHandler.OK;
     }

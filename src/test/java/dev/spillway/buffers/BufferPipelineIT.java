@@ -840,8 +840,11 @@ class BufferPipelineIT {
             String yaml = Files.readString(dir.resolve("spillway.yml"));
             Path none = dir.resolve("no-buffers.yml");
             Files.writeString(none, yaml.substring(0, yaml.indexOf("buffers:")));
+            assertThat(Cli.run("replay", "buffers", "--dry-run", "-c", none.toString()).exitCode())
+                .as("a dry run only looks")
+                .isZero();
             Cli.Result elsewhere = Cli.run("replay", "buffers", "-c", none.toString());
-            assertThat(elsewhere.exitCode()).as(elsewhere.err()).isZero();
+            assertThat(elsewhere.exitCode()).as(elsewhere.err()).isEqualTo(2);
             assertThat(elsewhere.out())
                 .doesNotContain("Replayed")
                 .contains("Left 2 dead letters that cannot be replayed:");
