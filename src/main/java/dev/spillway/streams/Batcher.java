@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.function.BiFunction;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.processor.Cancellable;
 import org.apache.kafka.streams.processor.PunctuationType;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
@@ -70,6 +71,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
 
   private ProcessorContext<String, byte[]> context;
   private KeyValueStore<String, byte[]> store;
+  private Cancellable check;
   private long nextSeq;
 
   /**
@@ -112,7 +114,10 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
     pending.clear();
     nextSeq = 0;
     restore();
-    context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
+    if (check != null) {
+      check.cancel(); // the check of its earlier life, which a suspension does not end
+    }
+    check = context.schedule(tick, PunctuationType.WALL_CLOCK_TIME, this::emitExpired);
   }
 
   /**
@@ -121,7 +126,7 @@ public final class Batcher implements Processor<String, byte[], String, byte[]> 
    * between polls for input, so one can come up to a {@link #poll} late. A key whose first value
    * could have waited longer than {@code maxWait} at the next check, come late, goes at this one,
    * so a batch waits between {@code maxWait} less a tick and a poll and {@code maxWait} (with a
-   * {@code maxWait} under 20 ms, up to 30 ms).
+   * {@code maxWait} under 30 ms, up to 30 ms: the first check and a poll).
    */
   public static Duration tick(Duration maxWait) {
     Duration tenth = maxWait.dividedBy(10);

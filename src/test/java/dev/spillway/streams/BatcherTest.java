@@ -230,6 +230,10 @@ class BatcherTest {
     batcher.process(new Record<>("a", "2".getBytes(StandardCharsets.UTF_8), 0));
 
     batcher.init(context); // as Streams does when a suspended task is resumed
+    assertThat(context.scheduledPunctuators())
+        .extracting(MockProcessorContext.CapturedPunctuator::cancelled)
+        .as("the first life's check cancelled, so checks do not pile up")
+        .containsExactly(true, false);
     context.scheduledPunctuators().get(1).getPunctuator().punctuate(10_000);
 
     assertThat(
