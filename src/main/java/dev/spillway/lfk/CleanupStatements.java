@@ -42,6 +42,7 @@ final class CleanupStatements {
   private final String firstReferences;
   private final String nextReferences;
   private final String missingParents;
+  private final String deletingParents;
   private final boolean checksParent;
 
   CleanupStatements(CheckedKey key) {
@@ -53,6 +54,7 @@ final class CleanupStatements {
     this.firstReferences = references(false);
     this.nextReferences = references(true);
     this.missingParents = missingParents(key);
+    this.deletingParents = deletingParents(key);
   }
 
   /** The statement that cleans at most {@code LIMIT} rows, passing over rows others hold. */
@@ -143,6 +145,21 @@ final class CleanupStatements {
   List<String> missingParents(Connection parentDb, List<String> values, int timeoutSeconds)
       throws SQLException {
     try (PreparedStatement ps = parentDb.prepareStatement(missingParents)) {
+      ps.setQueryTimeout(timeoutSeconds);
+      ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
+      return strings(ps);
+    }
+  }
+
+  /**
+   * Of these values (ids whose parent row the table still shows), those whose row a transaction
+   * still running has deleted or locked: a delete capture read before its transaction became
+   * visible to other sessions (its commit in the WAL, the session waiting for a synchronous
+   * standby, say), which the look-up cannot yet tell from a key that is back.
+   */
+  List<String> deletingParents(Connection parentDb, List<String> values, int timeoutSeconds)
+      throws SQLException {
+    try (PreparedStatement ps = parentDb.prepareStatement(deletingParents)) {
       ps.setQueryTimeout(timeoutSeconds);
       ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
       return strings(ps);
@@ -274,6 +291,21 @@ final class CleanupStatements {
   private static String missingParents(CheckedKey key) {
     return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE pg_is_in_recovery() OR "
         + noParent(key);
+  }
+
+  /**
+   * A transaction holds the lock on its own id until it is visible to others; a row's {@code xmax}
+   * names the transaction that deleted or locked it.
+   */
+  private static String deletingParents(CheckedKey key) {
+    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE EXISTS (SELECT 1 FROM "
+        + key.key().parent().quoted()
+        + " p JOIN pg_locks l ON l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'"
+        + " AND l.granted AND l.transactionid = p.xmax WHERE p."
+        + TableName.quote(key.parentPrimaryKey())
+        + " = CAST(u.v AS "
+        + key.parentKeyType()
+        + "))";
   }
 
   /**

@@ -14,6 +14,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -42,6 +43,11 @@ final class LfkCleanup implements BatchHandler {
   private final Map<TableName, List<Child>> byParent = new LinkedHashMap<>();
   private static final Logger log = LoggerFactory.getLogger(LfkCleanup.class);
   private static final int PARENT_LOOKUP_TIMEOUT_SECONDS = 30;
+
+  /** How long a run waits for parent deletes capture read before they were visible. */
+  static final Duration VISIBILITY_WAIT = Duration.ofSeconds(5);
+
+  private static final Duration VISIBILITY_CHECK_EVERY = Duration.ofMillis(20);
   private final LfkSettings settings;
   private final LfkMetrics metrics;
 
@@ -87,13 +93,22 @@ final class LfkCleanup implements BatchHandler {
                   + " hands the batch back."),
           null);
     }
-    List<String> ids = stillDeleted(batch, children, context);
+    Lookup ids = stillDeleted(batch, children, context);
     Counts counts = new Counts();
     for (Child child : children) {
-      Optional<Outcome> ended = clean(ids, child, context, counts);
+      Optional<Outcome> ended = clean(ids.deleted(), child, context, counts);
       if (ended.isPresent()) {
         return ended.get();
       }
+    }
+    if (!ids.deleting().isEmpty()) {
+      // Run again later, when those deletes can be told from keys that are back: what this run
+      // cleaned its statements then find done.
+      return new Outcome.LimitReached(
+          counts.deletes + counts.updates,
+          ids.deleting().size()
+              + " deleted parent row(s) whose delete is not visible yet (its transaction still"
+              + " running)");
     }
     metrics.processed(batch.database(), batch.table(), batch.ids().size());
     return new Outcome.Done(counts.deletes + counts.updates);
@@ -116,37 +131,72 @@ final class LfkCleanup implements BatchHandler {
   }
 
   /**
-   * The batch's ids the parent table has no row for; those it holds again are counted, and their
-   * children left alone.
+   * What the parent table says of a batch's ids.
+   *
+   * @param deleted the ids it has no row for
+   * @param deleting the ids whose row a transaction still running deleted (or locks)
    */
-  private List<String> stillDeleted(CleanupBatch batch, List<Child> children, RunContext context)
-      throws SQLException {
-    List<String> missing = missingParents(children.get(0), batch.ids(), context);
-    int reinserted = batch.ids().size() - missing.size();
-    if (reinserted > 0) {
-      metrics.reinserted(batch.database(), batch.table(), reinserted);
-      if (log.isDebugEnabled()) {
-        List<String> back = new ArrayList<>(batch.ids());
-        missing.forEach(back::remove);
-        log.debug(
-            "Leaving the children of {} alone: the table holds their keys again {}",
-            batch.table().displayName(),
-            back);
-      }
+  private record Lookup(List<String> deleted, List<String> deleting) {}
+
+  /**
+   * The batch's ids the parent table has no row for; those it holds again are counted, and their
+   * children left alone. A row still there because the transaction that deleted it is not visible
+   * yet (capture can read its commit first) is waited for up to {@link #VISIBILITY_WAIT}, then left
+   * for a later run: taken for a key that is back, its children would stay for good.
+   */
+  private Lookup stillDeleted(CleanupBatch batch, List<Child> children, RunContext context)
+      throws SQLException, InterruptedException {
+    Child first = children.get(0);
+    List<String> missing = new ArrayList<>(missingParents(first, batch.ids(), context));
+    List<String> there = new ArrayList<>(batch.ids());
+    there.removeAll(missing);
+    List<String> deleting = there.isEmpty() ? List.of() : deletingParents(first, there, context);
+    long until = System.nanoTime() + VISIBILITY_WAIT.toNanos();
+    while (!deleting.isEmpty() && System.nanoTime() < until) {
+      Thread.sleep(VISIBILITY_CHECK_EVERY.toMillis());
+      List<String> still = deletingParents(first, deleting, context);
+      List<String> ended = new ArrayList<>(deleting);
+      ended.removeAll(still);
+      missing.addAll(missingParents(first, ended, context));
+      deleting = still;
     }
-    return missing;
+    there.removeAll(missing);
+    there.removeAll(deleting);
+    if (!there.isEmpty()) {
+      metrics.reinserted(batch.database(), batch.table(), there.size());
+      log.debug(
+          "Leaving the children of {} alone: the table holds their keys again {}",
+          batch.table().displayName(),
+          there);
+    }
+    return new Lookup(missing, deleting);
   }
 
   private static List<String> missingParents(Child child, List<String> ids, RunContext context)
       throws SQLException {
+    return askParent(
+        child, context, c -> child.sql().missingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS));
+  }
+
+  private static List<String> deletingParents(Child child, List<String> ids, RunContext context)
+      throws SQLException {
+    return askParent(
+        child, context, c -> child.sql().deletingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS));
+  }
+
+  /** A look-up in the parent's database, row security off (start-up checked it may be). */
+  private static List<String> askParent(Child child, RunContext context, ParentQuery query)
+      throws SQLException {
     CheckedKey key = child.key();
     Target parent = new Target(key.parentDatabase(), key.key().parent());
     try (Connection c = context.forTarget(parent).dataSource().getConnection()) {
-      return Transactions.under(
-          c,
-          Transactions.ROW_SECURITY_OFF,
-          () -> child.sql().missingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS));
+      return Transactions.under(c, Transactions.ROW_SECURITY_OFF, () -> query.ask(c));
     }
+  }
+
+  @FunctionalInterface
+  private interface ParentQuery {
+    List<String> ask(Connection parentDb) throws SQLException;
   }
 
   /** Cleans one child table; returns the outcome when the run must end before it is clean. */
@@ -221,8 +271,7 @@ final class LfkCleanup implements BatchHandler {
   /**
    * What one cleanup statement did: the rows it took to clean (locked; the pass goes on while a
    * statement takes its limit and modifies some) and those it modified.
-   */
-  /**
+   *
    * @param nanos how long the database took: the connection's wait for the pool and the lock
    *     statement's wait for the application's rows left out (the locks indicator tells of those,
    *     of their own table; as latency they would slow every table of the database)

@@ -36,6 +36,8 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -1337,6 +1339,91 @@ abstract class LfkContract {
               });
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk3");
+    }
+  }
+
+  @Test
+  void should_clean_the_children_of_a_delete_captured_before_it_was_visible_once_it_is()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "sv",
+        "CREATE TABLE sv.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE sv.issues (id bigint PRIMARY KEY, project_id bigint)",
+        "INSERT INTO sv.projects VALUES (1)",
+        "INSERT INTO sv.issues SELECT g, 1 FROM generate_series(1, 10) g");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "sv.issues",
+                "project_id",
+                "sv.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"));
+    LfkSettings s = settings(1000, 100_000, 3, Duration.ofSeconds(1), 2);
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk25", dbs, Map.of(), s, keys);
+        Connection deleter = h.db("main").getConnection()) {
+      DataSource admin = h.db("main");
+      CompletableFuture<Void> delete;
+      // A synchronous standby that never answers: the delete's commit is in the WAL, so capture
+      // reads it, while its session waits and other sessions still see the project. Every other
+      // session commits locally.
+      AtomicReference<CompletableFuture<Void>> started = new AtomicReference<>();
+      TestSql.withSystemSetting(
+          admin,
+          "synchronous_commit",
+          "local",
+          () ->
+              TestSql.withSystemSetting(
+                  admin,
+                  "synchronous_standby_names",
+                  "nobody",
+                  () -> {
+                    started.set(
+                        CompletableFuture.runAsync(
+                            () -> {
+                              try {
+                                deleter.setAutoCommit(false);
+                                try (Statement st = deleter.createStatement()) {
+                                  st.execute("SET LOCAL synchronous_commit = on");
+                                  st.execute("DELETE FROM sv.projects");
+                                }
+                                deleter.commit();
+                              } catch (java.sql.SQLException e) {
+                                throw new IllegalStateException(e);
+                              }
+                            }));
+                    await()
+                        .atMost(WAIT)
+                        .until(
+                            () ->
+                                counts(h.pipeline.metrics(), "main/sv.projects").incremented()
+                                        + processed(h.pipeline.metrics(), "main/sv.projects")
+                                    > 0);
+                    assertThat(processed(h.pipeline.metrics(), "main/sv.projects"))
+                        .as("not taken for a key that is back")
+                        .isZero();
+                    assertThat(started.get()).as("the delete still waits").isNotDone();
+                    assertThat(h.count("main", "SELECT count(*) FROM sv.issues")).isEqualTo(10);
+                  }));
+      delete = started.get();
+      delete.get(30, TimeUnit.SECONDS); // released once no standby is asked for
+
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> {
+                assertThat(h.count("main", "SELECT count(*) FROM sv.issues")).isZero();
+                assertThat(processed(h.pipeline.metrics(), "main/sv.projects")).isOne();
+              });
+      assertThat(h.runtime.registry().scrape())
+          .doesNotContain(
+              "spillway_lfk_reinserted_parents_total{database=\"main\",table=\"sv.projects\"}");
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk25");
     }
   }
 
