@@ -83,7 +83,7 @@ final class LfkGenerateCommand implements Callable<Integer> {
       } catch (PatternSyntaxException e) {
         throw new ParameterException(
             spec.commandLine(),
-            "FILTER '" + f + "' is not a regular expression: " + e.getDescription() + ".");
+            "FILTER '" + f + "' is not a regular expression: " + e.getDescription());
       }
     }
     SpillwayConfig config = Launch.config(lfk.root);
@@ -101,7 +101,7 @@ final class LfkGenerateCommand implements Callable<Integer> {
       throw new ParameterException(
           spec.commandLine(),
           "loose-foreign-keys.file is not set in the configuration: name the definitions file"
-              + " the generator should add to, or look first with --dry-run.");
+              + " the generator should add to, or look first with --dry-run");
     }
     PrintWriter out = spec.commandLine().getOut();
     List<ForeignKey> keys = new ArrayList<>();

@@ -498,7 +498,10 @@ class LfkGenerateIT {
             + "\n");
     Cli.Result bad = Cli.run("lfk", "generate", "-c", config.toString(), "(");
     assertThat(bad.exitCode()).isEqualTo(2);
-    assertThat(bad.err()).contains("FILTER '(' is not a regular expression: Unclosed group.");
+    assertThat(bad.err().strip())
+        .isEqualTo(
+            "FILTER '(' is not a regular expression: Unclosed group (see 'spillway lfk generate"
+                + " --help').");
     try (Databases dbs = EmbeddedInfra.get().databases("gen_other")) {
       TestSql.exec(
           dbs.dataSource("gen_other"),
