@@ -112,6 +112,9 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
    */
   private final Map<String, Health> lastStops = new ConcurrentHashMap<>();
 
+  /** The keys of {@link #lastStops} whose indicator could not be read since, said once each. */
+  private final Set<String> unreadStops = ConcurrentHashMap.newKeySet();
+
   private final Set<String> failing = ConcurrentHashMap.newKeySet();
   private volatile ScheduledExecutorService executor;
   private volatile boolean closed;
@@ -305,10 +308,19 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
     String key = db + "|" + table + "|" + indicator;
     if (read instanceof Health.Unknown) {
       Health stop = lastStops.get(key);
-      return stop == null
-          ? read
-          : new Health.Stop(stop.reason() + " (last read; " + read.reason() + ")");
+      if (stop == null) {
+        return read;
+      }
+      if (unreadStops.add(key)) {
+        log.info(
+            "Health of {}{}: {}; its STOP stays until it is read again",
+            db,
+            table == null ? "" : " table " + table,
+            read.reason());
+      }
+      return new Health.Stop(stop.reason() + " (last read; " + read.reason() + ")");
     }
+    unreadStops.remove(key);
     if (read.isStop()) {
       lastStops.put(key, read);
     } else {

@@ -47,7 +47,10 @@ final class LfkCleanup implements BatchHandler {
   /** How long a run waits for parent deletes capture read before they were visible. */
   static final Duration VISIBILITY_WAIT = Duration.ofSeconds(5);
 
-  private static final Duration VISIBILITY_CHECK_EVERY = Duration.ofMillis(20);
+  /** The first pause between looks at those deletes; it doubles up to the second. */
+  private static final Duration VISIBILITY_CHECK_FIRST = Duration.ofMillis(20);
+
+  private static final Duration VISIBILITY_CHECK_MAX = Duration.ofMillis(250);
   private final LfkSettings settings;
   private final LfkMetrics metrics;
 
@@ -94,6 +97,9 @@ final class LfkCleanup implements BatchHandler {
           null);
     }
     Lookup ids = stillDeleted(batch, children, context);
+    if (ids.ended() != null) {
+      return ids.ended();
+    }
     Counts counts = new Counts();
     for (Child child : children) {
       Optional<Outcome> ended = clean(ids.deleted(), child, context, counts);
@@ -135,8 +141,9 @@ final class LfkCleanup implements BatchHandler {
    *
    * @param deleted the ids it has no row for
    * @param deleting the ids whose row a transaction still running deleted (or locks)
+   * @param ended how the run ended while waiting for those (the worker stopping, a STOP), or null
    */
-  private record Lookup(List<String> deleted, List<String> deleting) {}
+  private record Lookup(List<String> deleted, List<String> deleting, Outcome ended) {}
 
   /**
    * The batch's ids the parent table has no row for; those it holds again are counted, and their
@@ -151,13 +158,20 @@ final class LfkCleanup implements BatchHandler {
     List<String> there = new ArrayList<>(batch.ids());
     there.removeAll(missing);
     List<String> deleting = there.isEmpty() ? List.of() : deletingParents(first, there, context);
+    // A transaction is visible before it lets go of its id: one that ended between the two
+    // look-ups is seen by a look-up after the second.
+    missing.addAll(settled(first, there, deleting, context));
     long until = System.nanoTime() + VISIBILITY_WAIT.toNanos();
+    long pause = VISIBILITY_CHECK_FIRST.toMillis();
     while (!deleting.isEmpty() && System.nanoTime() < until) {
-      Thread.sleep(VISIBILITY_CHECK_EVERY.toMillis());
+      Optional<Outcome> end = context.mustEnd();
+      if (end.isPresent()) {
+        return new Lookup(missing, deleting, end.get());
+      }
+      Thread.sleep(pause);
+      pause = Math.min(pause * 2, VISIBILITY_CHECK_MAX.toMillis()); // pg_locks is not free
       List<String> still = deletingParents(first, deleting, context);
-      List<String> ended = new ArrayList<>(deleting);
-      ended.removeAll(still);
-      missing.addAll(missingParents(first, ended, context));
+      missing.addAll(settled(first, deleting, still, context));
       deleting = still;
     }
     there.removeAll(missing);
@@ -169,7 +183,16 @@ final class LfkCleanup implements BatchHandler {
           batch.table().displayName(),
           there);
     }
-    return new Lookup(missing, deleting);
+    return new Lookup(missing, deleting, null);
+  }
+
+  /** Of {@code ids}, those whose parent row is gone, looked up again but for {@code deleting}. */
+  private static List<String> settled(
+      Child child, List<String> ids, List<String> deleting, RunContext context)
+      throws SQLException {
+    List<String> look = new ArrayList<>(ids);
+    look.removeAll(deleting);
+    return look.isEmpty() ? List.of() : missingParents(child, look, context);
   }
 
   private static List<String> missingParents(Child child, List<String> ids, RunContext context)

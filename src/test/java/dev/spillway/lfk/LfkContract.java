@@ -1351,8 +1351,12 @@ abstract class LfkContract {
         "sv",
         "CREATE TABLE sv.projects (id bigint PRIMARY KEY)",
         "CREATE TABLE sv.issues (id bigint PRIMARY KEY, project_id bigint)",
-        "INSERT INTO sv.projects VALUES (1)",
-        "INSERT INTO sv.issues SELECT g, 1 FROM generate_series(1, 10) g");
+        "INSERT INTO sv.projects VALUES (1), (2)",
+        "INSERT INTO sv.issues SELECT g, 1 FROM generate_series(1, 10) g",
+        "INSERT INTO sv.issues SELECT g, 2 FROM generate_series(11, 15) g",
+        // Every session of the database commits locally, whatever the server's command line
+        // says; the delete under test asks for the standby itself.
+        "ALTER DATABASE lfk_main SET synchronous_commit = local");
     List<CheckedKey> keys =
         List.of(
             key(
@@ -1369,46 +1373,46 @@ abstract class LfkContract {
       DataSource admin = h.db("main");
       CompletableFuture<Void> delete;
       // A synchronous standby that never answers: the delete's commit is in the WAL, so capture
-      // reads it, while its session waits and other sessions still see the project. Every other
-      // session commits locally.
+      // reads it, while its session waits and other sessions still see the project.
       AtomicReference<CompletableFuture<Void>> started = new AtomicReference<>();
       TestSql.withSystemSetting(
           admin,
-          "synchronous_commit",
-          "local",
-          () ->
-              TestSql.withSystemSetting(
-                  admin,
-                  "synchronous_standby_names",
-                  "nobody",
-                  () -> {
-                    started.set(
-                        CompletableFuture.runAsync(
-                            () -> {
-                              try {
-                                deleter.setAutoCommit(false);
-                                try (Statement st = deleter.createStatement()) {
-                                  st.execute("SET LOCAL synchronous_commit = on");
-                                  st.execute("DELETE FROM sv.projects");
-                                }
-                                deleter.commit();
-                              } catch (java.sql.SQLException e) {
-                                throw new IllegalStateException(e);
-                              }
-                            }));
-                    await()
-                        .atMost(WAIT)
-                        .until(
-                            () ->
-                                counts(h.pipeline.metrics(), "main/sv.projects").incremented()
-                                        + processed(h.pipeline.metrics(), "main/sv.projects")
-                                    > 0);
-                    assertThat(processed(h.pipeline.metrics(), "main/sv.projects"))
-                        .as("not taken for a key that is back")
-                        .isZero();
-                    assertThat(started.get()).as("the delete still waits").isNotDone();
-                    assertThat(h.count("main", "SELECT count(*) FROM sv.issues")).isEqualTo(10);
-                  }));
+          "synchronous_standby_names",
+          "nobody",
+          () -> {
+            // Project 2's delete commits locally, visible at once.
+            TestSql.exec(admin, "DELETE FROM sv.projects WHERE id = 2");
+            started.set(
+                CompletableFuture.runAsync(
+                    () -> {
+                      try {
+                        deleter.setAutoCommit(false);
+                        try (Statement st = deleter.createStatement()) {
+                          st.execute("SET LOCAL synchronous_commit = on");
+                          st.execute("DELETE FROM sv.projects WHERE id = 1");
+                        }
+                        deleter.commit();
+                      } catch (java.sql.SQLException e) {
+                        throw new IllegalStateException(e);
+                      }
+                    }));
+            await()
+                .atMost(WAIT)
+                .until(
+                    () ->
+                        counts(h.pipeline.metrics(), "main/sv.projects").incremented()
+                                + processed(h.pipeline.metrics(), "main/sv.projects")
+                            > 1);
+            assertThat(processed(h.pipeline.metrics(), "main/sv.projects"))
+                .as("project 1 not taken for a key that is back")
+                .isLessThanOrEqualTo(1);
+            assertThat(started.get()).as("the delete still waits").isNotDone();
+            assertThat(h.count("main", "SELECT count(*) FROM sv.issues WHERE project_id = 2"))
+                .as("the other deleted project's children, not held back")
+                .isZero();
+            assertThat(h.count("main", "SELECT count(*) FROM sv.issues WHERE project_id = 1"))
+                .isEqualTo(10);
+          });
       delete = started.get();
       delete.get(30, TimeUnit.SECONDS); // released once no standby is asked for
 
@@ -1417,13 +1421,17 @@ abstract class LfkContract {
           .untilAsserted(
               () -> {
                 assertThat(h.count("main", "SELECT count(*) FROM sv.issues")).isZero();
-                assertThat(processed(h.pipeline.metrics(), "main/sv.projects")).isOne();
+                assertThat(processed(h.pipeline.metrics(), "main/sv.projects")).isEqualTo(2);
               });
       assertThat(h.runtime.registry().scrape())
           .doesNotContain(
               "spillway_lfk_reinserted_parents_total{database=\"main\",table=\"sv.projects\"}");
     } finally {
       LfkHarness.dropSlots(infra, dbs, "lfk25");
+      try (var admin = infra.databases("lfk_main")) {
+        TestSql.exec(
+            admin.dataSource("lfk_main"), "ALTER DATABASE lfk_main RESET synchronous_commit");
+      }
     }
   }
 
@@ -1449,7 +1457,7 @@ abstract class LfkContract {
                 "main",
                 "bigint"));
     LfkSettings s = settings(1000, 100_000, 2, Duration.ofSeconds(1), 2);
-    try (LfkHarness h = new LfkHarness(infra, dir, "lfk24", dbs, Map.of(), s, keys, "10s");
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk26", dbs, Map.of(), s, keys, "10s");
         var app = infra.databases("lfk_main");
         Connection holder = app.dataSource("lfk_main").getConnection()) {
       holder.setAutoCommit(false);
@@ -1475,7 +1483,7 @@ abstract class LfkContract {
           .as("the sub-batches' p95 (of a few, their slowest), the wait left out, in seconds")
           .isLessThan(1.0);
     } finally {
-      LfkHarness.dropSlots(infra, dbs, "lfk24");
+      LfkHarness.dropSlots(infra, dbs, "lfk26");
     }
   }
 
