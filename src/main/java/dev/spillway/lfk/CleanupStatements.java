@@ -144,11 +144,7 @@ final class CleanupStatements {
    */
   List<String> missingParents(Connection parentDb, List<String> values, int timeoutSeconds)
       throws SQLException {
-    try (PreparedStatement ps = parentDb.prepareStatement(missingParents)) {
-      ps.setQueryTimeout(timeoutSeconds);
-      ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
-      return strings(ps);
-    }
+    return values(parentDb, missingParents, values, timeoutSeconds);
   }
 
   /**
@@ -159,7 +155,14 @@ final class CleanupStatements {
    */
   List<String> deletingParents(Connection parentDb, List<String> values, int timeoutSeconds)
       throws SQLException {
-    try (PreparedStatement ps = parentDb.prepareStatement(deletingParents)) {
+    return values(parentDb, deletingParents, values, timeoutSeconds);
+  }
+
+  /** The values (a text array parameter) a query of the parent's database keeps. */
+  private static List<String> values(
+      Connection parentDb, String sql, List<String> values, int timeoutSeconds)
+      throws SQLException {
+    try (PreparedStatement ps = parentDb.prepareStatement(sql)) {
       ps.setQueryTimeout(timeoutSeconds);
       ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
       return strings(ps);
@@ -301,11 +304,9 @@ final class CleanupStatements {
     return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE EXISTS (SELECT 1 FROM "
         + key.key().parent().quoted()
         + " p JOIN pg_locks l ON l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'"
-        + " AND l.granted AND l.transactionid = p.xmax WHERE p."
-        + TableName.quote(key.parentPrimaryKey())
-        + " = CAST(u.v AS "
-        + key.parentKeyType()
-        + "))";
+        + " AND l.granted AND l.transactionid = p.xmax WHERE "
+        + parentRow(key)
+        + ")";
   }
 
   /**
@@ -314,10 +315,17 @@ final class CleanupStatements {
   private static String noParent(CheckedKey key) {
     return "NOT EXISTS (SELECT 1 FROM "
         + key.key().parent().quoted()
-        + " p WHERE p."
+        + " p WHERE "
+        + parentRow(key)
+        + ")";
+  }
+
+  /** That parent row {@code p}'s key is {@code u.v} (text), compared as the key's type. */
+  private static String parentRow(CheckedKey key) {
+    return "p."
         + TableName.quote(key.parentPrimaryKey())
         + " = CAST(u.v AS "
         + key.parentKeyType()
-        + "))";
+        + ")";
   }
 }
