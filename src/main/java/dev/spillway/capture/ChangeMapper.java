@@ -121,7 +121,13 @@ final class ChangeMapper {
           case DELETE ->
               EventSerdes.encode(
                   new DeletedRecord(
-                      database, table, columns((Struct) record.key()), commitMicros, lsn, now));
+                      database,
+                      table,
+                      columns((Struct) record.key()),
+                      commitMicros,
+                      lsn,
+                      now,
+                      f.txId(source)));
           case INSERT ->
               EventSerdes.encode(
                   new BufferEvent(

@@ -13,6 +13,8 @@ import java.util.Objects;
  * @param commitTimeMicros commit time of the deleting transaction
  * @param lsn WAL position of the change
  * @param capturedAtMillis when capture read the change
+ * @param txId id (xid) of the deleting transaction, as {@code pg_locks} shows it; 0 when unknown (a
+ *     record an earlier version wrote)
  */
 public record DeletedRecord(
     String database,
@@ -20,10 +22,22 @@ public record DeletedRecord(
     Map<String, Object> key,
     long commitTimeMicros,
     long lsn,
-    long capturedAtMillis) {
+    long capturedAtMillis,
+    long txId) {
   public DeletedRecord {
     Objects.requireNonNull(database, "database");
     Objects.requireNonNull(table, "table");
     key = Columns.copy(key);
+  }
+
+  /** A record whose deleting transaction is not known. */
+  public DeletedRecord(
+      String database,
+      TableName table,
+      Map<String, Object> key,
+      long commitTimeMicros,
+      long lsn,
+      long capturedAtMillis) {
+    this(database, table, key, commitTimeMicros, lsn, capturedAtMillis, 0);
   }
 }

@@ -61,13 +61,17 @@ public final class EventSerdes {
   private static final byte[] SINGLE_OBJECT_MARKER = {(byte) 0xC3, (byte) 0x01};
 
   /**
-   * The buffer event and batch schemas earlier versions wrote, which records in Kafka (and events a
-   * batcher holds in its store) may still carry: read as this version's, a field added since taking
-   * its default. Each is the schema as released, kept under {@code avro/}.
+   * The schemas earlier versions wrote, which records in Kafka (and events a batcher holds in its
+   * store) may still carry: read as this version's, a field added since taking its default. Each is
+   * the schema as released, kept under {@code avro/}.
    */
   private static final Schema EVENT_1 = released("BufferEvent.1.avsc");
 
   private static final Schema BATCH_1 = released("BufferBatch.1.avsc");
+
+  private static final Schema DELETED_1 = released("DeletedRecord.1.avsc");
+
+  private static final Schema CLEANUP_1 = released("CleanupBatch.1.avsc");
 
   /**
    * Avro's model of the generated classes, but for the maps it reads: they keep the order their
@@ -89,13 +93,18 @@ public final class EventSerdes {
       new BinaryMessageDecoder<>(
           IN_ORDER, dev.spillway.event.avro.BufferBatch.getClassSchema(), store(BATCH_1));
   private static final BinaryMessageDecoder<dev.spillway.event.avro.DeletedRecord> DELETED =
-      new BinaryMessageDecoder<>(IN_ORDER, dev.spillway.event.avro.DeletedRecord.getClassSchema());
+      new BinaryMessageDecoder<>(
+          IN_ORDER, dev.spillway.event.avro.DeletedRecord.getClassSchema(), store(DELETED_1));
+  private static final BinaryMessageDecoder<dev.spillway.event.avro.CleanupBatch> CLEANUPS =
+      new BinaryMessageDecoder<>(
+          IN_ORDER, dev.spillway.event.avro.CleanupBatch.getClassSchema(), store(CLEANUP_1));
 
   private static final byte[] EVENT_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferEvent.getClassSchema());
   private static final byte[] EVENT_1_HEADER = singleObjectHeader(EVENT_1);
   private static final byte[] DELETED_HEADER =
       singleObjectHeader(dev.spillway.event.avro.DeletedRecord.getClassSchema());
+  private static final byte[] DELETED_1_HEADER = singleObjectHeader(DELETED_1);
   private static final byte[] BATCH_HEADER =
       singleObjectHeader(dev.spillway.event.avro.BufferBatch.getClassSchema());
   private static final Schema ROW =
@@ -126,12 +135,14 @@ public final class EventSerdes {
             Columns.toAvro(r.key()),
             r.commitTimeMicros(),
             r.lsn(),
-            r.capturedAtMillis());
+            r.capturedAtMillis(),
+            r.txId());
     return bytes(() -> avro.toByteBuffer());
   }
 
   public static DeletedRecord decodeDeletedRecord(byte[] data) {
     stepOver(data, DELETED_HEADER, dev.spillway.event.avro.DeletedRecord.getClassSchema());
+    stepOver(data, DELETED_1_HEADER, DELETED_1);
     var avro = decode(() -> DELETED.decode(wrap(data)));
     return new DeletedRecord(
         avro.getDatabase(),
@@ -139,7 +150,8 @@ public final class EventSerdes {
         Columns.fromAvro(avro.getKey()),
         avro.getCommitTimeUs(),
         avro.getLsn(),
-        avro.getCapturedAtMs());
+        avro.getCapturedAtMs(),
+        avro.getTxId());
   }
 
   public static byte[] encode(BufferEvent e) {
@@ -277,21 +289,23 @@ public final class EventSerdes {
   public static byte[] encode(CleanupBatch b) {
     var avro =
         new dev.spillway.event.avro.CleanupBatch(
-            b.database(), b.table().toString(), b.ids(), b.oldestCommitTimeMicros());
+            b.database(), b.table().toString(), b.ids(), b.oldestCommitTimeMicros(), b.txIds());
     return bytes(() -> avro.toByteBuffer());
   }
 
   /**
    * @throws SerializationException when the bytes are not a cleanup batch
-   * @throws IllegalArgumentException when it decodes but carries no ids
+   * @throws IllegalArgumentException when it decodes but carries no ids, or transaction ids not one
+   *     per id
    */
   public static CleanupBatch decodeCleanupBatch(byte[] data) {
-    var avro = decode(() -> dev.spillway.event.avro.CleanupBatch.fromByteBuffer(wrap(data)));
+    var avro = decode(() -> CLEANUPS.decode(wrap(data)));
     return new CleanupBatch(
         avro.getDatabase(),
         TableName.parse(avro.getTable()),
         avro.getIds(),
-        avro.getOldestCommitTimeUs());
+        avro.getOldestCommitTimeUs(),
+        avro.getTxIds());
   }
 
   public static byte[] encode(BufferBatch b) {

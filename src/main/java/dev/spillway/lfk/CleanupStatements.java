@@ -148,14 +148,21 @@ final class CleanupStatements {
   }
 
   /**
-   * Of these values (ids whose parent row the table still shows), those whose row a transaction
-   * still running has deleted or locked: a delete capture read before its transaction became
-   * visible to other sessions (its commit in the WAL, the session waiting for a synchronous
-   * standby, say), which the look-up cannot yet tell from a key that is back.
+   * Of these values (ids whose parent row the table still shows), those whose deleting transaction
+   * is still running: a delete capture read before its transaction became visible to other sessions
+   * (its commit in the WAL, the session waiting for a synchronous standby, say), which the look-up
+   * cannot yet tell from a key that is back.
+   *
+   * @param transactions for each value, the id of the transaction that deleted it; where 0 (not
+   *     known), the one the row's {@code xmax} names, which may also be one that only locks it
    */
-  List<String> deletingParents(Connection parentDb, List<String> values, int timeoutSeconds)
+  List<String> deletingParents(
+      Connection parentDb, List<String> values, List<Long> transactions, int timeoutSeconds)
       throws SQLException {
-    return values(parentDb, deletingParents, values, timeoutSeconds);
+    try (PreparedStatement ps = parentDb.prepareStatement(deletingParents)) {
+      ps.setArray(2, parentDb.createArrayOf("int8", transactions.toArray()));
+      return values(parentDb, ps, values, timeoutSeconds);
+    }
   }
 
   /** The values (a text array parameter) a query of the parent's database keeps. */
@@ -163,10 +170,16 @@ final class CleanupStatements {
       Connection parentDb, String sql, List<String> values, int timeoutSeconds)
       throws SQLException {
     try (PreparedStatement ps = parentDb.prepareStatement(sql)) {
-      ps.setQueryTimeout(timeoutSeconds);
-      ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
-      return strings(ps);
+      return values(parentDb, ps, values, timeoutSeconds);
     }
+  }
+
+  private static List<String> values(
+      Connection parentDb, PreparedStatement ps, List<String> values, int timeoutSeconds)
+      throws SQLException {
+    ps.setQueryTimeout(timeoutSeconds);
+    ps.setArray(1, parentDb.createArrayOf("text", values.toArray()));
+    return strings(ps);
   }
 
   /** The first column of the rows a query returns, as text. */
@@ -297,14 +310,17 @@ final class CleanupStatements {
   }
 
   /**
-   * A transaction holds the lock on its own id until it is visible to others; a row's {@code xmax}
-   * names the transaction that deleted or locked it.
+   * A transaction holds the lock on its own id until it is visible to others. The deleting
+   * transaction's id comes with the value (capture read it); where it did not (0), the row's {@code
+   * xmax} stands in, which names the transaction that deleted or locked it (unless a multixact).
    */
   private static String deletingParents(CheckedKey key) {
-    return "SELECT u.v FROM unnest(CAST(? AS text[])) AS u(v) WHERE EXISTS (SELECT 1 FROM "
+    return "SELECT u.v FROM unnest(CAST(? AS text[]), CAST(? AS int8[])) AS u(v, x) WHERE EXISTS"
+        + " (SELECT 1 FROM "
         + key.key().parent().quoted()
         + " p JOIN pg_locks l ON l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'"
-        + " AND l.granted AND l.transactionid = p.xmax WHERE "
+        + " AND l.granted AND l.transactionid::text::bigint"
+        + " = CASE WHEN u.x <> 0 THEN u.x ELSE p.xmax::text::bigint END WHERE "
         + parentRow(key)
         + ")";
   }

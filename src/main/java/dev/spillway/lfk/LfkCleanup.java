@@ -16,6 +16,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -140,7 +141,7 @@ final class LfkCleanup implements BatchHandler {
    * What the parent table says of a batch's ids.
    *
    * @param deleted the ids it has no row for
-   * @param deleting the ids whose row a transaction still running deleted (or locks)
+   * @param deleting the ids whose row a transaction still running deleted
    * @param ended how the run ended while waiting for those (the worker stopping, a STOP), or null
    */
   private record Lookup(List<String> deleted, List<String> deleting, Outcome ended) {}
@@ -154,10 +155,15 @@ final class LfkCleanup implements BatchHandler {
   private Lookup stillDeleted(CleanupBatch batch, List<Child> children, RunContext context)
       throws SQLException, InterruptedException {
     Child first = children.get(0);
+    Map<String, Long> deleters = new HashMap<>();
+    for (int i = 0; i < batch.ids().size(); i++) {
+      deleters.put(batch.ids().get(i), batch.txId(i)); // an id deleted twice: its later delete
+    }
     List<String> missing = new ArrayList<>(missingParents(first, batch.ids(), context));
     List<String> there = new ArrayList<>(batch.ids());
     there.removeAll(missing);
-    List<String> deleting = there.isEmpty() ? List.of() : deletingParents(first, there, context);
+    List<String> deleting =
+        there.isEmpty() ? List.of() : deletingParents(first, there, deleters, context);
     // A transaction is visible before it lets go of its id: one that ended between the two
     // look-ups is seen by a look-up after the second.
     missing.addAll(settled(first, there, deleting, context));
@@ -170,7 +176,7 @@ final class LfkCleanup implements BatchHandler {
       }
       Thread.sleep(pause);
       pause = Math.min(pause * 2, VISIBILITY_CHECK_MAX.toMillis()); // pg_locks is not free
-      List<String> still = deletingParents(first, deleting, context);
+      List<String> still = deletingParents(first, deleting, deleters, context);
       missing.addAll(settled(first, deleting, still, context));
       deleting = still;
     }
@@ -201,10 +207,14 @@ final class LfkCleanup implements BatchHandler {
         child, context, c -> child.sql().missingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS));
   }
 
-  private static List<String> deletingParents(Child child, List<String> ids, RunContext context)
+  private static List<String> deletingParents(
+      Child child, List<String> ids, Map<String, Long> deleters, RunContext context)
       throws SQLException {
+    List<Long> transactions = ids.stream().map(deleters::get).toList();
     return askParent(
-        child, context, c -> child.sql().deletingParents(c, ids, PARENT_LOOKUP_TIMEOUT_SECONDS));
+        child,
+        context,
+        c -> child.sql().deletingParents(c, ids, transactions, PARENT_LOOKUP_TIMEOUT_SECONDS));
   }
 
   /** A look-up in the parent's database, row security off (start-up checked it may be). */

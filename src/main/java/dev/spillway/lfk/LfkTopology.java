@@ -83,6 +83,7 @@ public final class LfkTopology {
   /** Builds the batch from validated deleted records of one parent table. */
   static byte[] toBatch(String parent, List<byte[]> deletedRecords) {
     List<String> ids = new ArrayList<>(deletedRecords.size());
+    List<Long> transactions = new ArrayList<>(deletedRecords.size());
     String database = null;
     long oldest = Long.MAX_VALUE;
     for (byte[] value : deletedRecords) {
@@ -90,9 +91,10 @@ public final class LfkTopology {
       database = d.database();
       oldest = Math.min(oldest, d.commitTimeMicros());
       ids.add(ValueText.of(d.key().get(referred(d.key()))));
+      transactions.add(d.txId());
     }
     return EventSerdes.encode(
-        new CleanupBatch(database, TableName.parse(parent), List.copyOf(ids), oldest));
+        new CleanupBatch(database, TableName.parse(parent), ids, oldest, transactions));
   }
 
   /**

@@ -154,10 +154,14 @@ abstract class CaptureContract {
     CaptureRoute inserts = inserts("events");
 
     try (Capture capture = start(deletes, inserts)) {
-      TestSql.exec(
-          ds,
-          "DELETE FROM " + schema + ".projects WHERE id IN (2, 4)",
-          "UPDATE " + schema + ".projects SET name = 'renamed'");
+      String deleter =
+          TestSql.text(
+              ds,
+              "WITH d AS (DELETE FROM "
+                  + schema
+                  + ".projects WHERE id IN (2, 4) RETURNING id)"
+                  + " SELECT pg_current_xact_id()::xid::text FROM d LIMIT 1");
+      TestSql.exec(ds, "UPDATE " + schema + ".projects SET name = 'renamed'");
       String xid =
           TestSql.text(
               ds,
@@ -182,6 +186,10 @@ abstract class CaptureContract {
           .extracting(r -> r.key())
           .containsExactly(Map.of("id", 2L), Map.of("id", 4L));
       assertThat(records).allSatisfy(r -> assertThat(r.commitTimeMicros()).isPositive());
+      assertThat(records)
+          .extracting(DeletedRecord::txId)
+          .as("the deleting transaction")
+          .containsOnly(Long.parseLong(deleter));
 
       List<ConsumerRecord<byte[], byte[]>> inserted =
           TopicReader.readAtLeast(

@@ -312,9 +312,34 @@ class ChangeMapperTest {
       assertThat(d.key()).containsEntry("id", 10 * i);
       assertThat(d.lsn()).isZero();
       assertThat(d.commitTimeMicros()).isEqualTo(7_000L);
+      assertThat(d.txId()).as("a source block without one").isZero();
 
       assertThat(mapper.map(record(new Struct(heartbeat).put("ts_ms", 1L), null))).isEmpty();
     }
+    Schema deleteWithMicros =
+        SchemaBuilder.struct()
+            .field("op", Schema.STRING_SCHEMA)
+            .field("source", withMicros)
+            .build();
+    Struct delete =
+        new Struct(deleteWithMicros)
+            .put("op", "d")
+            .put(
+                "source",
+                new Struct(withMicros)
+                    .put("schema", "app")
+                    .put("table", "parents")
+                    .put("ts_ms", 5L)
+                    .put("ts_us", 5_002L)
+                    .put("txId", (5L << 32) + 901L));
+    DeletedRecord d =
+        EventSerdes.decodeDeletedRecord(
+            mapper
+                .map(record(delete, new Struct(row).put("id", 1L)))
+                .orElseThrow()
+                .record()
+                .value());
+    assertThat(d.txId()).as("the deleting transaction, as pg_locks shows it").isEqualTo(901L);
   }
 
   private static SourceRecord record(Struct value, Struct key) {

@@ -302,11 +302,49 @@ class EventSerdesTest {
   }
 
   @Test
+  void should_read_the_deleted_records_and_cleanup_batches_the_first_schema_wrote() {
+    // Written by the version before transaction ids: records still in Kafka after an upgrade.
+    DeletedRecord d = EventSerdes.decodeDeletedRecord(fixture("deleted-record-1.hex"));
+    CleanupBatch b = EventSerdes.decodeCleanupBatch(fixture("cleanup-batch-1.hex"));
+
+    TableName projects = new TableName("public", "projects");
+    assertThat(d)
+        .isEqualTo(
+            new DeletedRecord(
+                "main",
+                projects,
+                Map.of("id", 41L),
+                1_700_000_000_000_001L,
+                0x1000_0040L,
+                1_700_000_000_002L,
+                0));
+    assertThat(b)
+        .isEqualTo(
+            new CleanupBatch(
+                "main", projects, List.of("41", "42"), 1_700_000_000_000_001L, List.of()));
+    assertThat(b.txId(1)).as("unknown").isZero();
+  }
+
+  @Test
+  void should_carry_the_deleting_transactions_through_records_and_batches() {
+    TableName projects = new TableName("public", "projects");
+    DeletedRecord d =
+        new DeletedRecord("main", projects, Map.of("id", 41L), 1, 2, 3, 4_000_000_000L);
+    CleanupBatch b = new CleanupBatch("main", projects, List.of("41", "42"), 1, List.of(7L, 0L));
+
+    assertThat(EventSerdes.decodeDeletedRecord(EventSerdes.encode(d))).isEqualTo(d);
+    assertThat(EventSerdes.decodeCleanupBatch(EventSerdes.encode(b)).txIds())
+        .containsExactly(7L, 0L);
+    assertThatThrownBy(() -> new CleanupBatch("main", projects, List.of("41"), 1, List.of(7L, 8L)))
+        .isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("A cleanup batch of 1 ids with 2 transaction ids");
+  }
+
+  @Test
   void should_write_the_schemas_of_this_release() {
     // Records outlive the version that wrote them. A schema changed here must leave its released
-    // version readable (kept under avro/ and put in a schema store its decoder reads through, as
-    // BufferEvent's and BufferBatch's are; DeletedRecord and CleanupBatch have none yet), with a
-    // fixture the release wrote, and only then does its new fingerprint join this list. (The
+    // version readable (kept under avro/ and put in a schema store its decoder reads through), with
+    // a fixture the release wrote, and only then does its new fingerprint join this list. (The
     // fingerprint leaves out defaults and docs: the fixtures' tests catch a default dropped.)
     assertThat(
             Map.of(
@@ -319,8 +357,8 @@ class EventSerdesTest {
             Map.of(
                 "BufferEvent", "3b384198d30dfde5",
                 "BufferBatch", "73453427d328c608",
-                "DeletedRecord", "baa01fe0ad6092c7",
-                "CleanupBatch", "42c4311eaf1cc678"));
+                "DeletedRecord", "2212654005947816",
+                "CleanupBatch", "907fb50cb4c26168"));
   }
 
   private static String fingerprint(Schema schema) {

@@ -1351,9 +1351,10 @@ abstract class LfkContract {
         "sv",
         "CREATE TABLE sv.projects (id bigint PRIMARY KEY)",
         "CREATE TABLE sv.issues (id bigint PRIMARY KEY, project_id bigint)",
-        "INSERT INTO sv.projects VALUES (1), (2)",
+        "INSERT INTO sv.projects VALUES (1), (2), (3)",
         "INSERT INTO sv.issues SELECT g, 1 FROM generate_series(1, 10) g",
         "INSERT INTO sv.issues SELECT g, 2 FROM generate_series(11, 15) g",
+        "INSERT INTO sv.issues SELECT g, 3 FROM generate_series(16, 20) g",
         // Every session of the database commits locally, whatever the server's command line
         // says; the delete under test asks for the standby itself.
         "ALTER DATABASE lfk_main SET synchronous_commit = local");
@@ -1390,6 +1391,12 @@ abstract class LfkContract {
                         try (Statement st = deleter.createStatement()) {
                           st.execute("SET LOCAL synchronous_commit = on");
                           st.execute("DELETE FROM sv.projects WHERE id = 1");
+                          // Locked, then deleted in a savepoint: the row's xmax is a multixact
+                          // of the two, naming neither transaction.
+                          st.execute("SELECT 1 FROM sv.projects WHERE id = 3 FOR UPDATE");
+                          st.execute("SAVEPOINT s");
+                          st.execute("DELETE FROM sv.projects WHERE id = 3");
+                          st.execute("RELEASE SAVEPOINT s");
                         }
                         deleter.commit();
                       } catch (java.sql.SQLException e) {
@@ -1404,14 +1411,18 @@ abstract class LfkContract {
                                 + processed(h.pipeline.metrics(), "main/sv.projects")
                             > 1);
             assertThat(processed(h.pipeline.metrics(), "main/sv.projects"))
-                .as("project 1 not taken for a key that is back")
+                .as("projects 1 and 3 not taken for keys that are back")
                 .isLessThanOrEqualTo(1);
             assertThat(started.get()).as("the delete still waits").isNotDone();
             assertThat(h.count("main", "SELECT count(*) FROM sv.issues WHERE project_id = 2"))
                 .as("the other deleted project's children, not held back")
                 .isZero();
-            assertThat(h.count("main", "SELECT count(*) FROM sv.issues WHERE project_id = 1"))
-                .isEqualTo(10);
+            assertThat(h.count("main", "SELECT count(*) FROM sv.issues WHERE project_id IN (1, 3)"))
+                .isEqualTo(15);
+            assertThat(h.runtime.registry().scrape())
+                .as("no key taken for one that is back")
+                .doesNotContain(
+                    "spillway_lfk_reinserted_parents_total{database=\"main\",table=\"sv.projects\"}");
           });
       delete = started.get();
       delete.get(30, TimeUnit.SECONDS); // released once no standby is asked for
@@ -1421,7 +1432,7 @@ abstract class LfkContract {
           .untilAsserted(
               () -> {
                 assertThat(h.count("main", "SELECT count(*) FROM sv.issues")).isZero();
-                assertThat(processed(h.pipeline.metrics(), "main/sv.projects")).isEqualTo(2);
+                assertThat(processed(h.pipeline.metrics(), "main/sv.projects")).isEqualTo(3);
               });
       assertThat(h.runtime.registry().scrape())
           .doesNotContain(
@@ -1432,6 +1443,59 @@ abstract class LfkContract {
         TestSql.exec(
             admin.dataSource("lfk_main"), "ALTER DATABASE lfk_main RESET synchronous_commit");
       }
+    }
+  }
+
+  @Test
+  void should_take_a_key_that_is_back_at_once_while_another_session_locks_its_row()
+      throws Exception {
+    Map<String, String> dbs = Map.of("main", "lfk_main");
+    seed(
+        "lfk_main",
+        "kb",
+        "CREATE TABLE kb.projects (id bigint PRIMARY KEY)",
+        "CREATE TABLE kb.issues (id bigint PRIMARY KEY, project_id bigint)",
+        "INSERT INTO kb.projects VALUES (1)",
+        "INSERT INTO kb.issues SELECT g, 1 FROM generate_series(1, 10) g");
+    List<CheckedKey> keys =
+        List.of(
+            key(
+                "kb.issues",
+                "project_id",
+                "kb.projects",
+                OnDelete.ASYNC_DELETE,
+                "main",
+                "main",
+                "bigint"));
+    LfkSettings s = settings(1000, 100_000, 3, Duration.ofSeconds(1), 2);
+    try (LfkHarness h = new LfkHarness(infra, dir, "lfk27", dbs, Map.of(), s, keys);
+        Connection holder = h.db("main").getConnection()) {
+      // The project is replaced in one transaction, then the application holds its new row.
+      try (Connection c = h.db("main").getConnection()) {
+        c.setAutoCommit(false);
+        try (Statement st = c.createStatement()) {
+          st.execute("DELETE FROM kb.projects WHERE id = 1");
+          st.execute("INSERT INTO kb.projects VALUES (1)");
+        }
+        holder.setAutoCommit(false);
+        c.commit();
+      }
+      try (Statement st = holder.createStatement()) {
+        st.execute("SELECT 1 FROM kb.projects WHERE id = 1 FOR SHARE");
+      }
+      // The row's xmax names the locking session, still running; the delete's own transaction
+      // ended: the key is back, whoever locks it.
+      await()
+          .atMost(WAIT)
+          .untilAsserted(
+              () -> assertThat(processed(h.pipeline.metrics(), "main/kb.projects")).isEqualTo(1));
+      assertThat(counts(h.pipeline.metrics(), "main/kb.projects").incremented())
+          .as("taken at once, not run again")
+          .isZero();
+      assertThat(h.count("main", "SELECT count(*) FROM kb.issues")).isEqualTo(10);
+      holder.rollback();
+    } finally {
+      LfkHarness.dropSlots(infra, dbs, "lfk27");
     }
   }
 

@@ -112,6 +112,19 @@ class LfkTopologyTest {
   }
 
   @Test
+  void should_carry_each_id_s_deleting_transaction_into_its_batch() {
+    long[] transactions = {901, 0, 903}; // the second written by an earlier version
+    for (int i = 0; i < 3; i++) {
+      DeletedRecord r =
+          new DeletedRecord("main", PROJECTS, Map.of("id", 1L + i), 10, 1, 0, transactions[i]);
+      in.pipeInput(PROJECTS.toString(), EventSerdes.encode(r));
+    }
+    CleanupBatch b = EventSerdes.decodeCleanupBatch(out.readValue());
+    assertThat(b.ids()).containsExactly("1", "2", "3");
+    assertThat(b.txIds()).containsExactly(901L, 0L, 903L);
+  }
+
+  @Test
   void should_keep_each_batch_of_long_bytea_keys_within_a_kafka_record() {
     driver.close();
     drive(
