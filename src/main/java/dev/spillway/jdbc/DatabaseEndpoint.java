@@ -11,7 +11,9 @@ import org.postgresql.Driver;
  * @param name Spillway's name for it ({@code main}, {@code ci}, …)
  * @param url JDBC URL, {@code jdbc:postgresql://host:port/dbname}
  * @param username login role
- * @param password may be null
+ * @param password may be null; when it is, the URL's {@code password} parameter, if any, stands in:
+ *     the pool's driver reads it there, but capture's replication connection and the unpooled
+ *     connections take it from here
  * @param poolSize connections in its pool
  * @param lockTimeout PostgreSQL's {@code lock_timeout} for the pool's connections; zero for none
  */
@@ -22,6 +24,10 @@ public record DatabaseEndpoint(
     Objects.requireNonNull(url, "url");
     Objects.requireNonNull(username, "username");
     Objects.requireNonNull(lockTimeout, "lockTimeout");
+    if (password == null) {
+      Properties p = Driver.parseURL(url, new Properties());
+      password = p == null ? null : p.getProperty("password");
+    }
   }
 
   /** Host, port and database name as the PostgreSQL driver reads them from the URL. */

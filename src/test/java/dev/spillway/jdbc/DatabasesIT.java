@@ -3,14 +3,19 @@ package dev.spillway.jdbc;
 import static dev.spillway.config.DatabaseConfig.DEFAULT_LOCK_TIMEOUT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.spillway.testing.EmbeddedInfra;
+import dev.spillway.testing.TestSql;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.List;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
@@ -143,6 +148,61 @@ class DatabasesIT {
             assertThat(rs.getString(2)).as("the pool's lock timeout kept").isEqualTo("2s");
           }
         }
+      }
+    }
+  }
+
+  @Test
+  void should_log_in_with_a_password_the_url_gives_on_every_kind_of_connection() throws Exception {
+    DatabaseEndpoint real = EmbeddedInfra.get().database("keepalive");
+    String role = "spillway_url_password";
+    try (Databases superuser = new Databases(List.of(real), null)) {
+      DataSource admin = superuser.unpooledSource("keepalive");
+      Path hba = Path.of(TestSql.text(admin, "SHOW hba_file"));
+      String before = Files.readString(hba);
+      TestSql.exec(
+          admin, "DROP ROLE IF EXISTS " + role, "CREATE ROLE " + role + " LOGIN PASSWORD 's3cret'");
+      // Only this role must give a password; every other session goes on as before.
+      Files.writeString(
+          hba,
+          "host all "
+              + role
+              + " 127.0.0.1/32 scram-sha-256\n"
+              + "host all "
+              + role
+              + " ::1/128 scram-sha-256\n"
+              + before);
+      try {
+        TestSql.exec(admin, "SELECT pg_reload_conf()");
+        DatabaseEndpoint without =
+            new DatabaseEndpoint("ci", real.url(), role, null, 1, DEFAULT_LOCK_TIMEOUT);
+        await()
+            .atMost(Duration.ofSeconds(10))
+            .untilAsserted(
+                () ->
+                    assertThatThrownBy(
+                            () -> {
+                              try (Databases dbs = new Databases(List.of(without), null)) {
+                                dbs.unpooledSource("ci").getConnection().close();
+                              }
+                            })
+                        .as("a password asked for")
+                        .hasMessageContaining("password"));
+
+        DatabaseEndpoint e =
+            new DatabaseEndpoint(
+                "ci", real.url() + "?password=s3cret", role, null, 2, DEFAULT_LOCK_TIMEOUT);
+        try (Databases dbs = new Databases(List.of(e), new SimpleMeterRegistry())) {
+          for (DataSource ds : List.of(dbs.dataSource("ci"), dbs.unpooledSource("ci"))) {
+            try (Connection c = ds.getConnection()) {
+              assertThat(c.isValid(5)).isTrue();
+            }
+          }
+        }
+        assertThat(e.password()).as("what capture's connection is given").isEqualTo("s3cret");
+      } finally {
+        Files.writeString(hba, before);
+        TestSql.exec(admin, "SELECT pg_reload_conf()");
       }
     }
   }
