@@ -17,6 +17,10 @@ final class CaptureStatements {
   /** 1: quoted table name. Null when the table does not exist. */
   static final String TABLE_OID = "SELECT to_regclass(?)::oid";
 
+  /** 1, 2: table oid. The tables it is a partition of, at any depth. */
+  static final String PARTITION_ANCESTORS =
+      "SELECT relid::oid FROM pg_partition_ancestors(?::oid) WHERE relid <> ?::oid";
+
   /** 1: table oid. A row when the table has a primary key. */
   static final String HAS_PRIMARY_KEY =
       "SELECT 1 FROM pg_index WHERE indrelid = ? AND indisprimary";

@@ -93,11 +93,33 @@ final class SourcePreparation {
                 + TableName.quote(c.getMetaData().getUserName())
                 + " REPLICATION.");
       }
+      Map<Long, TableName> captured = new LinkedHashMap<>();
       for (TableName t : tables) {
         Long oid = tableOid(c, t);
         if (oid == null) {
           throw new CaptureSetupException(
               "Table " + t + " does not exist in database " + database + ".");
+        }
+        captured.put(oid, t);
+      }
+      for (Map.Entry<Long, TableName> e : captured.entrySet()) {
+        long oid = e.getKey();
+        TableName t = e.getValue();
+        TableName root = capturedAncestor(c, oid, captured);
+        if (root != null) {
+          throw new CaptureSetupException(
+              "Table "
+                  + t
+                  + " in database "
+                  + database
+                  + " is a partition of "
+                  + root
+                  + ", which is captured too: capture reads a partition's changes as its"
+                  + " captured root's, so none would reach "
+                  + t
+                  + "'s own definitions or buffer; nothing was changed: name only "
+                  + root
+                  + " (one on the root covers its partitions), or only partitions.");
         }
         try (PreparedStatement ps = c.prepareStatement(CaptureStatements.HAS_PRIMARY_KEY)) {
           ps.setLong(1, oid);
@@ -901,6 +923,24 @@ final class SourcePreparation {
         return rs.next() && rs.getBoolean(1);
       }
     }
+  }
+
+  /** The first of the table's partition ancestors that {@code captured} holds, or null. */
+  private static TableName capturedAncestor(Connection c, long oid, Map<Long, TableName> captured)
+      throws SQLException {
+    try (PreparedStatement ps = c.prepareStatement(CaptureStatements.PARTITION_ANCESTORS)) {
+      ps.setLong(1, oid);
+      ps.setLong(2, oid);
+      try (ResultSet rs = ps.executeQuery()) {
+        while (rs.next()) {
+          TableName t = captured.get(rs.getLong(1));
+          if (t != null) {
+            return t;
+          }
+        }
+      }
+    }
+    return null;
   }
 
   private static Long tableOid(Connection c, TableName t) throws SQLException {

@@ -1785,6 +1785,38 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_refuse_a_partition_captured_beside_its_root() {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY) PARTITION BY RANGE (id)",
+        "CREATE TABLE "
+            + schema
+            + ".events_low PARTITION OF "
+            + schema
+            + ".events FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (id)",
+        "CREATE TABLE "
+            + schema
+            + ".events_tiny PARTITION OF "
+            + schema
+            + ".events_low FOR VALUES FROM (0) TO (10)");
+    CaptureRoute root = deletes("events");
+    CaptureRoute partition = inserts("events_tiny");
+    assertThatThrownBy(() -> start(root, partition))
+        .isInstanceOf(CaptureSetupException.class)
+        .hasMessage(
+            "Table "
+                + schema
+                + ".events_tiny in database capture is a partition of "
+                + schema
+                + ".events, which is captured too: capture reads a partition's changes as its"
+                + " captured root's, so none would reach "
+                + schema
+                + ".events_tiny's own definitions or buffer; nothing was changed: name only "
+                + schema
+                + ".events (one on the root covers its partitions), or only partitions.");
+  }
+
+  @Test
   void should_refuse_a_table_without_primary_key() {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".loose (id bigint)");
     CaptureRoute route = inserts("loose");
