@@ -206,6 +206,7 @@ public final class Capture implements AutoCloseable {
       long look = Math.min(every, TAKE_OVER_CHECK_INTERVAL.toMillis());
       capture.takeOvers.scheduleWithFixedDelay(
           capture::takeOver, look, look, TimeUnit.MILLISECONDS);
+      warnOfSlotsLeft(databases, settings, plan.databases());
       return capture;
     } catch (SQLException e) {
       capture.close();
@@ -213,6 +214,43 @@ public final class Capture implements AutoCloseable {
     } catch (RuntimeException | InterruptedException e) {
       capture.close();
       throw e;
+    }
+  }
+
+  /**
+   * Warns of each configured database capture does not read whose slot is still there, idle: left
+   * by a configuration that captured a table there, it keeps the server's WAL from then on, and
+   * that database's {@code slot-wal} indicator reads it. One look per such database, its connection
+   * given up within seconds when the database does not answer.
+   */
+  public static void warnOfSlotsLeft(
+      Databases databases, CaptureSettings settings, Set<String> captured) {
+    for (var e : databases.endpoints()) {
+      if (captured.contains(e.name())) {
+        continue;
+      }
+      String slot = settings.slotName(e.name());
+      try (var c = databases.unpooledSource(e.name()).getConnection();
+          var ps = c.prepareStatement(CaptureStatements.IDLE_SLOT_WAL)) {
+        ps.setString(1, slot);
+        try (var rs = ps.executeQuery()) {
+          if (rs.next()) {
+            log.warn(
+                "Database {} holds replication slot {}, though no table of this configuration is"
+                    + " captured there: it keeps the server's {} MB of WAL written since it was"
+                    + " last read, and more, until it is dropped (its slot-wal health indicator"
+                    + " reads it). Once no table there is to be captured again, drop it and its"
+                    + " publication: SELECT pg_drop_replication_slot('{}'); DROP PUBLICATION {};",
+                e.name(),
+                slot,
+                rs.getLong(1) >> 20,
+                slot,
+                TableName.quote(slot));
+          }
+        }
+      } catch (SQLException | RuntimeException unread) {
+        log.debug("Could not look for a slot left in database {}: {}", e.name(), unread.toString());
+      }
     }
   }
 

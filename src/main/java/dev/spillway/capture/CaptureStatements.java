@@ -228,6 +228,12 @@ final class CaptureStatements {
       "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5;"
           + " SET tcp_keepalives_count = 3";
 
+  /** 1: slot name. A row, the WAL the slot keeps, when it exists in this database, idle. */
+  static final String IDLE_SLOT_WAL =
+      "SELECT COALESCE(pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn), 0)::bigint"
+          + " FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()"
+          + " AND NOT active";
+
   /** 1: slot name. A row with true while a client streams from it. */
   static final String SLOT_ACTIVE =
       "SELECT active FROM pg_replication_slots WHERE slot_name = ? AND database = current_database()";

@@ -352,6 +352,7 @@ public final class SpillwayRuntime implements AutoCloseable {
   public void startCapture(List<CaptureRoute> routes) throws InterruptedException {
     if (routes.isEmpty()) {
       log.info("Nothing to capture: no pipeline declares captured tables");
+      Capture.warnOfSlotsLeft(databases, captureSettings(), Set.of());
       captureSetUp = true;
       return;
     }

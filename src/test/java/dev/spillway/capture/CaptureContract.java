@@ -1410,6 +1410,47 @@ abstract class CaptureContract {
   }
 
   @Test
+  void should_warn_of_a_slot_left_in_a_configured_database_it_no_longer_captures()
+      throws Exception {
+    TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
+    DatabaseEndpoint here = infra().database(DB);
+    // A second configured database (the same server's, for the test) whose tables were captured
+    // by an earlier configuration: its slot stays.
+    DatabaseEndpoint left =
+        new DatabaseEndpoint(
+            "retired", here.url(), here.username(), here.password(), 1, here.lockTimeout());
+    String slot = settings.slotName("retired");
+    TestSql.exec(ds, "SELECT pg_create_logical_replication_slot('" + slot + "', 'pgoutput')");
+    Logger captureLog = (Logger) LoggerFactory.getLogger(Capture.class);
+    ListAppender<ILoggingEvent> logged = new ListAppender<>();
+    logged.start();
+    captureLog.addAppender(logged);
+    try (Databases both = new Databases(List.of(here, left), null);
+        Capture capture = start(both, Clock.systemUTC(), inserts("events"))) {
+      assertThat(logged.list)
+          .extracting(ILoggingEvent::getFormattedMessage)
+          .filteredOn(m -> m.startsWith("Database retired holds replication slot " + slot))
+          .singleElement()
+          .satisfies(
+              m ->
+                  assertThat(m)
+                      .contains("no table of this configuration is captured there")
+                      .endsWith(
+                          "SELECT pg_drop_replication_slot('"
+                              + slot
+                              + "'); DROP PUBLICATION "
+                              + TableName.quote(slot)
+                              + ";"));
+      assertThat(logged.list)
+          .extracting(ILoggingEvent::getFormattedMessage)
+          .noneMatch(m -> m.startsWith("Database " + DB + " holds"));
+    } finally {
+      captureLog.detachAppender(logged);
+      TestSql.exec(ds, "SELECT pg_drop_replication_slot('" + slot + "')");
+    }
+  }
+
+  @Test
   void should_read_the_buffer_tables_again_after_a_start_that_made_a_slot_ended_before_asking()
       throws Exception {
     TestSql.exec(ds, "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)");
