@@ -177,6 +177,11 @@ public final class Capture implements AutoCloseable {
         dlq,
         settings.partitions(),
         settings.replicationFactor());
+    TopicProvisioner.ensureCompacted(
+        settings.bootstrapServers(),
+        settings.kafkaProperties(),
+        settings.topics().captureOffsets(),
+        settings.replicationFactor());
     Capture capture = new Capture(newProducer(settings), stats, plan, databases, settings, clock);
     try {
       for (String db : plan.databases()) {

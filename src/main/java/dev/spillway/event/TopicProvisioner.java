@@ -63,6 +63,13 @@ public final class TopicProvisioner {
     return settings;
   }
 
+  /** The settings of the compacted topic of one partition capture keeps its positions in. */
+  static Map<String, String> compactedSettings(short replicationFactor) {
+    Map<String, String> settings = new TreeMap<>(durability(replicationFactor));
+    settings.put(TopicConfig.CLEANUP_POLICY_CONFIG, TopicConfig.CLEANUP_POLICY_COMPACT);
+    return settings;
+  }
+
   /** How long Kafka may take to answer before the log says it is waited for. */
   private static final Duration PATIENCE = Duration.ofSeconds(5);
 
@@ -251,6 +258,42 @@ public final class TopicProvisioner {
       }
       awaitLeaders(admin, missing.stream().map(NewTopic::name).toList());
     }
+  }
+
+  /**
+   * Creates, unless it exists, the compacted topic of one partition where capture (Kafka Connect's
+   * offset store) keeps its positions: made here, it gets the durability of Spillway's other
+   * topics, which Connect's embedded engine would not give it. A broker refusing that gets it with
+   * compaction alone, and a warning.
+   */
+  public static void ensureCompacted(
+      String bootstrapServers,
+      Map<String, String> clientProperties,
+      String topic,
+      short replicationFactor)
+      throws InterruptedException {
+    try (Admin admin = admin(bootstrapServers, clientProperties)) {
+      if (topics(admin, bootstrapServers).contains(topic)) {
+        return;
+      }
+      Map<String, String> asked = compactedSettings(replicationFactor);
+      if (!create(admin, List.of(compacted(topic, replicationFactor, asked))).isEmpty()) {
+        Map<String, String> compaction = compactedSettings((short) 1);
+        if (!create(admin, List.of(compacted(topic, replicationFactor, compaction))).isEmpty()) {
+          return; // Connect makes it as it can, or says why not
+        }
+        log.warn(
+            "Kafka refused topic {} with {}; it is created with compaction alone instead",
+            topic,
+            asked);
+      }
+      awaitLeaders(admin, List.of(topic));
+    }
+  }
+
+  private static NewTopic compacted(
+      String topic, short replicationFactor, Map<String, String> settings) {
+    return new NewTopic(topic, Optional.of(1), Optional.of(replicationFactor)).configs(settings);
   }
 
   /** Whether the named topic is made with settings of Spillway's (none made: no settings). */

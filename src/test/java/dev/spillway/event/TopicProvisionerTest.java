@@ -43,6 +43,11 @@ class TopicProvisionerTest {
             Map.entry("min.insync.replicas", "2"),
             Map.entry("retention.ms", "-1"),
             Map.entry("retention.bytes", "-1"));
+    assertThat(TopicProvisioner.compactedSettings((short) 1))
+        .containsOnly(Map.entry("cleanup.policy", "compact"));
+    assertThat(TopicProvisioner.compactedSettings((short) 3))
+        .containsOnly(
+            Map.entry("cleanup.policy", "compact"), Map.entry("min.insync.replicas", "2"));
   }
 
   @Test
