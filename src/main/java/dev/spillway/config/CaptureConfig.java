@@ -27,6 +27,12 @@ public record CaptureConfig(
   static final int MAX_BATCH_SIZE = 1_000_000;
 
   /**
+   * Longer, the slot would hold WAL that long whatever capture reads, and a take-over publish again
+   * more than the batching stage's repeat window passes over.
+   */
+  static final Duration MAX_OFFSET_FLUSH_INTERVAL = Duration.ofMinutes(1);
+
+  /**
    * @throws IllegalArgumentException when a duration is not positive or the batch size is outside
    *     1..1,000,000
    */
@@ -54,7 +60,12 @@ public record CaptureConfig(
             n.positiveIntMillis("poll-interval", DEFAULT_POLL_INTERVAL),
             n.positiveIntMillis("heartbeat-interval", DEFAULT_HEARTBEAT_INTERVAL),
             n.integer("max-batch-size", DEFAULT_MAX_BATCH_SIZE, 1, MAX_BATCH_SIZE),
-            n.positiveIntMillis("offset-flush-interval", DEFAULT_OFFSET_FLUSH_INTERVAL));
+            n.positiveDuration(
+                "offset-flush-interval",
+                DEFAULT_OFFSET_FLUSH_INTERVAL,
+                MAX_OFFSET_FLUSH_INTERVAL,
+                "(the slot keeps the WAL since the last position stored, and a take-over"
+                    + " publishes again what came after it)"));
     n.finish();
     return c;
   }

@@ -348,6 +348,16 @@ public final class ConfigNode {
         key, duration(key, dflt, INT_MILLIS_MAX, "must be at most 24d (Debezium's limit)"));
   }
 
+  /**
+   * A {@link #positiveDuration} up to {@code max}.
+   *
+   * @param why what a longer one would do, said after the bound
+   */
+  public Duration positiveDuration(String key, Duration dflt, Duration max, String why) {
+    return positive(
+        key, duration(key, dflt, max, "must be at most " + DurationText.format(max) + " " + why));
+  }
+
   private Duration positive(String key, Duration d) {
     if (d.compareTo(MIN_POSITIVE_DURATION) < 0) {
       throw error(key, "must be at least " + DurationText.format(MIN_POSITIVE_DURATION));

@@ -443,6 +443,13 @@ class ConfigLoaderTest {
             "spillway.yml:2: capture.heartbeat-interval must be at most 24d (Debezium's limit).");
     assertThat(parse("capture:\n  heartbeat-interval: 24d\n").capture().heartbeatInterval())
         .isEqualTo(Duration.ofDays(24));
+    assertThat(error("capture:\n  offset-flush-interval: 61s\n"))
+        .isEqualTo(
+            "spillway.yml:2: capture.offset-flush-interval must be at most 1m (the slot keeps the"
+                + " WAL since the last position stored, and a take-over publishes again what came"
+                + " after it).");
+    assertThat(parse("capture:\n  offset-flush-interval: 1m\n").capture().offsetFlushInterval())
+        .isEqualTo(Duration.ofMinutes(1));
   }
 
   @Test
