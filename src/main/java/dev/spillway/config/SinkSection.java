@@ -15,7 +15,7 @@ public final class SinkSection {
             n.integer("consumers", base.consumers(), 1, 256),
             n.integer("max-in-flight", base.maxInFlight(), 1, 256),
             n.integer("max-attempts", base.maxAttempts(), 1, 1000),
-            n.duration("consume-after", base.consumeAfter()),
+            n.positiveDuration("consume-after", base.consumeAfter()),
             n.integer("max-retries", base.maxRetries(), 0, 1000),
             n.positiveDuration("retry-backoff", base.retryBackoff()),
             n.positiveDuration("retry-backoff-max", base.retryBackoffMax()),

@@ -811,6 +811,9 @@ class ConfigLoaderTest {
             "spillway.yml:2: health.replication-lag-ignore must be a list, not 'dr_delayed'.");
     assertThat(error("sink:\n  max-attempts: 0\n"))
         .isEqualTo("spillway.yml:2: sink.max-attempts must be between 1 and 1000, not 0.");
+    // A delayed batch coming straight back would go round through Kafka at full speed.
+    assertThat(error("sink:\n  consume-after: 0s\n"))
+        .isEqualTo("spillway.yml:2: sink.consume-after must be at least 1ms.");
     assertThat(error("sink:\n  retry-backoff: 10s\n  retry-backoff-max: 1s\n"))
         .isEqualTo(
             "spillway.yml:3: sink.retry-backoff-max must not be shorter than retry-backoff.");
