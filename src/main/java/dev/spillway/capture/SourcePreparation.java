@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
@@ -383,9 +384,11 @@ final class SourcePreparation {
   }
 
   /**
-   * Those of {@code tables} locked against writes until the transaction ends, each within {@code
-   * within}; one that cannot be locked in time (a transaction writing to it, a vacuum) is left out.
-   * The statements after it wait for their locks without a limit again.
+   * Those of {@code tables} locked against writes until the transaction ends, all within {@code
+   * within} together: a table locked first holds inserts back while the others are waited for, so
+   * they share the wait rather than take one each. One that cannot be locked in time (a transaction
+   * writing to it, a vacuum) is left out. The statements after it wait for their locks without a
+   * limit again.
    */
   private static List<TableName> lockAgainstWrites(
       Connection c, List<TableName> tables, Duration within) throws SQLException {
@@ -393,9 +396,12 @@ final class SourcePreparation {
     if (tables.isEmpty()) {
       return locked;
     }
+    long until = System.nanoTime() + within.toNanos();
     try (Statement s = c.createStatement()) {
-      s.execute("SET LOCAL lock_timeout = '" + within.toMillis() + "ms'");
       for (TableName t : tables) {
+        // Past the wait, each is only tried (0 would be no limit at all).
+        long left = Math.max(1, TimeUnit.NANOSECONDS.toMillis(until - System.nanoTime()));
+        s.execute("SET LOCAL lock_timeout = '" + left + "ms'");
         Savepoint before = c.setSavepoint();
         try {
           s.execute("LOCK TABLE " + t.quoted() + " IN SHARE MODE");
