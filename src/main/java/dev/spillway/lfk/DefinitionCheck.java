@@ -67,7 +67,9 @@ public final class DefinitionCheck {
       String category,
       boolean notNullCheck,
       String setBySystem,
-      String notNullDomain) {}
+      String notNullDomain,
+      String collation,
+      boolean nondeterministic) {}
 
   /** SQLSTATE class of invalid input for a type, out-of-range numbers and the like. */
   private static final String DATA_EXCEPTION = "22";
@@ -224,6 +226,19 @@ public final class DefinitionCheck {
               + column.rootType()
               + "): give the column "
               + advice(column, parentColumn));
+    }
+    if (column.nondeterministic() && !column.collation().equals(parentColumn.collation())) {
+      // Cleanup's = goes by the child's collation: a deleted 'abc' would take the children of a
+      // live 'ABC'.
+      throw problem(
+          k,
+          k.column()
+              + " compares by collation "
+              + column.collation()
+              + ", which is not deterministic, and the parent's key "
+              + (parentColumn.collation() == null ? "by none" : "by " + parentColumn.collation())
+              + ": cleanup would take the children of keys that differ but compare equal ('ABC'"
+              + " and 'abc'); give the column the key's collation");
     }
     Optional<String> unsweepable = unsweepable(k, columnIndex, column, parentColumn);
     return new CheckedKey(
@@ -482,6 +497,9 @@ public final class DefinitionCheck {
                     + " CASE WHEN attgenerated <> '' THEN 'a generated column'"
                     + " WHEN attidentity = 'a' THEN 'an identity column GENERATED ALWAYS' END, "
                     + notNullDomain("atttypid")
+                    + ", CASE WHEN attcollation <> 0 THEN attcollation::regcollation::text END,"
+                    + " COALESCE((SELECT NOT collisdeterministic FROM pg_collation"
+                    + " WHERE oid = attcollation), false)"
                     + " FROM pg_attribute"
                     + " WHERE attrelid = ? AND attname = ? AND attnum > 0 AND NOT attisdropped")) {
       ps.setLong(1, table.oid());
@@ -500,7 +518,9 @@ public final class DefinitionCheck {
             rs.getString(6),
             rs.getBoolean(7),
             rs.getString(8),
-            rs.getString(9));
+            rs.getString(9),
+            rs.getString(10),
+            rs.getBoolean(11));
       }
     }
   }

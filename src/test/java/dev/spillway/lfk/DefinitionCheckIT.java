@@ -3,6 +3,7 @@ package dev.spillway.lfk;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.tuple;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.spillway.config.ConfigException;
 import dev.spillway.jdbc.Databases;
@@ -11,6 +12,7 @@ import dev.spillway.testing.TestSql;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
+import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -599,6 +601,33 @@ class DefinitionCheckIT {
         .endsWith(
             "mood is k.other_mood and the parent's key k.mood, which cleanup cannot compare (it"
                 + " reads each deleted key as k.other_mood): give the column the key's own type.");
+  }
+
+  @Test
+  void should_refuse_a_child_whose_collation_takes_other_keys_for_the_deleted_one()
+      throws Exception {
+    DataSource main = dbs.dataSource("chk_main");
+    try {
+      TestSql.exec(
+          main,
+          "CREATE COLLATION IF NOT EXISTS k.ci"
+              + " (provider = icu, locale = 'und-u-ks-level2', deterministic = false)");
+    } catch (RuntimeException noIcu) {
+      assumeTrue(false, "a server without ICU: " + noIcu.getMessage());
+    }
+    TestSql.exec(
+        main,
+        "CREATE TABLE IF NOT EXISTS k.ci_labels (id bigint PRIMARY KEY, tag text COLLATE k.ci)",
+        "CREATE TABLE IF NOT EXISTS k.ci_tags (name text COLLATE k.ci PRIMARY KEY)");
+    // With 'ABC' live and 'abc' deleted, tag = 'abc' would delete the labels of 'ABC' too.
+    assertThat(error(entry("ci_labels", "tags", "tag", "async_delete")))
+        .endsWith(
+            "tag compares by collation k.ci, which is not deterministic, and the parent's key by"
+                + " \"default\": cleanup would take the children of keys that differ but compare"
+                + " equal ('ABC' and 'abc'); give the column the key's collation.");
+    assertThat(check(entry("ci_labels", "ci_tags", "tag", "async_delete")).keys())
+        .as("a key of the same collation: no two keys compare equal")
+        .hasSize(1);
   }
 
   @Test
