@@ -589,15 +589,16 @@ final class CaptureEngine implements AutoCloseable {
   }
 
   /**
-   * Whether the publication still carries the signal table every slot shared before each had its
-   * own: a snapshot asked there and not yet read (a start's, or {@code buffers reread}'s while
-   * Spillway was stopped) would be lost with it, so every buffer table is read again once; a row
-   * read twice is handled once.
+   * Whether the publication still carries a signal table an earlier version gave the slot (the one
+   * every slot shared before each had its own, or for a long slot name one named otherwise): a
+   * snapshot asked there and not yet read (a start's, or {@code buffers reread}'s while Spillway
+   * was stopped) would be lost with it, so every buffer table is read again once; a row read twice
+   * is handled once.
    */
   private boolean publishesSharedSignals() throws SQLException {
-    return SourcePreparation.unpublished(
-            dataSource, slot, List.of(TableName.parse(CaptureStatements.SHARED_SIGNAL_TABLE)))
-        .isEmpty();
+    List<TableName> earlier =
+        CaptureStatements.earlierSignalTables(slot).stream().map(TableName::parse).toList();
+    return SourcePreparation.unpublished(dataSource, slot, earlier).size() < earlier.size();
   }
 
   /** Ends the engine with a failure of capture's own, not one of the engine's. */

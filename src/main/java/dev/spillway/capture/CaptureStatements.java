@@ -1,6 +1,11 @@
 package dev.spillway.capture;
 
 import dev.spillway.event.TableName;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.List;
 
 /** Every SQL statement capture runs against a source database. */
 final class CaptureStatements {
@@ -144,11 +149,33 @@ final class CaptureStatements {
    */
   static String signalTable(String slot) {
     String name = slot + "_signal";
-    // A slot name of 57 to 63 characters, which PostgreSQL takes, leaves no room for the suffix.
+    // A slot name of 57 to 63 characters, which PostgreSQL takes, leaves no room for the suffix:
+    // 64 bits of a digest, where names as alike as ..._c0 and ..._an meet in a String hash.
     return "spillway."
         + (name.length() <= CaptureSettings.MAX_NAME_LENGTH
             ? name
-            : "signal_" + Integer.toHexString(slot.hashCode()));
+            : "signal_" + digest(slot).substring(0, 16));
+  }
+
+  private static String digest(String text) {
+    try {
+      return HexFormat.of()
+          .formatHex(
+              MessageDigest.getInstance("SHA-256").digest(text.getBytes(StandardCharsets.UTF_8)));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e); // every Java runtime has SHA-256
+    }
+  }
+
+  /**
+   * The signal tables earlier versions gave the slot: the one all slots shared, and for a long slot
+   * name the one a String hash of it named.
+   */
+  static List<String> earlierSignalTables(String slot) {
+    String hashed = "spillway.signal_" + Integer.toHexString(slot.hashCode());
+    return signalTable(slot).startsWith("spillway.signal_")
+        ? List.of(SHARED_SIGNAL_TABLE, hashed)
+        : List.of(SHARED_SIGNAL_TABLE);
   }
 
   /**

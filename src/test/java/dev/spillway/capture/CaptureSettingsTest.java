@@ -70,5 +70,15 @@ class CaptureSettingsTest {
     String longest = CaptureStatements.signalTable("p".repeat(63));
     assertThat(longest.substring("spillway.".length())).hasSizeLessThanOrEqualTo(63);
     assertThat(longest).isNotEqualTo(CaptureStatements.signalTable("q".repeat(63)));
+    // Two names a String hash takes for one: 'c' * 31 + '0' = 'a' * 31 + 'n'.
+    String c0 = "p".repeat(61) + "c0";
+    String an = "p".repeat(61) + "an";
+    assertThat(c0.hashCode()).isEqualTo(an.hashCode());
+    assertThat(CaptureStatements.signalTable(c0)).isNotEqualTo(CaptureStatements.signalTable(an));
+    assertThat(CaptureStatements.earlierSignalTables(c0))
+        .containsExactly(
+            "spillway.capture_signal", "spillway.signal_" + Integer.toHexString(c0.hashCode()));
+    assertThat(CaptureStatements.earlierSignalTables("spillway_main"))
+        .containsExactly("spillway.capture_signal");
   }
 }
