@@ -455,6 +455,14 @@ public final class Capture implements AutoCloseable {
    * @param slot the database's replication slot ({@link CaptureSettings#slotName})
    * @return what was done; {@link ReadAgain#SLOT_LOST} asks nothing
    */
+  /**
+   * Whether Debezium can be asked to read the table's rows: not when its name has a dot, a space or
+   * a quote, which its list of tables to read cannot hold.
+   */
+  public static boolean readableAgain(TableName table) {
+    return CaptureEngine.readsBack(table);
+  }
+
   public static ReadAgain readAgain(
       DataSource ds, String database, String slot, List<TableName> tables) throws SQLException {
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(ds, database, slot);

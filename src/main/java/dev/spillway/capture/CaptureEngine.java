@@ -1114,7 +1114,7 @@ final class CaptureEngine implements AutoCloseable {
    * @throws CaptureSetupException for such a name
    */
   static String snapshotName(TableName t) {
-    if (!readsBack(t.schema()) || !readsBack(t.table())) {
+    if (!readsBack(t)) {
       throw new CaptureSetupException(
           "Table "
               + t
@@ -1123,6 +1123,10 @@ final class CaptureEngine implements AutoCloseable {
               + " move its rows out and insert them again once Spillway runs.");
     }
     return regex(t.toString());
+  }
+
+  static boolean readsBack(TableName t) {
+    return readsBack(t.schema()) && readsBack(t.table());
   }
 
   private static boolean readsBack(String part) {

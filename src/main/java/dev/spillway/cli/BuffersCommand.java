@@ -4,6 +4,7 @@ import dev.spillway.buffers.BufferPipeline;
 import dev.spillway.buffers.BufferSettings;
 import dev.spillway.capture.Capture;
 import dev.spillway.capture.CaptureSettings;
+import dev.spillway.capture.CaptureSetupException;
 import dev.spillway.config.SpillwayConfig;
 import dev.spillway.ops.RowCount;
 import java.io.PrintWriter;
@@ -54,6 +55,17 @@ final class BuffersCommand implements Runnable {
       try (Catalogs catalogs = Catalogs.open(config)) {
         // Before anything is asked, so that a refusal leaves every buffer as it was.
         BufferPipeline.checkTables(chosen, catalogs.databases());
+        for (BufferSettings b : chosen) {
+          if (!Capture.readableAgain(b.table())) {
+            throw new CaptureSetupException(
+                "Buffer "
+                    + b.name()
+                    + ": Debezium cannot be asked to read "
+                    + b.table()
+                    + ", whose name has a dot, a space or a quote; nothing was asked: rename the"
+                    + " table, or move its rows out and insert them again");
+          }
+        }
         for (String database : chosen.stream().map(BufferSettings::database).distinct().toList()) {
           Capture.requirePrimary(catalogs.databases().dataSource(database), database);
         }

@@ -137,6 +137,46 @@ class BuffersRereadIT {
     }
   }
 
+  @Test
+  void should_ask_nothing_when_a_buffer_s_table_cannot_be_read_again(@TempDir Path dir)
+      throws Exception {
+    try (BulkReceiver receiver = new BulkReceiver();
+        BufferInstallation installation = new BufferInstallation(dir, receiver.url().toString())) {
+      String quoted = installation.schema + ".it's";
+      try (var databases = installation.infra.databases("pipeline")) {
+        TestSql.exec(
+            databases.dataSource("pipeline"),
+            "CREATE TABLE " + installation.schema + ".\"it's\" (id bigint PRIMARY KEY)");
+      }
+      Files.writeString(
+          installation.file,
+          Files.readString(installation.file)
+              .replace(
+                  "buffers:\n",
+                  String.format(
+                      """
+                      buffers:
+                        quoted:
+                          table: "%s"
+                          handler:
+                            http: { url: "%s" }
+                      """,
+                      quoted, receiver.url())));
+
+      // activity comes first: nothing of it may be asked before quoted is refused.
+      Cli.Result reread =
+          Cli.run("buffers", "reread", "activity", "quoted", "-c", installation.file.toString());
+
+      assertThat(reread.exitCode()).as(reread.out() + reread.err()).isEqualTo(2);
+      assertThat(reread.err())
+          .contains(
+              "Buffer quoted: Debezium cannot be asked to read "
+                  + quoted
+                  + ", whose name has a dot, a space or a quote; nothing was asked");
+      assertThat(reread.out()).as("nothing asked, nothing said done").isEmpty();
+    }
+  }
+
   /** Deletes every record of the topic's one partition, as retention does. */
   private static void forget(String bootstrapServers, String topic) throws Exception {
     TopicPartition p = new TopicPartition(topic, 0);
