@@ -445,6 +445,14 @@ public final class Capture implements AutoCloseable {
   }
 
   /**
+   * Whether Debezium can be asked to read the table's rows: not when its name has a dot, a space or
+   * a quote, which its list of tables to read cannot hold.
+   */
+  public static boolean readableAgain(TableName table) {
+    return CaptureEngine.readsBack(table);
+  }
+
+  /**
    * Asks capture of a database to read the rows of {@code tables} again and publish each as an
    * insert, in chunks by primary key beside the stream (an incremental snapshot), whichever process
    * streams from the slot, now or once one starts: for rows whose captured inserts Kafka no longer
@@ -455,14 +463,6 @@ public final class Capture implements AutoCloseable {
    * @param slot the database's replication slot ({@link CaptureSettings#slotName})
    * @return what was done; {@link ReadAgain#SLOT_LOST} asks nothing
    */
-  /**
-   * Whether Debezium can be asked to read the table's rows: not when its name has a dot, a space or
-   * a quote, which its list of tables to read cannot hold.
-   */
-  public static boolean readableAgain(TableName table) {
-    return CaptureEngine.readsBack(table);
-  }
-
   public static ReadAgain readAgain(
       DataSource ds, String database, String slot, List<TableName> tables) throws SQLException {
     SourcePreparation.SlotLoss loss = SourcePreparation.slotLoss(ds, database, slot);
@@ -471,6 +471,11 @@ public final class Capture implements AutoCloseable {
     }
     if (!SourcePreparation.notYetRead(ds, slot, tables).isEmpty()) {
       return ReadAgain.AT_FIRST_START; // a table new to a buffer is read when capture next starts
+    }
+    if (!SourcePreparation.exists(ds, TableName.parse(CaptureStatements.signalTable(slot)))) {
+      // Upgraded and not yet started: the first start finds the earlier version's signal table
+      // and reads every buffer table once.
+      return ReadAgain.AT_FIRST_START;
     }
     SourcePreparation.requestSnapshot(ds, database, slot, tables);
     return ReadAgain.ASKED;

@@ -11,7 +11,8 @@ import java.util.Objects;
  * @param ids primary keys of the deleted rows as text (never empty)
  * @param oldestCommitTimeMicros commit time of the earliest delete in the batch
  * @param txIds id (xid) of the transaction that deleted each of {@code ids}, in their order, 0
- *     where not known; empty when none is known (a sweep's batch, or one an earlier version wrote)
+ *     where not known (an id a sweep found, or a delete an earlier version captured); empty when
+ *     none is known (a batch an earlier version wrote)
  */
 public record CleanupBatch(
     String database,

@@ -227,7 +227,8 @@ public final class DefinitionCheck {
               + "): give the column "
               + advice(column, parentColumn));
     }
-    if (column.nondeterministic() && !column.collation().equals(parentColumn.collation())) {
+    if (column.nondeterministic()
+        && !(childDb.equals(parentDb) && column.collation().equals(parentColumn.collation()))) {
       // Cleanup's = goes by the child's collation: a deleted 'abc' would take the children of a
       // live 'ABC'.
       throw problem(
@@ -236,7 +237,9 @@ public final class DefinitionCheck {
               + " compares by collation "
               + column.collation()
               + ", which is not deterministic, and the parent's key "
-              + (parentColumn.collation() == null ? "by none" : "by " + parentColumn.collation())
+              + (!childDb.equals(parentDb)
+                  ? "is in another database, whose collation of any name may compare otherwise"
+                  : parentColumn.collation() == null ? "by none" : "by " + parentColumn.collation())
               + ": cleanup would take the children of keys that differ but compare equal ('ABC'"
               + " and 'abc'); give the column the key's collation");
     }

@@ -149,7 +149,7 @@ class DefinitionCheckIT {
   private DefinitionCheck.Result check(String yaml) throws Exception {
     Path file = dir.resolve("lfk.yml");
     Files.writeString(file, yaml);
-    Map<String, String> where = Map.of("k.ci_builds", "ci");
+    Map<String, String> where = Map.of("k.ci_builds", "ci", "k.ci_remote_labels", "ci");
     return DefinitionCheck.check(
         DefinitionsFile.read(file),
         t -> where.getOrDefault(t, "main"),
@@ -628,6 +628,18 @@ class DefinitionCheckIT {
     assertThat(check(entry("ci_labels", "ci_tags", "tag", "async_delete")).keys())
         .as("a key of the same collation: no two keys compare equal")
         .hasSize(1);
+    // Of the same name in another database, it may be another collation.
+    DataSource ci = dbs.dataSource("chk_ci");
+    TestSql.exec(
+        ci,
+        "CREATE COLLATION IF NOT EXISTS k.ci"
+            + " (provider = icu, locale = 'und-u-ks-level2', deterministic = false)",
+        "CREATE TABLE IF NOT EXISTS k.ci_remote_labels (id bigint PRIMARY KEY,"
+            + " tag text COLLATE k.ci)");
+    assertThat(error(entry("ci_remote_labels", "ci_tags", "tag", "async_delete")))
+        .contains(
+            "tag compares by collation k.ci, which is not deterministic, and the parent's key is"
+                + " in another database, whose collation of any name may compare otherwise");
   }
 
   @Test
