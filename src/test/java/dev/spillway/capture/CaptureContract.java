@@ -807,6 +807,42 @@ abstract class CaptureContract {
     }
   }
 
+  @Test
+  @Timeout(120)
+  void should_capture_an_insert_into_a_parent_gaining_a_buffer_open_across_the_start()
+      throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
+        "INSERT INTO " + schema + ".events VALUES (0, 'before')");
+    CaptureRoute deletes = deletes("events");
+    try (Capture first = start(deletes)) {
+      // published for its deletes only
+    }
+    try (Connection open =
+        TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (1, 'open')")) {
+      // Row 1 is written before the publication takes inserts, and committed after the table's
+      // snapshot read: PostgreSQL still streams it, the publication's change reaching the
+      // transaction in progress.
+      try (Capture capture = start(deletes, inserts("events"))) {
+        TestSql.exec(ds, "INSERT INTO " + schema + ".events VALUES (2, 'after')");
+        TopicReader.readUntil(
+            infra().bootstrapServers(),
+            topics.bufferEvents("events"),
+            r -> ids(r).contains(2L),
+            TIMEOUT);
+        open.commit();
+        List<ConsumerRecord<byte[], byte[]>> read =
+            TopicReader.readUntil(
+                infra().bootstrapServers(),
+                topics.bufferEvents("events"),
+                r -> ids(r).containsAll(List.of(0L, 1L, 2L)),
+                TIMEOUT);
+        assertThat(ids(read)).as("row 1, captured once it committed").contains(0L, 1L, 2L);
+      }
+    }
+  }
+
   /**
    * Tables {@code events} and {@code other}, the slot made by a capture of {@code other}, and a
    * transaction left open that inserted row 1 into {@code events}.
