@@ -784,16 +784,8 @@ abstract class CaptureContract {
   void
       should_keep_a_table_published_for_its_deletes_streaming_them_while_an_insert_into_it_is_open()
           throws Exception {
-    TestSql.exec(
-        ds,
-        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
-        "INSERT INTO " + schema + ".events VALUES (0, 'before')");
     CaptureRoute deletes = deletes("events");
-    try (Capture first = start(deletes)) {
-      // published for its deletes only
-    }
-    try (Connection open =
-        TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (1, 'open')")) {
+    try (Connection open = insertOpenIntoEventsPublishedForItsDeletes()) {
       // A buffer joins the table: it cannot be locked, yet it stays published for its deletes.
       try (Capture capture = start(deletes, inserts("events"))) {
         TestSql.exec(ds, "DELETE FROM " + schema + ".events WHERE id = 0");
@@ -811,16 +803,8 @@ abstract class CaptureContract {
   @Timeout(120)
   void should_capture_an_insert_into_a_parent_gaining_a_buffer_open_across_the_start()
       throws Exception {
-    TestSql.exec(
-        ds,
-        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
-        "INSERT INTO " + schema + ".events VALUES (0, 'before')");
     CaptureRoute deletes = deletes("events");
-    try (Capture first = start(deletes)) {
-      // published for its deletes only
-    }
-    try (Connection open =
-        TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (1, 'open')")) {
+    try (Connection open = insertOpenIntoEventsPublishedForItsDeletes()) {
       // Row 1 is written before the publication takes inserts, and committed after the table's
       // snapshot read: PostgreSQL still streams it, the publication's change reaching the
       // transaction in progress.
@@ -841,6 +825,21 @@ abstract class CaptureContract {
         assertThat(ids(read)).as("row 1, captured once it committed").contains(0L, 1L, 2L);
       }
     }
+  }
+
+  /**
+   * Table {@code events} holding row 0, published for its deletes only by a capture of them, and a
+   * transaction left open that inserted row 1 into it.
+   */
+  private Connection insertOpenIntoEventsPublishedForItsDeletes() throws Exception {
+    TestSql.exec(
+        ds,
+        "CREATE TABLE " + schema + ".events (id bigint PRIMARY KEY, v text)",
+        "INSERT INTO " + schema + ".events VALUES (0, 'before')");
+    try (Capture first = start(deletes("events"))) {
+      // published for its deletes only
+    }
+    return TestSql.inTransaction(ds, "INSERT INTO " + schema + ".events VALUES (1, 'open')");
   }
 
   /**

@@ -125,15 +125,10 @@ class BuffersRereadIT {
                       """,
                       replica, db.username(), installation.table(), receiver.url())));
 
-      Cli.Result reread =
-          Cli.run("buffers", "reread", "activity", "mirror", "-c", installation.file.toString());
-
-      assertThat(reread.exitCode()).as(reread.out() + reread.err()).isEqualTo(2);
-      assertThat(reread.err())
-          .contains(
-              "Database replica answered from a standby (in recovery); capture needs the"
-                  + " primary");
-      assertThat(reread.out()).as("nothing asked, nothing said done").isEmpty();
+      refusedAskingNothing(
+          installation,
+          "mirror",
+          "Database replica answered from a standby (in recovery); capture needs the primary");
     }
   }
 
@@ -163,18 +158,26 @@ class BuffersRereadIT {
                       """,
                       quoted, receiver.url())));
 
-      // activity comes first: nothing of it may be asked before quoted is refused.
-      Cli.Result reread =
-          Cli.run("buffers", "reread", "activity", "quoted", "-c", installation.file.toString());
-
-      assertThat(reread.exitCode()).as(reread.out() + reread.err()).isEqualTo(2);
-      assertThat(reread.err())
-          .contains(
-              "Buffer quoted: Debezium cannot be asked to read "
-                  + quoted
-                  + ", whose name has a dot, a space or a quote; nothing was asked");
-      assertThat(reread.out()).as("nothing asked, nothing said done").isEmpty();
+      refusedAskingNothing(
+          installation,
+          "quoted",
+          "Buffer quoted: Debezium cannot be asked to read "
+              + quoted
+              + ", whose name has a dot, a space or a quote; nothing was asked");
     }
+  }
+
+  /**
+   * {@code buffers reread activity OTHER} refused, exit 2, with {@code why}: activity comes first,
+   * so nothing of it may be asked before OTHER is refused.
+   */
+  private static void refusedAskingNothing(
+      BufferInstallation installation, String other, String why) {
+    Cli.Result reread =
+        Cli.run("buffers", "reread", "activity", other, "-c", installation.file.toString());
+    assertThat(reread.exitCode()).as(reread.out() + reread.err()).isEqualTo(2);
+    assertThat(reread.err()).contains(why);
+    assertThat(reread.out()).as("nothing asked, nothing said done").isEmpty();
   }
 
   /** Deletes every record of the topic's one partition, as retention does. */
