@@ -208,7 +208,7 @@ final class BufferStatements {
    */
   static List<Long> runningTransactions(Connection c) throws SQLException {
     List<Long> out = new ArrayList<>();
-    try (PreparedStatement ps = c.prepareStatement(RUNNING_TRANSACTIONS);
+    try (PreparedStatement ps = c.prepareStatement(Transactions.RUNNING_TRANSACTIONS);
         ResultSet rs = ps.executeQuery()) {
       while (rs.next()) {
         out.add(rs.getLong(1));
@@ -222,7 +222,7 @@ final class BufferStatements {
     try (PreparedStatement ps =
         c.prepareStatement(
             "SELECT EXISTS (SELECT 1 FROM ("
-                + RUNNING_TRANSACTIONS
+                + Transactions.RUNNING_TRANSACTIONS
                 + ") r WHERE r.id = ANY (?))")) {
       ps.setArray(1, c.createArrayOf("int8", transactions.toArray())); // running earlier
       try (ResultSet rs = ps.executeQuery()) {
@@ -231,10 +231,6 @@ final class BufferStatements {
       }
     }
   }
-
-  private static final String RUNNING_TRANSACTIONS =
-      "SELECT transactionid::text::bigint AS id FROM pg_locks"
-          + " WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted";
 
   /**
    * Deletes handled rows in one statement; with an archive table, the same statement copies them

@@ -28,6 +28,15 @@ public final class Transactions {
   /** No lock timeout: the statements wait for their locks as they would anywhere else. */
   public static final String NO_LOCK_TIMEOUT = "SET LOCAL lock_timeout = 0";
 
+  /**
+   * The ids ({@code id}, 32 bits as a bigint) of the transactions running now: each holds the lock
+   * on its own id until its work is visible to other sessions, which is later than its commit
+   * reaching the WAL (a session waiting for a synchronous standby, say).
+   */
+  public static final String RUNNING_TRANSACTIONS =
+      "SELECT transactionid::text::bigint AS id FROM pg_locks"
+          + " WHERE locktype = 'transactionid' AND mode = 'ExclusiveLock' AND granted";
+
   private Transactions() {}
 
   /** What runs in the transaction. */

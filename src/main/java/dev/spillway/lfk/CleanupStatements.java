@@ -1,6 +1,7 @@
 package dev.spillway.lfk;
 
 import dev.spillway.event.TableName;
+import dev.spillway.jdbc.Transactions;
 import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -318,11 +319,11 @@ final class CleanupStatements {
     return "SELECT u.v FROM unnest(CAST(? AS text[]), CAST(? AS int8[])) AS u(v, x) WHERE EXISTS"
         + " (SELECT 1 FROM "
         + key.key().parent().quoted()
-        + " p JOIN pg_locks l ON l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'"
-        + " AND l.granted AND l.transactionid::text::bigint"
-        + " = CASE WHEN u.x <> 0 THEN u.x ELSE p.xmax::text::bigint END WHERE "
+        + " p WHERE "
         + parentRow(key)
-        + ")";
+        + " AND CASE WHEN u.x <> 0 THEN u.x ELSE p.xmax::text::bigint END IN ("
+        + Transactions.RUNNING_TRANSACTIONS
+        + "))";
   }
 
   /**
