@@ -110,10 +110,10 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
    * something else: an indicator failing after a STOP (its query timing out under the load that
    * made it stop) keeps it rather than lift it.
    */
-  private final Map<String, Health> lastStops = new ConcurrentHashMap<>();
+  private final Map<String, KeptStop> lastStops = new ConcurrentHashMap<>();
 
-  /** The keys of {@link #lastStops} whose indicator could not be read since, said once each. */
-  private final Set<String> unreadStops = ConcurrentHashMap.newKeySet();
+  /** A STOP kept, and whether its indicator failing since has been logged (once). */
+  private record KeptStop(Health stop, boolean said) {}
 
   private final Set<String> failing = ConcurrentHashMap.newKeySet();
   private volatile ScheduledExecutorService executor;
@@ -307,22 +307,22 @@ public final class HealthMonitor implements HealthGate, AutoCloseable {
   private Health stopStays(String db, TableName table, String indicator, Health read) {
     String key = db + "|" + table + "|" + indicator;
     if (read instanceof Health.Unknown) {
-      Health stop = lastStops.get(key);
-      if (stop == null) {
+      KeptStop kept = lastStops.get(key);
+      if (kept == null) {
         return read;
       }
-      if (unreadStops.add(key)) {
+      if (!kept.said()) {
+        lastStops.put(key, new KeptStop(kept.stop(), true));
         log.info(
             "Health of {}{}: {}; its STOP stays until it is read again",
             db,
             table == null ? "" : " table " + table,
             read.reason());
       }
-      return new Health.Stop(stop.reason() + " (last read; " + read.reason() + ")");
+      return new Health.Stop(kept.stop().reason() + " (last read; " + read.reason() + ")");
     }
-    unreadStops.remove(key);
     if (read.isStop()) {
-      lastStops.put(key, read);
+      lastStops.put(key, new KeptStop(read, false));
     } else {
       lastStops.remove(key);
     }
